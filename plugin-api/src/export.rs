@@ -1,0 +1,183 @@
+//! The export macro and the hidden helpers it expands to.
+
+/// Exports a plugin's root module from a `cdylib` crate.
+///
+/// ```ignore
+/// stet_plugin_api::export_plugin!(runtime, name = "docker", version = env!("CARGO_PKG_VERSION"), new = DockerRuntime::from_config);
+/// stet_plugin_api::export_plugin!(harness, name = "claude", version = env!("CARGO_PKG_VERSION"), new = ClaudeHarness::from_config);
+/// ```
+///
+/// `new` is a `fn(&str) -> Result<T, PluginError>` receiving the plugin's settings table as
+/// JSON (`{}` when the person configured nothing), where `T` implements
+/// [`RuntimePlugin`](crate::RuntimePlugin) or [`HarnessPlugin`](crate::HarnessPlugin).
+/// `name` and `version` must equal the `name` and `version` of the plugin's `plugin.toml`:
+/// the host refuses a library that says otherwise.
+///
+/// Every function the macro exports, and every method of the objects it hands out, catches
+/// panics on the plugin's side of the boundary: a panic reaches the host as an error with
+/// code [`PANICKED`](crate::ErrorCode::PANICKED) instead of ending the host process. Build
+/// plugins with the default `panic = "unwind"`; with `panic = "abort"` nothing can be caught.
+#[macro_export]
+macro_rules! export_plugin {
+    (runtime, name = $name:expr, version = $version:expr, new = $new:expr $(,)?) => {
+        extern "C" fn __stet_identity() -> $crate::PluginIdentity {
+            $crate::__private::identity($name, $crate::PluginKind::Runtime, $version, $crate::API_VERSION)
+        }
+        extern "C" fn __stet_new_runtime(
+            config: $crate::RStr<'_>,
+        ) -> $crate::RResult<$crate::abi::v1_1::RuntimeBox, $crate::PluginError> {
+            $crate::__private::new_runtime(config, $new)
+        }
+        extern "C" fn __stet_new_harness(
+            _config: $crate::RStr<'_>,
+        ) -> $crate::RResult<$crate::abi::v1_1::HarnessBox, $crate::PluginError> {
+            $crate::__private::wrong_kind($name, $crate::PluginKind::Runtime)
+        }
+        $crate::__export_root!(v1_1, __stet_identity, __stet_new_runtime, __stet_new_harness);
+    };
+    (harness, name = $name:expr, version = $version:expr, new = $new:expr $(,)?) => {
+        extern "C" fn __stet_identity() -> $crate::PluginIdentity {
+            $crate::__private::identity($name, $crate::PluginKind::Harness, $version, $crate::API_VERSION)
+        }
+        extern "C" fn __stet_new_runtime(
+            _config: $crate::RStr<'_>,
+        ) -> $crate::RResult<$crate::abi::v1_1::RuntimeBox, $crate::PluginError> {
+            $crate::__private::wrong_kind($name, $crate::PluginKind::Harness)
+        }
+        extern "C" fn __stet_new_harness(
+            config: $crate::RStr<'_>,
+        ) -> $crate::RResult<$crate::abi::v1_1::HarnessBox, $crate::PluginError> {
+            $crate::__private::new_harness(config, $new)
+        }
+        $crate::__export_root!(v1_1, __stet_identity, __stet_new_runtime, __stet_new_harness);
+    };
+}
+
+/// Exports a runtime plugin exactly as stet-plugin-api 1.0 did: the frozen 1.0 root
+/// module, reporting API version 1.0.0. For compatibility tests of hosts only; new plugins
+/// use [`export_plugin!`].
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __export_runtime_plugin_v1_0 {
+    (name = $name:expr, version = $version:expr, new = $new:expr $(,)?) => {
+        extern "C" fn __stet_identity() -> $crate::PluginIdentity {
+            $crate::__private::identity($name, $crate::PluginKind::Runtime, $version, $crate::abi::v1_0::VERSION)
+        }
+        extern "C" fn __stet_new_runtime(
+            config: $crate::RStr<'_>,
+        ) -> $crate::RResult<$crate::abi::v1_0::RuntimeBox, $crate::PluginError> {
+            $crate::__private::new_runtime_v1_0(config, $new)
+        }
+        extern "C" fn __stet_new_harness(
+            _config: $crate::RStr<'_>,
+        ) -> $crate::RResult<$crate::abi::v1_1::HarnessBox, $crate::PluginError> {
+            $crate::__private::wrong_kind($name, $crate::PluginKind::Runtime)
+        }
+        $crate::__export_root!(v1_0, __stet_identity, __stet_new_runtime, __stet_new_harness);
+    };
+}
+
+/// Writes the library header abi_stable's loader looks for. This is what
+/// `#[abi_stable::export_root_module]` expands to, spelled with paths through this crate so
+/// that plugin crates need no direct dependency on abi_stable. A unit test checks that the
+/// symbol name still matches abi_stable's.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __export_root {
+    ($abi:ident, $identity:ident, $new_runtime:ident, $new_harness:ident) => {
+        #[unsafe(no_mangle)]
+        pub static _1as_0lib_1header_0root_bmodule_bloader: $crate::__private::abi_stable::library::LibHeader = {
+            fn root() -> $crate::abi::$abi::StetPlugin_Ref {
+                use $crate::__private::abi_stable::prefix_type::PrefixTypeTrait as _;
+                $crate::abi::$abi::StetPlugin {
+                    identity: $identity,
+                    new_runtime: $new_runtime,
+                    new_harness: $new_harness,
+                }
+                .leak_into_prefix()
+            }
+            extern "C" fn erased() -> $crate::__private::abi_stable::library::RootModuleResult {
+                $crate::__private::abi_stable::library::__call_root_module_loader(root)
+            }
+            unsafe {
+                $crate::__private::abi_stable::library::LibHeader::from_constructor::<
+                    $crate::abi::$abi::StetPlugin_Ref,
+                >(
+                    erased,
+                    $crate::__private::abi_stable::library::CheckTypeLayout::Yes,
+                )
+            }
+        };
+    };
+}
+
+#[doc(hidden)]
+pub mod __private {
+    pub use abi_stable;
+
+    use abi_stable::{
+        sabi_trait::TD_Opaque,
+        std_types::{RResult, RStr},
+    };
+
+    use crate::abi::{v1_0, v1_1};
+    use crate::sdk::{guard, HarnessAdapter, RuntimeAdapter};
+    use crate::{HarnessPlugin, PluginError, PluginIdentity, PluginKind, RuntimePlugin};
+
+    pub fn identity(name: &str, kind: PluginKind, version: &str, api: &str) -> PluginIdentity {
+        PluginIdentity {
+            name: name.into(),
+            kind,
+            version: version.into(),
+            api_version: api.into(),
+        }
+    }
+
+    pub fn new_runtime<T: RuntimePlugin>(
+        config: RStr<'_>,
+        new: fn(&str) -> Result<T, PluginError>,
+    ) -> RResult<v1_1::RuntimeBox, PluginError> {
+        guard("new_runtime", || {
+            new(config.as_str())
+                .map(|runtime| v1_1::Runtime_TO::from_value(RuntimeAdapter(runtime), TD_Opaque))
+        })
+    }
+
+    pub fn new_runtime_v1_0<T: RuntimePlugin>(
+        config: RStr<'_>,
+        new: fn(&str) -> Result<T, PluginError>,
+    ) -> RResult<v1_0::RuntimeBox, PluginError> {
+        guard("new_runtime", || {
+            new(config.as_str())
+                .map(|runtime| v1_0::Runtime_TO::from_value(RuntimeAdapter(runtime), TD_Opaque))
+        })
+    }
+
+    pub fn new_harness<T: HarnessPlugin>(
+        config: RStr<'_>,
+        new: fn(&str) -> Result<T, PluginError>,
+    ) -> RResult<v1_1::HarnessBox, PluginError> {
+        guard("new_harness", || {
+            new(config.as_str())
+                .map(|harness| v1_1::Harness_TO::from_value(HarnessAdapter(harness), TD_Opaque))
+        })
+    }
+
+    pub fn wrong_kind<T>(name: &str, actual: PluginKind) -> RResult<T, PluginError> {
+        RResult::RErr(PluginError::invalid_input(format!(
+            "plugin {name} is a {} plugin and cannot be used as another kind",
+            actual.as_str()
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn exported_symbol_matches_abi_stable_loader_name() {
+        assert_eq!(
+            abi_stable::library::ROOT_MODULE_LOADER_NAME,
+            "_1as_0lib_1header_0root_bmodule_bloader"
+        );
+    }
+}

@@ -1,0 +1,310 @@
+//! The traits plugin authors implement, and the adapters that carry them across the
+//! boundary with every call guarded against panics.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use abi_stable::{
+    sabi_trait::TD_Opaque,
+    std_types::{RResult, RSlice, RStr, RString, RVec},
+};
+
+use crate::abi::{v1_0, v1_1};
+use crate::{
+    ErrorCode, ExitStatus, HarnessContext, ImageStatus, Label, Launch, Outcome, PluginError,
+    ProbeReport, Profile, ProcessSpec, Role, RoleRequest, SandboxInfo, SandboxSpec, Stream,
+    WallCheck,
+};
+
+/// Where a running process's output goes: the host's sink, seen from the plugin.
+///
+/// Call [`Sink::write`] for every chunk as soon as it arrives, in order; do not buffer a
+/// whole output. The sink may be shared between threads behind a mutex.
+pub struct Sink<'a> {
+    inner: v1_1::SinkBox<'a>,
+}
+
+impl<'a> Sink<'a> {
+    /// Wraps the host's sink. Plugins receive a `Sink` already made; this is for test support.
+    pub fn new(inner: v1_1::SinkBox<'a>) -> Self {
+        Sink { inner }
+    }
+
+    /// Hands one chunk to the host.
+    pub fn write(&mut self, stream: Stream, bytes: &[u8]) {
+        self.inner.chunk(stream, RSlice::from_slice(bytes));
+    }
+
+    /// Hands one chunk of standard output to the host.
+    pub fn stdout(&mut self, bytes: &[u8]) {
+        self.write(Stream::Stdout, bytes);
+    }
+
+    /// Hands one chunk of standard error to the host.
+    pub fn stderr(&mut self, bytes: &[u8]) {
+        self.write(Stream::Stderr, bytes);
+    }
+}
+
+/// A runtime: where the agent runs.
+///
+/// # Threads, blocking and cancellation
+///
+/// The host calls every method on a thread of its own, never on an async executor, and
+/// may call methods concurrently (several lanes at once): implementations are `Send +
+/// Sync`. Methods may block for as long as the backend takes; a plugin that needs async
+/// code owns its own executor inside the library. The host bounds `probe` by a time limit
+/// (it runs probes in a separate process and kills it), and stops a running process
+/// through [`ProcessPlugin::kill`].
+///
+/// # Errors and panics
+///
+/// Return a [`PluginError`] whose message says what failed and whose remedy says what to
+/// do. A panic is caught on the plugin's side of the boundary and reaches the host as an
+/// error with code [`ErrorCode::PANICKED`]; the host stays up and names the plugin.
+/// Aborts and crashes cannot be caught in-process: the host probes in a child process so
+/// that one broken plugin does not hide the others.
+pub trait RuntimePlugin: Send + Sync + 'static {
+    /// Is the backend there, which version, what can it do?
+    ///
+    /// Called once per drive and by `stet plugins probe`, in a short-lived child process
+    /// under a time limit. Must not change anything. An absent backend is an
+    /// [`ProbeReport::unavailable`] answer with a remedy, not an error. The reported
+    /// priority decides selection when the person has not chosen a runtime.
+    fn probe(&self) -> Result<ProbeReport, PluginError>;
+
+    /// Creates and starts a sandbox so that processes can be spawned in it.
+    ///
+    /// Only the listed mounts may be visible; the environment is exactly `spec.env`; the
+    /// network is as asked (none by default). A missing image is [`ErrorCode::NOT_FOUND`]
+    /// with a remedy saying how to build it.
+    fn create_sandbox(&self, spec: SandboxSpec) -> Result<SandboxInfo, PluginError>;
+
+    /// Starts a process in a sandbox created by [`RuntimePlugin::create_sandbox`].
+    /// Returns as soon as the process is started; output is read by
+    /// [`ProcessPlugin::wait`].
+    fn spawn(
+        &self,
+        sandbox: &str,
+        spec: ProcessSpec,
+    ) -> Result<Box<dyn ProcessPlugin>, PluginError>;
+
+    /// Stops and removes a sandbox and everything running in it. Calling it again, or
+    /// for a sandbox that is already gone, succeeds.
+    fn teardown(&self, sandbox: &str) -> Result<(), PluginError>;
+
+    /// Lists the sandboxes that carry every one of `labels` (all sandboxes when empty is
+    /// not allowed: the host always names at least `stet.managed`).
+    fn list_sandboxes(&self, labels: &[Label]) -> Result<Vec<SandboxInfo>, PluginError>;
+
+    /// Whether `image` is present locally, and if not how to get it. Since API 1.1; the
+    /// default answers "present" so that the host goes on to `create_sandbox`, whose own
+    /// not-found error then names the image.
+    fn image_status(&self, image: &str) -> Result<ImageStatus, PluginError> {
+        let _ = image;
+        Ok(ImageStatus {
+            present: true,
+            remedy: RString::new(),
+        })
+    }
+}
+
+/// A process started by [`RuntimePlugin::spawn`].
+pub trait ProcessPlugin: Send + Sync + 'static {
+    /// Streams output into `sink` chunk by chunk until the process ends, then returns how
+    /// it ended. Called once, on a host thread that blocks in it.
+    fn wait(&self, sink: &mut Sink<'_>) -> Result<ExitStatus, PluginError>;
+
+    /// Kills the process and what it started. Called from another thread while `wait`
+    /// blocks, or after it returned; must be idempotent.
+    fn kill(&self) -> Result<(), PluginError>;
+}
+
+/// A harness: which agent runs, and how it is walled in.
+///
+/// Threads, blocking, errors and panics are as for [`RuntimePlugin`]. A harness never
+/// runs the agent itself: it describes launches, and the host runs them in a sandbox of
+/// the selected runtime.
+pub trait HarnessPlugin: Send + Sync + 'static {
+    /// Is the agent's binary there, which version, is a login present (by state alone,
+    /// never an account identifier)?
+    fn probe(&self) -> Result<ProbeReport, PluginError>;
+
+    /// The one walled profile this drive runs on; none or several is an error naming them.
+    fn profile(&self, context: &HarnessContext) -> Result<Profile, PluginError>;
+
+    /// Writes the walled settings (stet's hooks and nothing else) into the profile and
+    /// returns exactly what was written, so the host can compare before each stage.
+    fn write_settings(
+        &self,
+        context: &HarnessContext,
+        profile: &Profile,
+    ) -> Result<String, PluginError>;
+
+    /// The static wall checks, one entry per wall, held or not.
+    fn check_walls(
+        &self,
+        context: &HarnessContext,
+        profile: &Profile,
+    ) -> Result<Vec<WallCheck>, PluginError>;
+
+    /// The launch for one role: process, mounts it needs, network it needs.
+    fn launch(&self, request: &RoleRequest) -> Result<Launch, PluginError>;
+
+    /// Reads the output of the [`Role::Proof`] launch into wall checks.
+    fn read_proof(&self, output: &[u8]) -> Result<Vec<WallCheck>, PluginError>;
+
+    /// Reads a role's full output into an outcome; tolerant of unknown fields.
+    fn read_outcome(
+        &self,
+        role: Role,
+        output: &[u8],
+        exit: ExitStatus,
+    ) -> Result<Outcome, PluginError>;
+}
+
+/// Runs `f`, turning a panic into a [`ErrorCode::PANICKED`] error naming `what`.
+///
+/// Every call into plugin code from the host goes through this, because a panic that
+/// unwinds across the boundary makes abi_stable end the whole host process.
+pub fn guard<T>(what: &str, f: impl FnOnce() -> Result<T, PluginError>) -> RResult<T, PluginError> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(result) => result.into(),
+        Err(payload) => RResult::RErr(PluginError::new(
+            ErrorCode::PANICKED,
+            format!("{what} panicked: {}", panic_message(payload.as_ref())),
+        )),
+    }
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a non-string panic payload".to_string()
+    }
+}
+
+pub(crate) struct RuntimeAdapter<T>(pub(crate) T);
+pub(crate) struct ProcessAdapter(pub(crate) Box<dyn ProcessPlugin>);
+pub(crate) struct HarnessAdapter<T>(pub(crate) T);
+
+impl v1_1::Process for ProcessAdapter {
+    fn wait(&self, sink: v1_1::SinkBox<'_>) -> RResult<ExitStatus, PluginError> {
+        guard("wait", || self.0.wait(&mut Sink::new(sink)))
+    }
+
+    fn kill(&self) -> RResult<(), PluginError> {
+        guard("kill", || self.0.kill())
+    }
+}
+
+fn process_box(process: Box<dyn ProcessPlugin>) -> v1_1::ProcessBox {
+    v1_1::Process_TO::from_value(ProcessAdapter(process), TD_Opaque)
+}
+
+impl<T: RuntimePlugin> v1_1::Runtime for RuntimeAdapter<T> {
+    fn probe(&self) -> RResult<ProbeReport, PluginError> {
+        guard("probe", || self.0.probe())
+    }
+
+    fn create_sandbox(&self, spec: SandboxSpec) -> RResult<SandboxInfo, PluginError> {
+        guard("create_sandbox", || self.0.create_sandbox(spec))
+    }
+
+    fn spawn(&self, sandbox: RStr<'_>, spec: ProcessSpec) -> RResult<v1_1::ProcessBox, PluginError> {
+        guard("spawn", || self.0.spawn(sandbox.as_str(), spec).map(process_box))
+    }
+
+    fn teardown(&self, sandbox: RStr<'_>) -> RResult<(), PluginError> {
+        guard("teardown", || self.0.teardown(sandbox.as_str()))
+    }
+
+    fn list_sandboxes(&self, labels: RVec<Label>) -> RResult<RVec<SandboxInfo>, PluginError> {
+        guard("list_sandboxes", || {
+            self.0.list_sandboxes(labels.as_slice()).map(RVec::from)
+        })
+    }
+
+    fn image_status(&self, image: RStr<'_>) -> RResult<ImageStatus, PluginError> {
+        guard("image_status", || self.0.image_status(image.as_str()))
+    }
+}
+
+// The frozen 1.0 interface, so that compatibility fixtures can be exported exactly as a
+// plugin built against 1.0 would have been.
+impl<T: RuntimePlugin> v1_0::Runtime for RuntimeAdapter<T> {
+    fn probe(&self) -> RResult<ProbeReport, PluginError> {
+        guard("probe", || self.0.probe())
+    }
+
+    fn create_sandbox(&self, spec: SandboxSpec) -> RResult<SandboxInfo, PluginError> {
+        guard("create_sandbox", || self.0.create_sandbox(spec))
+    }
+
+    fn spawn(&self, sandbox: RStr<'_>, spec: ProcessSpec) -> RResult<v1_1::ProcessBox, PluginError> {
+        guard("spawn", || self.0.spawn(sandbox.as_str(), spec).map(process_box))
+    }
+
+    fn teardown(&self, sandbox: RStr<'_>) -> RResult<(), PluginError> {
+        guard("teardown", || self.0.teardown(sandbox.as_str()))
+    }
+
+    fn list_sandboxes(&self, labels: RVec<Label>) -> RResult<RVec<SandboxInfo>, PluginError> {
+        guard("list_sandboxes", || {
+            self.0.list_sandboxes(labels.as_slice()).map(RVec::from)
+        })
+    }
+}
+
+impl<T: HarnessPlugin> v1_1::Harness for HarnessAdapter<T> {
+    fn probe(&self) -> RResult<ProbeReport, PluginError> {
+        guard("probe", || self.0.probe())
+    }
+
+    fn profile(&self, context: HarnessContext) -> RResult<Profile, PluginError> {
+        guard("profile", || self.0.profile(&context))
+    }
+
+    fn write_settings(
+        &self,
+        context: HarnessContext,
+        profile: Profile,
+    ) -> RResult<RString, PluginError> {
+        guard("write_settings", || {
+            self.0.write_settings(&context, &profile).map(RString::from)
+        })
+    }
+
+    fn check_walls(
+        &self,
+        context: HarnessContext,
+        profile: Profile,
+    ) -> RResult<RVec<WallCheck>, PluginError> {
+        guard("check_walls", || {
+            self.0.check_walls(&context, &profile).map(RVec::from)
+        })
+    }
+
+    fn launch(&self, request: RoleRequest) -> RResult<Launch, PluginError> {
+        guard("launch", || self.0.launch(&request))
+    }
+
+    fn read_proof(&self, output: RSlice<'_, u8>) -> RResult<RVec<WallCheck>, PluginError> {
+        guard("read_proof", || {
+            self.0.read_proof(output.as_slice()).map(RVec::from)
+        })
+    }
+
+    fn read_outcome(
+        &self,
+        role: Role,
+        output: RSlice<'_, u8>,
+        exit: ExitStatus,
+    ) -> RResult<Outcome, PluginError> {
+        guard("read_outcome", || {
+            self.0.read_outcome(role, output.as_slice(), exit)
+        })
+    }
+}

@@ -1,0 +1,434 @@
+//! Plain data that crosses the plugin boundary.
+//!
+//! Every type here is `#[repr(C)]` and derives [`StableAbi`], so the host checks its layout
+//! when it loads a plugin. Within one major version of the API these types never change:
+//! new data arrives in new types used by new methods, never as a new field in an old type
+//! (a new field would make every older plugin fail the layout check).
+
+use abi_stable::{
+    std_types::{ROption, RString, RVec},
+    StableAbi,
+};
+
+/// Which interface a plugin implements.
+#[repr(u8)]
+#[derive(StableAbi, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PluginKind {
+    /// Where the agent runs: creates sandboxes and runs processes in them.
+    Runtime,
+    /// Which agent runs and how it is walled in.
+    Harness,
+}
+
+impl PluginKind {
+    /// The lowercase name used in manifests and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PluginKind::Runtime => "runtime",
+            PluginKind::Harness => "harness",
+        }
+    }
+}
+
+/// What a plugin library says about itself. The host compares it with the plugin's
+/// manifest before it calls anything else; a difference refuses the plugin.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub struct PluginIdentity {
+    /// The plugin's name, unique among installed plugins (`docker`, `claude`).
+    pub name: RString,
+    /// The interface it implements.
+    pub kind: PluginKind,
+    /// The plugin's own semver version.
+    pub version: RString,
+    /// The version of `stet-plugin-api` the plugin was built against.
+    pub api_version: RString,
+}
+
+/// One fact a probe reports, shown to the person as `key: value`.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub struct Fact {
+    /// A short lowercase key (`engine`, `api-version`, `os/arch`, `login`).
+    pub key: RString,
+    /// The value, as text.
+    pub value: RString,
+}
+
+impl Fact {
+    /// Builds a fact from anything string-like.
+    pub fn new(key: impl Into<String>, value: impl Into<String>) -> Self {
+        Fact {
+            key: key.into().into(),
+            value: value.into().into(),
+        }
+    }
+}
+
+/// The answer to "is your backend there, and what can it do?".
+///
+/// A probe that cannot reach its backend returns `available: false` with a reason and a
+/// remedy, not an error: errors are for the probe itself failing.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub struct ProbeReport {
+    /// Whether the backend can be used right now.
+    pub available: bool,
+    /// The backend's version (`Docker Engine 20.10.24`, `2.1.332 (Claude Code)`), or empty.
+    pub backend_version: RString,
+    /// How strongly this backend should be preferred when the person has not chosen.
+    /// Higher wins; ties are broken by plugin name. The host never ranks backends itself.
+    pub priority: i32,
+    /// What the backend can do right now (`network-none`, `limits`, `bind-mounts`, ...).
+    pub capabilities: RVec<RString>,
+    /// Why the backend is unavailable; for an available backend, optionally a note.
+    pub reason: RString,
+    /// What the person can do to make it available; empty when available.
+    pub remedy: RString,
+    /// Further facts for `stet plugins probe` (engine API version, OS/arch, login state).
+    pub facts: RVec<Fact>,
+}
+
+impl ProbeReport {
+    /// An available backend with the given version and priority.
+    pub fn available(backend_version: impl Into<String>, priority: i32) -> Self {
+        ProbeReport {
+            available: true,
+            backend_version: backend_version.into().into(),
+            priority,
+            capabilities: RVec::new(),
+            reason: RString::new(),
+            remedy: RString::new(),
+            facts: RVec::new(),
+        }
+    }
+
+    /// An unavailable backend, saying why and what to do.
+    pub fn unavailable(reason: impl Into<String>, remedy: impl Into<String>) -> Self {
+        ProbeReport {
+            available: false,
+            backend_version: RString::new(),
+            priority: 0,
+            capabilities: RVec::new(),
+            reason: reason.into().into(),
+            remedy: remedy.into().into(),
+            facts: RVec::new(),
+        }
+    }
+
+    /// Adds a capability.
+    pub fn with_capability(mut self, capability: impl Into<String>) -> Self {
+        self.capabilities.push(capability.into().into());
+        self
+    }
+
+    /// Adds a fact.
+    pub fn with_fact(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.facts.push(Fact::new(key, value));
+        self
+    }
+}
+
+/// An environment variable given to a sandbox or a process.
+///
+/// Environments are always built from scratch: nothing is inherited from the host.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub struct EnvVar {
+    /// The variable's name.
+    pub name: RString,
+    /// Its value.
+    pub value: RString,
+}
+
+impl EnvVar {
+    /// Builds a variable from anything string-like.
+    pub fn new(name: impl Into<String>, value: impl Into<String>) -> Self {
+        EnvVar {
+            name: name.into().into(),
+            value: value.into().into(),
+        }
+    }
+}
+
+/// A label attached to a sandbox, used to find it again (`stet.run`, `stet.lane`).
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub struct Label {
+    /// The label's key.
+    pub key: RString,
+    /// Its value.
+    pub value: RString,
+}
+
+impl Label {
+    /// Builds a label from anything string-like.
+    pub fn new(key: impl Into<String>, value: impl Into<String>) -> Self {
+        Label {
+            key: key.into().into(),
+            value: value.into().into(),
+        }
+    }
+}
+
+/// A host directory made visible inside a sandbox.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub struct Mount {
+    /// Absolute path on the host.
+    pub source: RString,
+    /// Absolute path inside the sandbox.
+    pub target: RString,
+    /// Read-write when true; read-only otherwise. Only the lane is mounted writable.
+    pub writable: bool,
+}
+
+/// The network a sandbox gets.
+#[repr(u8)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub enum Network {
+    /// Loopback only. The default.
+    None,
+    /// The runtime's ordinary outbound network.
+    Open,
+    /// Outbound to these hosts only. A runtime that cannot enforce an allow-list refuses
+    /// this with [`crate::ErrorCode::UNSUPPORTED`] rather than opening everything.
+    AllowHosts(RVec<RString>),
+}
+
+/// Resource limits for a sandbox. Zero means "the runtime's default".
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Limits {
+    /// CPU limit in thousandths of a core (1500 = one and a half cores).
+    pub millicpus: u32,
+    /// Memory limit in bytes.
+    pub memory_bytes: u64,
+    /// Maximum number of processes.
+    pub pids: u32,
+}
+
+/// A numeric user and group.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UserIds {
+    /// User id.
+    pub uid: u32,
+    /// Group id.
+    pub gid: u32,
+}
+
+/// Everything a runtime needs to create a sandbox.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub struct SandboxSpec {
+    /// A locally available image (`stet-lane:1`).
+    pub image: RString,
+    /// What the sandbox sees of the host. Anything not listed is not visible.
+    pub mounts: RVec<Mount>,
+    /// The sandbox's base environment, from scratch.
+    pub env: RVec<EnvVar>,
+    /// The working directory inside the sandbox.
+    pub workdir: RString,
+    /// The network the sandbox gets.
+    pub network: Network,
+    /// Resource limits.
+    pub limits: Limits,
+    /// Labels naming the stet run and lane, for listing and reaping.
+    pub labels: RVec<Label>,
+    /// Who processes run as, so that files written in the lane belong to the person on
+    /// the host. `None` leaves it to the runtime.
+    pub user: ROption<UserIds>,
+}
+
+/// A sandbox as a runtime reports it.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub struct SandboxInfo {
+    /// The runtime's id for the sandbox, used in every later call.
+    pub id: RString,
+    /// The runtime's state word (`running`, `exited`, ...).
+    pub state: RString,
+    /// The sandbox's labels.
+    pub labels: RVec<Label>,
+}
+
+/// A process to run inside an existing sandbox.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub struct ProcessSpec {
+    /// Program and arguments; `argv[0]` is looked up on the sandbox's `PATH`.
+    pub argv: RVec<RString>,
+    /// Added to the sandbox's base environment for this process only.
+    pub env: RVec<EnvVar>,
+    /// Working directory; `None` uses the sandbox's.
+    pub workdir: ROption<RString>,
+    /// Bytes written to the process's standard input, which is then closed.
+    pub stdin: RVec<u8>,
+}
+
+/// How a process ended.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExitStatus {
+    /// The exit code, when the process exited by itself.
+    pub code: ROption<i32>,
+    /// The signal that ended it, when it was killed.
+    pub signal: ROption<i32>,
+    /// Whether the runtime reports the sandbox ran out of memory.
+    pub out_of_memory: bool,
+}
+
+impl ExitStatus {
+    /// A process that exited with `code`.
+    pub fn exited(code: i32) -> Self {
+        ExitStatus {
+            code: ROption::RSome(code),
+            signal: ROption::RNone,
+            out_of_memory: false,
+        }
+    }
+
+    /// A process that was ended by `signal`.
+    pub fn signalled(signal: i32) -> Self {
+        ExitStatus {
+            code: ROption::RNone,
+            signal: ROption::RSome(signal),
+            out_of_memory: false,
+        }
+    }
+
+    /// Whether the process exited with code 0.
+    pub fn success(&self) -> bool {
+        self.code == ROption::RSome(0)
+    }
+}
+
+/// Which output stream a chunk of bytes came from.
+#[repr(u8)]
+#[derive(StableAbi, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    /// Standard output.
+    Stdout,
+    /// Standard error.
+    Stderr,
+}
+
+/// Whether an image is present in the runtime's local store.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub struct ImageStatus {
+    /// Whether the image can be used without fetching anything.
+    pub present: bool,
+    /// When absent: how to build or fetch it.
+    pub remedy: RString,
+}
+
+/// The roles a harness launches an agent for.
+#[repr(u8)]
+#[derive(StableAbi, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Make the change the work item asks for.
+    Implement,
+    /// Judge the lane's change: land or revise.
+    Review,
+    /// The short live launch of the wall proof.
+    Proof,
+}
+
+/// Facts about the drive a harness needs to prepare its walls.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub struct HarnessContext {
+    /// The directory under which walled profiles live (`~/.stet/profiles`).
+    pub profiles_root: RString,
+    /// The stet binary by absolute path as seen where the agent runs, for hooks.
+    pub stet_binary: RString,
+    /// The host's environment, for checks only (a billing key present is refused).
+    /// A harness never forwards it; launches build their environment from scratch.
+    pub host_env: RVec<EnvVar>,
+}
+
+/// The profile a drive runs on: one walled directory holding the agent's login.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub struct Profile {
+    /// Absolute path of the profile directory.
+    pub dir: RString,
+    /// Whether the agent reports a login in it (by state alone, never an account).
+    pub logged_in: bool,
+    /// How the route is described on the consent screen and in receipts.
+    pub route: RString,
+}
+
+/// One wall: a named property checked before the first move.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub struct WallCheck {
+    /// The wall's name (`profile-alone`, `login-present`, `settings-exact`, ...).
+    pub wall: RString,
+    /// Whether the wall held.
+    pub held: bool,
+    /// What was seen.
+    pub detail: RString,
+    /// When broken: what to do.
+    pub remedy: RString,
+}
+
+/// What a harness asks for one agent call; the host runs it in a sandbox.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub struct RoleRequest {
+    /// The role to launch.
+    pub role: Role,
+    /// The prompt, delivered on standard input.
+    pub prompt: RString,
+    /// The profile from [`Profile`].
+    pub profile_dir: RString,
+    /// The lane's working copy as seen inside the sandbox.
+    pub workdir: RString,
+}
+
+/// A launch: the process a harness wants run, and what its sandbox must provide.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub struct Launch {
+    /// The process to run.
+    pub process: ProcessSpec,
+    /// Host paths that must be visible inside the sandbox (the agent binary, stet, the profile).
+    pub mounts: RVec<Mount>,
+    /// The network the agent needs (its model API), named on the consent screen.
+    pub network: Network,
+}
+
+/// How an agent call ended, as the harness reads the call's output.
+#[repr(u8)]
+#[derive(StableAbi, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutcomeKind {
+    /// The agent finished its work.
+    Done,
+    /// The agent reported a failure.
+    Failed,
+    /// The output was not in the shape the harness expects.
+    OutOfShape,
+    /// The agent hit a usage limit; see [`Outcome::retry_at_unix`].
+    RateLimited,
+    /// The profile has no login.
+    NotLoggedIn,
+}
+
+/// The outcome of one agent call.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq)]
+pub struct Outcome {
+    /// How the call ended.
+    pub kind: OutcomeKind,
+    /// The agent's final message or the reason for the outcome.
+    pub detail: RString,
+    /// For a usage limit: when to try again, seconds since the Unix epoch.
+    pub retry_at_unix: ROption<i64>,
+    /// Cost in US dollars, when the agent reports it.
+    pub cost_usd: ROption<f64>,
+    /// Usage counters the agent reports (`input_tokens`, `output_tokens`, `turns`, ...).
+    pub usage: RVec<Fact>,
+}
