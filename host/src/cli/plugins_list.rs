@@ -1,0 +1,137 @@
+//! `stet plugins list`: what is installed, from manifests alone.
+
+use serde::Serialize;
+
+use crate::error::{CliError, Exit};
+use crate::plugins::discovery::{self, DirSource, Found, SearchDir, Status};
+use crate::plugins::version::host_api;
+use crate::printer::Printer;
+use crate::settings::Settings;
+
+use super::ListArgs;
+
+#[derive(Serialize)]
+struct Listing<'a> {
+    host_api: String,
+    search_path: &'a [SearchDir],
+    plugins: Vec<Entry>,
+}
+
+#[derive(Serialize)]
+struct Entry {
+    name: String,
+    kind: Option<&'static str>,
+    version: Option<String>,
+    api: Option<String>,
+    status: &'static str,
+    detail: Option<String>,
+    dir: String,
+    found_in: DirSource,
+    description: Option<String>,
+    capabilities: Vec<String>,
+}
+
+pub fn run(settings: &Settings, args: &ListArgs, printer: Printer) -> Result<Exit, CliError> {
+    let host = host_api();
+    let found = discovery::discover(&settings.search_path, &host);
+    let entries: Vec<Entry> = found.iter().map(|f| entry(f, &host)).collect();
+    if args.json {
+        printer.json(&Listing {
+            host_api: host.to_string(),
+            search_path: &settings.search_path,
+            plugins: entries,
+        });
+        return Ok(Exit::Success);
+    }
+    if entries.is_empty() {
+        printer.out("no plugins found");
+    } else {
+        printer.out(&table(&entries));
+    }
+    printer.out("");
+    printer.out("searched, in order:");
+    for dir in &settings.search_path {
+        printer.out(&format!("  {} ({})", dir.path.display(), source_word(dir.source)));
+    }
+    Ok(Exit::Success)
+}
+
+fn entry(found: &Found, host: &semver::Version) -> Entry {
+    let manifest = found.manifest.as_ref();
+    let detail = match &found.status {
+        Status::Ok => None,
+        Status::ManifestError(e) => Some(e.to_string()),
+        Status::WrongPlatform => Some(format!(
+            "built for {}; this machine runs {}",
+            manifest.map(|m| m.platforms.join(", ")).unwrap_or_default(),
+            std::env::consts::OS
+        )),
+        Status::IncompatibleApi => Some(format!(
+            "built for plugin API {}; this stet speaks {host}",
+            manifest.map(|m| m.api.to_string()).unwrap_or_default()
+        )),
+        Status::LibraryMissing => Some(format!(
+            "{} does not exist",
+            manifest.map(|m| m.library.display().to_string()).unwrap_or_default()
+        )),
+        Status::ShadowedBy(winner) => Some(format!("shadowed by {}", winner.display())),
+    };
+    Entry {
+        name: found.display_name(),
+        kind: manifest.map(|m| m.kind.as_str()),
+        version: manifest.map(|m| m.version.to_string()),
+        api: manifest.map(|m| m.api.to_string()),
+        status: found.status.word(),
+        detail,
+        dir: found.dir.display().to_string(),
+        found_in: found.source,
+        description: manifest.map(|m| m.description.clone()).filter(|d| !d.is_empty()),
+        capabilities: manifest.map(|m| m.capabilities.clone()).unwrap_or_default(),
+    }
+}
+
+fn table(entries: &[Entry]) -> String {
+    let rows: Vec<[String; 6]> = entries
+        .iter()
+        .map(|e| {
+            [
+                e.name.clone(),
+                e.kind.unwrap_or("-").to_string(),
+                e.version.clone().unwrap_or_else(|| "-".into()),
+                e.api.clone().unwrap_or_else(|| "-".into()),
+                e.status.to_string(),
+                e.dir.clone(),
+            ]
+        })
+        .collect();
+    let header = ["NAME", "KIND", "VERSION", "API", "STATUS", "PATH"].map(String::from);
+    let widths: Vec<usize> = (0..6)
+        .map(|i| rows.iter().chain([&header]).map(|r| r[i].len()).max().unwrap_or(0))
+        .collect();
+    let line = |row: &[String; 6]| {
+        row.iter()
+            .zip(&widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect::<Vec<_>>()
+            .join("  ")
+            .trim_end()
+            .to_string()
+    };
+    let mut out = vec![line(&header)];
+    for (row, entry) in rows.iter().zip(entries) {
+        out.push(line(row));
+        if let Some(detail) = &entry.detail {
+            out.push(format!("  └ {detail}"));
+        }
+    }
+    out.join("\n")
+}
+
+pub(crate) fn source_word(source: DirSource) -> &'static str {
+    match source {
+        DirSource::Flag => "--plugins-dir",
+        DirSource::Env => "STET_PLUGINS_DIR",
+        DirSource::UserData => "user data directory",
+        DirSource::BesideExecutable => "beside the executable",
+    }
+}

@@ -1,0 +1,235 @@
+//! `stet plugins probe`: load and probe plugins in isolated children, then show the
+//! selection `stet drive` would make.
+
+use serde::Serialize;
+use stet_plugin_api::PluginKind;
+
+use crate::error::{CliError, Exit};
+use crate::plugins::discovery::{self, Found, Status};
+use crate::plugins::loader::Identity;
+use crate::plugins::probe::{self, Probe, ProbeFailure, ProbeRequest, Probed};
+use crate::plugins::selection::{self, Selection};
+use crate::plugins::version::host_api;
+use crate::printer::Printer;
+use crate::settings::Settings;
+
+use super::ProbeArgs;
+
+#[derive(Serialize)]
+struct Report {
+    host_api: String,
+    probe_timeout_ms: u64,
+    plugins: Vec<PluginReport>,
+    selection: Option<Selections>,
+}
+
+#[derive(Serialize)]
+struct Selections {
+    runtime: Selection,
+    harness: Selection,
+}
+
+#[derive(Serialize)]
+struct PluginReport {
+    name: String,
+    kind: Option<&'static str>,
+    dir: String,
+    /// available, unavailable, failed, or not-probed.
+    status: &'static str,
+    identity: Option<Identity>,
+    interface: Option<String>,
+    probe: Option<Probe>,
+    failure: Option<ProbeFailure>,
+    /// Why a plugin was not probed (its listing status and detail).
+    not_probed: Option<String>,
+    elapsed_ms: Option<u64>,
+}
+
+pub fn run(settings: &Settings, args: &ProbeArgs, printer: Printer) -> Result<Exit, CliError> {
+    let host = host_api();
+    let mut found = discovery::discover(&settings.search_path, &host);
+    if !args.names.is_empty() {
+        for name in &args.names {
+            if !found.iter().any(|f| &f.display_name() == name) {
+                let installed: Vec<String> = found.iter().map(Found::display_name).collect();
+                return Err(CliError::usage(format!("no plugin named {name} is installed"))
+                    .hint(if installed.is_empty() {
+                        "no plugins were found at all: see `stet plugins list` for where stet looked".to_string()
+                    } else {
+                        format!("installed: {}", installed.join(", "))
+                    }));
+            }
+        }
+        found.retain(|f| args.names.contains(&f.display_name()));
+    }
+
+    let requests: Vec<ProbeRequest> = found
+        .iter()
+        .filter_map(Found::usable)
+        .map(|manifest| ProbeRequest {
+            manifest: manifest.clone(),
+            config_json: settings.plugin_config_json(&manifest.name),
+        })
+        .collect();
+    let probed = probe::probe_all(requests, &probe::current_stet(), settings.probe_timeout);
+
+    // Plugins that could not even be loaded still count as unavailable backends of their
+    // kind, so that selection names them with their reason.
+    let mut for_selection = probed.clone();
+    for f in &found {
+        if let (Some(manifest), None) = (&f.manifest, f.usable()) {
+            if !matches!(f.status, Status::ShadowedBy(_)) {
+                for_selection.push(Probed {
+                    manifest: manifest.clone(),
+                    identity: None,
+                    interface: None,
+                    result: Err(ProbeFailure::Error {
+                        stage: "listing".into(),
+                        message: not_probed_reason(f, &host),
+                        hint: "see `stet plugins list`".into(),
+                        report: None,
+                    }),
+                    elapsed: Default::default(),
+                });
+            }
+        }
+    }
+
+    let selections = args.names.is_empty().then(|| Selections {
+        runtime: selection::select(PluginKind::Runtime, &for_selection, &settings.runtime),
+        harness: selection::select(PluginKind::Harness, &for_selection, &settings.harness),
+    });
+
+    let exit = match &selections {
+        Some(s) if s.runtime.chosen.is_some() && s.harness.chosen.is_some() => Exit::Success,
+        Some(_) => Exit::Unusable,
+        None if probed.len() == found.len() && probed.iter().all(|p| p.available().is_some()) => {
+            Exit::Success
+        }
+        None => Exit::Unusable,
+    };
+
+    let reports: Vec<PluginReport> = found
+        .iter()
+        .map(|f| plugin_report(f, &probed, &host))
+        .collect();
+    if args.json {
+        printer.json(&Report {
+            host_api: host.to_string(),
+            probe_timeout_ms: settings.probe_timeout.as_millis() as u64,
+            plugins: reports,
+            selection: selections,
+        });
+        return Ok(exit);
+    }
+
+    if reports.is_empty() {
+        printer.out("no plugins found (see `stet plugins list` for where stet looked)");
+    }
+    for (report, f) in reports.iter().zip(&found) {
+        print_plugin(&printer, report, f, &probed);
+    }
+    if let Some(s) = &selections {
+        printer.out("");
+        printer.out(&s.runtime.line());
+        printer.out(&s.harness.line());
+        for selection in [&s.runtime, &s.harness] {
+            if selection.chosen.is_none() {
+                for passed in &selection.unavailable {
+                    if !passed.remedy.is_empty() {
+                        printer.out(&format!("hint: {}: {}", passed.name, passed.remedy));
+                    }
+                }
+            }
+        }
+    }
+    Ok(exit)
+}
+
+fn plugin_report(f: &Found, probed: &[Probed], host: &semver::Version) -> PluginReport {
+    let result = f
+        .usable()
+        .and_then(|m| probed.iter().find(|p| p.manifest.path == m.path));
+    let (status, probe, failure) = match result.map(|p| &p.result) {
+        None => ("not-probed", None, None),
+        Some(Ok(p)) if p.available => ("available", Some(p.clone()), None),
+        Some(Ok(p)) => ("unavailable", Some(p.clone()), None),
+        Some(Err(e)) => ("failed", None, Some(e.clone())),
+    };
+    PluginReport {
+        name: f.display_name(),
+        kind: f.manifest.as_ref().map(|m| m.kind.as_str()),
+        dir: f.dir.display().to_string(),
+        status,
+        identity: result.and_then(|p| p.identity.clone()),
+        interface: result.and_then(|p| p.interface.clone()),
+        probe,
+        failure,
+        not_probed: result.is_none().then(|| not_probed_reason(f, host)),
+        elapsed_ms: result.map(|p| p.elapsed.as_millis() as u64),
+    }
+}
+
+fn not_probed_reason(f: &Found, host: &semver::Version) -> String {
+    let m = f.manifest.as_ref();
+    match &f.status {
+        Status::Ok => "not probed".to_string(),
+        Status::ManifestError(e) => format!("manifest error: {e}"),
+        Status::WrongPlatform => format!(
+            "built for {}, not {}",
+            m.map(|m| m.platforms.join(", ")).unwrap_or_default(),
+            std::env::consts::OS
+        ),
+        Status::IncompatibleApi => format!(
+            "plugin {} was built for plugin API {}; this stet speaks plugin API {host}",
+            f.display_name(),
+            m.map(|m| m.api.to_string()).unwrap_or_default()
+        ),
+        Status::LibraryMissing => format!(
+            "library {} is missing",
+            m.map(|m| m.library.display().to_string()).unwrap_or_default()
+        ),
+        Status::ShadowedBy(winner) => format!("shadowed by {}", winner.display()),
+    }
+}
+
+fn print_plugin(printer: &Printer, report: &PluginReport, f: &Found, probed: &[Probed]) {
+    let kind = report.kind.unwrap_or("-");
+    let head = format!("{:<16} {:<8} {:<12}", report.name, kind, report.status);
+    let timing = report
+        .elapsed_ms
+        .map(|ms| format!("  ({ms} ms)"))
+        .unwrap_or_default();
+    match (&report.probe, &report.failure, &report.not_probed) {
+        (Some(p), _, _) if p.available => {
+            let version = if p.backend_version.is_empty() { "version unknown" } else { &p.backend_version };
+            printer.out(&format!("{head} {version}, priority {}{timing}", p.priority));
+            for (key, value) in &p.facts {
+                printer.out(&format!("    {key}: {value}"));
+            }
+            if !p.capabilities.is_empty() {
+                printer.out(&format!("    capabilities: {}", p.capabilities.join(", ")));
+            }
+        }
+        (Some(p), _, _) => {
+            printer.out(&format!("{head} {}{timing}", p.reason));
+            for (key, value) in &p.facts {
+                printer.out(&format!("    {key}: {value}"));
+            }
+            if !p.remedy.is_empty() {
+                printer.out(&format!("    hint: {}", p.remedy));
+            }
+        }
+        (None, Some(failure), _) => {
+            printer.out(&format!("{head} {}{timing}", failure.summary()));
+            printer.out(&format!("    hint: {}", failure.hint()));
+            if let Some(detail) = failure.detail() {
+                printer.detail(&format!("--- {}: details ---\n{detail}", report.name));
+            }
+        }
+        (None, None, reason) => {
+            printer.out(&format!("{head} {}", reason.as_deref().unwrap_or("")));
+        }
+    }
+    let _ = (f, probed);
+}

@@ -1,0 +1,84 @@
+//! The error a command ends with, printed once at the top as
+//! `error: … / caused by: … / hint: …`, and the exit codes.
+
+use std::fmt;
+use std::process::ExitCode;
+
+/// Exit codes, documented in the README and `docs/cli.md`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// 0: the command did what it was asked.
+    Success = 0,
+    /// 1: something failed that the person did not cause (a bug, an I/O error).
+    Failure = 1,
+    /// 2: the command line, a configuration file or a manifest is wrong.
+    Usage = 2,
+    /// 3: no usable runtime or harness (or a named plugin is unavailable).
+    Unusable = 3,
+}
+
+impl From<Exit> for ExitCode {
+    fn from(exit: Exit) -> Self {
+        ExitCode::from(exit as u8)
+    }
+}
+
+/// A failure to report: what failed, the chain of causes, and what to try.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CliError {
+    /// What failed.
+    pub message: String,
+    /// Underlying causes, outermost first.
+    pub causes: Vec<String>,
+    /// What to try.
+    pub hint: Option<String>,
+    /// The exit code.
+    pub exit: Exit,
+}
+
+impl CliError {
+    /// A failure with `exit`.
+    pub fn new(exit: Exit, message: impl Into<String>) -> Self {
+        CliError {
+            message: message.into(),
+            causes: Vec::new(),
+            hint: None,
+            exit,
+        }
+    }
+
+    /// A mistake in the command line or a configuration file.
+    pub fn usage(message: impl Into<String>) -> Self {
+        Self::new(Exit::Usage, message)
+    }
+
+    /// An unexpected failure.
+    pub fn failure(message: impl Into<String>) -> Self {
+        Self::new(Exit::Failure, message)
+    }
+
+    /// Adds a cause.
+    pub fn caused_by(mut self, cause: impl Into<String>) -> Self {
+        self.causes.push(cause.into());
+        self
+    }
+
+    /// Sets the hint.
+    pub fn hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "error: {}", self.message)?;
+        for cause in &self.causes {
+            write!(f, "\n  caused by: {cause}")?;
+        }
+        if let Some(hint) = &self.hint {
+            write!(f, "\nhint: {hint}")?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,11 @@
+//! The `stet` host: loads runtime and harness plugins, selects them, and (in later cuts)
+//! drives the queue. `main.rs` is a thin shell over [`cli::main`].
+//!
+//! See ARCHITECTURE.md at the repository root for the code map.
+
+pub mod cli;
+pub mod config;
+pub mod error;
+pub mod plugins;
+pub mod printer;
+pub mod settings;

@@ -1,0 +1,265 @@
+//! Where plugins are looked for, and what is found there — from manifests alone.
+//!
+//! Nothing here loads a library: listing plugins must never run plugin code.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::manifest::{self, Manifest, ManifestError, MANIFEST_FILE};
+use super::version::api_compatible;
+
+/// Why a directory is on the search path. Earlier sources win.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DirSource {
+    /// `--plugins-dir`.
+    Flag,
+    /// `STET_PLUGINS_DIR`.
+    Env,
+    /// The user data directory (`~/.local/share/stet/plugins`).
+    UserData,
+    /// Beside the running executable (`<exe dir>/plugins`, `<exe dir>/../lib/stet/plugins`).
+    BesideExecutable,
+}
+
+/// One directory on the search path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SearchDir {
+    /// The directory; each plugin is a subdirectory holding a `plugin.toml`.
+    pub path: PathBuf,
+    /// Why it is searched.
+    pub source: DirSource,
+}
+
+/// Builds the search path in the order of SPEC §3: flags, then `STET_PLUGINS_DIR` (a path
+/// list), then the user data directory, then beside the executable.
+pub fn search_path(
+    flags: &[PathBuf],
+    env: Option<&OsString>,
+    user_data: Option<&Path>,
+    executable: Option<&Path>,
+) -> Vec<SearchDir> {
+    let mut dirs: Vec<SearchDir> = Vec::new();
+    let mut push = |path: PathBuf, source| {
+        if !dirs.iter().any(|d| d.path == path) {
+            dirs.push(SearchDir { path, source });
+        }
+    };
+    for dir in flags {
+        push(dir.clone(), DirSource::Flag);
+    }
+    if let Some(list) = env {
+        for dir in std::env::split_paths(list).filter(|d| !d.as_os_str().is_empty()) {
+            push(dir, DirSource::Env);
+        }
+    }
+    if let Some(dir) = user_data {
+        push(dir.to_path_buf(), DirSource::UserData);
+    }
+    if let Some(exe_dir) = executable.and_then(Path::parent) {
+        push(exe_dir.join("plugins"), DirSource::BesideExecutable);
+        push(exe_dir.join("../lib/stet/plugins"), DirSource::BesideExecutable);
+    }
+    dirs
+}
+
+/// What `stet plugins list` says about one plugin directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Status {
+    /// Usable as far as the manifest can tell.
+    Ok,
+    /// The manifest could not be read or checked.
+    ManifestError(ManifestError),
+    /// Built for another operating system.
+    WrongPlatform,
+    /// Built for a plugin API this host cannot load.
+    IncompatibleApi,
+    /// The manifest names a library that is not there.
+    LibraryMissing,
+    /// An earlier directory holds a plugin of the same name.
+    ShadowedBy(PathBuf),
+}
+
+impl Status {
+    /// The status word shown in listings and JSON.
+    pub fn word(&self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::ManifestError(_) => "manifest-error",
+            Status::WrongPlatform => "wrong-platform",
+            Status::IncompatibleApi => "incompatible-api",
+            Status::LibraryMissing => "library-missing",
+            Status::ShadowedBy(_) => "shadowed",
+        }
+    }
+}
+
+/// One plugin directory found on the search path.
+#[derive(Debug, Clone)]
+pub struct Found {
+    /// The plugin's directory.
+    pub dir: PathBuf,
+    /// Which search directory it was found in.
+    pub source: DirSource,
+    /// The checked manifest, when it could be read.
+    pub manifest: Option<Manifest>,
+    /// What the manifest says about its usability.
+    pub status: Status,
+}
+
+impl Found {
+    /// The plugin's name, or its directory's name when the manifest is broken.
+    pub fn display_name(&self) -> String {
+        match &self.manifest {
+            Some(m) => m.name.clone(),
+            None => self
+                .dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+        }
+    }
+
+    /// The manifest, if this plugin can be loaded (status ok).
+    pub fn usable(&self) -> Option<&Manifest> {
+        match self.status {
+            Status::Ok => self.manifest.as_ref(),
+            _ => None,
+        }
+    }
+}
+
+/// Reads every plugin directory on the search path, in order, and decides each one's
+/// status. The first plugin of a name wins; later ones are kept, marked shadowed, so a
+/// person can see why their copy is not used.
+pub fn discover(search: &[SearchDir], host_api: &semver::Version) -> Vec<Found> {
+    let mut found = Vec::new();
+    let mut winners: HashMap<String, PathBuf> = HashMap::new();
+    for search_dir in search {
+        for dir in plugin_dirs(&search_dir.path) {
+            let manifest = manifest::read(&dir.join(MANIFEST_FILE));
+            let (manifest, status) = match manifest {
+                Err(e) => (None, Status::ManifestError(e)),
+                Ok(m) => {
+                    let status = if let Some(winner) = winners.get(&m.name) {
+                        Status::ShadowedBy(winner.clone())
+                    } else {
+                        winners.insert(m.name.clone(), dir.clone());
+                        status_of(&m, host_api)
+                    };
+                    (Some(m), status)
+                }
+            };
+            found.push(Found {
+                dir,
+                source: search_dir.source,
+                manifest,
+                status,
+            });
+        }
+    }
+    found
+}
+
+fn status_of(manifest: &Manifest, host_api: &semver::Version) -> Status {
+    if !manifest.runs_here() {
+        Status::WrongPlatform
+    } else if !api_compatible(&manifest.api, host_api) {
+        Status::IncompatibleApi
+    } else if !manifest.library.is_file() {
+        Status::LibraryMissing
+    } else {
+        Status::Ok
+    }
+}
+
+/// The subdirectories of `dir` that hold a manifest, sorted by name so that listings and
+/// shadowing are the same on every run. A missing directory holds nothing.
+fn plugin_dirs(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut dirs: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.join(MANIFEST_FILE).is_file())
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write_plugin(root: &Path, dir: &str, name: &str, api: &str, with_library: bool) {
+        let d = root.join(dir);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(
+            d.join(MANIFEST_FILE),
+            format!(
+                "name = \"{name}\"\nkind = \"runtime\"\nversion = \"1.0.0\"\napi = \"{api}\"\nlibrary = \"lib.so\"\n"
+            ),
+        )
+        .unwrap();
+        if with_library {
+            std::fs::write(d.join("lib.so"), b"").unwrap();
+        }
+    }
+
+    fn temp(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("stet-discovery-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn search_path_follows_the_documented_order() {
+        let env = OsString::from("/e1:/e2");
+        let dirs = search_path(
+            &[PathBuf::from("/f")],
+            Some(&env),
+            Some(Path::new("/u")),
+            Some(Path::new("/x/bin/stet")),
+        );
+        let paths: Vec<_> = dirs.iter().map(|d| d.path.to_string_lossy().into_owned()).collect();
+        assert_eq!(
+            paths,
+            ["/f", "/e1", "/e2", "/u", "/x/bin/plugins", "/x/bin/../lib/stet/plugins"]
+        );
+    }
+
+    #[test]
+    fn statuses_and_shadowing() {
+        let a = temp("a");
+        let b = temp("b");
+        write_plugin(&a, "good", "good", "1.0.0", true);
+        write_plugin(&a, "nolib", "nolib", "1.1.0", false);
+        write_plugin(&a, "future", "future", "2.0.0", true);
+        write_plugin(&b, "good", "good", "1.1.0", true);
+        std::fs::create_dir_all(b.join("broken")).unwrap();
+        std::fs::write(b.join("broken").join(MANIFEST_FILE), "name = ").unwrap();
+        let search = [
+            SearchDir { path: a.clone(), source: DirSource::Flag },
+            SearchDir { path: b.clone(), source: DirSource::Env },
+        ];
+        let found = discover(&search, &semver::Version::new(1, 1, 0));
+        let summary: Vec<(String, &str)> =
+            found.iter().map(|f| (f.display_name(), f.status.word())).collect();
+        assert_eq!(
+            summary,
+            [
+                ("future".to_string(), "incompatible-api"),
+                ("good".to_string(), "ok"),
+                ("nolib".to_string(), "library-missing"),
+                ("broken".to_string(), "manifest-error"),
+                ("good".to_string(), "shadowed"),
+            ]
+        );
+        assert_eq!(found[4].status, Status::ShadowedBy(a.join("good")));
+    }
+}

@@ -1,0 +1,438 @@
+//! Loading a plugin library into this process, through abi_stable.
+//!
+//! Each library is opened by its own path with `lib_header_from_path` and
+//! `init_root_module`; `RootModule::load_from_file` is not used because it caches one
+//! module per interface type and would hand back the first plugin for every later path.
+//!
+//! The library's reported API version picks the interface module: the current one, or a
+//! frozen older one from `stet_plugin_api::abi`. Loaded libraries are never unloaded
+//! (abi_stable leaks them by design).
+
+use std::path::{Path, PathBuf};
+
+use abi_stable::library::{lib_header_from_path, LibHeader, LibraryError};
+use abi_stable::std_types::{RResult, RStr, RVec};
+use serde::{Deserialize, Serialize};
+use stet_plugin_api::abi::{v1_0, v1_1};
+use stet_plugin_api::{
+    ImageStatus, Label, PluginError, PluginIdentity, PluginKind, ProbeReport, ProcessSpec,
+    SandboxInfo, SandboxSpec,
+};
+
+use super::manifest::Manifest;
+use super::version::{api_compatible, host_api};
+
+/// What a loaded library says about itself, as plain Rust data.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Identity {
+    /// Plugin name.
+    pub name: String,
+    /// Runtime or harness.
+    pub kind: String,
+    /// Plugin version.
+    pub version: String,
+    /// The API version the library was built against.
+    pub api_version: String,
+}
+
+impl From<PluginIdentity> for Identity {
+    fn from(id: PluginIdentity) -> Self {
+        Identity {
+            name: id.name.into_string(),
+            kind: id.kind.as_str().to_string(),
+            version: id.version.into_string(),
+            api_version: id.api_version.into_string(),
+        }
+    }
+}
+
+/// Why a plugin could not be loaded. Each variant names the plugin or its file.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The library file is not there.
+    #[error("plugin {name}: library {} is missing", path.display())]
+    LibraryMissing { name: String, path: PathBuf },
+    /// The operating system's loader refused the file.
+    #[error("plugin {name}: {} is not a loadable shared library ({reason})", path.display())]
+    NotALibrary {
+        name: String,
+        path: PathBuf,
+        reason: String,
+    },
+    /// The library loads but exports no stet root module.
+    #[error("plugin {name}: {} is a shared library but not a stet plugin (it exports no stet root module)", path.display())]
+    NoRootModule { name: String, path: PathBuf },
+    /// The library was built for a plugin API this host cannot load.
+    #[error("plugin {name} was built for plugin API {plugin_api}; this stet speaks plugin API {host_api}")]
+    IncompatibleApi {
+        name: String,
+        plugin_api: String,
+        host_api: String,
+    },
+    /// The library's root module does not have the layout of its API version.
+    #[error("plugin {name}: its interface layout does not match plugin API {plugin_api} ({summary})")]
+    Layout {
+        name: String,
+        plugin_api: String,
+        summary: String,
+        /// abi_stable's full report, shown with `-v`.
+        report: String,
+    },
+    /// The library says something different about itself than its manifest.
+    #[error("plugin {name}: the library says {library}, but its manifest {} says {manifest}", manifest_path.display())]
+    Mismatch {
+        name: String,
+        manifest_path: PathBuf,
+        library: String,
+        manifest: String,
+    },
+    /// The library's root module constructor failed or panicked.
+    #[error("plugin {name}: its root module failed to initialise: {reason}")]
+    Init { name: String, reason: String },
+}
+
+impl LoadError {
+    /// What the person can do about it.
+    pub fn hint(&self) -> String {
+        match self {
+            LoadError::LibraryMissing { .. } => {
+                "reinstall the plugin, or remove its directory".to_string()
+            }
+            LoadError::NotALibrary { .. } | LoadError::NoRootModule { .. } => {
+                "the file is damaged or is not a stet plugin: reinstall the plugin".to_string()
+            }
+            LoadError::IncompatibleApi { name, host_api, .. } => {
+                let major = host_api.split('.').next().unwrap_or("?");
+                format!("install a build of {name} for plugin API {major}.x, or a stet that speaks the plugin's API")
+            }
+            LoadError::Layout { .. } => {
+                "rebuild the plugin against a released stet-plugin-api (run with -v for the layout report)"
+                    .to_string()
+            }
+            LoadError::Mismatch { .. } => {
+                "the manifest and the library come from different builds: reinstall the plugin"
+                    .to_string()
+            }
+            LoadError::Init { .. } => "report this to the plugin's author".to_string(),
+        }
+    }
+
+    /// abi_stable's long report, for `-v`.
+    pub fn report(&self) -> Option<&str> {
+        match self {
+            LoadError::Layout { report, .. } => Some(report),
+            _ => None,
+        }
+    }
+}
+
+/// The root module, through the interface version the library was built for.
+#[derive(Clone, Copy)]
+enum Root {
+    V1_1(v1_1::StetPlugin_Ref),
+    V1_0(v1_0::StetPlugin_Ref),
+}
+
+/// A plugin library loaded into this process, checked against its manifest.
+pub struct Loaded {
+    /// Its manifest.
+    pub manifest: Manifest,
+    /// What the library said about itself (equal to the manifest where they overlap).
+    pub identity: Identity,
+    /// The interface version used to talk to it (`1.1`, `1.0`).
+    pub interface: &'static str,
+    root: Root,
+}
+
+/// Loads the plugin described by `manifest` and checks it. Runs library code: the
+/// library's initialisers and its identity function.
+pub fn load(manifest: &Manifest) -> Result<Loaded, LoadError> {
+    let name = manifest.name.clone();
+    let path = manifest.library.clone();
+    if !path.is_file() {
+        return Err(LoadError::LibraryMissing { name, path });
+    }
+    let header = open(&name, &path)?;
+
+    let reported = header.version_strings().version.as_str().to_string();
+    let plugin_api = semver::Version::parse(&reported).map_err(|_| LoadError::Layout {
+        name: name.clone(),
+        plugin_api: reported.clone(),
+        summary: "its API version is not semver".to_string(),
+        report: String::new(),
+    })?;
+    let host = host_api();
+    if !api_compatible(&plugin_api, &host) {
+        return Err(LoadError::IncompatibleApi {
+            name,
+            plugin_api: reported,
+            host_api: host.to_string(),
+        });
+    }
+
+    // Pick the interface module by the minor version the library was built for: the
+    // current layout for this minor and newer ones (abi_stable accepts extra fields), a
+    // frozen copy for older ones.
+    let layout_error = |e: LibraryError| match e {
+        LibraryError::AbiInstability(report) => {
+            let report = report.to_string();
+            LoadError::Layout {
+                name: name.clone(),
+                plugin_api: reported.clone(),
+                summary: summarize_layout_report(&report),
+                report,
+            }
+        }
+        LibraryError::RootModule { err, .. } => LoadError::Init {
+            name: name.clone(),
+            reason: err.to_string(),
+        },
+        other => LoadError::Layout {
+            name: name.clone(),
+            plugin_api: reported.clone(),
+            summary: first_line(&other.to_string()),
+            report: other.to_string(),
+        },
+    };
+    let (root, interface) = if plugin_api.minor >= 1 {
+        (
+            Root::V1_1(header.init_root_module::<v1_1::StetPlugin_Ref>().map_err(layout_error)?),
+            "1.1",
+        )
+    } else {
+        (
+            Root::V1_0(header.init_root_module::<v1_0::StetPlugin_Ref>().map_err(layout_error)?),
+            "1.0",
+        )
+    };
+
+    let identity: Identity = match root {
+        Root::V1_1(r) => r.identity()(),
+        Root::V1_0(r) => r.identity()(),
+    }
+    .into();
+    check_identity(manifest, &identity)?;
+    Ok(Loaded {
+        manifest: manifest.clone(),
+        identity,
+        interface,
+        root,
+    })
+}
+
+fn open(name: &str, path: &Path) -> Result<&'static LibHeader, LoadError> {
+    lib_header_from_path(path).map_err(|e| match e {
+        LibraryError::OpenError { err, .. } => LoadError::NotALibrary {
+            name: name.to_string(),
+            path: path.to_path_buf(),
+            reason: dlopen_reason(&err.to_string(), path),
+        },
+        LibraryError::GetSymbolError { .. } => LoadError::NoRootModule {
+            name: name.to_string(),
+            path: path.to_path_buf(),
+        },
+        other => LoadError::NotALibrary {
+            name: name.to_string(),
+            path: path.to_path_buf(),
+            reason: first_line(&other.to_string()),
+        },
+    })
+}
+
+/// dlerror's text repeats the path; keep what comes after it.
+fn dlopen_reason(message: &str, path: &Path) -> String {
+    let path = path.display().to_string();
+    let tail = message.rsplit(&format!("{path}: ")).next().unwrap_or(message);
+    first_line(tail.trim())
+}
+
+fn first_line(text: &str) -> String {
+    text.lines().next().unwrap_or("").trim().to_string()
+}
+
+/// abi_stable's layout reports run to thousands of lines; the lines that start with
+/// `Error:` say what differs.
+fn summarize_layout_report(report: &str) -> String {
+    let errors: Vec<&str> = report
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("Error:"))
+        .collect();
+    let mut unique: Vec<&str> = Vec::new();
+    for e in errors {
+        if !unique.contains(&e) {
+            unique.push(e);
+        }
+    }
+    match unique.len() {
+        0 => first_line(report),
+        n if n <= 3 => unique.join("; "),
+        n => format!("{}; and {} more", unique[..3].join("; "), n - 3),
+    }
+}
+
+fn check_identity(manifest: &Manifest, identity: &Identity) -> Result<(), LoadError> {
+    let said = format!(
+        "{} {} {} (API {})",
+        identity.kind, identity.name, identity.version, identity.api_version
+    );
+    let expected = format!(
+        "{} {} {} (API {})",
+        manifest.kind.as_str(),
+        manifest.name,
+        manifest.version,
+        manifest.api
+    );
+    let version_matches = semver::Version::parse(&identity.version)
+        .map(|v| v == manifest.version)
+        .unwrap_or(false);
+    let api_matches = semver::Version::parse(&identity.api_version)
+        .map(|v| v == manifest.api)
+        .unwrap_or(false);
+    if identity.name != manifest.name
+        || identity.kind != manifest.kind.as_str()
+        || !version_matches
+        || !api_matches
+    {
+        return Err(LoadError::Mismatch {
+            name: manifest.name.clone(),
+            manifest_path: manifest.path.clone(),
+            library: said,
+            manifest: expected,
+        });
+    }
+    Ok(())
+}
+
+/// A runtime, through whichever interface version its library speaks.
+pub enum RuntimeHandle {
+    /// The current interface.
+    V1_1(v1_1::RuntimeBox),
+    /// A plugin built against 1.0.
+    V1_0(v1_0::RuntimeBox),
+}
+
+/// A harness.
+pub struct HarnessHandle(pub v1_1::HarnessBox);
+
+/// A plugin object, ready for calls.
+pub enum Instance {
+    /// A runtime plugin.
+    Runtime(RuntimeHandle),
+    /// A harness plugin.
+    Harness(HarnessHandle),
+}
+
+impl Instance {
+    /// Asks the plugin's backend what it can do.
+    pub fn probe(&self) -> Result<ProbeReport, PluginError> {
+        match self {
+            Instance::Runtime(r) => r.probe(),
+            Instance::Harness(h) => h.0.probe().into(),
+        }
+    }
+}
+
+impl Loaded {
+    /// Builds the plugin object, handing it its settings as JSON.
+    pub fn instantiate(&self, config_json: &str) -> Result<Instance, PluginError> {
+        let config = RStr::from_str(config_json);
+        let result: RResult<Instance, PluginError> = match (self.manifest.kind, self.root) {
+            (PluginKind::Runtime, Root::V1_1(r)) => {
+                r.new_runtime()(config).map(|b| Instance::Runtime(RuntimeHandle::V1_1(b)))
+            }
+            (PluginKind::Runtime, Root::V1_0(r)) => {
+                r.new_runtime()(config).map(|b| Instance::Runtime(RuntimeHandle::V1_0(b)))
+            }
+            (PluginKind::Harness, Root::V1_1(r)) => {
+                r.new_harness()(config).map(|b| Instance::Harness(HarnessHandle(b)))
+            }
+            (PluginKind::Harness, Root::V1_0(r)) => {
+                r.new_harness()(config).map(|b| Instance::Harness(HarnessHandle(b)))
+            }
+        };
+        result.into()
+    }
+}
+
+impl RuntimeHandle {
+    /// See [`stet_plugin_api::RuntimePlugin::probe`].
+    pub fn probe(&self) -> Result<ProbeReport, PluginError> {
+        match self {
+            RuntimeHandle::V1_1(r) => r.probe().into(),
+            RuntimeHandle::V1_0(r) => r.probe().into(),
+        }
+    }
+
+    /// See [`stet_plugin_api::RuntimePlugin::create_sandbox`].
+    pub fn create_sandbox(&self, spec: SandboxSpec) -> Result<SandboxInfo, PluginError> {
+        match self {
+            RuntimeHandle::V1_1(r) => r.create_sandbox(spec).into(),
+            RuntimeHandle::V1_0(r) => r.create_sandbox(spec).into(),
+        }
+    }
+
+    /// See [`stet_plugin_api::RuntimePlugin::spawn`].
+    pub fn spawn(&self, sandbox: &str, spec: ProcessSpec) -> Result<v1_1::ProcessBox, PluginError> {
+        match self {
+            RuntimeHandle::V1_1(r) => r.spawn(sandbox.into(), spec).into(),
+            RuntimeHandle::V1_0(r) => r.spawn(sandbox.into(), spec).into(),
+        }
+    }
+
+    /// See [`stet_plugin_api::RuntimePlugin::teardown`].
+    pub fn teardown(&self, sandbox: &str) -> Result<(), PluginError> {
+        match self {
+            RuntimeHandle::V1_1(r) => r.teardown(sandbox.into()).into(),
+            RuntimeHandle::V1_0(r) => r.teardown(sandbox.into()).into(),
+        }
+    }
+
+    /// See [`stet_plugin_api::RuntimePlugin::list_sandboxes`].
+    pub fn list_sandboxes(&self, labels: Vec<Label>) -> Result<Vec<SandboxInfo>, PluginError> {
+        let labels = RVec::from(labels);
+        let result: Result<RVec<SandboxInfo>, PluginError> = match self {
+            RuntimeHandle::V1_1(r) => r.list_sandboxes(labels).into(),
+            RuntimeHandle::V1_0(r) => r.list_sandboxes(labels).into(),
+        };
+        result.map(RVec::into_vec)
+    }
+
+    /// See [`stet_plugin_api::RuntimePlugin::image_status`]. A 1.0 plugin cannot tell, so
+    /// the image is taken as present and `create_sandbox` reports a missing one.
+    pub fn image_status(&self, image: &str) -> Result<ImageStatus, PluginError> {
+        match self {
+            RuntimeHandle::V1_1(r) => r.image_status(image.into()).into(),
+            RuntimeHandle::V1_0(_) => Ok(ImageStatus {
+                present: true,
+                remedy: Default::default(),
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_report_is_cut_to_its_error_lines() {
+        let report = "header\n  Error:too many fields Expected: 3 Found: 2\nnoise\n  Error:too many fields Expected: 3 Found: 2\n";
+        assert_eq!(
+            summarize_layout_report(report),
+            "Error:too many fields Expected: 3 Found: 2"
+        );
+    }
+
+    #[test]
+    fn dlopen_reason_drops_the_repeated_path() {
+        let path = Path::new("/p/lib.so");
+        assert_eq!(
+            dlopen_reason(
+                "Could not open library at:\n\t/p/lib.so\nbecause:\n\t/p/lib.so: invalid ELF header",
+                path
+            ),
+            "invalid ELF header"
+        );
+    }
+}

@@ -1,0 +1,247 @@
+//! `plugin.toml`: what a plugin says about itself without running any of its code.
+//!
+//! A manifest is read and checked here and nowhere else. Every problem is reported with
+//! the file, the line and the key, because the person fixing it is looking at that file.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use stet_plugin_api::PluginKind;
+use toml::Spanned;
+
+/// The file name every plugin directory holds.
+pub const MANIFEST_FILE: &str = "plugin.toml";
+
+/// A checked manifest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Manifest {
+    /// Where it was read from.
+    pub path: PathBuf,
+    /// Unique plugin name (`docker`).
+    pub name: String,
+    /// Runtime or harness.
+    pub kind: PluginKind,
+    /// The plugin's own version.
+    pub version: semver::Version,
+    /// The plugin-API version it was built for.
+    pub api: semver::Version,
+    /// The library, beside the manifest.
+    pub library: PathBuf,
+    /// One line for `stet plugins list`.
+    pub description: String,
+    /// Operating systems it is built for (`linux`, `macos`); empty means any.
+    pub platforms: Vec<String>,
+    /// What it declares it can do.
+    pub capabilities: Vec<String>,
+}
+
+/// A manifest that could not be used, with where the problem is.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct ManifestError {
+    /// The manifest file.
+    pub path: PathBuf,
+    /// 1-based line of the problem, when known.
+    pub line: Option<usize>,
+    /// The key at fault, when there is one.
+    pub key: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for ManifestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.path.display())?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+        }
+        if let Some(key) = &self.key {
+            write!(f, ": key `{key}`")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawManifest {
+    name: Spanned<String>,
+    kind: Spanned<String>,
+    version: Spanned<String>,
+    api: Spanned<String>,
+    library: Spanned<String>,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    platforms: Vec<String>,
+    #[serde(default)]
+    capabilities: Vec<String>,
+}
+
+/// Reads and checks the manifest at `path`.
+pub fn read(path: &Path) -> Result<Manifest, ManifestError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ManifestError {
+        path: path.to_path_buf(),
+        line: None,
+        key: None,
+        message: format!("cannot be read: {e}"),
+    })?;
+    parse(path, &text)
+}
+
+/// Checks manifest `text` as if read from `path`.
+pub fn parse(path: &Path, text: &str) -> Result<Manifest, ManifestError> {
+    let error = |span: Option<std::ops::Range<usize>>, key: Option<&str>, message: String| {
+        ManifestError {
+            path: path.to_path_buf(),
+            line: span.map(|s| line_of(text, s.start)),
+            key: key.map(str::to_string),
+            message,
+        }
+    };
+    let raw: RawManifest = toml::from_str(text).map_err(|e| {
+        error(e.span(), key_in_message(e.message()).as_deref(), e.message().to_string())
+    })?;
+
+    let name = raw.name.get_ref();
+    if !is_valid_name(name) {
+        return Err(error(
+            Some(raw.name.span()),
+            Some("name"),
+            format!("`{name}` is not a plugin name: use lowercase letters, digits and `-`, starting with a letter"),
+        ));
+    }
+    let kind = match raw.kind.get_ref().as_str() {
+        "runtime" => PluginKind::Runtime,
+        "harness" => PluginKind::Harness,
+        other => {
+            return Err(error(
+                Some(raw.kind.span()),
+                Some("kind"),
+                format!("`{other}` is not a plugin kind: expected `runtime` or `harness`"),
+            ))
+        }
+    };
+    let semver_of = |field: &Spanned<String>, key: &str| {
+        semver::Version::parse(field.get_ref()).map_err(|e| {
+            error(
+                Some(field.span()),
+                Some(key),
+                format!("`{}` is not a semver version: {e}", field.get_ref()),
+            )
+        })
+    };
+    let version = semver_of(&raw.version, "version")?;
+    let api = semver_of(&raw.api, "api")?;
+    let library_name = raw.library.get_ref();
+    // The library must sit beside its manifest: a path would let a manifest point stet at
+    // any file on the machine.
+    if library_name.is_empty()
+        || library_name.contains('/')
+        || library_name.contains('\\')
+        || library_name == "."
+        || library_name == ".."
+    {
+        return Err(error(
+            Some(raw.library.span()),
+            Some("library"),
+            format!("`{library_name}` must be a plain file name beside the manifest"),
+        ));
+    }
+    let dir = path.parent().unwrap_or(Path::new("."));
+    Ok(Manifest {
+        path: path.to_path_buf(),
+        name: name.clone(),
+        kind,
+        version,
+        api,
+        library: dir.join(library_name),
+        description: raw.description,
+        platforms: raw.platforms,
+        capabilities: raw.capabilities,
+    })
+}
+
+impl Manifest {
+    /// Whether the manifest lists this operating system (or lists none).
+    pub fn runs_here(&self) -> bool {
+        self.platforms.is_empty() || self.platforms.iter().any(|p| p == std::env::consts::OS)
+    }
+}
+
+fn is_valid_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_lowercase())
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && name.len() <= 64
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+/// serde names the key in its messages (``unknown field `x` ``, ``missing field `x` ``).
+fn key_in_message(message: &str) -> Option<String> {
+    let start = message.find('`')? + 1;
+    let len = message[start..].find('`')?;
+    Some(message[start..start + len].to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+name = "docker"
+kind = "runtime"
+version = "0.1.0"
+api = "1.1.0"
+library = "libstet_plugin_docker.so"
+platforms = ["linux"]
+"#;
+
+    fn parse_str(text: &str) -> Result<Manifest, ManifestError> {
+        parse(Path::new("/p/docker/plugin.toml"), text)
+    }
+
+    #[test]
+    fn reads_a_good_manifest() {
+        let m = parse_str(GOOD).unwrap();
+        assert_eq!(m.name, "docker");
+        assert_eq!(m.kind, PluginKind::Runtime);
+        assert_eq!(m.library, PathBuf::from("/p/docker/libstet_plugin_docker.so"));
+    }
+
+    #[test]
+    fn unknown_key_names_line_and_key() {
+        let err = parse_str(&format!("{GOOD}colour = \"red\"\n")).unwrap_err();
+        assert_eq!(err.line, Some(9));
+        assert_eq!(err.key.as_deref(), Some("colour"));
+    }
+
+    #[test]
+    fn bad_kind_names_line_and_key() {
+        let err = parse_str(&GOOD.replace("\"runtime\"", "\"engine\"")).unwrap_err();
+        assert_eq!((err.line, err.key.as_deref()), (Some(3), Some("kind")));
+        assert!(err.message.contains("`engine`"));
+    }
+
+    #[test]
+    fn syntax_error_names_the_line() {
+        let err = parse_str("name = \"docker\"\nkind = runtime\n").unwrap_err();
+        assert_eq!(err.line, Some(2));
+    }
+
+    #[test]
+    fn library_must_be_beside_the_manifest() {
+        let err = parse_str(&GOOD.replace("libstet_plugin_docker.so", "../../usr/lib/x.so"))
+            .unwrap_err();
+        assert_eq!(err.key.as_deref(), Some("library"));
+    }
+
+    #[test]
+    fn missing_key_is_named() {
+        let err = parse_str("name = \"docker\"\n").unwrap_err();
+        assert_eq!(err.key.as_deref(), Some("kind"));
+    }
+}

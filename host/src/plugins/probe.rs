@@ -1,0 +1,417 @@
+//! Probing plugins, each in a child process of its own.
+//!
+//! A panic in plugin code is caught on the plugin's side of the boundary, but an abort, a
+//! segfault or a hang cannot be caught in-process. So every probe runs in a short-lived
+//! child (`stet __probe-worker`, the same binary) that loads one plugin, asks it, and
+//! writes one JSON answer. The parent runs all children at once, kills any that outlive
+//! the time limit (with everything they started: each child leads its own process group),
+//! and reports every plugin, broken or not.
+
+use std::io::{Read, Write};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use stet_plugin_api::ProbeReport;
+use wait_timeout::ChildExt;
+
+use super::loader::{self, Identity};
+use super::manifest::{self, Manifest};
+
+/// The hidden subcommand the children run.
+pub const WORKER_COMMAND: &str = "__probe-worker";
+
+/// A probe's answer as plain data.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Probe {
+    /// Whether the backend is usable now.
+    pub available: bool,
+    /// The backend's version.
+    pub backend_version: String,
+    /// Selection priority reported by the plugin.
+    pub priority: i32,
+    /// What the backend can do.
+    pub capabilities: Vec<String>,
+    /// Why it is unavailable (or a note).
+    pub reason: String,
+    /// What to do about it.
+    pub remedy: String,
+    /// Further facts, in the plugin's order.
+    pub facts: Vec<(String, String)>,
+}
+
+impl From<ProbeReport> for Probe {
+    fn from(r: ProbeReport) -> Self {
+        Probe {
+            available: r.available,
+            backend_version: r.backend_version.into_string(),
+            priority: r.priority,
+            capabilities: r.capabilities.into_iter().map(|c| c.into_string()).collect(),
+            reason: r.reason.into_string(),
+            remedy: r.remedy.into_string(),
+            facts: r
+                .facts
+                .into_iter()
+                .map(|f| (f.key.into_string(), f.value.into_string()))
+                .collect(),
+        }
+    }
+}
+
+/// What the worker writes back: one JSON object.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "answer", rename_all = "kebab-case")]
+enum WorkerAnswer {
+    Probed {
+        identity: Identity,
+        interface: String,
+        probe: Probe,
+    },
+    Failed {
+        stage: String,
+        message: String,
+        hint: String,
+        report: Option<String>,
+    },
+}
+
+/// Why a plugin could not be probed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "failure", rename_all = "kebab-case")]
+pub enum ProbeFailure {
+    /// Loading, instantiating or probing returned an error (a caught panic included).
+    Error {
+        /// `load`, `instantiate` or `probe`.
+        stage: String,
+        /// What failed.
+        message: String,
+        /// What to do.
+        hint: String,
+        /// abi_stable's full layout report, for `-v`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        report: Option<String>,
+    },
+    /// The child was ended by a signal: the plugin aborted or crashed.
+    Crashed {
+        /// The signal's name (`SIGSEGV`).
+        signal: String,
+        /// The last lines the child wrote to standard error.
+        stderr: String,
+    },
+    /// The child exited without an answer.
+    Exited {
+        /// Its exit code.
+        code: i32,
+        /// The last lines the child wrote to standard error.
+        stderr: String,
+    },
+    /// The probe did not finish within the time limit and was killed.
+    TimedOut {
+        /// The limit, in milliseconds.
+        limit_ms: u64,
+    },
+}
+
+impl ProbeFailure {
+    /// One line saying what happened, for listings.
+    pub fn summary(&self) -> String {
+        match self {
+            ProbeFailure::Error { stage, message, .. } => format!("{stage} failed: {message}"),
+            ProbeFailure::Crashed { signal, .. } => {
+                let what = if signal == "SIGABRT" { "aborted" } else { "crashed" };
+                format!("the plugin {what} the probe process ({signal})")
+            }
+            ProbeFailure::Exited { code, .. } => {
+                format!("the probe process exited with code {code} without an answer")
+            }
+            ProbeFailure::TimedOut { limit_ms } => format!(
+                "the probe did not answer within {} and was killed",
+                humantime::format_duration(Duration::from_millis(*limit_ms))
+            ),
+        }
+    }
+
+    /// What the person can do about it.
+    pub fn hint(&self) -> String {
+        match self {
+            ProbeFailure::Error { hint, .. } => hint.clone(),
+            ProbeFailure::Crashed { .. } | ProbeFailure::Exited { .. } => {
+                "this is a bug in the plugin: report it to its author, or remove it".to_string()
+            }
+            ProbeFailure::TimedOut { .. } => {
+                "the backend may be hanging; raise [probe] timeout in stet.toml or --probe-timeout if it is only slow"
+                    .to_string()
+            }
+        }
+    }
+
+    /// Extra text for `-v`: the layout report or the child's standard error.
+    pub fn detail(&self) -> Option<&str> {
+        match self {
+            ProbeFailure::Error { report, .. } => report.as_deref(),
+            ProbeFailure::Crashed { stderr, .. } | ProbeFailure::Exited { stderr, .. } => {
+                Some(stderr).filter(|s| !s.is_empty()).map(String::as_str)
+            }
+            ProbeFailure::TimedOut { .. } => None,
+        }
+    }
+}
+
+/// One plugin's probe result.
+#[derive(Debug, Clone)]
+pub struct Probed {
+    /// The manifest that was probed.
+    pub manifest: Manifest,
+    /// What the library said about itself, when it got that far.
+    pub identity: Option<Identity>,
+    /// The interface version used.
+    pub interface: Option<String>,
+    /// The probe's answer, or why there is none.
+    pub result: Result<Probe, ProbeFailure>,
+    /// How long the probe took, child start to answer.
+    pub elapsed: Duration,
+}
+
+impl Probed {
+    /// The answer, if the backend is available.
+    pub fn available(&self) -> Option<&Probe> {
+        self.result.as_ref().ok().filter(|p| p.available)
+    }
+}
+
+/// One plugin to probe, with its settings.
+pub struct ProbeRequest {
+    /// The plugin's manifest.
+    pub manifest: Manifest,
+    /// Its settings table as JSON.
+    pub config_json: String,
+}
+
+/// Probes every requested plugin concurrently, each in its own child process running
+/// `stet_binary`, each bounded by `limit`. Results come back in request order.
+pub fn probe_all(requests: Vec<ProbeRequest>, stet_binary: &Path, limit: Duration) -> Vec<Probed> {
+    let handles: Vec<_> = requests
+        .into_iter()
+        .map(|request| {
+            let stet_binary = stet_binary.to_path_buf();
+            std::thread::spawn(move || probe_one(request, &stet_binary, limit))
+        })
+        .collect();
+    handles
+        .into_iter()
+        .map(|h| h.join().expect("probe threads do not panic"))
+        .collect()
+}
+
+fn probe_one(request: ProbeRequest, stet_binary: &Path, limit: Duration) -> Probed {
+    let started = Instant::now();
+    let manifest = request.manifest;
+    let done = |identity, interface, result| Probed {
+        manifest: manifest.clone(),
+        identity,
+        interface,
+        result,
+        elapsed: started.elapsed(),
+    };
+    let mut child = match Command::new(stet_binary)
+        .arg(WORKER_COMMAND)
+        .arg(&manifest.path)
+        .arg(&request.config_json)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(e) => {
+            return done(
+                None,
+                None,
+                Err(ProbeFailure::Error {
+                    stage: "start".into(),
+                    message: format!("could not start {}: {e}", stet_binary.display()),
+                    hint: "check that the stet binary is intact".into(),
+                    report: None,
+                }),
+            )
+        }
+    };
+    let stdout = read_all_in_background(child.stdout.take());
+    let stderr = read_all_in_background(child.stderr.take());
+    let status = child.wait_timeout(limit).ok().flatten();
+    // Whatever happened, nothing the probe started may outlive it.
+    kill_group(child.id());
+    let status = match status {
+        Some(status) => status,
+        None => {
+            let _ = child.wait();
+            return done(
+                None,
+                None,
+                Err(ProbeFailure::TimedOut {
+                    limit_ms: limit.as_millis() as u64,
+                }),
+            );
+        }
+    };
+    let stdout = stdout.join().unwrap_or_default();
+    let stderr = tail(&String::from_utf8_lossy(&stderr.join().unwrap_or_default()), 12);
+    if let Some(signal) = status.signal() {
+        return done(
+            None,
+            None,
+            Err(ProbeFailure::Crashed {
+                signal: signal_name(signal),
+                stderr,
+            }),
+        );
+    }
+    match serde_json::from_slice::<WorkerAnswer>(&stdout) {
+        Ok(WorkerAnswer::Probed {
+            identity,
+            interface,
+            probe,
+        }) => done(Some(identity), Some(interface), Ok(probe)),
+        Ok(WorkerAnswer::Failed {
+            stage,
+            message,
+            hint,
+            report,
+        }) => done(
+            None,
+            None,
+            Err(ProbeFailure::Error {
+                stage,
+                message,
+                hint,
+                report,
+            }),
+        ),
+        Err(_) => done(
+            None,
+            None,
+            Err(ProbeFailure::Exited {
+                code: status.code().unwrap_or(-1),
+                stderr,
+            }),
+        ),
+    }
+}
+
+fn read_all_in_background<R: Read + Send + 'static>(
+    pipe: Option<R>,
+) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        if let Some(mut pipe) = pipe {
+            let _ = pipe.read_to_end(&mut bytes);
+        }
+        bytes
+    })
+}
+
+fn kill_group(pid: u32) {
+    use nix::sys::signal::{killpg, Signal};
+    use nix::unistd::Pid;
+    let _ = killpg(Pid::from_raw(pid as i32), Signal::SIGKILL);
+}
+
+fn signal_name(signal: i32) -> String {
+    nix::sys::signal::Signal::try_from(signal)
+        .map(|s| s.as_str().to_string())
+        .unwrap_or_else(|_| format!("signal {signal}"))
+}
+
+fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// The child's side: load the plugin at `manifest_path`, probe it, write one JSON answer.
+///
+/// The answer goes to the original standard output; before any plugin code runs, standard
+/// output is pointed at standard error, so whatever a plugin prints cannot corrupt it.
+pub fn worker_main(manifest_path: &Path, config_json: &str) -> ExitCode {
+    let answer_fd = match redirect_stdout_to_stderr() {
+        Ok(fd) => fd,
+        Err(e) => {
+            eprintln!("stet probe worker: cannot set up its output: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let answer = answer(manifest_path, config_json);
+    let mut out = std::fs::File::from(answer_fd);
+    let written = serde_json::to_vec(&answer)
+        .map_err(std::io::Error::other)
+        .and_then(|json| out.write_all(&json));
+    match written {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(_) => ExitCode::from(1),
+    }
+}
+
+fn answer(manifest_path: &Path, config_json: &str) -> WorkerAnswer {
+    let failed = |stage: &str, message: String, hint: String, report: Option<String>| {
+        WorkerAnswer::Failed {
+            stage: stage.into(),
+            message,
+            hint,
+            report,
+        }
+    };
+    let manifest = match manifest::read(manifest_path) {
+        Ok(m) => m,
+        Err(e) => {
+            return failed(
+                "manifest",
+                e.to_string(),
+                "fix the manifest, or reinstall the plugin".into(),
+                None,
+            )
+        }
+    };
+    let loaded = match loader::load(&manifest) {
+        Ok(l) => l,
+        Err(e) => {
+            return failed(
+                "load",
+                e.to_string(),
+                e.hint(),
+                e.report().map(str::to_string),
+            )
+        }
+    };
+    let instance = match loaded.instantiate(config_json) {
+        Ok(i) => i,
+        Err(e) => return failed("instantiate", e.message.to_string(), e.remedy.to_string(), None),
+    };
+    match instance.probe() {
+        Ok(report) => WorkerAnswer::Probed {
+            identity: loaded.identity.clone(),
+            interface: loaded.interface.to_string(),
+            probe: report.into(),
+        },
+        Err(e) => failed("probe", e.message.to_string(), e.remedy.to_string(), None),
+    }
+}
+
+fn redirect_stdout_to_stderr() -> std::io::Result<OwnedFd> {
+    let stdout = std::io::stdout();
+    let saved = nix::unistd::dup(stdout.as_fd()).map_err(std::io::Error::from)?;
+    // SAFETY: fds 1 and 2 are open for the life of the process; dup2 replaces fd 1 with a
+    // copy of fd 2, and `saved` keeps the original stdout open for the answer.
+    let rc = unsafe { nix::libc::dup2(2, stdout.as_raw_fd()) };
+    if rc < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(saved)
+}
+
+/// Where the current process's binary is, for starting workers.
+pub fn current_stet() -> PathBuf {
+    std::env::current_exe().unwrap_or_else(|_| PathBuf::from("stet"))
+}

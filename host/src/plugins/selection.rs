@@ -1,0 +1,280 @@
+//! Choosing the runtime and the harness a drive uses, and saying why.
+//!
+//! The order is SPEC §3: an explicit choice (`--runtime`, `--harness`), else the configured
+//! preference order, else the available plugin whose own probe reports the highest
+//! priority, ties broken by name. The host never ranks backends itself: priorities come
+//! from the plugins' probes. Every backend that was passed over is named with its reason.
+
+use serde::Serialize;
+use stet_plugin_api::PluginKind;
+
+use super::probe::Probed;
+
+/// What the person asked for, for one kind.
+#[derive(Debug, Clone, Default)]
+pub struct Preference {
+    /// An explicit choice and where it came from (`--runtime`).
+    pub explicit: Option<(String, String)>,
+    /// A preference order and where it came from (`stet.toml [runtime] prefer`).
+    pub prefer: Option<(Vec<String>, String)>,
+}
+
+/// A backend that was passed over, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Passed {
+    /// Plugin name.
+    pub name: String,
+    /// Why it was not chosen.
+    pub reason: String,
+    /// What would make it usable, when known.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub remedy: String,
+}
+
+/// The outcome of selection for one kind.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Selection {
+    /// `runtime` or `harness`.
+    pub kind: &'static str,
+    /// The chosen plugin, if any.
+    pub chosen: Option<String>,
+    /// Why it was chosen, or why nothing was.
+    pub reason: String,
+    /// Every unavailable backend, with its reason.
+    pub unavailable: Vec<Passed>,
+    /// Available backends that were not chosen.
+    pub also_available: Vec<String>,
+}
+
+impl Selection {
+    /// The one-line explanation printed by `stet plugins probe` and `stet drive`.
+    pub fn line(&self) -> String {
+        let mut line = match &self.chosen {
+            Some(name) => format!("{}: {name} — {}", self.kind, self.reason),
+            None => format!("{}: none usable — {}", self.kind, self.reason),
+        };
+        for passed in &self.unavailable {
+            if Some(&passed.name) != self.chosen.as_ref() {
+                line.push_str(&format!("; {} unavailable: {}", passed.name, passed.reason));
+            }
+        }
+        line
+    }
+}
+
+/// Chooses a plugin of `kind` from probe results.
+pub fn select(kind: PluginKind, probes: &[Probed], preference: &Preference) -> Selection {
+    let kind_word = kind.as_str();
+    let candidates: Vec<&Probed> = probes.iter().filter(|p| p.manifest.kind == kind).collect();
+    let unavailable: Vec<Passed> = candidates
+        .iter()
+        .filter(|p| p.available().is_none())
+        .map(|p| unavailable_reason(p))
+        .collect();
+    let available: Vec<&Probed> = candidates
+        .iter()
+        .copied()
+        .filter(|p| p.available().is_some())
+        .collect();
+    let chosen = |name: &str, reason: String| Selection {
+        kind: kind_word,
+        chosen: Some(name.to_string()),
+        reason,
+        unavailable: unavailable.clone(),
+        also_available: available
+            .iter()
+            .map(|p| p.manifest.name.clone())
+            .filter(|n| n != name)
+            .collect(),
+    };
+    let nothing = |reason: String| Selection {
+        kind: kind_word,
+        chosen: None,
+        reason,
+        unavailable: unavailable.clone(),
+        also_available: Vec::new(),
+    };
+
+    if let Some((name, source)) = &preference.explicit {
+        return match candidates.iter().find(|p| &p.manifest.name == name) {
+            None => nothing(format!(
+                "{source} asks for {name}, but no {kind_word} plugin named {name} is installed ({})",
+                installed_list(&candidates)
+            )),
+            Some(p) if p.available().is_none() => nothing(format!(
+                "{source} asks for {name}, which is unavailable: {}",
+                unavailable_reason(p).reason
+            )),
+            Some(_) => chosen(name, format!("asked for by {source}")),
+        };
+    }
+
+    let mut fallback_note = String::new();
+    if let Some((order, source)) = &preference.prefer {
+        if let Some(p) = order
+            .iter()
+            .find_map(|name| available.iter().find(|p| &p.manifest.name == name))
+        {
+            return chosen(
+                &p.manifest.name,
+                format!("first available in {source} ({})", order.join(", ")),
+            );
+        }
+        fallback_note = format!("none of {source} ({}) is available; ", order.join(", "));
+    }
+
+    let best = available.iter().max_by(|a, b| {
+        let (pa, pb) = (a.available().unwrap().priority, b.available().unwrap().priority);
+        // Higher priority wins; on a tie the name first in alphabetical order wins.
+        pa.cmp(&pb).then_with(|| b.manifest.name.cmp(&a.manifest.name))
+    });
+    match best {
+        Some(p) if available.len() == 1 => chosen(
+            &p.manifest.name,
+            format!("{fallback_note}the only available {kind_word}"),
+        ),
+        Some(p) => chosen(
+            &p.manifest.name,
+            format!(
+                "{fallback_note}highest priority reported by the available {kind_word}s ({})",
+                p.available().unwrap().priority
+            ),
+        ),
+        None if candidates.is_empty() => nothing(format!(
+            "no {kind_word} plugin is installed; install one or point --plugins-dir at one"
+        )),
+        None => nothing(format!("{fallback_note}no installed {kind_word} is available")),
+    }
+}
+
+fn unavailable_reason(p: &Probed) -> Passed {
+    let (reason, remedy) = match &p.result {
+        Ok(probe) => (probe.reason.clone(), probe.remedy.clone()),
+        Err(failure) => (failure.summary(), failure.hint()),
+    };
+    Passed {
+        name: p.manifest.name.clone(),
+        reason,
+        remedy,
+    }
+}
+
+fn installed_list(candidates: &[&Probed]) -> String {
+    if candidates.is_empty() {
+        return "none is installed".to_string();
+    }
+    let names: Vec<&str> = candidates.iter().map(|p| p.manifest.name.as_str()).collect();
+    format!("installed: {}", names.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::plugins::manifest::Manifest;
+    use crate::plugins::probe::{Probe, ProbeFailure};
+
+    fn probed(name: &str, kind: PluginKind, result: Result<Probe, ProbeFailure>) -> Probed {
+        Probed {
+            manifest: Manifest {
+                path: PathBuf::from(format!("/p/{name}/plugin.toml")),
+                name: name.into(),
+                kind,
+                version: semver::Version::new(0, 1, 0),
+                api: semver::Version::new(1, 1, 0),
+                library: PathBuf::from("/p/lib.so"),
+                description: String::new(),
+                platforms: vec![],
+                capabilities: vec![],
+            },
+            identity: None,
+            interface: None,
+            result,
+            elapsed: Duration::ZERO,
+        }
+    }
+
+    fn up(priority: i32) -> Result<Probe, ProbeFailure> {
+        Ok(Probe {
+            available: true,
+            backend_version: "1".into(),
+            priority,
+            capabilities: vec![],
+            reason: String::new(),
+            remedy: String::new(),
+            facts: vec![],
+        })
+    }
+
+    fn down(reason: &str) -> Result<Probe, ProbeFailure> {
+        Ok(Probe {
+            available: false,
+            backend_version: String::new(),
+            priority: 0,
+            capabilities: vec![],
+            reason: reason.into(),
+            remedy: "fix it".into(),
+            facts: vec![],
+        })
+    }
+
+    fn runtimes() -> Vec<Probed> {
+        vec![
+            probed("apple-container", PluginKind::Runtime, down("needs macOS 26 on Apple silicon")),
+            probed("docker", PluginKind::Runtime, up(50)),
+            probed("podman", PluginKind::Runtime, up(50)),
+            probed("claude", PluginKind::Harness, up(50)),
+        ]
+    }
+
+    #[test]
+    fn highest_priority_wins_ties_by_name_and_rejections_are_named() {
+        let s = select(PluginKind::Runtime, &runtimes(), &Preference::default());
+        assert_eq!(s.chosen.as_deref(), Some("docker"));
+        assert_eq!(
+            s.line(),
+            "runtime: docker — highest priority reported by the available runtimes (50); \
+             apple-container unavailable: needs macOS 26 on Apple silicon"
+        );
+        assert_eq!(s.also_available, ["podman"]);
+    }
+
+    #[test]
+    fn preference_order_is_honoured_and_skips_unavailable() {
+        let pref = Preference {
+            explicit: None,
+            prefer: Some((
+                vec!["apple-container".into(), "podman".into(), "docker".into()],
+                "stet.toml [runtime] prefer".into(),
+            )),
+        };
+        let s = select(PluginKind::Runtime, &runtimes(), &pref);
+        assert_eq!(s.chosen.as_deref(), Some("podman"));
+        assert!(s.reason.starts_with("first available in stet.toml [runtime] prefer"));
+    }
+
+    #[test]
+    fn explicit_choice_of_an_unavailable_backend_is_refused_with_its_reason() {
+        let pref = Preference {
+            explicit: Some(("apple-container".into(), "--runtime".into())),
+            prefer: None,
+        };
+        let s = select(PluginKind::Runtime, &runtimes(), &pref);
+        assert_eq!(s.chosen, None);
+        assert!(s.reason.contains("needs macOS 26"), "{}", s.reason);
+    }
+
+    #[test]
+    fn nothing_usable_is_never_said_bare() {
+        let probes = vec![probed(
+            "docker",
+            PluginKind::Runtime,
+            Err(ProbeFailure::TimedOut { limit_ms: 3000 }),
+        )];
+        let s = select(PluginKind::Runtime, &probes, &Preference::default());
+        assert_eq!(s.chosen, None);
+        assert!(s.line().contains("docker unavailable: the probe did not answer within 3s"), "{}", s.line());
+    }
+}

@@ -1,0 +1,41 @@
+//! All of a command's output goes through here.
+//!
+//! Standard output carries the command's result (a table, or JSON with `--json`);
+//! standard error carries errors, warnings and notes. Output has no colour, so it reads
+//! the same in a terminal, a pipe and a log. A closed pipe (`stet plugins list | head`)
+//! ends output quietly instead of panicking.
+
+use std::io::Write;
+
+/// Where a command writes.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Printer {
+    /// Whether `-v` was given (once or more).
+    pub verbose: bool,
+}
+
+impl Printer {
+    /// Writes `text` (and a newline) to standard output.
+    pub fn out(&self, text: &str) {
+        let mut stdout = std::io::stdout().lock();
+        let _ = writeln!(stdout, "{text}");
+    }
+
+    /// Writes `value` as pretty JSON to standard output.
+    pub fn json<T: serde::Serialize>(&self, value: &T) {
+        let text = serde_json::to_string_pretty(value).expect("output types serialise");
+        self.out(&text);
+    }
+
+    /// Writes a warning to standard error.
+    pub fn warn(&self, text: &str) {
+        let _ = writeln!(std::io::stderr().lock(), "warning: {text}");
+    }
+
+    /// Writes a line to standard error only with `-v`.
+    pub fn detail(&self, text: &str) {
+        if self.verbose {
+            let _ = writeln!(std::io::stderr().lock(), "{text}");
+        }
+    }
+}
