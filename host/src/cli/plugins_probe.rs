@@ -83,11 +83,8 @@ pub fn run(settings: &Settings, args: &ProbeArgs, printer: Printer) -> Result<Ex
                     manifest: manifest.clone(),
                     identity: None,
                     interface: None,
-                    result: Err(ProbeFailure::Error {
-                        stage: "listing".into(),
+                    result: Err(ProbeFailure::Refused {
                         message: not_probed_reason(f, &host),
-                        hint: "see `stet plugins list`".into(),
-                        report: None,
                     }),
                     elapsed: Default::default(),
                 });
@@ -126,18 +123,22 @@ pub fn run(settings: &Settings, args: &ProbeArgs, printer: Printer) -> Result<Ex
     if reports.is_empty() {
         printer.out("no plugins found (see `stet plugins list` for where stet looked)");
     }
-    for (report, f) in reports.iter().zip(&found) {
-        print_plugin(&printer, report, f, &probed);
+    let name_width = reports.iter().map(|r| r.name.len()).max().unwrap_or(0);
+    for report in &reports {
+        print_plugin(&printer, report, name_width);
     }
     if let Some(s) = &selections {
         printer.out("");
-        printer.out(&s.runtime.line());
-        printer.out(&s.harness.line());
+        for selection in [&s.runtime, &s.harness] {
+            for line in selection.lines() {
+                printer.out(&line);
+            }
+        }
         for selection in [&s.runtime, &s.harness] {
             if selection.chosen.is_none() {
                 for passed in &selection.unavailable {
                     if !passed.remedy.is_empty() {
-                        printer.out(&format!("hint: {}: {}", passed.name, passed.remedy));
+                        printer.out(&format!("hint: to use {}: {}", passed.name, passed.remedy));
                     }
                 }
             }
@@ -193,9 +194,9 @@ fn not_probed_reason(f: &Found, host: &semver::Version) -> String {
     }
 }
 
-fn print_plugin(printer: &Printer, report: &PluginReport, f: &Found, probed: &[Probed]) {
+fn print_plugin(printer: &Printer, report: &PluginReport, name_width: usize) {
     let kind = report.kind.unwrap_or("-");
-    let head = format!("{:<16} {:<8} {:<12}", report.name, kind, report.status);
+    let head = format!("{:<name_width$}  {:<8} {:<12}", report.name, kind, report.status);
     let timing = report
         .elapsed_ms
         .map(|ms| format!("  ({ms} ms)"))
@@ -204,8 +205,8 @@ fn print_plugin(printer: &Printer, report: &PluginReport, f: &Found, probed: &[P
         (Some(p), _, _) if p.available => {
             let version = if p.backend_version.is_empty() { "version unknown" } else { &p.backend_version };
             printer.out(&format!("{head} {version}, priority {}{timing}", p.priority));
-            for (key, value) in &p.facts {
-                printer.out(&format!("    {key}: {value}"));
+            for fact in &p.facts {
+                printer.out(&format!("    {}: {}", fact.key, fact.value));
             }
             if !p.capabilities.is_empty() {
                 printer.out(&format!("    capabilities: {}", p.capabilities.join(", ")));
@@ -213,8 +214,8 @@ fn print_plugin(printer: &Printer, report: &PluginReport, f: &Found, probed: &[P
         }
         (Some(p), _, _) => {
             printer.out(&format!("{head} {}{timing}", p.reason));
-            for (key, value) in &p.facts {
-                printer.out(&format!("    {key}: {value}"));
+            for fact in &p.facts {
+                printer.out(&format!("    {}: {}", fact.key, fact.value));
             }
             if !p.remedy.is_empty() {
                 printer.out(&format!("    hint: {}", p.remedy));
@@ -231,5 +232,4 @@ fn print_plugin(printer: &Printer, report: &PluginReport, f: &Found, probed: &[P
             printer.out(&format!("{head} {}", reason.as_deref().unwrap_or("")));
         }
     }
-    let _ = (f, probed);
 }

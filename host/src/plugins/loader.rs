@@ -152,6 +152,9 @@ pub fn load(manifest: &Manifest) -> Result<Loaded, LoadError> {
     if !path.is_file() {
         return Err(LoadError::LibraryMissing { name, path });
     }
+    if let Err(reason) = check_elf_extent(&path) {
+        return Err(LoadError::NotALibrary { name, path, reason });
+    }
     let header = open(&name, &path)?;
 
     let reported = header.version_strings().version.as_str().to_string();
@@ -237,6 +240,45 @@ fn open(name: &str, path: &Path) -> Result<&'static LibHeader, LoadError> {
             reason: first_line(&other.to_string()),
         },
     })
+}
+
+/// Refuses an ELF file whose headers describe more bytes than the file holds.
+///
+/// dlopen maps a truncated library and the process dies of SIGBUS when it touches the
+/// missing pages; checking the extents first turns that into an error that says what is
+/// wrong. Files that are not 64-bit little-endian ELF are left to dlopen to judge.
+fn check_elf_extent(path: &Path) -> Result<(), String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open(path).map_err(|e| format!("cannot be opened: {e}"))?;
+    let len = file.metadata().map_err(|e| e.to_string())?.len();
+    let mut header = [0u8; 64];
+    if file.read_exact(&mut header).is_err() || &header[..4] != b"\x7fELF" || header[4] != 2 || header[5] != 1 {
+        return Ok(());
+    }
+    let u16_at = |b: &[u8], o: usize| u16::from_le_bytes([b[o], b[o + 1]]) as u64;
+    let u64_at = |b: &[u8], o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap());
+    let (phoff, shoff) = (u64_at(&header, 0x20), u64_at(&header, 0x28));
+    let (phentsize, phnum) = (u16_at(&header, 0x36), u16_at(&header, 0x38));
+    let (shentsize, shnum) = (u16_at(&header, 0x3A), u16_at(&header, 0x3C));
+    let truncated = |needed: u64| {
+        format!("the file is truncated: {len} bytes, but its ELF headers describe at least {needed}")
+    };
+    let sections_end = shoff.saturating_add(shentsize * shnum);
+    let programs_end = phoff.saturating_add(phentsize * phnum);
+    if sections_end > len || programs_end > len || phentsize < 40 {
+        return Err(truncated(sections_end.max(programs_end)));
+    }
+    let mut table = vec![0u8; (phentsize * phnum) as usize];
+    file.seek(SeekFrom::Start(phoff))
+        .and_then(|_| file.read_exact(&mut table))
+        .map_err(|e| format!("cannot be read: {e}"))?;
+    for entry in table.chunks(phentsize as usize) {
+        let segment_end = u64_at(entry, 8).saturating_add(u64_at(entry, 32));
+        if segment_end > len {
+            return Err(truncated(segment_end));
+        }
+    }
+    Ok(())
 }
 
 /// dlerror's text repeats the path; keep what comes after it.

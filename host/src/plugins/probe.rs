@@ -40,7 +40,16 @@ pub struct Probe {
     /// What to do about it.
     pub remedy: String,
     /// Further facts, in the plugin's order.
-    pub facts: Vec<(String, String)>,
+    pub facts: Vec<Fact>,
+}
+
+/// One `key: value` fact from a probe.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fact {
+    /// The key.
+    pub key: String,
+    /// The value.
+    pub value: String,
 }
 
 impl From<ProbeReport> for Probe {
@@ -55,7 +64,10 @@ impl From<ProbeReport> for Probe {
             facts: r
                 .facts
                 .into_iter()
-                .map(|f| (f.key.into_string(), f.value.into_string()))
+                .map(|f| Fact {
+                    key: f.key.into_string(),
+                    value: f.value.into_string(),
+                })
                 .collect(),
         }
     }
@@ -82,13 +94,18 @@ enum WorkerAnswer {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "failure", rename_all = "kebab-case")]
 pub enum ProbeFailure {
+    /// The plugin was refused from its manifest alone, before any of its code ran.
+    Refused {
+        /// Why.
+        message: String,
+    },
     /// Loading, instantiating or probing returned an error (a caught panic included).
     Error {
-        /// `load`, `instantiate` or `probe`.
+        /// `manifest`, `load`, `instantiate` or `probe`.
         stage: String,
         /// What failed.
         message: String,
-        /// What to do.
+        /// What to do; empty when the plugin gave no remedy.
         hint: String,
         /// abi_stable's full layout report, for `-v`.
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -98,6 +115,8 @@ pub enum ProbeFailure {
     Crashed {
         /// The signal's name (`SIGSEGV`).
         signal: String,
+        /// What the child was doing (`load`, `instantiate`, `probe`).
+        stage: String,
         /// The last lines the child wrote to standard error.
         stderr: String,
     },
@@ -105,6 +124,8 @@ pub enum ProbeFailure {
     Exited {
         /// Its exit code.
         code: i32,
+        /// What the child was doing.
+        stage: String,
         /// The last lines the child wrote to standard error.
         stderr: String,
     },
@@ -112,6 +133,8 @@ pub enum ProbeFailure {
     TimedOut {
         /// The limit, in milliseconds.
         limit_ms: u64,
+        /// What the child was doing when it was killed.
+        stage: String,
     },
 }
 
@@ -119,17 +142,19 @@ impl ProbeFailure {
     /// One line saying what happened, for listings.
     pub fn summary(&self) -> String {
         match self {
+            ProbeFailure::Refused { message } => message.clone(),
             ProbeFailure::Error { stage, message, .. } => format!("{stage} failed: {message}"),
-            ProbeFailure::Crashed { signal, .. } => {
+            ProbeFailure::Crashed { signal, stage, .. } => {
                 let what = if signal == "SIGABRT" { "aborted" } else { "crashed" };
-                format!("the plugin {what} the probe process ({signal})")
+                format!("the plugin {what} the probe process ({signal}) {}", doing(stage))
             }
-            ProbeFailure::Exited { code, .. } => {
-                format!("the probe process exited with code {code} without an answer")
+            ProbeFailure::Exited { code, stage, .. } => {
+                format!("the probe process exited with code {code} {} without an answer", doing(stage))
             }
-            ProbeFailure::TimedOut { limit_ms } => format!(
-                "the probe did not answer within {} and was killed",
-                humantime::format_duration(Duration::from_millis(*limit_ms))
+            ProbeFailure::TimedOut { limit_ms, stage } => format!(
+                "no answer within {} {}; the probe was killed",
+                humantime::format_duration(Duration::from_millis(*limit_ms)),
+                doing(stage)
             ),
         }
     }
@@ -137,12 +162,13 @@ impl ProbeFailure {
     /// What the person can do about it.
     pub fn hint(&self) -> String {
         match self {
-            ProbeFailure::Error { hint, .. } => hint.clone(),
-            ProbeFailure::Crashed { .. } | ProbeFailure::Exited { .. } => {
-                "this is a bug in the plugin: report it to its author, or remove it".to_string()
+            ProbeFailure::Refused { .. } => "see `stet plugins list`".to_string(),
+            ProbeFailure::Error { hint, .. } if !hint.is_empty() => hint.clone(),
+            ProbeFailure::Error { .. } | ProbeFailure::Crashed { .. } | ProbeFailure::Exited { .. } => {
+                "this is a bug in the plugin: report it to its author, or remove its directory".to_string()
             }
             ProbeFailure::TimedOut { .. } => {
-                "the backend may be hanging; raise [probe] timeout in stet.toml or --probe-timeout if it is only slow"
+                "the backend may be hanging; if it is only slow, raise [probe] timeout in stet.toml or pass --probe-timeout"
                     .to_string()
             }
         }
@@ -155,10 +181,24 @@ impl ProbeFailure {
             ProbeFailure::Crashed { stderr, .. } | ProbeFailure::Exited { stderr, .. } => {
                 Some(stderr).filter(|s| !s.is_empty()).map(String::as_str)
             }
-            ProbeFailure::TimedOut { .. } => None,
+            ProbeFailure::TimedOut { .. } | ProbeFailure::Refused { .. } => None,
         }
     }
 }
+
+/// "while loading its library", for a worker stage marker.
+fn doing(stage: &str) -> &'static str {
+    match stage {
+        STAGE_LOAD => "while loading its library",
+        STAGE_INSTANTIATE => "while building the plugin object",
+        STAGE_PROBE => "while probing",
+        _ => "while starting",
+    }
+}
+
+const STAGE_LOAD: &str = "load";
+const STAGE_INSTANTIATE: &str = "instantiate";
+const STAGE_PROBE: &str = "probe";
 
 /// One plugin's probe result.
 #[derive(Debug, Clone)]
@@ -249,16 +289,20 @@ fn probe_one(request: ProbeRequest, stet_binary: &Path, limit: Duration) -> Prob
         Some(status) => status,
         None => {
             let _ = child.wait();
+            let stdout = stdout.join().unwrap_or_default();
             return done(
                 None,
                 None,
                 Err(ProbeFailure::TimedOut {
                     limit_ms: limit.as_millis() as u64,
+                    stage: last_stage(&String::from_utf8_lossy(&stdout)),
                 }),
             );
         }
     };
     let stdout = stdout.join().unwrap_or_default();
+    let stdout = String::from_utf8_lossy(&stdout);
+    let stage = last_stage(&stdout);
     let stderr = tail(&String::from_utf8_lossy(&stderr.join().unwrap_or_default()), 12);
     if let Some(signal) = status.signal() {
         return done(
@@ -266,11 +310,13 @@ fn probe_one(request: ProbeRequest, stet_binary: &Path, limit: Duration) -> Prob
             None,
             Err(ProbeFailure::Crashed {
                 signal: signal_name(signal),
+                stage,
                 stderr,
             }),
         );
     }
-    match serde_json::from_slice::<WorkerAnswer>(&stdout) {
+    let answer = stdout.lines().last().unwrap_or_default();
+    match serde_json::from_str::<WorkerAnswer>(answer) {
         Ok(WorkerAnswer::Probed {
             identity,
             interface,
@@ -296,10 +342,22 @@ fn probe_one(request: ProbeRequest, stet_binary: &Path, limit: Duration) -> Prob
             None,
             Err(ProbeFailure::Exited {
                 code: status.code().unwrap_or(-1),
+                stage,
                 stderr,
             }),
         ),
     }
+}
+
+/// The worker announces each stage on its answer channel before entering it, so that a
+/// crash or a hang can be placed.
+fn last_stage(output: &str) -> String {
+    output
+        .lines()
+        .filter_map(|l| l.strip_prefix("stage "))
+        .last()
+        .unwrap_or("start")
+        .to_string()
 }
 
 fn read_all_in_background<R: Read + Send + 'static>(
@@ -343,8 +401,10 @@ pub fn worker_main(manifest_path: &Path, config_json: &str) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let answer = answer(manifest_path, config_json);
     let mut out = std::fs::File::from(answer_fd);
+    let answer = answer(manifest_path, config_json, &mut |stage| {
+        let _ = writeln!(out, "stage {stage}");
+    });
     let written = serde_json::to_vec(&answer)
         .map_err(std::io::Error::other)
         .and_then(|json| out.write_all(&json));
@@ -354,7 +414,7 @@ pub fn worker_main(manifest_path: &Path, config_json: &str) -> ExitCode {
     }
 }
 
-fn answer(manifest_path: &Path, config_json: &str) -> WorkerAnswer {
+fn answer(manifest_path: &Path, config_json: &str, enter: &mut dyn FnMut(&str)) -> WorkerAnswer {
     let failed = |stage: &str, message: String, hint: String, report: Option<String>| {
         WorkerAnswer::Failed {
             stage: stage.into(),
@@ -374,28 +434,31 @@ fn answer(manifest_path: &Path, config_json: &str) -> WorkerAnswer {
             )
         }
     };
+    enter(STAGE_LOAD);
     let loaded = match loader::load(&manifest) {
         Ok(l) => l,
         Err(e) => {
             return failed(
-                "load",
+                STAGE_LOAD,
                 e.to_string(),
                 e.hint(),
                 e.report().map(str::to_string),
             )
         }
     };
+    enter(STAGE_INSTANTIATE);
     let instance = match loaded.instantiate(config_json) {
         Ok(i) => i,
-        Err(e) => return failed("instantiate", e.message.to_string(), e.remedy.to_string(), None),
+        Err(e) => return failed(STAGE_INSTANTIATE, e.message.to_string(), e.remedy.to_string(), None),
     };
+    enter(STAGE_PROBE);
     match instance.probe() {
         Ok(report) => WorkerAnswer::Probed {
             identity: loaded.identity.clone(),
             interface: loaded.interface.to_string(),
             probe: report.into(),
         },
-        Err(e) => failed("probe", e.message.to_string(), e.remedy.to_string(), None),
+        Err(e) => failed(STAGE_PROBE, e.message.to_string(), e.remedy.to_string(), None),
     }
 }
 

@@ -47,18 +47,17 @@ pub struct Selection {
 }
 
 impl Selection {
-    /// The one-line explanation printed by `stet plugins probe` and `stet drive`.
-    pub fn line(&self) -> String {
-        let mut line = match &self.chosen {
+    /// The explanation printed by `stet plugins probe` and `stet drive`: the choice and
+    /// its reason, then one indented line per unavailable backend.
+    pub fn lines(&self) -> Vec<String> {
+        let mut lines = vec![match &self.chosen {
             Some(name) => format!("{}: {name} — {}", self.kind, self.reason),
             None => format!("{}: none usable — {}", self.kind, self.reason),
-        };
+        }];
         for passed in &self.unavailable {
-            if Some(&passed.name) != self.chosen.as_ref() {
-                line.push_str(&format!("; {} unavailable: {}", passed.name, passed.reason));
-            }
+            lines.push(format!("  {} unavailable: {}", passed.name, passed.reason));
         }
-        line
+        lines
     }
 }
 
@@ -234,9 +233,11 @@ mod tests {
         let s = select(PluginKind::Runtime, &runtimes(), &Preference::default());
         assert_eq!(s.chosen.as_deref(), Some("docker"));
         assert_eq!(
-            s.line(),
-            "runtime: docker — highest priority reported by the available runtimes (50); \
-             apple-container unavailable: needs macOS 26 on Apple silicon"
+            s.lines(),
+            [
+                "runtime: docker — highest priority reported by the available runtimes (50)",
+                "  apple-container unavailable: needs macOS 26 on Apple silicon",
+            ]
         );
         assert_eq!(s.also_available, ["podman"]);
     }
@@ -271,10 +272,19 @@ mod tests {
         let probes = vec![probed(
             "docker",
             PluginKind::Runtime,
-            Err(ProbeFailure::TimedOut { limit_ms: 3000 }),
+            Err(ProbeFailure::TimedOut {
+                limit_ms: 3000,
+                stage: "probe".into(),
+            }),
         )];
         let s = select(PluginKind::Runtime, &probes, &Preference::default());
         assert_eq!(s.chosen, None);
-        assert!(s.line().contains("docker unavailable: the probe did not answer within 3s"), "{}", s.line());
+        assert_eq!(
+            s.lines(),
+            [
+                "runtime: none usable — no installed runtime is available",
+                "  docker unavailable: no answer within 3s while probing; the probe was killed",
+            ]
+        );
     }
 }
