@@ -215,7 +215,7 @@ platforms = ["linux"]
     #[test]
     fn unknown_key_names_line_and_key() {
         let err = parse_str(&format!("{GOOD}colour = \"red\"\n")).unwrap_err();
-        assert_eq!(err.line, Some(9));
+        assert_eq!(err.line, Some(8));
         assert_eq!(err.key.as_deref(), Some("colour"));
     }
 
