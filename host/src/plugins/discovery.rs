@@ -61,7 +61,10 @@ pub fn search_path(
     }
     if let Some(exe_dir) = executable.and_then(Path::parent) {
         push(exe_dir.join("plugins"), DirSource::BesideExecutable);
-        push(exe_dir.join("../lib/stet/plugins"), DirSource::BesideExecutable);
+        // `<exe dir>/../lib/stet/plugins`, spelt without `..` so listings read plainly.
+        if let Some(prefix) = exe_dir.parent() {
+            push(prefix.join("lib/stet/plugins"), DirSource::BesideExecutable);
+        }
     }
     dirs
 }
@@ -229,7 +232,7 @@ mod tests {
         let paths: Vec<_> = dirs.iter().map(|d| d.path.to_string_lossy().into_owned()).collect();
         assert_eq!(
             paths,
-            ["/f", "/e1", "/e2", "/u", "/x/bin/plugins", "/x/bin/../lib/stet/plugins"]
+            ["/f", "/e1", "/e2", "/u", "/x/bin/plugins", "/x/lib/stet/plugins"]
         );
     }
 

@@ -65,7 +65,7 @@ impl RuntimePlugin for AppleContainerRuntime {
         if !supported_platform() {
             return Ok(ProbeReport::unavailable(
                 format!("needs macOS 26 on Apple silicon; this machine is {}", platform()),
-                "use another runtime here (see `stet plugins probe`)",
+                "run stet on a Mac with Apple silicon and macOS 26",
             )
             .with_fact("platform", platform()));
         }

@@ -1,0 +1,356 @@
+//! `stet plugins list` and `stet plugins probe` through the real binary, with the real
+//! plugins (the docker plugin against this machine's engine, the claude plugin against the
+//! real Claude Code binary) and fixture plugins that misbehave on purpose.
+
+use std::path::Path;
+
+use stet_e2e::{artifacts, World};
+
+const REAL: [&str; 3] = ["apple-container", "claude", "docker"];
+
+fn install_real(world: &World) {
+    for name in REAL {
+        world.install(name);
+    }
+}
+
+fn plugin<'a>(json: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    json["plugins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == name)
+        .unwrap_or_else(|| panic!("{name} missing from {json:#}"))
+}
+
+#[test]
+fn real_plugins_are_listed_from_their_manifests() {
+    let world = World::new();
+    install_real(&world);
+    let out = world.run_stet(&["plugins", "list", "--json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let json = out.json();
+    for name in REAL {
+        let p = plugin(&json, name);
+        assert_eq!(p["status"], "ok", "{p:#}");
+        assert_eq!(p["api"], "1.1.0");
+        assert_eq!(p["found_in"], "flag");
+    }
+    assert_eq!(plugin(&json, "docker")["kind"], "runtime");
+    assert_eq!(plugin(&json, "claude")["kind"], "harness");
+}
+
+#[test]
+fn real_plugins_are_probed_and_docker_is_selected_on_this_machine() {
+    let world = World::new().with_claude();
+    install_real(&world);
+    let out = world.run_stet(&["plugins", "probe", "--json"]);
+    let json = out.json();
+
+    let docker = plugin(&json, "docker");
+    assert_eq!(docker["status"], "available", "{docker:#}");
+    let version = docker["probe"]["backend_version"].as_str().unwrap();
+    assert!(!version.is_empty() && version.chars().any(|c| c.is_ascii_digit()), "{version}");
+
+    let apple = plugin(&json, "apple-container");
+    assert_eq!(apple["status"], "unavailable");
+    assert!(apple["probe"]["reason"].as_str().unwrap().contains("macOS 26 on Apple silicon"));
+
+    let claude = plugin(&json, "claude");
+    assert_eq!(claude["status"], "available", "{claude:#}");
+    assert_eq!(claude["probe"]["backend_version"], "2.1.332 (Claude Code)");
+    let facts = claude["probe"]["facts"].as_array().unwrap();
+    let login = facts.iter().find(|f| f["key"] == "login").expect("login fact");
+    // A fresh HOME has no login; the state is reported, never an account.
+    assert!(login["value"].as_str().unwrap().starts_with("not logged in"), "{login}");
+
+    assert_eq!(json["selection"]["runtime"]["chosen"], "docker");
+    assert_eq!(json["selection"]["harness"]["chosen"], "claude");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+
+    let text = world.run_stet(&["plugins", "probe"]);
+    assert_eq!(text.code, 0);
+    assert!(text.stdout.contains("runtime: docker — "), "{}", text.stdout);
+    assert!(
+        text.stdout.contains("  apple-container unavailable: needs macOS 26 on Apple silicon"),
+        "{}",
+        text.stdout
+    );
+}
+
+/// Lays out every broken plugin the issue names, beside a healthy docker plugin.
+fn broken_world() -> World {
+    let world = World::new();
+    world.install("docker");
+    for fixture in [
+        "fixture-panics",
+        "fixture-aborts",
+        "fixture-segfaults",
+        "fixture-hangs",
+        "fixture-not-stet",
+        "fixture-api-v2",
+    ] {
+        world.install(fixture);
+    }
+    let p = &world.plugins;
+    let manifest = |dir: &str, name: &str, library: &str| {
+        std::fs::create_dir_all(p.join(dir)).unwrap();
+        std::fs::write(
+            p.join(dir).join("plugin.toml"),
+            format!("name = \"{name}\"\nkind = \"runtime\"\nversion = \"0.1.0\"\napi = \"1.1.0\"\nlibrary = \"{library}\"\n"),
+        )
+        .unwrap();
+    };
+    // Not a shared library at all.
+    manifest("text-file", "text-file", "lib.so");
+    std::fs::write(p.join("text-file/lib.so"), "this is not a library\n").unwrap();
+    // A real library cut short.
+    manifest("truncated", "truncated", "lib.so");
+    let docker_lib = std::fs::read(p.join("docker").join(xtask::library_file("stet_plugin_docker"))).unwrap();
+    std::fs::write(p.join("truncated/lib.so"), &docker_lib[..docker_lib.len() / 3]).unwrap();
+    // The manifest says one thing, the library another.
+    manifest("liar", "liar", "lib.so");
+    std::fs::copy(
+        artifacts().join(xtask::library_file("stet_plugin_claude")),
+        p.join("liar/lib.so"),
+    )
+    .unwrap();
+    // A manifest that says 1.1 for a library built for 2.0.
+    manifest("v2-in-disguise", "v2-in-disguise", "lib.so");
+    std::fs::copy(
+        artifacts().join(xtask::library_file("stet_fixture_api_v2")),
+        p.join("v2-in-disguise/lib.so"),
+    )
+    .unwrap();
+    // A manifest with a syntax error on line 2.
+    std::fs::create_dir_all(p.join("bad-syntax")).unwrap();
+    std::fs::write(p.join("bad-syntax/plugin.toml"), "name = \"bad\"\nkind = runtime\n").unwrap();
+    // A manifest whose library is missing.
+    manifest("no-library", "no-library", "libgone.so");
+    // The same name in a second directory.
+    let second = world.root.path().join("second");
+    world.install_into("docker", &second);
+    world
+}
+
+#[test]
+fn every_broken_plugin_gets_its_own_message_while_the_others_still_work() {
+    let world = broken_world();
+    let second = world.root.path().join("second");
+    let second_dir = second.to_str().unwrap();
+    let out = world.run_stet(&[
+        "--plugins-dir",
+        second_dir,
+        "plugins",
+        "probe",
+        "--probe-timeout",
+        "2s",
+        "--json",
+    ]);
+    let json = out.json();
+    let failure = |name: &str| {
+        let p = json["plugins"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["dir"].as_str().unwrap().ends_with(&format!("/{name}")))
+            .unwrap_or_else(|| panic!("{name} missing from {json:#}"));
+        serde_json::to_string(p).unwrap()
+    };
+    let expect = |dir: &str, needles: &[&str]| {
+        let p = failure(dir);
+        for needle in needles {
+            assert!(p.contains(needle), "{dir}: expected {needle:?} in {p}");
+        }
+    };
+    expect("fixture-panics", &["\"failed\"", "probe panicked: the fixture probe panics on purpose"]);
+    expect("fixture-aborts", &["\"crashed\"", "SIGABRT", "\"stage\":\"probe\""]);
+    expect("fixture-segfaults", &["\"crashed\"", "SIGSEGV", "\"stage\":\"probe\""]);
+    expect("fixture-hangs", &["\"timed-out\"", "\"limit_ms\":2000"]);
+    expect("fixture-not-stet", &["exports no stet root module"]);
+    expect("fixture-api-v2", &["\"not-probed\"", "built for plugin API 2.0.0; this stet speaks plugin API 1.1.0"]);
+    expect("v2-in-disguise", &["\"failed\"", "plugin v2-in-disguise was built for plugin API 2.0.0; this stet speaks plugin API 1.1.0"]);
+    expect("text-file", &["is not a loadable shared library"]);
+    expect("truncated", &["the file is truncated"]);
+    expect("liar", &["the library says harness claude 0.1.0", "manifest", "says runtime liar 0.1.0"]);
+    expect("bad-syntax", &["\"not-probed\"", "bad-syntax/plugin.toml:2"]);
+    expect("no-library", &["\"not-probed\"", "libgone.so is missing"]);
+    // The healthy plugin is still found and selected; its shadowed copy is named.
+    assert_eq!(plugin(&json, "docker")["status"], "available");
+    let shadow = json["plugins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["dir"].as_str().unwrap().starts_with(second.to_str().unwrap()))
+        .expect("shadowed copy listed");
+    assert!(shadow["not_probed"].as_str().unwrap().starts_with("shadowed by "), "{shadow}");
+    assert_eq!(json["selection"]["runtime"]["chosen"], "docker");
+    // The probe as a whole was bounded by the hanging plugin's limit, not serialised.
+    assert!(plugin(&json, "docker")["elapsed_ms"].as_u64().unwrap() < 2000);
+}
+
+#[test]
+fn listing_shows_each_status_without_loading_anything() {
+    let world = broken_world();
+    let second = world.root.path().join("second");
+    let out = world.run_stet(&["--plugins-dir", second.to_str().unwrap(), "plugins", "list"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let text = world.redact(&out.stdout);
+    insta::assert_snapshot!("plugins_list_broken", text);
+}
+
+#[test]
+fn older_minor_plugin_loads_and_works() {
+    let world = World::new();
+    world.install("fixture-older-minor");
+    let out = world.run_stet(&["plugins", "probe", "fixture-older-minor", "--json"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let json = out.json();
+    let p = plugin(&json, "fixture-older-minor");
+    assert_eq!(p["status"], "available");
+    assert_eq!(p["interface"], "1.0");
+    assert_eq!(p["identity"]["api_version"], "1.0.0");
+    assert_eq!(p["probe"]["backend_version"], "older-minor backend 1.0");
+}
+
+#[test]
+fn preference_order_from_stet_toml_is_honoured_and_unavailable_ones_are_skipped() {
+    let world = World::new().with_claude();
+    install_real(&world);
+    world.install("fixture-older-minor");
+    world.repo_config("[runtime]\nprefer = [\"apple-container\", \"fixture-older-minor\", \"docker\"]\n");
+    let out = world.run_stet(&["plugins", "probe"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains("runtime: fixture-older-minor — first available in "),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("stet.toml [runtime] prefer (apple-container, fixture-older-minor, docker)"));
+    assert!(out.stdout.contains("  apple-container unavailable: needs macOS 26"));
+
+    // Without a preference, the highest priority reported by the probes wins.
+    world.repo_config("");
+    let out = world.run_stet(&["plugins", "probe"]);
+    assert!(
+        out.stdout.contains("runtime: docker — highest priority reported by the available runtimes (50)"),
+        "{}",
+        out.stdout
+    );
+
+    // An explicit choice wins over both.
+    let out = world.run_stet(&["plugins", "probe", "--runtime", "fixture-older-minor"]);
+    assert!(out.stdout.contains("runtime: fixture-older-minor — asked for by --runtime"), "{}", out.stdout);
+}
+
+#[test]
+fn nothing_usable_names_every_reason_and_exits_3() {
+    let world = World::new();
+    world.install("apple-container");
+    world.install("fixture-hangs");
+    world.install("claude");
+    let out = world.run_stet(&["plugins", "probe", "--probe-timeout", "500ms"]);
+    assert_eq!(out.code, 3, "{}{}", out.stdout, out.stderr);
+    insta::assert_snapshot!("probe_nothing_usable", world.redact(&strip_timings(&out.stdout)));
+
+    let asked = world.run_stet(&["plugins", "probe", "--runtime", "apple-container", "--probe-timeout", "500ms"]);
+    assert_eq!(asked.code, 3);
+    assert!(
+        asked.stdout.contains("runtime: none usable — --runtime asks for apple-container, which is unavailable: needs macOS 26"),
+        "{}",
+        asked.stdout
+    );
+}
+
+#[test]
+fn config_errors_name_file_line_and_key_and_exit_2() {
+    let world = World::new();
+    world.install("docker");
+    world.repo_config("[runtime]\nprefer = [\"docker\"]\n[probe]\ntimeout = \"5s\"\nretries = 3\n");
+    let out = world.run_stet(&["plugins", "probe"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    let stderr = world.redact(&out.stderr);
+    assert!(stderr.contains("work/stet.toml:5: unknown field `retries`"), "{stderr}");
+    assert!(stderr.contains("hint: "), "{stderr}");
+
+    world.repo_config("");
+    let out = world.run_stet(&["plugins", "probe", "--probe-timeout", "soon"]);
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("--probe-timeout: `soon` is not a duration"), "{}", out.stderr);
+
+    let out = world.run(world.stet(&["plugins", "list"]).args(["--plugins-dir", "/nonexistent/stet"]));
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("--plugins-dir /nonexistent/stet is not a directory"));
+}
+
+#[test]
+fn discovery_order_flag_then_env_then_user_data_then_beside_the_executable() {
+    let world = World::new();
+    let env_dir = world.root.path().join("env-plugins");
+    let user_dir = world.root.path().join("home/.local/share/stet/plugins");
+    world.install_into("docker", &env_dir);
+    world.install_into("docker", &user_dir);
+    world.install_into("claude", &user_dir);
+    world.install("fixture-older-minor");
+    let out = world.run(world.stet(&["plugins", "list", "--json"]).env("STET_PLUGINS_DIR", &env_dir));
+    let json = out.json();
+    let rows: Vec<(String, String, String)> = json["plugins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["name"].as_str().unwrap().to_string(),
+                p["found_in"].as_str().unwrap().to_string(),
+                p["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let row = |a: &str, b: &str, c: &str| (a.to_string(), b.to_string(), c.to_string());
+    assert_eq!(
+        rows,
+        [
+            row("fixture-older-minor", "flag", "ok"),
+            row("docker", "env", "ok"),
+            row("claude", "user-data", "ok"),
+            row("docker", "user-data", "shadowed"),
+        ]
+    );
+}
+
+#[test]
+fn dist_tree_finds_its_plugins_with_no_flags() {
+    let world = World::new();
+    let dist = world.root.path().join("dist");
+    xtask::assemble_dist(&artifacts(), &dist).expect("assemble dist");
+    let out = world.run(&mut world.command(&dist.join("bin/stet"), &["plugins", "list", "--json"], false));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let json = out.json();
+    for name in REAL {
+        let p = plugin(&json, name);
+        assert_eq!(p["found_in"], "beside-executable");
+        assert_eq!(p["status"], "ok");
+        assert!(Path::new(p["dir"].as_str().unwrap()).starts_with(&dist));
+    }
+}
+
+#[test]
+fn help_is_stable() {
+    let world = World::new();
+    let out = world.run_stet(&["--help"]);
+    assert_eq!(out.code, 0);
+    insta::assert_snapshot!("help", out.stdout);
+    let out = world.run_stet(&["plugins", "probe", "--help"]);
+    insta::assert_snapshot!("plugins_probe_help", out.stdout);
+}
+
+/// `(12 ms)` varies from run to run.
+fn strip_timings(text: &str) -> String {
+    text.lines()
+        .map(|l| match l.rfind("  (") {
+            Some(i) if l.ends_with(" ms)") => &l[..i],
+            _ => l,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}

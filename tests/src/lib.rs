@@ -1,0 +1,185 @@
+//! Test support for the end-to-end tests: a scratch home for each test, plugin
+//! directories assembled from the built libraries, and the real `stet` binary run in it.
+//!
+//! The binaries and libraries come from the workspace build (`cargo build --workspace`,
+//! which `cargo xtask test` runs first); a missing one fails the test loudly with what to
+//! run, rather than skipping.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub use xtask::{install_plugin, plugin_crates, repo_root, PluginCrate};
+
+/// The cargo profile directory holding the built `stet` and plugin libraries.
+pub fn artifacts() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    // target/<profile>/deps/<test-binary>
+    let dir = exe.parent().and_then(Path::parent).expect("target/<profile>").to_path_buf();
+    let stet = dir.join("stet");
+    assert!(
+        stet.is_file(),
+        "{} is missing: run `cargo build --workspace` first (`cargo xtask test` does)",
+        stet.display()
+    );
+    dir
+}
+
+/// The real Claude Code binary installed by `scripts/install-claude.sh`.
+pub fn claude_binary() -> PathBuf {
+    let path = std::env::var_os("STET_TEST_CLAUDE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("target/tools/claude/claude"));
+    assert!(
+        path.is_file(),
+        "the real Claude Code binary is not installed at {}: run scripts/install-claude.sh (`cargo xtask test` does)",
+        path.display()
+    );
+    path
+}
+
+/// Every plugin crate of the repository: the real ones and the test fixtures.
+pub fn all_plugin_crates() -> Vec<PluginCrate> {
+    let root = repo_root();
+    let mut crates = plugin_crates(&root.join("plugins"));
+    crates.extend(plugin_crates(&root.join("tests/fixtures")));
+    crates
+}
+
+/// A scratch world for one test: its own HOME and XDG directories, a working directory,
+/// and plugin directories, so nothing of the machine's own configuration leaks in.
+pub struct World {
+    pub root: tempfile::TempDir,
+    /// The directory commands run in.
+    pub work: PathBuf,
+    /// A plugins directory passed with `--plugins-dir`.
+    pub plugins: PathBuf,
+    /// Extra directories to put first on PATH.
+    pub path_prefix: Vec<PathBuf>,
+}
+
+/// What a command did.
+#[derive(Debug)]
+pub struct Output {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Output {
+    /// Standard output parsed as JSON.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}", self.stdout))
+    }
+}
+
+impl Default for World {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl World {
+    pub fn new() -> Self {
+        let root = tempfile::Builder::new().prefix("stet-e2e-").tempdir().expect("temp dir");
+        let work = root.path().join("work");
+        let plugins = root.path().join("plugins");
+        for dir in [&work, &plugins] {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        World {
+            root,
+            work,
+            plugins,
+            path_prefix: Vec::new(),
+        }
+    }
+
+    /// Installs the plugin called `name` (a real plugin or a fixture) into `dir`.
+    pub fn install_into(&self, name: &str, dir: &Path) -> PathBuf {
+        let plugin = all_plugin_crates()
+            .into_iter()
+            .find(|p| p.name == name)
+            .unwrap_or_else(|| panic!("no plugin crate named {name}"));
+        install_plugin(&plugin, &artifacts(), dir).expect("install plugin")
+    }
+
+    /// Installs the plugin called `name` into the world's plugins directory.
+    pub fn install(&self, name: &str) -> PathBuf {
+        self.install_into(name, &self.plugins)
+    }
+
+    /// Makes the real Claude Code binary available on PATH.
+    pub fn with_claude(mut self) -> Self {
+        let claude = claude_binary();
+        self.path_prefix.push(claude.parent().unwrap().to_path_buf());
+        self
+    }
+
+    /// The real `stet` binary with a scrubbed environment, `--plugins-dir` pointing at the
+    /// world's plugins directory, then `args`.
+    pub fn stet(&self, args: &[&str]) -> Command {
+        self.command(&artifacts().join("stet"), args, true)
+    }
+
+    /// Like [`World::stet`], for another copy of the binary and without `--plugins-dir`.
+    pub fn command(&self, binary: &Path, args: &[&str], plugins_flag: bool) -> Command {
+        let home = self.root.path().join("home");
+        let mut path = self.path_prefix.clone();
+        path.extend(["/usr/local/bin", "/usr/bin", "/bin"].map(PathBuf::from));
+        let mut command = Command::new(binary);
+        command
+            .env_clear()
+            .env("HOME", &home)
+            .env("XDG_CONFIG_HOME", home.join(".config"))
+            .env("XDG_DATA_HOME", home.join(".local/share"))
+            .env("PATH", std::env::join_paths(path).unwrap())
+            .current_dir(&self.work);
+        // The engine's address is the one thing the docker plugin needs from outside.
+        if let Some(host) = std::env::var_os("DOCKER_HOST") {
+            command.env("DOCKER_HOST", host);
+        }
+        if plugins_flag {
+            command.arg("--plugins-dir").arg(&self.plugins);
+        }
+        command.args(args);
+        command
+    }
+
+    /// Runs a command and collects what it did.
+    pub fn run(&self, command: &mut Command) -> Output {
+        let out = command.output().expect("run stet");
+        Output {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// Runs `stet args…` in the world.
+    pub fn run_stet(&self, args: &[&str]) -> Output {
+        self.run(&mut self.stet(args))
+    }
+
+    /// Makes the working directory a git repository (real `git init`) with `stet.toml`
+    /// holding `config`.
+    pub fn repo_config(&self, config: &str) {
+        if !self.work.join(".git").exists() {
+            let status = Command::new("git")
+                .args(["init", "--quiet"])
+                .current_dir(&self.work)
+                .status()
+                .expect("run git");
+            assert!(status.success(), "git init failed");
+        }
+        std::fs::write(self.work.join("stet.toml"), config).unwrap();
+    }
+
+    /// Replaces the world's root path with `[WORLD]` and the cargo target directory with
+    /// `[TARGET]` in `text`, for snapshots that must read the same in any checkout.
+    pub fn redact(&self, text: &str) -> String {
+        let target = artifacts().parent().expect("target dir").display().to_string();
+        text.replace(&self.root.path().display().to_string(), "[WORLD]")
+            .replace(&target, "[TARGET]")
+    }
+}

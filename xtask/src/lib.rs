@@ -1,0 +1,133 @@
+//! Repository automation shared by `cargo xtask` and the end-to-end tests.
+
+use std::path::{Path, PathBuf};
+
+/// The repository root (the workspace directory).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives in the workspace")
+        .to_path_buf()
+}
+
+/// A plugin crate of this repository that ships in the distribution.
+#[derive(Debug, Clone)]
+pub struct PluginCrate {
+    /// The crate's directory.
+    pub dir: PathBuf,
+    /// The plugin's name (from its manifest).
+    pub name: String,
+    /// The library's base name (`stet_plugin_docker`).
+    pub library_stem: String,
+}
+
+/// The plugins under `dir` (`plugins/` or `tests/fixtures/`): every subdirectory with a
+/// `plugin.toml`, sorted by name.
+pub fn plugin_crates(dir: &Path) -> Vec<PluginCrate> {
+    let mut crates: Vec<PluginCrate> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let manifest = std::fs::read_to_string(entry.path().join("plugin.toml")).ok()?;
+            Some(PluginCrate {
+                dir: entry.path(),
+                name: manifest_value(&manifest, "name")?,
+                library_stem: library_stem(&manifest_value(&manifest, "library")?),
+            })
+        })
+        .collect();
+    crates.sort_by(|a, b| a.name.cmp(&b.name));
+    crates
+}
+
+fn manifest_value(manifest: &str, key: &str) -> Option<String> {
+    manifest.lines().find_map(|line| {
+        let (k, v) = line.split_once('=')?;
+        (k.trim() == key).then(|| v.trim().trim_matches('"').to_string())
+    })
+}
+
+/// `libstet_plugin_docker.so` → `stet_plugin_docker`.
+fn library_stem(file: &str) -> String {
+    let file = file.strip_prefix("lib").unwrap_or(file);
+    file.split('.').next().unwrap_or(file).to_string()
+}
+
+/// This platform's file name for a library stem.
+pub fn library_file(stem: &str) -> String {
+    format!("{}{stem}{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX)
+}
+
+/// Installs `plugin`, built into `built` (a cargo profile directory such as
+/// `target/release`), into `plugins_dir/<name>/`: the library, and its manifest with
+/// `library` set to this platform's file name.
+pub fn install_plugin(plugin: &PluginCrate, built: &Path, plugins_dir: &Path) -> std::io::Result<PathBuf> {
+    let dest = plugins_dir.join(&plugin.name);
+    std::fs::create_dir_all(&dest)?;
+    let file = library_file(&plugin.library_stem);
+    // Copy to a temporary name and rename: a loaded library must never be overwritten in
+    // place (a mapped file truncated under a running process dies of SIGBUS).
+    let partial = dest.join(format!(".{file}.partial"));
+    std::fs::copy(built.join(&file), &partial)?;
+    std::fs::rename(&partial, dest.join(&file))?;
+    let manifest = std::fs::read_to_string(plugin.dir.join("plugin.toml"))?;
+    let manifest: Vec<String> = manifest
+        .lines()
+        .map(|line| match line.split_once('=') {
+            Some((k, _)) if k.trim() == "library" => format!("library = \"{file}\""),
+            _ => line.to_string(),
+        })
+        .collect();
+    std::fs::write(dest.join("plugin.toml"), manifest.join("\n") + "\n")?;
+    Ok(dest)
+}
+
+/// Lays out a distribution tree: `out/bin/stet` and `out/lib/stet/plugins/<name>/`, from
+/// binaries built into `built`.
+pub fn assemble_dist(built: &Path, out: &Path) -> std::io::Result<()> {
+    let bin = out.join("bin");
+    let plugins = out.join("lib/stet/plugins");
+    if plugins.exists() {
+        std::fs::remove_dir_all(&plugins)?;
+    }
+    std::fs::create_dir_all(&bin)?;
+    std::fs::create_dir_all(&plugins)?;
+    let partial = bin.join(".stet.partial");
+    std::fs::copy(built.join("stet"), &partial)?;
+    std::fs::rename(&partial, bin.join("stet"))?;
+    for plugin in plugin_crates(&repo_root().join("plugins")) {
+        install_plugin(&plugin, built, &plugins)?;
+    }
+    Ok(())
+}
+
+/// The markdown command reference, generated from the CLI definition.
+pub fn cli_reference() -> String {
+    use clap::CommandFactory;
+    let mut command = stet::cli::Cli::command();
+    command.build();
+    let mut out = String::from(
+        "# `stet` command reference\n\n\
+         Generated from the CLI definition by `cargo xtask docs`; a test fails when it is stale.\n",
+    );
+    render(&mut command, "stet", &mut out);
+    out
+}
+
+fn render(command: &mut clap::Command, path: &str, out: &mut String) {
+    if command.is_hide_set() {
+        return;
+    }
+    let help = command.render_long_help().to_string();
+    out.push_str(&format!("\n## `{path}`\n\n```text\n{}\n```\n", help.trim_end()));
+    let names: Vec<String> = command
+        .get_subcommands()
+        .filter(|c| !c.is_hide_set() && c.get_name() != "help")
+        .map(|c| c.get_name().to_string())
+        .collect();
+    for name in names {
+        let sub = command.find_subcommand_mut(&name).expect("listed above");
+        render(sub, &format!("{path} {name}"), out);
+    }
+}

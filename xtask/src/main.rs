@@ -1,0 +1,110 @@
+//! `cargo xtask dist | test | docs`.
+
+use std::path::PathBuf;
+use std::process::{Command, ExitCode};
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "cargo xtask")]
+struct Args {
+    #[command(subcommand)]
+    task: Task,
+}
+
+#[derive(Subcommand)]
+enum Task {
+    /// Build release binaries and lay out dist/bin/stet and dist/lib/stet/plugins/<name>/.
+    Dist {
+        /// Where to put the tree.
+        #[arg(long, default_value = "dist")]
+        out: PathBuf,
+    },
+    /// Install what the tests need (the pinned Claude Code), build everything, run every test.
+    Test {
+        /// Extra arguments for `cargo test`.
+        #[arg(last = true)]
+        cargo_args: Vec<String>,
+    },
+    /// Regenerate docs/cli.md from the CLI definition.
+    Docs,
+}
+
+fn main() -> ExitCode {
+    let root = xtask::repo_root();
+    let result = match Args::parse().task {
+        Task::Dist { out } => dist(&root, &root.join(out)),
+        Task::Test { cargo_args } => test(&root, &cargo_args),
+        Task::Docs => std::fs::write(root.join("docs/cli.md"), xtask::cli_reference())
+            .map_err(|e| format!("cannot write docs/cli.md: {e}")),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(command: &mut Command) -> Result<(), String> {
+    let status = command
+        .status()
+        .map_err(|e| format!("cannot run {command:?}: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{command:?} failed with {status}"))
+    }
+}
+
+fn cargo(root: &std::path::Path) -> Command {
+    let mut command = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    command.current_dir(root);
+    command
+}
+
+fn dist(root: &std::path::Path, out: &std::path::Path) -> Result<(), String> {
+    // One build command for all members, so tokio and friends are compiled once with
+    // unified features.
+    let mut build = cargo(root);
+    build.args(["build", "--release", "--package", "stet"]);
+    for plugin in xtask::plugin_crates(&root.join("plugins")) {
+        build.args(["--package", &package_name(&plugin.dir)?]);
+    }
+    run(&mut build)?;
+    xtask::assemble_dist(&root.join("target/release"), out)
+        .map_err(|e| format!("cannot lay out {}: {e}", out.display()))?;
+    eprintln!("dist: {}/bin/stet and {}/lib/stet/plugins/", out.display(), out.display());
+    Ok(())
+}
+
+fn package_name(dir: &std::path::Path) -> Result<String, String> {
+    let manifest = std::fs::read_to_string(dir.join("Cargo.toml"))
+        .map_err(|e| format!("cannot read {}/Cargo.toml: {e}", dir.display()))?;
+    manifest
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once('=')?;
+            (k.trim() == "name").then(|| v.trim().trim_matches('"').to_string())
+        })
+        .ok_or_else(|| format!("{}/Cargo.toml has no package name", dir.display()))
+}
+
+fn test(root: &std::path::Path, cargo_args: &[String]) -> Result<(), String> {
+    let install = Command::new(root.join("scripts/install-claude.sh"))
+        .output()
+        .map_err(|e| format!("cannot run scripts/install-claude.sh: {e}"))?;
+    if !install.status.success() {
+        return Err(format!(
+            "scripts/install-claude.sh failed:\n{}",
+            String::from_utf8_lossy(&install.stderr)
+        ));
+    }
+    let claude = String::from_utf8_lossy(&install.stdout).lines().last().unwrap_or("").trim().to_string();
+    run(cargo(root).args(["build", "--workspace", "--all-targets"]))?;
+    run(cargo(root)
+        .args(["test", "--workspace"])
+        .args(cargo_args)
+        .env("STET_TEST_CLAUDE", claude))
+}
