@@ -113,7 +113,10 @@ pub fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
         .into_iter()
         .map(|(name, table)| {
             let json = serde_json::to_value(&table).map_err(|e| {
-                error(None, format!("table `plugins.{name}` cannot be handed to the plugin: {e}"))
+                error(
+                    None,
+                    format!("table `plugins.{name}` cannot be handed to the plugin: {e}"),
+                )
             })?;
             Ok((name, json))
         })
@@ -167,7 +170,11 @@ mod tests {
     fn unknown_key_names_file_line_and_key() {
         let err = parse_str("[runtime]\nprefr = [\"a\"]\n").unwrap_err();
         assert_eq!(err.line, Some(2));
-        assert!(err.to_string().starts_with("/repo/stet.toml:2: unknown field `prefr`"), "{err}");
+        assert!(
+            err.to_string()
+                .starts_with("/repo/stet.toml:2: unknown field `prefr`"),
+            "{err}"
+        );
     }
 
     #[test]

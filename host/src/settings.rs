@@ -94,8 +94,18 @@ pub fn resolve(global: &GlobalArgs, overrides: &Overrides) -> Result<Settings, C
             })
         }),
     };
-    let runtime = preference(&overrides.runtime, "--runtime", |f| f.runtime_prefer.as_ref(), "runtime");
-    let harness = preference(&overrides.harness, "--harness", |f| f.harness_prefer.as_ref(), "harness");
+    let runtime = preference(
+        &overrides.runtime,
+        "--runtime",
+        |f| f.runtime_prefer.as_ref(),
+        "runtime",
+    );
+    let harness = preference(
+        &overrides.harness,
+        "--harness",
+        |f| f.harness_prefer.as_ref(),
+        "harness",
+    );
 
     // A plugin's table comes whole from the highest-precedence file that has one.
     let mut plugin_config = BTreeMap::new();
@@ -105,7 +115,9 @@ pub fn resolve(global: &GlobalArgs, overrides: &Overrides) -> Result<Settings, C
         }
     }
 
-    let user_data = xdg.as_ref().map(|x| x.data_dir().join("stet").join("plugins"));
+    let user_data = xdg
+        .as_ref()
+        .map(|x| x.data_dir().join("stet").join("plugins"));
     let executable = std::env::current_exe().ok();
     let search_path = discovery::search_path(
         &global.plugins_dirs,
@@ -130,15 +142,21 @@ fn read_config_files(xdg: Option<&impl BaseStrategy>) -> Result<Vec<ConfigFile>,
     if let Some(xdg) = xdg {
         paths.push(xdg.config_dir().join("stet").join("config.toml"));
     }
-    if let Some(root) = std::env::current_dir().ok().and_then(|d| config::repository_root(&d)) {
+    if let Some(root) = std::env::current_dir()
+        .ok()
+        .and_then(|d| config::repository_root(&d))
+    {
         paths.push(root.join(REPO_CONFIG_FILE));
     }
     let mut files = Vec::new();
     for path in paths {
         let file = config::read_optional(&path).map_err(|e| {
-            CliError::usage(format!("configuration file {} is not valid", e.path.display()))
-                .caused_by(e.to_string())
-                .hint("fix the key named above; the keys are documented in docs/configuration.md")
+            CliError::usage(format!(
+                "configuration file {} is not valid",
+                e.path.display()
+            ))
+            .caused_by(e.to_string())
+            .hint("fix the key named above; the keys are documented in docs/configuration.md")
         })?;
         files.extend(file);
     }

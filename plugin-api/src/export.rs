@@ -21,7 +21,12 @@
 macro_rules! export_plugin {
     (runtime, name = $name:expr, version = $version:expr, new = $new:expr $(,)?) => {
         extern "C" fn __stet_identity() -> $crate::PluginIdentity {
-            $crate::__private::identity($name, $crate::PluginKind::Runtime, $version, $crate::API_VERSION)
+            $crate::__private::identity(
+                $name,
+                $crate::PluginKind::Runtime,
+                $version,
+                $crate::API_VERSION,
+            )
         }
         extern "C" fn __stet_new_runtime(
             config: $crate::RStr<'_>,
@@ -33,11 +38,21 @@ macro_rules! export_plugin {
         ) -> $crate::RResult<$crate::abi::v1_1::HarnessBox, $crate::PluginError> {
             $crate::__private::wrong_kind($name, $crate::PluginKind::Runtime)
         }
-        $crate::__export_root!(v1_1, __stet_identity, __stet_new_runtime, __stet_new_harness);
+        $crate::__export_root!(
+            v1_1,
+            __stet_identity,
+            __stet_new_runtime,
+            __stet_new_harness
+        );
     };
     (harness, name = $name:expr, version = $version:expr, new = $new:expr $(,)?) => {
         extern "C" fn __stet_identity() -> $crate::PluginIdentity {
-            $crate::__private::identity($name, $crate::PluginKind::Harness, $version, $crate::API_VERSION)
+            $crate::__private::identity(
+                $name,
+                $crate::PluginKind::Harness,
+                $version,
+                $crate::API_VERSION,
+            )
         }
         extern "C" fn __stet_new_runtime(
             _config: $crate::RStr<'_>,
@@ -49,7 +64,12 @@ macro_rules! export_plugin {
         ) -> $crate::RResult<$crate::abi::v1_1::HarnessBox, $crate::PluginError> {
             $crate::__private::new_harness(config, $new)
         }
-        $crate::__export_root!(v1_1, __stet_identity, __stet_new_runtime, __stet_new_harness);
+        $crate::__export_root!(
+            v1_1,
+            __stet_identity,
+            __stet_new_runtime,
+            __stet_new_harness
+        );
     };
 }
 
@@ -61,7 +81,12 @@ macro_rules! export_plugin {
 macro_rules! __export_runtime_plugin_v1_0 {
     (name = $name:expr, version = $version:expr, new = $new:expr $(,)?) => {
         extern "C" fn __stet_identity() -> $crate::PluginIdentity {
-            $crate::__private::identity($name, $crate::PluginKind::Runtime, $version, $crate::abi::v1_0::VERSION)
+            $crate::__private::identity(
+                $name,
+                $crate::PluginKind::Runtime,
+                $version,
+                $crate::abi::v1_0::VERSION,
+            )
         }
         extern "C" fn __stet_new_runtime(
             config: $crate::RStr<'_>,
@@ -73,7 +98,12 @@ macro_rules! __export_runtime_plugin_v1_0 {
         ) -> $crate::RResult<$crate::abi::v1_1::HarnessBox, $crate::PluginError> {
             $crate::__private::wrong_kind($name, $crate::PluginKind::Runtime)
         }
-        $crate::__export_root!(v1_0, __stet_identity, __stet_new_runtime, __stet_new_harness);
+        $crate::__export_root!(
+            v1_0,
+            __stet_identity,
+            __stet_new_runtime,
+            __stet_new_harness
+        );
     };
 }
 
@@ -86,7 +116,8 @@ macro_rules! __export_runtime_plugin_v1_0 {
 macro_rules! __export_root {
     ($abi:ident, $identity:ident, $new_runtime:ident, $new_harness:ident) => {
         #[unsafe(no_mangle)]
-        pub static _1as_0lib_1header_0root_bmodule_bloader: $crate::__private::abi_stable::library::LibHeader = {
+        pub static _1as_0lib_1header_0root_bmodule_bloader:
+            $crate::__private::abi_stable::library::LibHeader = {
             fn root() -> $crate::abi::$abi::StetPlugin_Ref {
                 use $crate::__private::abi_stable::prefix_type::PrefixTypeTrait as _;
                 $crate::abi::$abi::StetPlugin {

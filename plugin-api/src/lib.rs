@@ -76,7 +76,7 @@ pub use error::{ErrorCode, PluginError};
 pub use sdk::{guard, HarnessPlugin, ProcessPlugin, RuntimePlugin, Sink};
 pub use types::{
     EnvVar, ExitStatus, Fact, HarnessContext, ImageStatus, Label, Launch, Limits, Mount, Network,
-    Outcome, OutcomeKind, PluginIdentity, PluginKind, ProbeReport, Profile, ProcessSpec, Role,
+    Outcome, OutcomeKind, PluginIdentity, PluginKind, ProbeReport, ProcessSpec, Profile, Role,
     RoleRequest, SandboxInfo, SandboxSpec, Stream, UserIds, WallCheck,
 };
 

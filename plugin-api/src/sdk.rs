@@ -11,7 +11,7 @@ use abi_stable::{
 use crate::abi::{v1_0, v1_1};
 use crate::{
     ErrorCode, ExitStatus, HarnessContext, ImageStatus, Label, Launch, Outcome, PluginError,
-    ProbeReport, Profile, ProcessSpec, Role, RoleRequest, SandboxInfo, SandboxSpec, Stream,
+    ProbeReport, ProcessSpec, Profile, Role, RoleRequest, SandboxInfo, SandboxSpec, Stream,
     WallCheck,
 };
 
@@ -213,8 +213,14 @@ impl<T: RuntimePlugin> v1_1::Runtime for RuntimeAdapter<T> {
         guard("create_sandbox", || self.0.create_sandbox(spec))
     }
 
-    fn spawn(&self, sandbox: RStr<'_>, spec: ProcessSpec) -> RResult<v1_1::ProcessBox, PluginError> {
-        guard("spawn", || self.0.spawn(sandbox.as_str(), spec).map(process_box))
+    fn spawn(
+        &self,
+        sandbox: RStr<'_>,
+        spec: ProcessSpec,
+    ) -> RResult<v1_1::ProcessBox, PluginError> {
+        guard("spawn", || {
+            self.0.spawn(sandbox.as_str(), spec).map(process_box)
+        })
     }
 
     fn teardown(&self, sandbox: RStr<'_>) -> RResult<(), PluginError> {
@@ -243,8 +249,14 @@ impl<T: RuntimePlugin> v1_0::Runtime for RuntimeAdapter<T> {
         guard("create_sandbox", || self.0.create_sandbox(spec))
     }
 
-    fn spawn(&self, sandbox: RStr<'_>, spec: ProcessSpec) -> RResult<v1_1::ProcessBox, PluginError> {
-        guard("spawn", || self.0.spawn(sandbox.as_str(), spec).map(process_box))
+    fn spawn(
+        &self,
+        sandbox: RStr<'_>,
+        spec: ProcessSpec,
+    ) -> RResult<v1_1::ProcessBox, PluginError> {
+        guard("spawn", || {
+            self.0.spawn(sandbox.as_str(), spec).map(process_box)
+        })
     }
 
     fn teardown(&self, sandbox: RStr<'_>) -> RResult<(), PluginError> {

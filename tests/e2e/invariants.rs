@@ -7,24 +7,46 @@ use stet_e2e::repo_root;
 
 fn normal_dependencies(package: &str) -> String {
     let out = Command::new(env!("CARGO"))
-        .args(["tree", "--edges", "normal", "--prefix", "none", "--package", package])
+        .args([
+            "tree",
+            "--edges",
+            "normal",
+            "--prefix",
+            "none",
+            "--package",
+            package,
+        ])
         .current_dir(repo_root())
         .output()
         .expect("run cargo tree");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 fn crate_names(tree: &str) -> Vec<&str> {
-    tree.lines().filter_map(|l| l.split_whitespace().next()).collect()
+    tree.lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect()
 }
 
 #[test]
 fn the_host_does_not_depend_on_any_backend_library() {
     let tree = normal_dependencies("stet");
     let names = crate_names(&tree);
-    for backend in ["bollard", "stet-plugin-docker", "stet-plugin-apple-container", "stet-plugin-claude"] {
-        assert!(!names.contains(&backend), "the host depends on {backend}:\n{tree}");
+    for backend in [
+        "bollard",
+        "stet-plugin-docker",
+        "stet-plugin-apple-container",
+        "stet-plugin-claude",
+    ] {
+        assert!(
+            !names.contains(&backend),
+            "the host depends on {backend}:\n{tree}"
+        );
     }
 }
 
@@ -33,15 +55,25 @@ fn the_plugin_api_has_no_async_runtime() {
     let tree = normal_dependencies("stet-plugin-api");
     let names = crate_names(&tree);
     for forbidden in ["tokio", "futures", "async-std"] {
-        assert!(!names.contains(&forbidden), "stet-plugin-api depends on {forbidden}:\n{tree}");
+        assert!(
+            !names.contains(&forbidden),
+            "stet-plugin-api depends on {forbidden}:\n{tree}"
+        );
     }
 }
 
 #[test]
 fn only_the_docker_plugin_depends_on_bollard() {
-    for package in ["stet-plugin-apple-container", "stet-plugin-claude", "stet-plugin-support"] {
+    for package in [
+        "stet-plugin-apple-container",
+        "stet-plugin-claude",
+        "stet-plugin-support",
+    ] {
         let tree = normal_dependencies(package);
-        assert!(!crate_names(&tree).contains(&"bollard"), "{package} depends on bollard");
+        assert!(
+            !crate_names(&tree).contains(&"bollard"),
+            "{package} depends on bollard"
+        );
     }
 }
 
@@ -51,7 +83,11 @@ fn only_the_docker_plugin_depends_on_bollard() {
 fn host_code_names_no_backend() {
     let mut offenders = Vec::new();
     scan(&repo_root().join("host/src"), &mut offenders);
-    assert!(offenders.is_empty(), "host code names a backend:\n{}", offenders.join("\n"));
+    assert!(
+        offenders.is_empty(),
+        "host code names a backend:\n{}",
+        offenders.join("\n")
+    );
 }
 
 fn scan(dir: &Path, offenders: &mut Vec<String>) {

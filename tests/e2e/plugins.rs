@@ -50,19 +50,34 @@ fn real_plugins_are_probed_and_docker_is_selected_on_this_machine() {
     let docker = plugin(&json, "docker");
     assert_eq!(docker["status"], "available", "{docker:#}");
     let version = docker["probe"]["backend_version"].as_str().unwrap();
-    assert!(!version.is_empty() && version.chars().any(|c| c.is_ascii_digit()), "{version}");
+    assert!(
+        !version.is_empty() && version.chars().any(|c| c.is_ascii_digit()),
+        "{version}"
+    );
 
     let apple = plugin(&json, "apple-container");
     assert_eq!(apple["status"], "unavailable");
-    assert!(apple["probe"]["reason"].as_str().unwrap().contains("macOS 26 on Apple silicon"));
+    assert!(apple["probe"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("macOS 26 on Apple silicon"));
 
     let claude = plugin(&json, "claude");
     assert_eq!(claude["status"], "available", "{claude:#}");
     assert_eq!(claude["probe"]["backend_version"], "2.1.332 (Claude Code)");
     let facts = claude["probe"]["facts"].as_array().unwrap();
-    let login = facts.iter().find(|f| f["key"] == "login").expect("login fact");
+    let login = facts
+        .iter()
+        .find(|f| f["key"] == "login")
+        .expect("login fact");
     // A fresh HOME has no login; the state is reported, never an account.
-    assert!(login["value"].as_str().unwrap().starts_with("not logged in"), "{login}");
+    assert!(
+        login["value"]
+            .as_str()
+            .unwrap()
+            .starts_with("not logged in"),
+        "{login}"
+    );
 
     assert_eq!(json["selection"]["runtime"]["chosen"], "docker");
     assert_eq!(json["selection"]["harness"]["chosen"], "claude");
@@ -70,9 +85,14 @@ fn real_plugins_are_probed_and_docker_is_selected_on_this_machine() {
 
     let text = world.run_stet(&["plugins", "probe"]);
     assert_eq!(text.code, 0);
-    assert!(text.stdout.contains("runtime: docker — "), "{}", text.stdout);
     assert!(
-        text.stdout.contains("  apple-container unavailable: needs macOS 26 on Apple silicon"),
+        text.stdout.contains("runtime: docker — "),
+        "{}",
+        text.stdout
+    );
+    assert!(
+        text.stdout
+            .contains("  apple-container unavailable: needs macOS 26 on Apple silicon"),
         "{}",
         text.stdout
     );
@@ -106,8 +126,16 @@ fn broken_world() -> World {
     std::fs::write(p.join("text-file/lib.so"), "this is not a library\n").unwrap();
     // A real library cut short.
     manifest("truncated", "truncated", "lib.so");
-    let docker_lib = std::fs::read(p.join("docker").join(xtask::library_file("stet_plugin_docker"))).unwrap();
-    std::fs::write(p.join("truncated/lib.so"), &docker_lib[..docker_lib.len() / 3]).unwrap();
+    let docker_lib = std::fs::read(
+        p.join("docker")
+            .join(xtask::library_file("stet_plugin_docker")),
+    )
+    .unwrap();
+    std::fs::write(
+        p.join("truncated/lib.so"),
+        &docker_lib[..docker_lib.len() / 3],
+    )
+    .unwrap();
     // The manifest says one thing, the library another.
     manifest("liar", "liar", "lib.so");
     std::fs::copy(
@@ -124,7 +152,11 @@ fn broken_world() -> World {
     .unwrap();
     // A manifest with a syntax error on line 2.
     std::fs::create_dir_all(p.join("bad-syntax")).unwrap();
-    std::fs::write(p.join("bad-syntax/plugin.toml"), "name = \"bad\"\nkind = runtime\n").unwrap();
+    std::fs::write(
+        p.join("bad-syntax/plugin.toml"),
+        "name = \"bad\"\nkind = runtime\n",
+    )
+    .unwrap();
     // A manifest whose library is missing.
     manifest("no-library", "no-library", "libgone.so");
     // The same name in a second directory.
@@ -163,17 +195,45 @@ fn every_broken_plugin_gets_its_own_message_while_the_others_still_work() {
             assert!(p.contains(needle), "{dir}: expected {needle:?} in {p}");
         }
     };
-    expect("fixture-panics", &["\"failed\"", "probe panicked: the fixture probe panics on purpose"]);
-    expect("fixture-aborts", &["\"crashed\"", "SIGABRT", "\"stage\":\"probe\""]);
-    expect("fixture-segfaults", &["\"crashed\"", "SIGSEGV", "\"stage\":\"probe\""]);
+    expect(
+        "fixture-panics",
+        &[
+            "\"failed\"",
+            "probe panicked: the fixture probe panics on purpose",
+        ],
+    );
+    expect(
+        "fixture-aborts",
+        &["\"crashed\"", "SIGABRT", "\"stage\":\"probe\""],
+    );
+    expect(
+        "fixture-segfaults",
+        &["\"crashed\"", "SIGSEGV", "\"stage\":\"probe\""],
+    );
     expect("fixture-hangs", &["\"timed-out\"", "\"limit_ms\":2000"]);
     expect("fixture-not-stet", &["exports no stet root module"]);
-    expect("fixture-api-v2", &["\"not-probed\"", "built for plugin API 2.0.0; this stet speaks plugin API 1.1.0"]);
+    expect(
+        "fixture-api-v2",
+        &[
+            "\"not-probed\"",
+            "built for plugin API 2.0.0; this stet speaks plugin API 1.1.0",
+        ],
+    );
     expect("v2-in-disguise", &["\"failed\"", "plugin v2-in-disguise was built for plugin API 2.0.0; this stet speaks plugin API 1.1.0"]);
     expect("text-file", &["is not a loadable shared library"]);
     expect("truncated", &["the file is truncated"]);
-    expect("liar", &["the library says harness claude 0.1.0", "manifest", "says runtime liar 0.1.0"]);
-    expect("bad-syntax", &["\"not-probed\"", "bad-syntax/plugin.toml:2"]);
+    expect(
+        "liar",
+        &[
+            "the library says harness claude 0.1.0",
+            "manifest",
+            "says runtime liar 0.1.0",
+        ],
+    );
+    expect(
+        "bad-syntax",
+        &["\"not-probed\"", "bad-syntax/plugin.toml:2"],
+    );
     expect("no-library", &["\"not-probed\"", "libgone.so is missing"]);
     // The healthy plugin is still found and selected; its shadowed copy is named.
     assert_eq!(plugin(&json, "docker")["status"], "available");
@@ -181,9 +241,20 @@ fn every_broken_plugin_gets_its_own_message_while_the_others_still_work() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|p| p["dir"].as_str().unwrap().starts_with(second.to_str().unwrap()))
+        .find(|p| {
+            p["dir"]
+                .as_str()
+                .unwrap()
+                .starts_with(second.to_str().unwrap())
+        })
         .expect("shadowed copy listed");
-    assert!(shadow["not_probed"].as_str().unwrap().starts_with("shadowed by "), "{shadow}");
+    assert!(
+        shadow["not_probed"]
+            .as_str()
+            .unwrap()
+            .starts_with("shadowed by "),
+        "{shadow}"
+    );
     assert_eq!(json["selection"]["runtime"]["chosen"], "docker");
     // The probe as a whole was bounded by the hanging plugin's limit, not serialised.
     assert!(plugin(&json, "docker")["elapsed_ms"].as_u64().unwrap() < 2000);
@@ -218,29 +289,42 @@ fn preference_order_from_stet_toml_is_honoured_and_unavailable_ones_are_skipped(
     let world = World::new().with_claude();
     install_real(&world);
     world.install("fixture-older-minor");
-    world.repo_config("[runtime]\nprefer = [\"apple-container\", \"fixture-older-minor\", \"docker\"]\n");
+    world.repo_config(
+        "[runtime]\nprefer = [\"apple-container\", \"fixture-older-minor\", \"docker\"]\n",
+    );
     let out = world.run_stet(&["plugins", "probe"]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     assert!(
-        out.stdout.contains("runtime: fixture-older-minor — first available in "),
+        out.stdout
+            .contains("runtime: fixture-older-minor — first available in "),
         "{}",
         out.stdout
     );
-    assert!(out.stdout.contains("stet.toml [runtime] prefer (apple-container, fixture-older-minor, docker)"));
-    assert!(out.stdout.contains("  apple-container unavailable: needs macOS 26"));
+    assert!(out
+        .stdout
+        .contains("stet.toml [runtime] prefer (apple-container, fixture-older-minor, docker)"));
+    assert!(out
+        .stdout
+        .contains("  apple-container unavailable: needs macOS 26"));
 
     // Without a preference, the highest priority reported by the probes wins.
     world.repo_config("");
     let out = world.run_stet(&["plugins", "probe"]);
     assert!(
-        out.stdout.contains("runtime: docker — highest priority reported by the available runtimes (50)"),
+        out.stdout
+            .contains("runtime: docker — highest priority reported by the available runtimes (50)"),
         "{}",
         out.stdout
     );
 
     // An explicit choice wins over both.
     let out = world.run_stet(&["plugins", "probe", "--runtime", "fixture-older-minor"]);
-    assert!(out.stdout.contains("runtime: fixture-older-minor — asked for by --runtime"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("runtime: fixture-older-minor — asked for by --runtime"),
+        "{}",
+        out.stdout
+    );
 }
 
 #[test]
@@ -251,9 +335,19 @@ fn nothing_usable_names_every_reason_and_exits_3() {
     world.install("claude");
     let out = world.run_stet(&["plugins", "probe", "--probe-timeout", "500ms"]);
     assert_eq!(out.code, 3, "{}{}", out.stdout, out.stderr);
-    insta::assert_snapshot!("probe_nothing_usable", world.redact(&strip_timings(&out.stdout)));
+    insta::assert_snapshot!(
+        "probe_nothing_usable",
+        world.redact(&strip_timings(&out.stdout))
+    );
 
-    let asked = world.run_stet(&["plugins", "probe", "--runtime", "apple-container", "--probe-timeout", "500ms"]);
+    let asked = world.run_stet(&[
+        "plugins",
+        "probe",
+        "--runtime",
+        "apple-container",
+        "--probe-timeout",
+        "500ms",
+    ]);
     assert_eq!(asked.code, 3);
     assert!(
         asked.stdout.contains("runtime: none usable — --runtime asks for apple-container, which is unavailable: needs macOS 26"),
@@ -270,17 +364,31 @@ fn config_errors_name_file_line_and_key_and_exit_2() {
     let out = world.run_stet(&["plugins", "probe"]);
     assert_eq!(out.code, 2, "{}", out.stderr);
     let stderr = world.redact(&out.stderr);
-    assert!(stderr.contains("work/stet.toml:5: unknown field `retries`"), "{stderr}");
+    assert!(
+        stderr.contains("work/stet.toml:5: unknown field `retries`"),
+        "{stderr}"
+    );
     assert!(stderr.contains("hint: "), "{stderr}");
 
     world.repo_config("");
     let out = world.run_stet(&["plugins", "probe", "--probe-timeout", "soon"]);
     assert_eq!(out.code, 2);
-    assert!(out.stderr.contains("--probe-timeout: `soon` is not a duration"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("--probe-timeout: `soon` is not a duration"),
+        "{}",
+        out.stderr
+    );
 
-    let out = world.run(world.stet(&["plugins", "list"]).args(["--plugins-dir", "/nonexistent/stet"]));
+    let out = world.run(
+        world
+            .stet(&["plugins", "list"])
+            .args(["--plugins-dir", "/nonexistent/stet"]),
+    );
     assert_eq!(out.code, 2);
-    assert!(out.stderr.contains("--plugins-dir /nonexistent/stet is not a directory"));
+    assert!(out
+        .stderr
+        .contains("--plugins-dir /nonexistent/stet is not a directory"));
 }
 
 #[test]
@@ -292,7 +400,11 @@ fn discovery_order_flag_then_env_then_user_data_then_beside_the_executable() {
     world.install_into("docker", &user_dir);
     world.install_into("claude", &user_dir);
     world.install("fixture-older-minor");
-    let out = world.run(world.stet(&["plugins", "list", "--json"]).env("STET_PLUGINS_DIR", &env_dir));
+    let out = world.run(
+        world
+            .stet(&["plugins", "list", "--json"])
+            .env("STET_PLUGINS_DIR", &env_dir),
+    );
     let json = out.json();
     let rows: Vec<(String, String, String)> = json["plugins"]
         .as_array()
@@ -323,7 +435,11 @@ fn dist_tree_finds_its_plugins_with_no_flags() {
     let world = World::new();
     let dist = world.root.path().join("dist");
     xtask::assemble_dist(&artifacts(), &dist).expect("assemble dist");
-    let out = world.run(&mut world.command(&dist.join("bin/stet"), &["plugins", "list", "--json"], false));
+    let out = world.run(&mut world.command(
+        &dist.join("bin/stet"),
+        &["plugins", "list", "--json"],
+        false,
+    ));
     assert_eq!(out.code, 0, "{}", out.stderr);
     let json = out.json();
     for name in REAL {

@@ -14,7 +14,11 @@ pub use xtask::{install_plugin, plugin_crates, repo_root, PluginCrate};
 pub fn artifacts() -> PathBuf {
     let exe = std::env::current_exe().expect("test binary path");
     // target/<profile>/deps/<test-binary>
-    let dir = exe.parent().and_then(Path::parent).expect("target/<profile>").to_path_buf();
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>")
+        .to_path_buf();
     let stet = dir.join("stet");
     assert!(
         stet.is_file(),
@@ -81,7 +85,10 @@ impl Default for World {
 
 impl World {
     pub fn new() -> Self {
-        let root = tempfile::Builder::new().prefix("stet-e2e-").tempdir().expect("temp dir");
+        let root = tempfile::Builder::new()
+            .prefix("stet-e2e-")
+            .tempdir()
+            .expect("temp dir");
         let work = root.path().join("work");
         let plugins = root.path().join("plugins");
         for dir in [&work, &plugins] {
@@ -112,7 +119,8 @@ impl World {
     /// Makes the real Claude Code binary available on PATH.
     pub fn with_claude(mut self) -> Self {
         let claude = claude_binary();
-        self.path_prefix.push(claude.parent().unwrap().to_path_buf());
+        self.path_prefix
+            .push(claude.parent().unwrap().to_path_buf());
         self
     }
 
@@ -178,7 +186,11 @@ impl World {
     /// Replaces the world's root path with `[WORLD]` and the cargo target directory with
     /// `[TARGET]` in `text`, for snapshots that must read the same in any checkout.
     pub fn redact(&self, text: &str) -> String {
-        let target = artifacts().parent().expect("target dir").display().to_string();
+        let target = artifacts()
+            .parent()
+            .expect("target dir")
+            .display()
+            .to_string();
         text.replace(&self.root.path().display().to_string(), "[WORLD]")
             .replace(&target, "[TARGET]")
     }

@@ -56,13 +56,21 @@ fn library_stem(file: &str) -> String {
 
 /// This platform's file name for a library stem.
 pub fn library_file(stem: &str) -> String {
-    format!("{}{stem}{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX)
+    format!(
+        "{}{stem}{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    )
 }
 
 /// Installs `plugin`, built into `built` (a cargo profile directory such as
 /// `target/release`), into `plugins_dir/<name>/`: the library, and its manifest with
 /// `library` set to this platform's file name.
-pub fn install_plugin(plugin: &PluginCrate, built: &Path, plugins_dir: &Path) -> std::io::Result<PathBuf> {
+pub fn install_plugin(
+    plugin: &PluginCrate,
+    built: &Path,
+    plugins_dir: &Path,
+) -> std::io::Result<PathBuf> {
     let dest = plugins_dir.join(&plugin.name);
     std::fs::create_dir_all(&dest)?;
     let file = library_file(&plugin.library_stem);
@@ -120,7 +128,10 @@ fn render(command: &mut clap::Command, path: &str, out: &mut String) {
         return;
     }
     let help = command.render_long_help().to_string();
-    out.push_str(&format!("\n## `{path}`\n\n```text\n{}\n```\n", help.trim_end()));
+    out.push_str(&format!(
+        "\n## `{path}`\n\n```text\n{}\n```\n",
+        help.trim_end()
+    ));
     let names: Vec<String> = command
         .get_subcommands()
         .filter(|c| !c.is_hide_set() && c.get_name() != "help")

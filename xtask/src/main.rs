@@ -28,6 +28,9 @@ enum Task {
     },
     /// Regenerate docs/cli.md from the CLI definition.
     Docs,
+    /// Set up this checkout and run the main job: build dist/, install the pinned Claude
+    /// Code into target/tools, then `dist/bin/stet plugins probe` with it on PATH.
+    Demo,
 }
 
 fn main() -> ExitCode {
@@ -37,6 +40,7 @@ fn main() -> ExitCode {
         Task::Test { cargo_args } => test(&root, &cargo_args),
         Task::Docs => std::fs::write(root.join("docs/cli.md"), xtask::cli_reference())
             .map_err(|e| format!("cannot write docs/cli.md: {e}")),
+        Task::Demo => return demo(&root),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -75,7 +79,11 @@ fn dist(root: &std::path::Path, out: &std::path::Path) -> Result<(), String> {
     run(&mut build)?;
     xtask::assemble_dist(&root.join("target/release"), out)
         .map_err(|e| format!("cannot lay out {}: {e}", out.display()))?;
-    eprintln!("dist: {}/bin/stet and {}/lib/stet/plugins/", out.display(), out.display());
+    eprintln!(
+        "dist: {}/bin/stet and {}/lib/stet/plugins/",
+        out.display(),
+        out.display()
+    );
     Ok(())
 }
 
@@ -91,17 +99,53 @@ fn package_name(dir: &std::path::Path) -> Result<String, String> {
         .ok_or_else(|| format!("{}/Cargo.toml has no package name", dir.display()))
 }
 
-fn test(root: &std::path::Path, cargo_args: &[String]) -> Result<(), String> {
+/// Runs scripts/install-claude.sh and returns the installed binary's path.
+fn install_claude(root: &std::path::Path) -> Result<PathBuf, String> {
     let install = Command::new(root.join("scripts/install-claude.sh"))
+        .stderr(std::process::Stdio::inherit())
         .output()
         .map_err(|e| format!("cannot run scripts/install-claude.sh: {e}"))?;
     if !install.status.success() {
-        return Err(format!(
-            "scripts/install-claude.sh failed:\n{}",
-            String::from_utf8_lossy(&install.stderr)
-        ));
+        return Err("scripts/install-claude.sh failed (see above)".to_string());
     }
-    let claude = String::from_utf8_lossy(&install.stdout).lines().last().unwrap_or("").trim().to_string();
+    let path = String::from_utf8_lossy(&install.stdout)
+        .lines()
+        .last()
+        .unwrap_or("")
+        .trim()
+        .to_string();
+    Ok(PathBuf::from(path))
+}
+
+fn demo(root: &std::path::Path) -> ExitCode {
+    let prepared = dist(root, &root.join("dist")).and_then(|()| install_claude(root));
+    let claude = match prepared {
+        Ok(claude) => claude,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut path: Vec<PathBuf> =
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()).collect();
+    path.insert(0, claude.parent().unwrap_or(root).to_path_buf());
+    let stet = root.join("dist/bin/stet");
+    eprintln!("running: {} plugins probe", stet.display());
+    match Command::new(&stet)
+        .args(["plugins", "probe"])
+        .env("PATH", std::env::join_paths(path).unwrap_or_default())
+        .status()
+    {
+        Ok(status) => ExitCode::from(status.code().unwrap_or(1) as u8),
+        Err(e) => {
+            eprintln!("error: cannot run {}: {e}", stet.display());
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn test(root: &std::path::Path, cargo_args: &[String]) -> Result<(), String> {
+    let claude = install_claude(root)?;
     run(cargo(root).args(["build", "--workspace", "--all-targets"]))?;
     run(cargo(root)
         .args(["test", "--workspace"])

@@ -51,7 +51,11 @@ pub fn run(settings: &Settings, args: &ListArgs, printer: Printer) -> Result<Exi
     printer.out("");
     printer.out("searched, in order:");
     for dir in &settings.search_path {
-        printer.out(&format!("  {} ({})", dir.path.display(), source_word(dir.source)));
+        printer.out(&format!(
+            "  {} ({})",
+            dir.path.display(),
+            source_word(dir.source)
+        ));
     }
     Ok(Exit::Success)
 }
@@ -72,7 +76,9 @@ fn entry(found: &Found, host: &semver::Version) -> Entry {
         )),
         Status::LibraryMissing => Some(format!(
             "{} does not exist",
-            manifest.map(|m| m.library.display().to_string()).unwrap_or_default()
+            manifest
+                .map(|m| m.library.display().to_string())
+                .unwrap_or_default()
         )),
         Status::ShadowedBy(winner) => Some(format!("shadowed by {}", winner.display())),
     };
@@ -85,7 +91,9 @@ fn entry(found: &Found, host: &semver::Version) -> Entry {
         detail,
         dir: found.dir.display().to_string(),
         found_in: found.source,
-        description: manifest.map(|m| m.description.clone()).filter(|d| !d.is_empty()),
+        description: manifest
+            .map(|m| m.description.clone())
+            .filter(|d| !d.is_empty()),
         capabilities: manifest.map(|m| m.capabilities.clone()).unwrap_or_default(),
     }
 }
@@ -106,7 +114,13 @@ fn table(entries: &[Entry]) -> String {
         .collect();
     let header = ["NAME", "KIND", "VERSION", "API", "STATUS", "PATH"].map(String::from);
     let widths: Vec<usize> = (0..6)
-        .map(|i| rows.iter().chain([&header]).map(|r| r[i].len()).max().unwrap_or(0))
+        .map(|i| {
+            rows.iter()
+                .chain([&header])
+                .map(|r| r[i].len())
+                .max()
+                .unwrap_or(0)
+        })
         .collect();
     let line = |row: &[String; 6]| {
         row.iter()

@@ -188,7 +188,8 @@ fn not_probed_reason(f: &Found, host: &semver::Version) -> String {
         ),
         Status::LibraryMissing => format!(
             "library {} is missing",
-            m.map(|m| m.library.display().to_string()).unwrap_or_default()
+            m.map(|m| m.library.display().to_string())
+                .unwrap_or_default()
         ),
         Status::ShadowedBy(winner) => format!("shadowed by {}", winner.display()),
     }
@@ -196,15 +197,25 @@ fn not_probed_reason(f: &Found, host: &semver::Version) -> String {
 
 fn print_plugin(printer: &Printer, report: &PluginReport, name_width: usize) {
     let kind = report.kind.unwrap_or("-");
-    let head = format!("{:<name_width$}  {:<8} {:<12}", report.name, kind, report.status);
+    let head = format!(
+        "{:<name_width$}  {:<8} {:<12}",
+        report.name, kind, report.status
+    );
     let timing = report
         .elapsed_ms
         .map(|ms| format!("  ({ms} ms)"))
         .unwrap_or_default();
     match (&report.probe, &report.failure, &report.not_probed) {
         (Some(p), _, _) if p.available => {
-            let version = if p.backend_version.is_empty() { "version unknown" } else { &p.backend_version };
-            printer.out(&format!("{head} {version}, priority {}{timing}", p.priority));
+            let version = if p.backend_version.is_empty() {
+                "version unknown"
+            } else {
+                &p.backend_version
+            };
+            printer.out(&format!(
+                "{head} {version}, priority {}{timing}",
+                p.priority
+            ));
             for fact in &p.facts {
                 printer.out(&format!("    {}: {}", fact.key, fact.value));
             }

@@ -214,7 +214,8 @@ mod tests {
     }
 
     fn temp(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("stet-discovery-{name}-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("stet-discovery-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         dir
@@ -229,10 +230,20 @@ mod tests {
             Some(Path::new("/u")),
             Some(Path::new("/x/bin/stet")),
         );
-        let paths: Vec<_> = dirs.iter().map(|d| d.path.to_string_lossy().into_owned()).collect();
+        let paths: Vec<_> = dirs
+            .iter()
+            .map(|d| d.path.to_string_lossy().into_owned())
+            .collect();
         assert_eq!(
             paths,
-            ["/f", "/e1", "/e2", "/u", "/x/bin/plugins", "/x/lib/stet/plugins"]
+            [
+                "/f",
+                "/e1",
+                "/e2",
+                "/u",
+                "/x/bin/plugins",
+                "/x/lib/stet/plugins"
+            ]
         );
     }
 
@@ -247,12 +258,20 @@ mod tests {
         std::fs::create_dir_all(b.join("broken")).unwrap();
         std::fs::write(b.join("broken").join(MANIFEST_FILE), "name = ").unwrap();
         let search = [
-            SearchDir { path: a.clone(), source: DirSource::Flag },
-            SearchDir { path: b.clone(), source: DirSource::Env },
+            SearchDir {
+                path: a.clone(),
+                source: DirSource::Flag,
+            },
+            SearchDir {
+                path: b.clone(),
+                source: DirSource::Env,
+            },
         ];
         let found = discover(&search, &semver::Version::new(1, 1, 0));
-        let summary: Vec<(String, &str)> =
-            found.iter().map(|f| (f.display_name(), f.status.word())).collect();
+        let summary: Vec<(String, &str)> = found
+            .iter()
+            .map(|f| (f.display_name(), f.status.word()))
+            .collect();
         assert_eq!(
             summary,
             [

@@ -70,7 +70,9 @@ pub enum LoadError {
         host_api: String,
     },
     /// The library's root module does not have the layout of its API version.
-    #[error("plugin {name}: its interface layout does not match plugin API {plugin_api} ({summary})")]
+    #[error(
+        "plugin {name}: its interface layout does not match plugin API {plugin_api} ({summary})"
+    )]
     Layout {
         name: String,
         plugin_api: String,
@@ -199,12 +201,20 @@ pub fn load(manifest: &Manifest) -> Result<Loaded, LoadError> {
     };
     let (root, interface) = if plugin_api.minor >= 1 {
         (
-            Root::V1_1(header.init_root_module::<v1_1::StetPlugin_Ref>().map_err(layout_error)?),
+            Root::V1_1(
+                header
+                    .init_root_module::<v1_1::StetPlugin_Ref>()
+                    .map_err(layout_error)?,
+            ),
             "1.1",
         )
     } else {
         (
-            Root::V1_0(header.init_root_module::<v1_0::StetPlugin_Ref>().map_err(layout_error)?),
+            Root::V1_0(
+                header
+                    .init_root_module::<v1_0::StetPlugin_Ref>()
+                    .map_err(layout_error)?,
+            ),
             "1.0",
         )
     };
@@ -252,7 +262,11 @@ fn check_elf_extent(path: &Path) -> Result<(), String> {
     let mut file = std::fs::File::open(path).map_err(|e| format!("cannot be opened: {e}"))?;
     let len = file.metadata().map_err(|e| e.to_string())?.len();
     let mut header = [0u8; 64];
-    if file.read_exact(&mut header).is_err() || &header[..4] != b"\x7fELF" || header[4] != 2 || header[5] != 1 {
+    if file.read_exact(&mut header).is_err()
+        || &header[..4] != b"\x7fELF"
+        || header[4] != 2
+        || header[5] != 1
+    {
         return Ok(());
     }
     let u16_at = |b: &[u8], o: usize| u16::from_le_bytes([b[o], b[o + 1]]) as u64;
@@ -261,7 +275,9 @@ fn check_elf_extent(path: &Path) -> Result<(), String> {
     let (phentsize, phnum) = (u16_at(&header, 0x36), u16_at(&header, 0x38));
     let (shentsize, shnum) = (u16_at(&header, 0x3A), u16_at(&header, 0x3C));
     let truncated = |needed: u64| {
-        format!("the file is truncated: {len} bytes, but its ELF headers describe at least {needed}")
+        format!(
+            "the file is truncated: {len} bytes, but its ELF headers describe at least {needed}"
+        )
     };
     let sections_end = shoff.saturating_add(shentsize * shnum);
     let programs_end = phoff.saturating_add(phentsize * phnum);
@@ -284,7 +300,10 @@ fn check_elf_extent(path: &Path) -> Result<(), String> {
 /// dlerror's text repeats the path; keep what comes after it.
 fn dlopen_reason(message: &str, path: &Path) -> String {
     let path = path.display().to_string();
-    let tail = message.rsplit(&format!("{path}: ")).next().unwrap_or(message);
+    let tail = message
+        .rsplit(&format!("{path}: "))
+        .next()
+        .unwrap_or(message);
     first_line(tail.trim())
 }
 

@@ -91,16 +91,19 @@ pub fn read(path: &Path) -> Result<Manifest, ManifestError> {
 
 /// Checks manifest `text` as if read from `path`.
 pub fn parse(path: &Path, text: &str) -> Result<Manifest, ManifestError> {
-    let error = |span: Option<std::ops::Range<usize>>, key: Option<&str>, message: String| {
-        ManifestError {
+    let error =
+        |span: Option<std::ops::Range<usize>>, key: Option<&str>, message: String| ManifestError {
             path: path.to_path_buf(),
             line: span.map(|s| line_of(text, s.start)),
             key: key.map(str::to_string),
             message,
-        }
-    };
+        };
     let raw: RawManifest = toml::from_str(text).map_err(|e| {
-        error(e.span(), key_in_message(e.message()).as_deref(), e.message().to_string())
+        error(
+            e.span(),
+            key_in_message(e.message()).as_deref(),
+            e.message().to_string(),
+        )
     })?;
 
     let name = raw.name.get_ref();
@@ -209,7 +212,10 @@ platforms = ["linux"]
         let m = parse_str(GOOD).unwrap();
         assert_eq!(m.name, "docker");
         assert_eq!(m.kind, PluginKind::Runtime);
-        assert_eq!(m.library, PathBuf::from("/p/docker/libstet_plugin_docker.so"));
+        assert_eq!(
+            m.library,
+            PathBuf::from("/p/docker/libstet_plugin_docker.so")
+        );
     }
 
     #[test]
@@ -234,8 +240,8 @@ platforms = ["linux"]
 
     #[test]
     fn library_must_be_beside_the_manifest() {
-        let err = parse_str(&GOOD.replace("libstet_plugin_docker.so", "../../usr/lib/x.so"))
-            .unwrap_err();
+        let err =
+            parse_str(&GOOD.replace("libstet_plugin_docker.so", "../../usr/lib/x.so")).unwrap_err();
         assert_eq!(err.key.as_deref(), Some("library"));
     }
 

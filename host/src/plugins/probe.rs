@@ -58,7 +58,11 @@ impl From<ProbeReport> for Probe {
             available: r.available,
             backend_version: r.backend_version.into_string(),
             priority: r.priority,
-            capabilities: r.capabilities.into_iter().map(|c| c.into_string()).collect(),
+            capabilities: r
+                .capabilities
+                .into_iter()
+                .map(|c| c.into_string())
+                .collect(),
             reason: r.reason.into_string(),
             remedy: r.remedy.into_string(),
             facts: r
@@ -145,11 +149,21 @@ impl ProbeFailure {
             ProbeFailure::Refused { message } => message.clone(),
             ProbeFailure::Error { stage, message, .. } => format!("{stage} failed: {message}"),
             ProbeFailure::Crashed { signal, stage, .. } => {
-                let what = if signal == "SIGABRT" { "aborted" } else { "crashed" };
-                format!("the plugin {what} the probe process ({signal}) {}", doing(stage))
+                let what = if signal == "SIGABRT" {
+                    "aborted"
+                } else {
+                    "crashed"
+                };
+                format!(
+                    "the plugin {what} the probe process ({signal}) {}",
+                    doing(stage)
+                )
             }
             ProbeFailure::Exited { code, stage, .. } => {
-                format!("the probe process exited with code {code} {} without an answer", doing(stage))
+                format!(
+                    "the probe process exited with code {code} {} without an answer",
+                    doing(stage)
+                )
             }
             ProbeFailure::TimedOut { limit_ms, stage } => format!(
                 "no answer within {} {}; the probe was killed",
@@ -303,7 +317,10 @@ fn probe_one(request: ProbeRequest, stet_binary: &Path, limit: Duration) -> Prob
     let stdout = stdout.join().unwrap_or_default();
     let stdout = String::from_utf8_lossy(&stdout);
     let stage = last_stage(&stdout);
-    let stderr = tail(&String::from_utf8_lossy(&stderr.join().unwrap_or_default()), 12);
+    let stderr = tail(
+        &String::from_utf8_lossy(&stderr.join().unwrap_or_default()),
+        12,
+    );
     if let Some(signal) = status.signal() {
         return done(
             None,
@@ -354,8 +371,8 @@ fn probe_one(request: ProbeRequest, stet_binary: &Path, limit: Duration) -> Prob
 fn last_stage(output: &str) -> String {
     output
         .lines()
-        .filter_map(|l| l.strip_prefix("stage "))
-        .last()
+        .rev()
+        .find_map(|l| l.strip_prefix("stage "))
         .unwrap_or("start")
         .to_string()
 }
@@ -415,14 +432,13 @@ pub fn worker_main(manifest_path: &Path, config_json: &str) -> ExitCode {
 }
 
 fn answer(manifest_path: &Path, config_json: &str, enter: &mut dyn FnMut(&str)) -> WorkerAnswer {
-    let failed = |stage: &str, message: String, hint: String, report: Option<String>| {
-        WorkerAnswer::Failed {
+    let failed =
+        |stage: &str, message: String, hint: String, report: Option<String>| WorkerAnswer::Failed {
             stage: stage.into(),
             message,
             hint,
             report,
-        }
-    };
+        };
     let manifest = match manifest::read(manifest_path) {
         Ok(m) => m,
         Err(e) => {
@@ -449,7 +465,14 @@ fn answer(manifest_path: &Path, config_json: &str, enter: &mut dyn FnMut(&str)) 
     enter(STAGE_INSTANTIATE);
     let instance = match loaded.instantiate(config_json) {
         Ok(i) => i,
-        Err(e) => return failed(STAGE_INSTANTIATE, e.message.to_string(), e.remedy.to_string(), None),
+        Err(e) => {
+            return failed(
+                STAGE_INSTANTIATE,
+                e.message.to_string(),
+                e.remedy.to_string(),
+                None,
+            )
+        }
     };
     enter(STAGE_PROBE);
     match instance.probe() {
@@ -458,7 +481,12 @@ fn answer(manifest_path: &Path, config_json: &str, enter: &mut dyn FnMut(&str)) 
             interface: loaded.interface.to_string(),
             probe: report.into(),
         },
-        Err(e) => failed(STAGE_PROBE, e.message.to_string(), e.remedy.to_string(), None),
+        Err(e) => failed(
+            STAGE_PROBE,
+            e.message.to_string(),
+            e.remedy.to_string(),
+            None,
+        ),
     }
 }
 

@@ -123,9 +123,13 @@ pub fn select(kind: PluginKind, probes: &[Probed], preference: &Preference) -> S
     }
 
     let best = available.iter().max_by(|a, b| {
-        let (pa, pb) = (a.available().unwrap().priority, b.available().unwrap().priority);
+        let (pa, pb) = (
+            a.available().unwrap().priority,
+            b.available().unwrap().priority,
+        );
         // Higher priority wins; on a tie the name first in alphabetical order wins.
-        pa.cmp(&pb).then_with(|| b.manifest.name.cmp(&a.manifest.name))
+        pa.cmp(&pb)
+            .then_with(|| b.manifest.name.cmp(&a.manifest.name))
     });
     match best {
         Some(p) if available.len() == 1 => chosen(
@@ -142,7 +146,9 @@ pub fn select(kind: PluginKind, probes: &[Probed], preference: &Preference) -> S
         None if candidates.is_empty() => nothing(format!(
             "no {kind_word} plugin is installed; install one or point --plugins-dir at one"
         )),
-        None => nothing(format!("{fallback_note}no installed {kind_word} is available")),
+        None => nothing(format!(
+            "{fallback_note}no installed {kind_word} is available"
+        )),
     }
 }
 
@@ -162,7 +168,10 @@ fn installed_list(candidates: &[&Probed]) -> String {
     if candidates.is_empty() {
         return "none is installed".to_string();
     }
-    let names: Vec<&str> = candidates.iter().map(|p| p.manifest.name.as_str()).collect();
+    let names: Vec<&str> = candidates
+        .iter()
+        .map(|p| p.manifest.name.as_str())
+        .collect();
     format!("installed: {}", names.join(", "))
 }
 
@@ -221,7 +230,11 @@ mod tests {
 
     fn runtimes() -> Vec<Probed> {
         vec![
-            probed("apple-container", PluginKind::Runtime, down("needs macOS 26 on Apple silicon")),
+            probed(
+                "apple-container",
+                PluginKind::Runtime,
+                down("needs macOS 26 on Apple silicon"),
+            ),
             probed("docker", PluginKind::Runtime, up(50)),
             probed("podman", PluginKind::Runtime, up(50)),
             probed("claude", PluginKind::Harness, up(50)),
@@ -253,7 +266,9 @@ mod tests {
         };
         let s = select(PluginKind::Runtime, &runtimes(), &pref);
         assert_eq!(s.chosen.as_deref(), Some("podman"));
-        assert!(s.reason.starts_with("first available in stet.toml [runtime] prefer"));
+        assert!(s
+            .reason
+            .starts_with("first available in stet.toml [runtime] prefer"));
     }
 
     #[test]

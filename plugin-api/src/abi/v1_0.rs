@@ -20,7 +20,9 @@ use abi_stable::{
 };
 
 use super::v1_1::{HarnessBox, ProcessBox};
-use crate::{Label, PluginError, PluginIdentity, ProbeReport, ProcessSpec, SandboxInfo, SandboxSpec};
+use crate::{
+    Label, PluginError, PluginIdentity, ProbeReport, ProcessSpec, SandboxInfo, SandboxSpec,
+};
 
 /// The 1.0 runtime: as 1.1 without `image_status`.
 #[sabi_trait]

@@ -19,7 +19,7 @@ use abi_stable::{
 
 use crate::{
     ExitStatus, HarnessContext, ImageStatus, Label, Launch, Outcome, PluginError, PluginIdentity,
-    ProbeReport, Profile, ProcessSpec, Role, RoleRequest, SandboxInfo, SandboxSpec, Stream,
+    ProbeReport, ProcessSpec, Profile, Role, RoleRequest, SandboxInfo, SandboxSpec, Stream,
     WallCheck,
 };
 

@@ -50,8 +50,9 @@ impl AppleContainerRuntime {
     fn binary(&self) -> Option<PathBuf> {
         self.config.binary.clone().or_else(|| {
             let path = std::env::var_os("PATH").unwrap_or_default();
-            find_on_path("container", &path)
-                .or_else(|| find_on_path("container", OsStr::new("/usr/local/bin:/opt/homebrew/bin")))
+            find_on_path("container", &path).or_else(|| {
+                find_on_path("container", OsStr::new("/usr/local/bin:/opt/homebrew/bin"))
+            })
         })
     }
 }
@@ -64,7 +65,10 @@ impl RuntimePlugin for AppleContainerRuntime {
     fn probe(&self) -> Result<ProbeReport, PluginError> {
         if !supported_platform() {
             return Ok(ProbeReport::unavailable(
-                format!("needs macOS 26 on Apple silicon; this machine is {}", platform()),
+                format!(
+                    "needs macOS 26 on Apple silicon; this machine is {}",
+                    platform()
+                ),
                 "run stet on a Mac with Apple silicon and macOS 26",
             )
             .with_fact("platform", platform()));
@@ -81,7 +85,11 @@ impl RuntimePlugin for AppleContainerRuntime {
             Ok(out) if out.success() => parse_version(&out.stdout),
             Ok(out) => {
                 return Ok(ProbeReport::unavailable(
-                    format!("`{} --version` failed: {}", binary.display(), out.stderr.trim()),
+                    format!(
+                        "`{} --version` failed: {}",
+                        binary.display(),
+                        out.stderr.trim()
+                    ),
                     "reinstall Apple's container tool",
                 ))
             }
@@ -94,9 +102,12 @@ impl RuntimePlugin for AppleContainerRuntime {
         };
         let status_args: [OsString; 2] = ["system".into(), "status".into()];
         match run_bounded(&binary, status_args, &env, STATUS_LIMIT) {
-            Ok(out) if out.success() => Ok(ProbeReport::available(format!("container {version}"), PRIORITY)
-                .with_fact("binary", binary.display().to_string())
-                .with_fact("platform", platform())),
+            Ok(out) if out.success() => Ok(ProbeReport::available(
+                format!("container {version}"),
+                PRIORITY,
+            )
+            .with_fact("binary", binary.display().to_string())
+            .with_fact("platform", platform())),
             Ok(_) => Ok(ProbeReport::unavailable(
                 format!("container {version} is installed but its system service is not running"),
                 "run `container system start --enable-kernel-install`",
@@ -169,8 +180,15 @@ mod tests {
     #[test]
     #[cfg(not(all(target_os = "macos", target_arch = "aarch64")))]
     fn probe_names_the_platform_requirement_off_apple_silicon() {
-        let report = AppleContainerRuntime::from_config("{}").unwrap().probe().unwrap();
+        let report = AppleContainerRuntime::from_config("{}")
+            .unwrap()
+            .probe()
+            .unwrap();
         assert!(!report.available);
-        assert!(report.reason.contains("macOS 26 on Apple silicon"), "{}", report.reason);
+        assert!(
+            report.reason.contains("macOS 26 on Apple silicon"),
+            "{}",
+            report.reason
+        );
     }
 }

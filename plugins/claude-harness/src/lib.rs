@@ -152,13 +152,16 @@ impl HarnessPlugin for ClaudeHarness {
 /// guess: `loggedIn` is the only field trusted.
 fn read_login(stdout: &str) -> String {
     match serde_json::from_str::<AuthStatus>(stdout.trim()) {
-        Ok(AuthStatus { logged_in: true, auth_method }) => match auth_method {
+        Ok(AuthStatus {
+            logged_in: true,
+            auth_method,
+        }) => match auth_method {
             Some(method) if !method.is_empty() => format!("logged in ({method})"),
             _ => "logged in".to_string(),
         },
-        Ok(AuthStatus { logged_in: false, .. }) => {
-            "not logged in (run `claude`, then /login, in your own shell)".to_string()
-        }
+        Ok(AuthStatus {
+            logged_in: false, ..
+        }) => "not logged in (run `claude`, then /login, in your own shell)".to_string(),
         Err(_) => "unknown (`claude auth status` did not answer in JSON)".to_string(),
     }
 }
@@ -188,7 +191,9 @@ mod tests {
         let login = read_login(answer);
         assert_eq!(login, "logged in (claude.ai)");
         assert!(!login.contains("someone"));
-        assert!(read_login(r#"{"loggedIn":false,"authMethod":"none"}"#).starts_with("not logged in"));
+        assert!(
+            read_login(r#"{"loggedIn":false,"authMethod":"none"}"#).starts_with("not logged in")
+        );
         assert!(read_login("Not logged in.").starts_with("unknown"));
     }
 }

@@ -40,13 +40,16 @@ impl DockerRuntime {
     /// Builds the runtime from its JSON settings.
     pub fn from_config(config: &str) -> Result<Self, PluginError> {
         let config: Config = serde_json::from_str(config).map_err(|e| {
-            PluginError::invalid_input(format!("bad [plugins.docker] settings: {e}"))
-                .with_remedy("the only key is `host`, an engine address such as unix:///var/run/docker.sock")
+            PluginError::invalid_input(format!("bad [plugins.docker] settings: {e}")).with_remedy(
+                "the only key is `host`, an engine address such as unix:///var/run/docker.sock",
+            )
         })?;
         let tokio = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| PluginError::internal(format!("could not start the plugin's async runtime: {e}")))?;
+            .map_err(|e| {
+                PluginError::internal(format!("could not start the plugin's async runtime: {e}"))
+            })?;
         Ok(DockerRuntime { config, tokio })
     }
 
@@ -85,7 +88,10 @@ impl DockerRuntime {
         let engine_version = version.version.clone().unwrap_or_else(|| "unknown".into());
         let report = ProbeReport::available(format!("{product} {engine_version}"), PRIORITY)
             .with_fact("endpoint", address)
-            .with_fact("api-version", version.api_version.clone().unwrap_or_default())
+            .with_fact(
+                "api-version",
+                version.api_version.clone().unwrap_or_default(),
+            )
             .with_fact(
                 "os/arch",
                 format!(

@@ -46,7 +46,11 @@ impl std::fmt::Display for CommandError {
         match self {
             CommandError::Spawn(e) => write!(f, "could not start it: {e}"),
             CommandError::TimedOut(limit) => {
-                write!(f, "it did not answer within {} s and was killed", limit.as_secs_f32())
+                write!(
+                    f,
+                    "it did not answer within {} s and was killed",
+                    limit.as_secs_f32()
+                )
             }
         }
     }
@@ -167,6 +171,9 @@ mod tests {
             find_on_path("sh", OsStr::new("/nonexistent:/bin")),
             Some(PathBuf::from("/bin/sh"))
         );
-        assert_eq!(find_on_path("no-such-program-here", OsStr::new("/bin")), None);
+        assert_eq!(
+            find_on_path("no-such-program-here", OsStr::new("/bin")),
+            None
+        );
     }
 }
