@@ -28,6 +28,8 @@ enum Task {
     },
     /// Regenerate docs/cli.md from the CLI definition.
     Docs,
+    /// Build the release plugins and run the plugin-host benchmarks.
+    Bench,
     /// Set up this checkout and run the main job: build dist/, install the pinned Claude
     /// Code into target/tools, then `dist/bin/stet plugins probe` with it on PATH.
     Demo,
@@ -41,6 +43,7 @@ fn main() -> ExitCode {
         Task::Docs => std::fs::write(root.join("docs/cli.md"), xtask::cli_reference())
             .map_err(|e| format!("cannot write docs/cli.md: {e}")),
         Task::Demo => return demo(&root),
+        Task::Bench => bench(&root),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -85,6 +88,29 @@ fn dist(root: &std::path::Path, out: &std::path::Path) -> Result<(), String> {
         out.display()
     );
     Ok(())
+}
+
+fn bench(root: &std::path::Path) -> Result<(), String> {
+    let mut build = cargo(root);
+    build.args([
+        "build",
+        "--release",
+        "--package",
+        "stet",
+        "--package",
+        "stet-fixture-slow-but-fine",
+    ]);
+    for plugin in xtask::plugin_crates(&root.join("plugins")) {
+        build.args(["--package", &package_name(&plugin.dir)?]);
+    }
+    run(&mut build)?;
+    let mut bench = cargo(root);
+    bench.args(["bench", "--package", "stet", "--bench", "plugins"]);
+    if let Ok(claude) = install_claude(root) {
+        let dir = claude.parent().unwrap_or(root).display().to_string();
+        bench.env("BENCH_PATH", format!("{dir}:/usr/bin:/bin"));
+    }
+    run(&mut bench)
 }
 
 fn package_name(dir: &std::path::Path) -> Result<String, String> {
