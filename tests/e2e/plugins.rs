@@ -109,6 +109,7 @@ fn broken_world() -> World {
         "fixture-hangs",
         "fixture-not-stet",
         "fixture-api-v2",
+        "fixture-layout-mismatch",
     ] {
         world.install(fixture);
     }
@@ -159,6 +160,12 @@ fn broken_world() -> World {
     .unwrap();
     // A manifest whose library is missing.
     manifest("no-library", "no-library", "libgone.so");
+    // A plugin built for another operating system.
+    manifest("other-os", "other-os", "lib.so");
+    let other_os = p.join("other-os/plugin.toml");
+    let text = std::fs::read_to_string(&other_os).unwrap();
+    std::fs::write(&other_os, format!("{text}platforms = [\"windows\"]\n")).unwrap();
+    std::fs::write(p.join("other-os/lib.so"), "").unwrap();
     // The same name in a second directory.
     let second = world.root.path().join("second");
     world.install_into("docker", &second);
@@ -235,6 +242,17 @@ fn every_broken_plugin_gets_its_own_message_while_the_others_still_work() {
         &["\"not-probed\"", "bad-syntax/plugin.toml:2"],
     );
     expect("no-library", &["\"not-probed\"", "libgone.so is missing"]);
+    expect(
+        "other-os",
+        &["\"not-probed\"", "built for windows, not linux"],
+    );
+    expect(
+        "fixture-layout-mismatch",
+        &[
+            "\"failed\"",
+            "its interface layout does not match plugin API 1.1.0 (Error:",
+        ],
+    );
     // The healthy plugin is still found and selected; its shadowed copy is named.
     assert_eq!(plugin(&json, "docker")["status"], "available");
     let shadow = json["plugins"]
@@ -268,6 +286,30 @@ fn listing_shows_each_status_without_loading_anything() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     let text = world.redact(&out.stdout);
     insta::assert_snapshot!("plugins_list_broken", text);
+}
+
+#[test]
+fn the_long_layout_report_is_shown_only_with_verbose() {
+    let world = World::new();
+    world.install("fixture-layout-mismatch");
+    let quiet = world.run_stet(&["plugins", "probe", "fixture-layout-mismatch"]);
+    assert_eq!(quiet.code, 3);
+    assert_eq!(
+        quiet.stdout.lines().count(),
+        2,
+        "one line and a hint:\n{}",
+        quiet.stdout
+    );
+    assert!(quiet.stderr.is_empty(), "{}", quiet.stderr);
+    let verbose = world.run_stet(&["-v", "plugins", "probe", "fixture-layout-mismatch"]);
+    assert!(
+        verbose
+            .stderr
+            .contains("--- fixture-layout-mismatch: details ---"),
+        "{}",
+        verbose.stderr
+    );
+    assert!(verbose.stderr.lines().count() > 20, "{}", verbose.stderr);
 }
 
 #[test]
