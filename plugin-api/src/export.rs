@@ -2,7 +2,7 @@
 
 /// Exports a plugin's root module from a `cdylib` crate.
 ///
-/// ```ignore
+/// ```text
 /// stet_plugin_api::export_plugin!(runtime, name = "docker", version = env!("CARGO_PKG_VERSION"), new = DockerRuntime::from_config);
 /// stet_plugin_api::export_plugin!(harness, name = "claude", version = env!("CARGO_PKG_VERSION"), new = ClaudeHarness::from_config);
 /// ```

@@ -173,8 +173,44 @@ fn demo(root: &std::path::Path) -> ExitCode {
 fn test(root: &std::path::Path, cargo_args: &[String]) -> Result<(), String> {
     let claude = install_claude(root)?;
     run(cargo(root).args(["build", "--workspace", "--all-targets"]))?;
-    run(cargo(root)
+    let mut child = cargo(root)
         .args(["test", "--workspace"])
         .args(cargo_args)
-        .env("STET_TEST_CLAUDE", claude))
+        .env("STET_TEST_CLAUDE", claude)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run cargo test: {e}"))?;
+    // Pass the output through and add up cargo's per-binary `test result:` lines, so the
+    // run ends on one line that counts every test (the last binary alone may have none).
+    let mut totals = [0u64; 3];
+    let stdout = child.stdout.take().expect("piped");
+    for line in std::io::BufRead::lines(std::io::BufReader::new(stdout)) {
+        let line = line.map_err(|e| format!("reading cargo test output: {e}"))?;
+        println!("{line}");
+        if let Some(rest) = line.strip_prefix("test result: ") {
+            for part in rest.split(';') {
+                let mut words = part.split_whitespace().rev();
+                let (Some(kind), Some(count)) = (words.next(), words.next()) else {
+                    continue;
+                };
+                let count: u64 = count.parse().unwrap_or(0);
+                match kind {
+                    "passed" => totals[0] += count,
+                    "failed" => totals[1] += count,
+                    "ignored" => totals[2] += count,
+                    _ => {}
+                }
+            }
+        }
+    }
+    let status = child.wait().map_err(|e| format!("cargo test: {e}"))?;
+    println!(
+        "tests: {} passed, {} failed, {} skipped",
+        totals[0], totals[1], totals[2]
+    );
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("cargo test failed with {status}"))
+    }
 }
