@@ -63,6 +63,8 @@
 #![allow(non_local_definitions, non_camel_case_types)]
 
 pub mod abi;
+#[cfg(feature = "conformance")]
+pub mod conformance;
 mod error;
 mod export;
 mod sdk;
@@ -73,7 +75,7 @@ pub use export::__private;
 
 pub use abi_stable::std_types::{ROption, RResult, RSlice, RStr, RString, RVec};
 pub use error::{ErrorCode, PluginError};
-pub use sdk::{guard, HarnessPlugin, ProcessPlugin, RuntimePlugin, Sink};
+pub use sdk::{guard, host_sink, HarnessPlugin, ProcessPlugin, RuntimePlugin, Sink};
 pub use types::{
     EnvVar, ExitStatus, Fact, HarnessContext, ImageStatus, Label, Launch, Limits, Mount, Network,
     Outcome, OutcomeKind, PluginIdentity, PluginKind, ProbeReport, ProcessSpec, Profile, Role,

@@ -29,6 +29,13 @@ impl<'a> Sink<'a> {
         Sink { inner }
     }
 
+    /// A sink that calls `f` for every chunk: for hosts and test support, which drive a
+    /// plugin's [`ProcessPlugin::wait`] themselves. A panic in `f` is caught and the chunk
+    /// dropped, because a panic must not unwind into plugin code.
+    pub fn from_fn(f: &'a mut (dyn FnMut(Stream, &[u8]) + Send)) -> Self {
+        Sink::new(host_sink(f))
+    }
+
     /// Hands one chunk to the host.
     pub fn write(&mut self, stream: Stream, bytes: &[u8]) {
         self.inner.chunk(stream, RSlice::from_slice(bytes));
@@ -42,6 +49,22 @@ impl<'a> Sink<'a> {
     /// Hands one chunk of standard error to the host.
     pub fn stderr(&mut self, bytes: &[u8]) {
         self.write(Stream::Stderr, bytes);
+    }
+}
+
+/// The boundary object for a host-side chunk handler; see [`Sink::from_fn`].
+pub fn host_sink<'a>(f: &'a mut (dyn FnMut(Stream, &[u8]) + Send)) -> v1_1::SinkBox<'a> {
+    v1_1::OutputSink_TO::from_value(FnSink(f), TD_Opaque)
+}
+
+struct FnSink<'a>(&'a mut (dyn FnMut(Stream, &[u8]) + Send));
+
+impl v1_1::OutputSink for FnSink<'_> {
+    fn chunk(&mut self, stream: Stream, bytes: RSlice<'_, u8>) {
+        let f = &mut self.0;
+        if catch_unwind(AssertUnwindSafe(|| f(stream, bytes.as_slice()))).is_err() {
+            eprintln!("stet: an output handler panicked; a chunk of {} bytes was dropped", bytes.len());
+        }
     }
 }
 

@@ -3,24 +3,38 @@
 //!
 //! bollard is async; this library owns a private tokio runtime and blocks on it inside each
 //! call, so nothing async crosses the plugin boundary (the host calls us from its own
-//! threads). This issue's cut implements the probe; sandbox operations answer
-//! `unsupported` until the runtime contract lands.
+//! threads, several at once).
+//!
+//! A sandbox is a container started from a local image with `sleep infinity` under
+//! docker's init; processes are `docker exec`s into it. What this runtime guarantees:
+//! only the listed mounts (read-only unless asked), the environment exactly as given
+//! (plus what the engine itself sets: `HOSTNAME`, and `PATH`/`HOME` when not given), no
+//! capabilities, no new privileges, no network unless asked, cpu/memory/pids limits,
+//! labels, and output streamed chunk by chunk as the engine delivers it.
 
-use std::path::PathBuf;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
 
 use bollard::Docker;
 use serde::Deserialize;
 use stet_plugin_api::{
-    export_plugin, Label, PluginError, ProbeReport, ProcessPlugin, ProcessSpec, RuntimePlugin,
-    SandboxInfo, SandboxSpec,
+    export_plugin, ImageStatus, Label, PluginError, ProbeReport, ProcessPlugin, ProcessSpec,
+    RuntimePlugin, SandboxInfo, SandboxSpec,
 };
 
-/// How long one engine may take to answer a ping or a version request.
-const ENGINE_TIMEOUT: Duration = Duration::from_secs(5);
+mod connect;
+mod process;
+mod sandbox;
 
-/// Docker runs everywhere Docker runs; a native backend may report a higher priority.
-const PRIORITY: i32 = 50;
+/// What the probe reports this runtime can do.
+pub const CAPABILITIES: &[&str] = &[
+    "bind-mounts",
+    "network-none",
+    "network-open",
+    "limits",
+    "labels",
+    "kill",
+    "run-as-user",
+];
 
 /// The plugin's settings, from `[plugins.docker]` in stet's configuration.
 #[derive(Debug, Default, Deserialize)]
@@ -33,7 +47,9 @@ struct Config {
 /// The Docker runtime.
 pub struct DockerRuntime {
     config: Config,
-    tokio: tokio::runtime::Runtime,
+    tokio: Arc<tokio::runtime::Runtime>,
+    /// The engine, connected on first use and kept.
+    engine: Mutex<Option<Docker>>,
 }
 
 impl DockerRuntime {
@@ -44,133 +60,135 @@ impl DockerRuntime {
                 "the only key is `host`, an engine address such as unix:///var/run/docker.sock",
             )
         })?;
-        let tokio = tokio::runtime::Builder::new_current_thread()
+        // Two workers: one thread may block in a process's output stream while another
+        // kills it or creates the next sandbox.
+        let tokio = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("stet-docker")
             .enable_all()
             .build()
             .map_err(|e| {
                 PluginError::internal(format!("could not start the plugin's async runtime: {e}"))
             })?;
-        Ok(DockerRuntime { config, tokio })
+        Ok(DockerRuntime {
+            config,
+            tokio: Arc::new(tokio),
+            engine: Mutex::new(None),
+        })
     }
 
-    /// The engine addresses to try, in order, each with where it came from.
-    fn candidates(&self) -> Vec<(String, &'static str)> {
-        if let Some(host) = &self.config.host {
-            return vec![(host.clone(), "[plugins.docker] host")];
+    /// The engine, connecting to the first candidate that answers.
+    fn engine(&self) -> Result<Docker, PluginError> {
+        let mut engine = self.engine.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(docker) = engine.as_ref() {
+            return Ok(docker.clone());
         }
-        if let Ok(host) = std::env::var("DOCKER_HOST") {
-            if !host.is_empty() {
-                return vec![(host, "DOCKER_HOST")];
+        let mut tried = Vec::new();
+        for candidate in connect::candidates(self.config.host.as_deref()) {
+            if skip_absent_socket(&candidate) {
+                continue;
+            }
+            match self.tokio.block_on(connect::connect(&candidate.address)) {
+                Ok(docker) => {
+                    *engine = Some(docker.clone());
+                    return Ok(docker);
+                }
+                Err(why) => tried.push(format!("{} ({}): {why}", candidate.address, candidate.source)),
             }
         }
-        well_known_sockets()
-            .into_iter()
-            .map(|path| (format!("unix://{}", path.display()), "well-known socket"))
-            .collect()
-    }
-
-    async fn ask(address: &str) -> Result<(String, ProbeReport), String> {
-        let docker = Docker::connect_with_host(address).map_err(|e| e.to_string())?;
-        let docker = tokio::time::timeout(ENGINE_TIMEOUT, docker.negotiate_version())
-            .await
-            .map_err(|_| format!("no answer within {} s", ENGINE_TIMEOUT.as_secs()))?
-            .map_err(|e| e.to_string())?;
-        let version = tokio::time::timeout(ENGINE_TIMEOUT, docker.version())
-            .await
-            .map_err(|_| format!("no answer within {} s", ENGINE_TIMEOUT.as_secs()))?
-            .map_err(|e| e.to_string())?;
-        let product = version
-            .platform
-            .as_ref()
-            .map(|p| p.name.clone())
-            .filter(|n| !n.is_empty())
-            .unwrap_or_else(|| "Docker Engine".to_string());
-        let engine_version = version.version.clone().unwrap_or_else(|| "unknown".into());
-        let report = ProbeReport::available(format!("{product} {engine_version}"), PRIORITY)
-            .with_fact("endpoint", address)
-            .with_fact(
-                "api-version",
-                version.api_version.clone().unwrap_or_default(),
-            )
-            .with_fact(
-                "os/arch",
-                format!(
-                    "{}/{}",
-                    version.os.clone().unwrap_or_default(),
-                    version.arch.clone().unwrap_or_default()
-                ),
-            );
-        Ok((address.to_string(), report))
+        Err(PluginError::unavailable(format!(
+            "no Docker engine answered{}",
+            if tried.is_empty() { String::new() } else { format!("; tried {}", tried.join("; ")) }
+        ))
+        .with_remedy(ENGINE_REMEDY))
     }
 }
 
-/// Where engines usually listen when `DOCKER_HOST` is not set: the system socket, Docker
-/// Desktop, Colima, rootless Docker and Podman. Only sockets that exist are tried.
-fn well_known_sockets() -> Vec<PathBuf> {
-    let mut paths = vec![PathBuf::from("/var/run/docker.sock")];
-    if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
-        paths.push(home.join(".docker/run/docker.sock"));
-        paths.push(home.join(".colima/default/docker.sock"));
-        paths.push(home.join(".local/share/containers/podman/machine/podman.sock"));
-    }
-    if let Some(runtime_dir) = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
-        paths.push(runtime_dir.join("docker.sock"));
-        paths.push(runtime_dir.join("podman/podman.sock"));
-    }
-    paths.push(PathBuf::from("/run/podman/podman.sock"));
-    paths
+const ENGINE_REMEDY: &str = "start the engine (dockerd, Docker Desktop, `colima start`, \
+     `podman system service`) or point DOCKER_HOST at it";
+
+fn skip_absent_socket(candidate: &connect::Candidate) -> bool {
+    candidate.source == "well-known socket"
+        && candidate
+            .address
+            .strip_prefix("unix://")
+            .is_some_and(|path| !std::path::Path::new(path).exists())
 }
 
 impl RuntimePlugin for DockerRuntime {
     fn probe(&self) -> Result<ProbeReport, PluginError> {
-        let candidates = self.candidates();
         let mut tried = Vec::new();
-        for (address, source) in &candidates {
-            if let Some(path) = address.strip_prefix("unix://") {
-                if source == &"well-known socket" && !std::path::Path::new(path).exists() {
-                    tried.push(format!("{path} (absent)"));
-                    continue;
-                }
+        for candidate in connect::candidates(self.config.host.as_deref()) {
+            if skip_absent_socket(&candidate) {
+                tried.push(format!("{} (absent)", candidate.address.trim_start_matches("unix://")));
+                continue;
             }
-            match self.tokio.block_on(Self::ask(address)) {
-                Ok((_, report)) => return Ok(report.with_fact("found-by", *source)),
-                Err(why) => tried.push(format!("{address} ({source}): {why}")),
+            let answer = self.tokio.block_on(async {
+                let docker = connect::connect(&candidate.address).await?;
+                connect::describe(&docker, &candidate.address).await
+            });
+            match answer {
+                Ok(report) => return Ok(report.with_fact("found-by", candidate.source)),
+                Err(why) => tried.push(format!("{} ({}): {why}", candidate.address, candidate.source)),
             }
         }
         Ok(ProbeReport::unavailable(
             format!("no Docker engine answered; tried {}", tried.join("; ")),
-            "start the engine (dockerd, Docker Desktop, `colima start`, `podman system service`) \
-             or point DOCKER_HOST at it",
+            ENGINE_REMEDY,
         ))
     }
 
-    fn create_sandbox(&self, _spec: SandboxSpec) -> Result<SandboxInfo, PluginError> {
-        Err(not_yet("create_sandbox"))
+    fn create_sandbox(&self, spec: SandboxSpec) -> Result<SandboxInfo, PluginError> {
+        let docker = self.engine()?;
+        self.tokio.block_on(sandbox::create(&docker, spec))
     }
 
     fn spawn(
         &self,
-        _sandbox: &str,
-        _spec: ProcessSpec,
+        sandbox: &str,
+        spec: ProcessSpec,
     ) -> Result<Box<dyn ProcessPlugin>, PluginError> {
-        Err(not_yet("spawn"))
+        let docker = self.engine()?;
+        let process = self
+            .tokio
+            .block_on(process::start(&docker, sandbox, spec))?;
+        Ok(Box::new(process::DockerProcess::new(
+            process,
+            docker,
+            self.tokio.clone(),
+        )))
     }
 
-    fn teardown(&self, _sandbox: &str) -> Result<(), PluginError> {
-        Err(not_yet("teardown"))
+    fn teardown(&self, sandbox: &str) -> Result<(), PluginError> {
+        let docker = self.engine()?;
+        self.tokio.block_on(sandbox::remove(&docker, sandbox))
     }
 
-    fn list_sandboxes(&self, _labels: &[Label]) -> Result<Vec<SandboxInfo>, PluginError> {
-        Err(not_yet("list_sandboxes"))
+    fn list_sandboxes(&self, labels: &[Label]) -> Result<Vec<SandboxInfo>, PluginError> {
+        let docker = self.engine()?;
+        self.tokio.block_on(sandbox::list(&docker, labels))
+    }
+
+    fn image_status(&self, image: &str) -> Result<ImageStatus, PluginError> {
+        let docker = self.engine()?;
+        self.tokio.block_on(sandbox::image_status(&docker, image))
     }
 }
 
-fn not_yet(operation: &str) -> PluginError {
-    PluginError::unsupported(format!(
-        "the docker plugin {} does not implement {operation} yet",
-        env!("CARGO_PKG_VERSION")
-    ))
-    .with_remedy("install a newer docker plugin")
+/// A bollard error's HTTP status, when the engine answered with one.
+fn status_of(error: &bollard::errors::Error) -> Option<u16> {
+    match error {
+        bollard::errors::Error::DockerResponseServerError { status_code, .. } => Some(*status_code),
+        _ => None,
+    }
+}
+
+/// The engine's message for an error, without bollard's wrapping.
+fn message_of(error: &bollard::errors::Error) -> String {
+    match error {
+        bollard::errors::Error::DockerResponseServerError { message, .. } => message.clone(),
+        other => other.to_string(),
+    }
 }
 
 export_plugin!(

@@ -1,0 +1,573 @@
+//! The runtime conformance kit: one suite every runtime plugin must pass.
+//!
+//! Call [`run`] from a plugin's own tests with the plugin in-process
+//! (`conformance::run(&Direct(&my_runtime), &options)`), or through the host with
+//! `stet plugins conformance NAME`, which drives the installed library. Each check is
+//! reported on its own, so one failure does not hide the others.
+//!
+//! The suite needs `git` on the host, and an image holding `sh`, `git`, coreutils and
+//! `sleep` (stet's lane image, built by `scripts/build-image.sh`, has them). It creates
+//! everything it uses under [`Options::scratch`] and removes its sandboxes.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::{
+    EnvVar, ExitStatus, Label, Limits, Mount, Network, PluginError, ProbeReport, ProcessPlugin,
+    ProcessSpec, ROption, RuntimePlugin, SandboxInfo, SandboxSpec, Sink, Stream, UserIds,
+};
+
+/// What the suite drives: a runtime, in-process or loaded by a host.
+pub trait Driver: Sync {
+    /// See [`RuntimePlugin::probe`].
+    fn probe(&self) -> Result<ProbeReport, PluginError>;
+    /// See [`RuntimePlugin::create_sandbox`].
+    fn create_sandbox(&self, spec: SandboxSpec) -> Result<SandboxInfo, PluginError>;
+    /// See [`RuntimePlugin::spawn`].
+    fn spawn(&self, sandbox: &str, spec: ProcessSpec) -> Result<Box<dyn Running>, PluginError>;
+    /// See [`RuntimePlugin::teardown`].
+    fn teardown(&self, sandbox: &str) -> Result<(), PluginError>;
+    /// See [`RuntimePlugin::list_sandboxes`].
+    fn list_sandboxes(&self, labels: &[Label]) -> Result<Vec<SandboxInfo>, PluginError>;
+}
+
+/// A process started through a [`Driver`].
+pub trait Running: Send + Sync {
+    /// Streams output to `on_chunk` until the process ends.
+    fn wait(
+        &self,
+        on_chunk: &mut (dyn FnMut(Stream, &[u8]) + Send),
+    ) -> Result<ExitStatus, PluginError>;
+    /// Kills it; callable from another thread while `wait` blocks.
+    fn kill(&self) -> Result<(), PluginError>;
+}
+
+/// A [`RuntimePlugin`] driven directly, without a library boundary.
+pub struct Direct<'a, T>(pub &'a T);
+
+struct DirectProcess(Box<dyn ProcessPlugin>);
+
+impl Running for DirectProcess {
+    fn wait(
+        &self,
+        on_chunk: &mut (dyn FnMut(Stream, &[u8]) + Send),
+    ) -> Result<ExitStatus, PluginError> {
+        self.0.wait(&mut Sink::from_fn(on_chunk))
+    }
+
+    fn kill(&self) -> Result<(), PluginError> {
+        self.0.kill()
+    }
+}
+
+impl<T: RuntimePlugin> Driver for Direct<'_, T> {
+    fn probe(&self) -> Result<ProbeReport, PluginError> {
+        self.0.probe()
+    }
+    fn create_sandbox(&self, spec: SandboxSpec) -> Result<SandboxInfo, PluginError> {
+        self.0.create_sandbox(spec)
+    }
+    fn spawn(&self, sandbox: &str, spec: ProcessSpec) -> Result<Box<dyn Running>, PluginError> {
+        Ok(Box::new(DirectProcess(self.0.spawn(sandbox, spec)?)))
+    }
+    fn teardown(&self, sandbox: &str) -> Result<(), PluginError> {
+        self.0.teardown(sandbox)
+    }
+    fn list_sandboxes(&self, labels: &[Label]) -> Result<Vec<SandboxInfo>, PluginError> {
+        self.0.list_sandboxes(labels)
+    }
+}
+
+/// Where and with what the suite runs.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The image sandboxes are created from.
+    pub image: String,
+    /// A host directory the suite may create files under (it is not removed).
+    pub scratch: PathBuf,
+    /// Bytes pushed through the large-output check.
+    pub large_output_bytes: u64,
+}
+
+impl Options {
+    /// The defaults: 256 MiB of large output.
+    pub fn new(image: impl Into<String>, scratch: impl Into<PathBuf>) -> Self {
+        Options {
+            image: image.into(),
+            scratch: scratch.into(),
+            large_output_bytes: 256 << 20,
+        }
+    }
+}
+
+/// One check's result.
+#[derive(Debug, Clone)]
+pub struct Check {
+    /// What was checked.
+    pub name: &'static str,
+    /// Whether it held.
+    pub passed: bool,
+    /// What was seen (on failure: what went wrong).
+    pub detail: String,
+    /// How long it took.
+    pub elapsed: Duration,
+}
+
+/// Whether every check passed.
+pub fn all_passed(checks: &[Check]) -> bool {
+    checks.iter().all(|c| c.passed)
+}
+
+/// What a process printed and how it ended.
+struct Ran {
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+    status: ExitStatus,
+}
+
+impl Ran {
+    fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).into_owned()
+    }
+}
+
+type Outcome = Result<String, String>;
+
+const LANE: &str = "/lane";
+const PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+struct Suite<'a> {
+    driver: &'a dyn Driver,
+    options: &'a Options,
+    run_id: String,
+    lane: PathBuf,
+    hidden: PathBuf,
+    env: Vec<EnvVar>,
+    checks: Vec<Check>,
+}
+
+/// Runs every check against `driver` and returns one result per check.
+pub fn run(driver: &dyn Driver, options: &Options) -> Vec<Check> {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let run_id = format!("{}-{nanos}", std::process::id());
+    let root = options.scratch.join(format!("conformance-{run_id}"));
+    let mut suite = Suite {
+        driver,
+        options,
+        lane: root.join("lane"),
+        hidden: root.join("hidden"),
+        env: vec![
+            EnvVar::new("PATH", PATH),
+            EnvVar::new("STET_CONFORMANCE", run_id.clone()),
+            // The lane belongs to the person on the host; git inside runs as whoever the
+            // runtime maps them to, so it must not refuse the copy as someone else's.
+            EnvVar::new("GIT_CONFIG_COUNT", "1"),
+            EnvVar::new("GIT_CONFIG_KEY_0", "safe.directory"),
+            EnvVar::new("GIT_CONFIG_VALUE_0", "*"),
+        ],
+        run_id,
+        checks: Vec::new(),
+    };
+    suite.all();
+    suite.checks
+}
+
+impl Suite<'_> {
+    fn record(&mut self, name: &'static str, f: impl FnOnce(&mut Self) -> Outcome) {
+        let started = Instant::now();
+        let outcome = f(self);
+        self.checks.push(Check {
+            name,
+            passed: outcome.is_ok(),
+            detail: outcome.unwrap_or_else(|e| e),
+            elapsed: started.elapsed(),
+        });
+    }
+
+    fn labels(&self, role: &str) -> Vec<Label> {
+        vec![
+            Label::new("stet.conformance", self.run_id.clone()),
+            Label::new("stet.conformance.role", role),
+        ]
+    }
+
+    fn spec(&self, role: &str) -> SandboxSpec {
+        let ids = owner_of(&self.lane);
+        SandboxSpec {
+            image: self.options.image.clone().into(),
+            mounts: vec![Mount {
+                source: self.lane.display().to_string().into(),
+                target: LANE.into(),
+                writable: true,
+            }]
+            .into(),
+            env: self.env.clone().into(),
+            workdir: LANE.into(),
+            network: Network::None,
+            limits: Limits {
+                millicpus: 1000,
+                memory_bytes: 512 << 20,
+                pids: 256,
+            },
+            labels: self.labels(role).into(),
+            user: ids.map(ROption::RSome).unwrap_or(ROption::RNone),
+        }
+    }
+
+    fn exec(&self, sandbox: &str, argv: &[&str], stdin: &[u8]) -> Result<Ran, String> {
+        let process = self
+            .driver
+            .spawn(sandbox, process(argv, stdin))
+            .map_err(|e| format!("spawn {argv:?}: {e}"))?;
+        let mut stdout = Vec::new();
+        let mut stderr = Vec::new();
+        let status = process
+            .wait(&mut |stream, bytes| match stream {
+                Stream::Stdout => stdout.extend_from_slice(bytes),
+                Stream::Stderr => stderr.extend_from_slice(bytes),
+            })
+            .map_err(|e| format!("wait {argv:?}: {e}"))?;
+        Ok(Ran {
+            stdout,
+            stderr,
+            status,
+        })
+    }
+
+    fn all(&mut self) {
+        let mut sandbox = None;
+        self.record("create a sandbox with a git working copy mounted", |s| {
+            s.prepare_host()?;
+            let info = s.driver.create_sandbox(s.spec("main")).map_err(|e| e.to_string())?;
+            let detail = format!("sandbox {}", short(&info.id));
+            sandbox = Some(info.id.to_string());
+            Ok(detail)
+        });
+        let Some(sandbox) = sandbox else {
+            return;
+        };
+        let sb = sandbox.as_str();
+        self.record("run a process and read its output", |s| {
+            let ran = s.exec(sb, &["echo", "hello"], b"")?;
+            expect(ran.stdout() == "hello\n" && ran.status.success(), || {
+                format!("stdout {:?}, {:?}", ran.stdout(), ran.status)
+            })
+        });
+        self.record("stdout and stderr are kept apart", |s| {
+            let ran = s.exec(sb, &["sh", "-c", "echo out; echo err >&2"], b"")?;
+            expect(ran.stdout == b"out\n" && ran.stderr == b"err\n", || {
+                format!(
+                    "stdout {:?}, stderr {:?}",
+                    ran.stdout(),
+                    String::from_utf8_lossy(&ran.stderr)
+                )
+            })
+        });
+        self.record("output streams as it is produced, in order", |s| s.streaming(sb));
+        self.record("stdin reaches the process", |s| {
+            let input = vec![b'x'; 100_000];
+            let ran = s.exec(sb, &["wc", "-c"], &input)?;
+            expect(ran.stdout().trim() == "100000", || format!("wc -c said {:?}", ran.stdout()))
+        });
+        self.record("exit codes and signal deaths are reported", |s| {
+            let seven = s.exec(sb, &["sh", "-c", "exit 7"], b"")?.status;
+            let killed = s.exec(sb, &["sh", "-c", "kill -9 $$"], b"")?.status;
+            expect(
+                seven.code == ROption::RSome(7) && killed.signal == ROption::RSome(9),
+                || format!("exit 7 gave {seven:?}; kill -9 gave {killed:?}"),
+            )
+        });
+        self.record("large output passes in bounded memory", |s| s.large_output(sb));
+        self.record("git works inside on the mounted copy", |s| s.git_inside(sb));
+        self.record("the environment holds exactly what was given", |s| s.environment(sb));
+        self.record("with network none only loopback exists", |s| {
+            let ran = s.exec(sb, &["ls", "/sys/class/net"], b"")?;
+            expect(ran.stdout().split_whitespace().collect::<Vec<_>>() == ["lo"], || {
+                format!("interfaces: {:?}", ran.stdout())
+            })
+        });
+        self.record("host files outside the mounts are not visible", |s| {
+            let canary = s.hidden.join("canary");
+            let mut script = format!("test -e '{}' && echo canary; ", canary.display());
+            if let Some(private) = host_home_entry() {
+                script.push_str(&format!("test -e '{}' && echo home; ", private.display()));
+            }
+            script.push_str("true");
+            let ran = s.exec(sb, &["sh", "-c", &script], b"")?;
+            expect(ran.stdout().trim().is_empty(), || {
+                format!("visible inside: {}", ran.stdout().trim())
+            })
+        });
+        self.record("sandboxes are listed by label", |s| {
+            let found = s
+                .driver
+                .list_sandboxes(&s.labels("main"))
+                .map_err(|e| e.to_string())?;
+            expect(found.iter().any(|f| f.id.as_str() == sb), || {
+                format!("{} not among {} listed", short(sb), found.len())
+            })
+        });
+        self.record("a process in flight is killed from another thread", |s| s.kill());
+        self.record("teardown succeeds, and again", |s| {
+            s.driver.teardown(sb).map_err(|e| format!("first: {e}"))?;
+            s.driver.teardown(sb).map_err(|e| format!("second: {e}"))?;
+            let left = s
+                .driver
+                .list_sandboxes(&s.labels("main"))
+                .map_err(|e| e.to_string())?;
+            expect(left.is_empty(), || format!("{} still listed after teardown", left.len()))
+        });
+    }
+
+    fn prepare_host(&self) -> Result<(), String> {
+        std::fs::create_dir_all(&self.lane).map_err(|e| e.to_string())?;
+        std::fs::create_dir_all(&self.hidden).map_err(|e| e.to_string())?;
+        std::fs::write(self.hidden.join("canary"), "not for sandboxes").map_err(|e| e.to_string())?;
+        std::fs::write(self.lane.join("README"), "a lane\n").map_err(|e| e.to_string())?;
+        git(&self.lane, &["init", "--quiet"])?;
+        git(&self.lane, &["add", "README"])?;
+        git(
+            &self.lane,
+            &["-c", "user.name=stet", "-c", "user.email=stet@localhost", "commit", "--quiet", "-m", "start"],
+        )?;
+        Ok(())
+    }
+
+    fn streaming(&self, sb: &str) -> Outcome {
+        let process = self
+            .driver
+            .spawn(sb, process(&["sh", "-c", "echo first; sleep 1; echo second >&2; echo third"], b""))
+            .map_err(|e| e.to_string())?;
+        let started = Instant::now();
+        let arrivals = Mutex::new(Vec::new());
+        process
+            .wait(&mut |stream, bytes| {
+                arrivals
+                    .lock()
+                    .unwrap()
+                    .push((started.elapsed(), stream, bytes.to_vec()))
+            })
+            .map_err(|e| e.to_string())?;
+        let arrivals = arrivals.into_inner().unwrap();
+        let first = arrivals
+            .iter()
+            .find(|(_, _, b)| b.starts_with(b"first"))
+            .ok_or("`first` never arrived")?;
+        let end = arrivals.last().map(|a| a.0).unwrap_or_default();
+        let order: Vec<(Stream, String)> = arrivals
+            .iter()
+            .map(|(_, s, b)| (*s, String::from_utf8_lossy(b).into_owned()))
+            .collect();
+        let joined: String = order.iter().map(|(_, t)| t.as_str()).collect();
+        if joined != "first\nsecond\nthird\n" {
+            return Err(format!("chunks out of order: {order:?}"));
+        }
+        expect(end.saturating_sub(first.0) >= Duration::from_millis(700), || {
+            format!(
+                "`first` arrived at {} ms and the rest at {} ms: output was held back",
+                first.0.as_millis(),
+                end.as_millis()
+            )
+        })
+        .map(|_| format!("first chunk after {} ms, last after {} ms", first.0.as_millis(), end.as_millis()))
+    }
+
+    fn large_output(&self, sb: &str) -> Outcome {
+        let bytes = self.options.large_output_bytes;
+        let process = self
+            .driver
+            .spawn(sb, process(&["head", "-c", &bytes.to_string(), "/dev/zero"], b""))
+            .map_err(|e| e.to_string())?;
+        let before = peak_rss();
+        let mut received = 0u64;
+        let mut largest = 0usize;
+        let started = Instant::now();
+        let status = process
+            .wait(&mut |_, chunk| {
+                received += chunk.len() as u64;
+                largest = largest.max(chunk.len());
+            })
+            .map_err(|e| e.to_string())?;
+        let elapsed = started.elapsed();
+        let growth = peak_rss().zip(before).map(|(after, before)| after.saturating_sub(before));
+        if received != bytes || !status.success() {
+            return Err(format!("received {received} of {bytes} bytes, {status:?}"));
+        }
+        let rate = bytes as f64 / elapsed.as_secs_f64() / (1 << 20) as f64;
+        match growth {
+            Some(growth) if growth > 64 << 20 => Err(format!(
+                "peak memory grew by {} MiB for {} MiB of output",
+                growth >> 20,
+                bytes >> 20
+            )),
+            Some(growth) => Ok(format!(
+                "{} MiB at {rate:.0} MiB/s, largest chunk {largest} B, peak memory +{} MiB",
+                bytes >> 20,
+                growth >> 20
+            )),
+            None => Ok(format!("{} MiB at {rate:.0} MiB/s (peak memory not measurable here)", bytes >> 20)),
+        }
+    }
+
+    fn git_inside(&self, sb: &str) -> Outcome {
+        let script = "git status --short && echo inside > inside.txt && git add inside.txt \
+             && git -c user.name=sandbox -c user.email=sandbox@localhost commit --quiet -m inside";
+        let ran = self.exec(sb, &["sh", "-c", script], b"")?;
+        if !ran.status.success() {
+            return Err(format!(
+                "{:?}: {}",
+                ran.status,
+                String::from_utf8_lossy(&ran.stderr).trim()
+            ));
+        }
+        let log = git(&self.lane, &["log", "--format=%s"])?;
+        if log.lines().next() != Some("inside") {
+            return Err(format!("the host does not see the commit made inside: {log:?}"));
+        }
+        match (owner_of(&self.lane.join("inside.txt")), owner_of(&self.lane)) {
+            (Some(file), Some(lane)) if file != lane => Err(format!(
+                "a file written inside belongs to {}:{} on the host, not to the lane's owner {}:{}",
+                file.uid, file.gid, lane.uid, lane.gid
+            )),
+            _ => Ok("commit made inside is on the host's branch".to_string()),
+        }
+    }
+
+    fn environment(&self, sb: &str) -> Outcome {
+        let ran = self.exec(sb, &["env"], b"")?;
+        let seen: Vec<(String, String)> = ran
+            .stdout()
+            .lines()
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        for given in &self.env {
+            if !seen.iter().any(|(k, v)| k == given.name.as_str() && v == given.value.as_str()) {
+                return Err(format!("{} is missing or changed", given.name));
+            }
+        }
+        // What the runtime itself may set: the host name, a home, and the shell's own.
+        const RUNTIME_MANAGED: [&str; 6] = ["HOSTNAME", "HOME", "PATH", "PWD", "SHLVL", "_"];
+        let extra: Vec<&str> = seen
+            .iter()
+            .map(|(k, _)| k.as_str())
+            .filter(|k| !RUNTIME_MANAGED.contains(k) && !self.env.iter().any(|g| g.name.as_str() == *k))
+            .collect();
+        if !extra.is_empty() {
+            return Err(format!("variables nobody gave: {}", extra.join(", ")));
+        }
+        let leaked: Vec<String> = std::env::vars()
+            .filter(|(k, v)| v.len() > 3 && seen.iter().any(|(sk, sv)| sk == k && sv == v))
+            .filter(|(k, _)| {
+                !self.env.iter().any(|g| g.name.as_str() == k) && !RUNTIME_MANAGED.contains(&k.as_str())
+            })
+            .map(|(k, _)| k)
+            .collect();
+        expect(leaked.is_empty(), || format!("host variables leaked in: {}", leaked.join(", ")))
+            .map(|_| format!("{} variables, none from the host", seen.len()))
+    }
+
+    fn kill(&self) -> Outcome {
+        let info = self
+            .driver
+            .create_sandbox(self.spec("kill"))
+            .map_err(|e| format!("second sandbox: {e}"))?;
+        let outcome = (|| {
+            let process = self
+                .driver
+                .spawn(&info.id, process(&["sleep", "60"], b""))
+                .map_err(|e| e.to_string())?;
+            let started = Instant::now();
+            let status = std::thread::scope(|scope| {
+                let killer = scope.spawn(|| {
+                    std::thread::sleep(Duration::from_millis(300));
+                    process.kill()
+                });
+                let status = process.wait(&mut |_, _| {});
+                (status, killer.join())
+            });
+            let elapsed = started.elapsed();
+            match status {
+                (Ok(status), Ok(Ok(()))) if elapsed < Duration::from_secs(20) && !status.success() => {
+                    Ok(format!("ended after {} ms with {status:?}", elapsed.as_millis()))
+                }
+                (status, killed) => Err(format!(
+                    "after {} ms: wait {status:?}, kill {killed:?}",
+                    elapsed.as_millis()
+                )),
+            }
+        })();
+        let removed = self.driver.teardown(&info.id);
+        outcome.and_then(|detail| removed.map(|_| detail).map_err(|e| format!("teardown: {e}")))
+    }
+}
+
+fn process(argv: &[&str], stdin: &[u8]) -> ProcessSpec {
+    ProcessSpec {
+        argv: argv.iter().map(|a| (*a).into()).collect(),
+        env: Default::default(),
+        workdir: ROption::RNone,
+        stdin: stdin.to_vec().into(),
+    }
+}
+
+fn expect(ok: bool, why: impl FnOnce() -> String) -> Outcome {
+    if ok {
+        Ok(String::new())
+    } else {
+        Err(why())
+    }
+}
+
+fn short(id: &str) -> &str {
+    &id[..id.len().min(12)]
+}
+
+fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .map_err(|e| format!("git {args:?}: {e} (the kit needs git on the host)"))?;
+    if !out.status.success() {
+        return Err(format!("git {args:?}: {}", String::from_utf8_lossy(&out.stderr).trim()));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn owner_of(path: &Path) -> Option<UserIds> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(path).ok()?;
+    Some(UserIds {
+        uid: meta.uid(),
+        gid: meta.gid(),
+    })
+}
+
+/// Something in the host's home directory that an image would not have by chance (not
+/// a skeleton dotfile), to check the home is not visible.
+fn host_home_entry() -> Option<PathBuf> {
+    const SKELETON: [&str; 4] = [".bashrc", ".profile", ".bash_logout", ".cache"];
+    let home = PathBuf::from(std::env::var_os("HOME")?);
+    let mut names: Vec<PathBuf> = std::fs::read_dir(&home)
+        .ok()?
+        .filter_map(Result::ok)
+        .filter(|e| !SKELETON.iter().any(|s| e.file_name() == *s))
+        .map(|e| e.path())
+        .collect();
+    names.sort();
+    names.into_iter().next()
+}
+
+/// This process's peak resident memory in bytes (Linux: `VmHWM`).
+fn peak_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}

@@ -1,0 +1,179 @@
+//! Processes as `docker exec`s into a sandbox's container.
+
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bollard::container::LogOutput;
+use bollard::exec::{StartExecOptions, StartExecResults};
+use bollard::models::ExecConfig;
+use bollard::query_parameters::KillContainerOptionsBuilder;
+use bollard::Docker;
+use futures_util::{Stream, StreamExt};
+use stet_plugin_api::{ExitStatus, PluginError, ProcessPlugin, ProcessSpec, ROption, Sink};
+use tokio::io::AsyncWriteExt;
+
+use crate::{message_of, status_of};
+
+type Output = Pin<Box<dyn Stream<Item = Result<LogOutput, bollard::errors::Error>> + Send>>;
+
+/// An exec that has been started and whose output has not been read yet.
+pub struct Started {
+    container: String,
+    exec_id: String,
+    output: Output,
+}
+
+/// Largest chunk the engine hands us at once. Larger chunks mean fewer calls into the
+/// host's sink; the engine still sends whatever it has as soon as it has it.
+const CHUNK: usize = 64 * 1024;
+
+pub async fn start(docker: &Docker, sandbox: &str, spec: ProcessSpec) -> Result<Started, PluginError> {
+    if spec.argv.is_empty() {
+        return Err(PluginError::invalid_input("no program given to run"));
+    }
+    let config = ExecConfig {
+        attach_stdin: Some(!spec.stdin.is_empty()),
+        attach_stdout: Some(true),
+        attach_stderr: Some(true),
+        cmd: Some(spec.argv.iter().map(|a| a.to_string()).collect()),
+        env: Some(spec.env.iter().map(|v| format!("{}={}", v.name, v.value)).collect()),
+        working_dir: match &spec.workdir {
+            ROption::RSome(dir) => Some(dir.to_string()),
+            ROption::RNone => None,
+        },
+        ..Default::default()
+    };
+    let exec = docker.create_exec(sandbox, config).await.map_err(|e| {
+        let message = format!("could not start {} in sandbox {sandbox}: {}", spec.argv[0], message_of(&e));
+        match status_of(&e) {
+            Some(404) => PluginError::not_found(message),
+            _ => PluginError::backend(message),
+        }
+    })?;
+    let options = StartExecOptions {
+        detach: false,
+        tty: false,
+        output_capacity: Some(CHUNK),
+    };
+    let started = docker
+        .start_exec(&exec.id, Some(options))
+        .await
+        .map_err(|e| PluginError::backend(format!("could not start {}: {}", spec.argv[0], message_of(&e))))?;
+    let StartExecResults::Attached { output, mut input } = started else {
+        return Err(PluginError::backend("the engine detached an exec stet asked to attach"));
+    };
+    if !spec.stdin.is_empty() {
+        let bytes = spec.stdin.into_vec();
+        // Written concurrently with reading the output, so a process that answers before
+        // reading all its input cannot deadlock us.
+        tokio::spawn(async move {
+            let _ = input.write_all(&bytes).await;
+            let _ = input.shutdown().await;
+        });
+    } else {
+        drop(input);
+    }
+    Ok(Started {
+        container: sandbox.to_string(),
+        exec_id: exec.id,
+        output,
+    })
+}
+
+/// A running exec, as the host holds it.
+pub struct DockerProcess {
+    container: String,
+    exec_id: String,
+    output: Mutex<Option<Output>>,
+    docker: Docker,
+    tokio: Arc<tokio::runtime::Runtime>,
+    killed: AtomicBool,
+}
+
+impl DockerProcess {
+    pub fn new(started: Started, docker: Docker, tokio: Arc<tokio::runtime::Runtime>) -> Self {
+        DockerProcess {
+            container: started.container,
+            exec_id: started.exec_id,
+            output: Mutex::new(Some(started.output)),
+            docker,
+            tokio,
+            killed: AtomicBool::new(false),
+        }
+    }
+
+    async fn exit_status(&self) -> Result<ExitStatus, PluginError> {
+        let inspected = self.docker.inspect_exec(&self.exec_id).await.map_err(|e| {
+            PluginError::backend(format!("could not read the exit status: {}", message_of(&e)))
+        })?;
+        let out_of_memory = match self.docker.inspect_container(&self.container, None).await {
+            Ok(c) => c.state.and_then(|s| s.oom_killed).unwrap_or(false),
+            Err(_) => false,
+        };
+        let code = inspected.exit_code.unwrap_or(-1) as i32;
+        let mut status = if self.killed.load(Ordering::SeqCst) {
+            ExitStatus::signalled(9)
+        } else if (129..=128 + 31).contains(&code) {
+            // The engine reports a process ended by signal N as 128 + N, as shells do.
+            ExitStatus::signalled(code - 128)
+        } else {
+            ExitStatus::exited(code)
+        };
+        status.out_of_memory = out_of_memory;
+        Ok(status)
+    }
+}
+
+impl ProcessPlugin for DockerProcess {
+    fn wait(&self, sink: &mut Sink<'_>) -> Result<ExitStatus, PluginError> {
+        let output = self
+            .output
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .ok_or_else(|| PluginError::invalid_input("wait was already called for this process"))?;
+        self.tokio.block_on(async {
+            let mut output = output;
+            while let Some(item) = output.next().await {
+                match item {
+                    Ok(LogOutput::StdOut { message }) | Ok(LogOutput::Console { message }) => {
+                        sink.stdout(&message)
+                    }
+                    Ok(LogOutput::StdErr { message }) => sink.stderr(&message),
+                    Ok(LogOutput::StdIn { .. }) => {}
+                    // A killed sandbox ends the stream with an error; the exit status says
+                    // what happened.
+                    Err(_) if self.killed.load(Ordering::SeqCst) => break,
+                    Err(e) => {
+                        return Err(PluginError::backend(format!(
+                            "the output stream broke: {}",
+                            message_of(&e)
+                        )))
+                    }
+                }
+            }
+            self.exit_status().await
+        })
+    }
+
+    fn kill(&self) -> Result<(), PluginError> {
+        self.killed.store(true, Ordering::SeqCst);
+        // An exec cannot be signalled through the API, so the sandbox's processes are
+        // killed together; the sandbox then waits for its teardown.
+        let options = KillContainerOptionsBuilder::default().signal("SIGKILL").build();
+        match self
+            .tokio
+            .block_on(self.docker.kill_container(&self.container, Some(options)))
+        {
+            Ok(()) => Ok(()),
+            // Not running any more, or gone: nothing left to kill.
+            Err(e) if matches!(status_of(&e), Some(404) | Some(409)) => Ok(()),
+            Err(e) => Err(PluginError::backend(format!(
+                "could not kill the processes of sandbox {}: {}",
+                self.container,
+                message_of(&e)
+            ))),
+        }
+    }
+}

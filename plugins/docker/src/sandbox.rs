@@ -1,0 +1,200 @@
+//! Sandboxes as containers: create, remove, list, and the image check before creating.
+
+use std::collections::HashMap;
+
+use bollard::models::{ContainerCreateBody, HostConfig, Mount, MountType};
+use bollard::query_parameters::{
+    ListContainersOptions, RemoveContainerOptionsBuilder, StartContainerOptions,
+};
+use bollard::Docker;
+use stet_plugin_api::{
+    ImageStatus, Label, Network, PluginError, ROption, SandboxInfo, SandboxSpec,
+};
+
+use crate::{message_of, status_of};
+
+/// What every sandbox runs as its main process: nothing, for ever, under docker's init
+/// (which reaps the zombies of exec'd processes). Work arrives through exec.
+const IDLE: [&str; 2] = ["sleep", "infinity"];
+
+fn missing_image(image: &str) -> String {
+    format!(
+        "image {image} is not in the engine's local store; build or load it there \
+         (`docker build -t {image} …` or `docker load -i …`); stet never pulls images"
+    )
+}
+
+pub async fn image_status(docker: &Docker, image: &str) -> Result<ImageStatus, PluginError> {
+    match docker.inspect_image(image).await {
+        Ok(_) => Ok(ImageStatus {
+            present: true,
+            remedy: Default::default(),
+        }),
+        Err(e) if status_of(&e) == Some(404) => Ok(ImageStatus {
+            present: false,
+            remedy: missing_image(image).into(),
+        }),
+        Err(e) => Err(PluginError::backend(format!(
+            "could not look up image {image}: {}",
+            message_of(&e)
+        ))),
+    }
+}
+
+fn check(spec: &SandboxSpec) -> Result<(), PluginError> {
+    if spec.image.is_empty() {
+        return Err(PluginError::invalid_input("no image given for the sandbox"));
+    }
+    for mount in spec.mounts.iter() {
+        // A relative source would be taken as a named volume, silently.
+        if !mount.source.starts_with('/') || !mount.target.starts_with('/') {
+            return Err(PluginError::invalid_input(format!(
+                "mount {} -> {} is not between absolute paths",
+                mount.source, mount.target
+            )));
+        }
+        if !std::path::Path::new(mount.source.as_str()).exists() {
+            return Err(PluginError::not_found(format!(
+                "mount source {} does not exist on the host",
+                mount.source
+            )));
+        }
+    }
+    if let Network::AllowHosts(_) = spec.network {
+        return Err(PluginError::unsupported(
+            "the docker plugin cannot limit egress to named hosts yet",
+        )
+        .with_remedy("ask for no network or the open network"));
+    }
+    Ok(())
+}
+
+pub async fn create(docker: &Docker, spec: SandboxSpec) -> Result<SandboxInfo, PluginError> {
+    check(&spec)?;
+    let status = image_status(docker, &spec.image).await?;
+    if !status.present {
+        return Err(PluginError::not_found(format!("image {} is not available", spec.image))
+            .with_remedy(status.remedy.as_str()));
+    }
+    let labels: HashMap<String, String> = spec
+        .labels
+        .iter()
+        .map(|l| (l.key.to_string(), l.value.to_string()))
+        .collect();
+    let mounts = spec
+        .mounts
+        .iter()
+        .map(|m| Mount {
+            typ: Some(MountType::BIND),
+            source: Some(m.source.to_string()),
+            target: Some(m.target.to_string()),
+            read_only: Some(!m.writable),
+            ..Default::default()
+        })
+        .collect();
+    let limits = spec.limits;
+    let positive = |v: i64| (v > 0).then_some(v);
+    let memory = positive(limits.memory_bytes as i64);
+    let host_config = HostConfig {
+        mounts: Some(mounts),
+        network_mode: Some(
+            match spec.network {
+                Network::None => "none",
+                _ => "bridge",
+            }
+            .to_string(),
+        ),
+        nano_cpus: positive(limits.millicpus as i64 * 1_000_000),
+        memory,
+        // No swap beyond the memory limit, so the limit is a limit.
+        memory_swap: memory,
+        pids_limit: positive(limits.pids as i64),
+        cap_drop: Some(vec!["ALL".to_string()]),
+        security_opt: Some(vec!["no-new-privileges".to_string()]),
+        init: Some(true),
+        ..Default::default()
+    };
+    let user = match spec.user {
+        ROption::RSome(ids) => Some(format!("{}:{}", ids.uid, ids.gid)),
+        ROption::RNone => None,
+    };
+    let body = ContainerCreateBody {
+        image: Some(spec.image.to_string()),
+        cmd: Some(IDLE.iter().map(|s| s.to_string()).collect()),
+        env: Some(spec.env.iter().map(|v| format!("{}={}", v.name, v.value)).collect()),
+        working_dir: (!spec.workdir.is_empty()).then(|| spec.workdir.to_string()),
+        labels: Some(labels),
+        user,
+        host_config: Some(host_config),
+        ..Default::default()
+    };
+    let created = docker
+        .create_container(None::<bollard::query_parameters::CreateContainerOptions>, body)
+        .await
+        .map_err(|e| {
+            PluginError::backend(format!("could not create a sandbox from {}: {}", spec.image, message_of(&e)))
+        })?;
+    if let Err(e) = docker
+        .start_container(&created.id, None::<StartContainerOptions>)
+        .await
+    {
+        let _ = remove(docker, &created.id).await;
+        return Err(PluginError::backend(format!(
+            "could not start the sandbox from {} (it has `sleep` as its idle process): {}",
+            spec.image,
+            message_of(&e)
+        )));
+    }
+    Ok(SandboxInfo {
+        id: created.id.into(),
+        state: "running".into(),
+        labels: spec.labels,
+    })
+}
+
+pub async fn remove(docker: &Docker, sandbox: &str) -> Result<(), PluginError> {
+    let options = RemoveContainerOptionsBuilder::default().force(true).v(true).build();
+    match docker.remove_container(sandbox, Some(options)).await {
+        Ok(()) => Ok(()),
+        // Already gone (or being removed by a concurrent teardown): the goal is reached.
+        Err(e) if matches!(status_of(&e), Some(404) | Some(409)) => Ok(()),
+        Err(e) => Err(PluginError::backend(format!(
+            "could not remove sandbox {sandbox}: {}",
+            message_of(&e)
+        ))),
+    }
+}
+
+pub async fn list(docker: &Docker, labels: &[Label]) -> Result<Vec<SandboxInfo>, PluginError> {
+    if labels.is_empty() {
+        return Err(PluginError::invalid_input(
+            "listing sandboxes needs at least one label, so that only stet's are touched",
+        ));
+    }
+    let filters = HashMap::from([(
+        "label".to_string(),
+        labels.iter().map(|l| format!("{}={}", l.key, l.value)).collect(),
+    )]);
+    let options = ListContainersOptions {
+        all: true,
+        filters: Some(filters),
+        ..Default::default()
+    };
+    let containers = docker
+        .list_containers(Some(options))
+        .await
+        .map_err(|e| PluginError::backend(format!("could not list sandboxes: {}", message_of(&e))))?;
+    Ok(containers
+        .into_iter()
+        .map(|c| SandboxInfo {
+            id: c.id.unwrap_or_default().into(),
+            state: c.state.map(|s| s.to_string()).unwrap_or_default().into(),
+            labels: c
+                .labels
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(k, v)| Label::new(k, v))
+                .collect(),
+        })
+        .collect())
+}
