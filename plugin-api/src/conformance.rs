@@ -243,7 +243,10 @@ impl Suite<'_> {
         let mut sandbox = None;
         self.record("create a sandbox with a git working copy mounted", |s| {
             s.prepare_host()?;
-            let info = s.driver.create_sandbox(s.spec("main")).map_err(|e| e.to_string())?;
+            let info = s
+                .driver
+                .create_sandbox(s.spec("main"))
+                .map_err(|e| e.to_string())?;
             let detail = format!("sandbox {}", short(&info.id));
             sandbox = Some(info.id.to_string());
             Ok(detail)
@@ -268,11 +271,15 @@ impl Suite<'_> {
                 )
             })
         });
-        self.record("output streams as it is produced, in order", |s| s.streaming(sb));
+        self.record("output streams as it is produced, in order", |s| {
+            s.streaming(sb)
+        });
         self.record("stdin reaches the process", |s| {
             let input = vec![b'x'; 100_000];
             let ran = s.exec(sb, &["wc", "-c"], &input)?;
-            expect(ran.stdout().trim() == "100000", || format!("wc -c said {:?}", ran.stdout()))
+            expect(ran.stdout().trim() == "100000", || {
+                format!("wc -c said {:?}", ran.stdout())
+            })
         });
         self.record("exit codes and signal deaths are reported", |s| {
             let seven = s.exec(sb, &["sh", "-c", "exit 7"], b"")?.status;
@@ -282,14 +289,19 @@ impl Suite<'_> {
                 || format!("exit 7 gave {seven:?}; kill -9 gave {killed:?}"),
             )
         });
-        self.record("large output passes in bounded memory", |s| s.large_output(sb));
+        self.record("large output passes in bounded memory", |s| {
+            s.large_output(sb)
+        });
         self.record("git works inside on the mounted copy", |s| s.git_inside(sb));
-        self.record("the environment holds exactly what was given", |s| s.environment(sb));
+        self.record("the environment holds exactly what was given", |s| {
+            s.environment(sb)
+        });
         self.record("with network none only loopback exists", |s| {
             let ran = s.exec(sb, &["ls", "/sys/class/net"], b"")?;
-            expect(ran.stdout().split_whitespace().collect::<Vec<_>>() == ["lo"], || {
-                format!("interfaces: {:?}", ran.stdout())
-            })
+            expect(
+                ran.stdout().split_whitespace().collect::<Vec<_>>() == ["lo"],
+                || format!("interfaces: {:?}", ran.stdout()),
+            )
         });
         self.record("host files outside the mounts are not visible", |s| {
             let canary = s.hidden.join("canary");
@@ -312,7 +324,9 @@ impl Suite<'_> {
                 format!("{} not among {} listed", short(sb), found.len())
             })
         });
-        self.record("a process in flight is killed from another thread", |s| s.kill());
+        self.record("a process in flight is killed from another thread", |s| {
+            s.kill()
+        });
         self.record("teardown succeeds, and again", |s| {
             s.driver.teardown(sb).map_err(|e| format!("first: {e}"))?;
             s.driver.teardown(sb).map_err(|e| format!("second: {e}"))?;
@@ -320,20 +334,32 @@ impl Suite<'_> {
                 .driver
                 .list_sandboxes(&s.labels("main"))
                 .map_err(|e| e.to_string())?;
-            expect(left.is_empty(), || format!("{} still listed after teardown", left.len()))
+            expect(left.is_empty(), || {
+                format!("{} still listed after teardown", left.len())
+            })
         });
     }
 
     fn prepare_host(&self) -> Result<(), String> {
         std::fs::create_dir_all(&self.lane).map_err(|e| e.to_string())?;
         std::fs::create_dir_all(&self.hidden).map_err(|e| e.to_string())?;
-        std::fs::write(self.hidden.join("canary"), "not for sandboxes").map_err(|e| e.to_string())?;
+        std::fs::write(self.hidden.join("canary"), "not for sandboxes")
+            .map_err(|e| e.to_string())?;
         std::fs::write(self.lane.join("README"), "a lane\n").map_err(|e| e.to_string())?;
         git(&self.lane, &["init", "--quiet"])?;
         git(&self.lane, &["add", "README"])?;
         git(
             &self.lane,
-            &["-c", "user.name=stet", "-c", "user.email=stet@localhost", "commit", "--quiet", "-m", "start"],
+            &[
+                "-c",
+                "user.name=stet",
+                "-c",
+                "user.email=stet@localhost",
+                "commit",
+                "--quiet",
+                "-m",
+                "start",
+            ],
         )?;
         Ok(())
     }
@@ -341,7 +367,17 @@ impl Suite<'_> {
     fn streaming(&self, sb: &str) -> Outcome {
         let process = self
             .driver
-            .spawn(sb, process(&["sh", "-c", "echo first; sleep 1; echo second >&2; echo third"], b""))
+            .spawn(
+                sb,
+                process(
+                    &[
+                        "sh",
+                        "-c",
+                        "echo first; sleep 1; echo second >&2; sleep 0.3; echo third",
+                    ],
+                    b"",
+                ),
+            )
             .map_err(|e| e.to_string())?;
         let started = Instant::now();
         let arrivals = Mutex::new(Vec::new());
@@ -367,21 +403,33 @@ impl Suite<'_> {
         if joined != "first\nsecond\nthird\n" {
             return Err(format!("chunks out of order: {order:?}"));
         }
-        expect(end.saturating_sub(first.0) >= Duration::from_millis(700), || {
+        expect(
+            end.saturating_sub(first.0) >= Duration::from_millis(700),
+            || {
+                format!(
+                    "`first` arrived at {} ms and the rest at {} ms: output was held back",
+                    first.0.as_millis(),
+                    end.as_millis()
+                )
+            },
+        )
+        .map(|_| {
             format!(
-                "`first` arrived at {} ms and the rest at {} ms: output was held back",
+                "first chunk after {} ms, last after {} ms",
                 first.0.as_millis(),
                 end.as_millis()
             )
         })
-        .map(|_| format!("first chunk after {} ms, last after {} ms", first.0.as_millis(), end.as_millis()))
     }
 
     fn large_output(&self, sb: &str) -> Outcome {
         let bytes = self.options.large_output_bytes;
         let process = self
             .driver
-            .spawn(sb, process(&["head", "-c", &bytes.to_string(), "/dev/zero"], b""))
+            .spawn(
+                sb,
+                process(&["head", "-c", &bytes.to_string(), "/dev/zero"], b""),
+            )
             .map_err(|e| e.to_string())?;
         let before = peak_rss();
         let mut received = 0u64;
@@ -394,7 +442,9 @@ impl Suite<'_> {
             })
             .map_err(|e| e.to_string())?;
         let elapsed = started.elapsed();
-        let growth = peak_rss().zip(before).map(|(after, before)| after.saturating_sub(before));
+        let growth = peak_rss()
+            .zip(before)
+            .map(|(after, before)| after.saturating_sub(before));
         if received != bytes || !status.success() {
             return Err(format!("received {received} of {bytes} bytes, {status:?}"));
         }
@@ -410,7 +460,10 @@ impl Suite<'_> {
                 bytes >> 20,
                 growth >> 20
             )),
-            None => Ok(format!("{} MiB at {rate:.0} MiB/s (peak memory not measurable here)", bytes >> 20)),
+            None => Ok(format!(
+                "{} MiB at {rate:.0} MiB/s (peak memory not measurable here)",
+                bytes >> 20
+            )),
         }
     }
 
@@ -427,9 +480,14 @@ impl Suite<'_> {
         }
         let log = git(&self.lane, &["log", "--format=%s"])?;
         if log.lines().next() != Some("inside") {
-            return Err(format!("the host does not see the commit made inside: {log:?}"));
+            return Err(format!(
+                "the host does not see the commit made inside: {log:?}"
+            ));
         }
-        match (owner_of(&self.lane.join("inside.txt")), owner_of(&self.lane)) {
+        match (
+            owner_of(&self.lane.join("inside.txt")),
+            owner_of(&self.lane),
+        ) {
             (Some(file), Some(lane)) if file != lane => Err(format!(
                 "a file written inside belongs to {}:{} on the host, not to the lane's owner {}:{}",
                 file.uid, file.gid, lane.uid, lane.gid
@@ -447,7 +505,10 @@ impl Suite<'_> {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         for given in &self.env {
-            if !seen.iter().any(|(k, v)| k == given.name.as_str() && v == given.value.as_str()) {
+            if !seen
+                .iter()
+                .any(|(k, v)| k == given.name.as_str() && v == given.value.as_str())
+            {
                 return Err(format!("{} is missing or changed", given.name));
             }
         }
@@ -456,7 +517,9 @@ impl Suite<'_> {
         let extra: Vec<&str> = seen
             .iter()
             .map(|(k, _)| k.as_str())
-            .filter(|k| !RUNTIME_MANAGED.contains(k) && !self.env.iter().any(|g| g.name.as_str() == *k))
+            .filter(|k| {
+                !RUNTIME_MANAGED.contains(k) && !self.env.iter().any(|g| g.name.as_str() == *k)
+            })
             .collect();
         if !extra.is_empty() {
             return Err(format!("variables nobody gave: {}", extra.join(", ")));
@@ -464,12 +527,15 @@ impl Suite<'_> {
         let leaked: Vec<String> = std::env::vars()
             .filter(|(k, v)| v.len() > 3 && seen.iter().any(|(sk, sv)| sk == k && sv == v))
             .filter(|(k, _)| {
-                !self.env.iter().any(|g| g.name.as_str() == k) && !RUNTIME_MANAGED.contains(&k.as_str())
+                !self.env.iter().any(|g| g.name.as_str() == k)
+                    && !RUNTIME_MANAGED.contains(&k.as_str())
             })
             .map(|(k, _)| k)
             .collect();
-        expect(leaked.is_empty(), || format!("host variables leaked in: {}", leaked.join(", ")))
-            .map(|_| format!("{} variables, none from the host", seen.len()))
+        expect(leaked.is_empty(), || {
+            format!("host variables leaked in: {}", leaked.join(", "))
+        })
+        .map(|_| format!("{} variables, none from the host", seen.len()))
     }
 
     fn kill(&self) -> Outcome {
@@ -493,8 +559,13 @@ impl Suite<'_> {
             });
             let elapsed = started.elapsed();
             match status {
-                (Ok(status), Ok(Ok(()))) if elapsed < Duration::from_secs(20) && !status.success() => {
-                    Ok(format!("ended after {} ms with {status:?}", elapsed.as_millis()))
+                (Ok(status), Ok(Ok(())))
+                    if elapsed < Duration::from_secs(20) && !status.success() =>
+                {
+                    Ok(format!(
+                        "ended after {} ms with {status:?}",
+                        elapsed.as_millis()
+                    ))
                 }
                 (status, killed) => Err(format!(
                     "after {} ms: wait {status:?}, kill {killed:?}",
@@ -503,7 +574,11 @@ impl Suite<'_> {
             }
         })();
         let removed = self.driver.teardown(&info.id);
-        outcome.and_then(|detail| removed.map(|_| detail).map_err(|e| format!("teardown: {e}")))
+        outcome.and_then(|detail| {
+            removed
+                .map(|_| detail)
+                .map_err(|e| format!("teardown: {e}"))
+        })
     }
 }
 
@@ -535,7 +610,10 @@ fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
         .output()
         .map_err(|e| format!("git {args:?}: {e} (the kit needs git on the host)"))?;
     if !out.status.success() {
-        return Err(format!("git {args:?}: {}", String::from_utf8_lossy(&out.stderr).trim()));
+        return Err(format!(
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }

@@ -63,7 +63,10 @@ impl v1_1::OutputSink for FnSink<'_> {
     fn chunk(&mut self, stream: Stream, bytes: RSlice<'_, u8>) {
         let f = &mut self.0;
         if catch_unwind(AssertUnwindSafe(|| f(stream, bytes.as_slice()))).is_err() {
-            eprintln!("stet: an output handler panicked; a chunk of {} bytes was dropped", bytes.len());
+            eprintln!(
+                "stet: an output handler panicked; a chunk of {} bytes was dropped",
+                bytes.len()
+            );
         }
     }
 }

@@ -84,7 +84,10 @@ pub async fn describe(docker: &Docker, address: &str) -> Result<ProbeReport, Str
     let engine_version = version.version.clone().unwrap_or_else(|| "unknown".into());
     let mut report = ProbeReport::available(format!("{product} {engine_version}"), PRIORITY)
         .with_fact("endpoint", address)
-        .with_fact("api-version", version.api_version.clone().unwrap_or_default())
+        .with_fact(
+            "api-version",
+            version.api_version.clone().unwrap_or_default(),
+        )
         .with_fact(
             "os/arch",
             format!(

@@ -93,12 +93,19 @@ impl DockerRuntime {
                     *engine = Some(docker.clone());
                     return Ok(docker);
                 }
-                Err(why) => tried.push(format!("{} ({}): {why}", candidate.address, candidate.source)),
+                Err(why) => tried.push(format!(
+                    "{} ({}): {why}",
+                    candidate.address, candidate.source
+                )),
             }
         }
         Err(PluginError::unavailable(format!(
             "no Docker engine answered{}",
-            if tried.is_empty() { String::new() } else { format!("; tried {}", tried.join("; ")) }
+            if tried.is_empty() {
+                String::new()
+            } else {
+                format!("; tried {}", tried.join("; "))
+            }
         ))
         .with_remedy(ENGINE_REMEDY))
     }
@@ -120,7 +127,10 @@ impl RuntimePlugin for DockerRuntime {
         let mut tried = Vec::new();
         for candidate in connect::candidates(self.config.host.as_deref()) {
             if skip_absent_socket(&candidate) {
-                tried.push(format!("{} (absent)", candidate.address.trim_start_matches("unix://")));
+                tried.push(format!(
+                    "{} (absent)",
+                    candidate.address.trim_start_matches("unix://")
+                ));
                 continue;
             }
             let answer = self.tokio.block_on(async {
@@ -129,7 +139,10 @@ impl RuntimePlugin for DockerRuntime {
             });
             match answer {
                 Ok(report) => return Ok(report.with_fact("found-by", candidate.source)),
-                Err(why) => tried.push(format!("{} ({}): {why}", candidate.address, candidate.source)),
+                Err(why) => tried.push(format!(
+                    "{} ({}): {why}",
+                    candidate.address, candidate.source
+                )),
             }
         }
         Ok(ProbeReport::unavailable(

@@ -28,7 +28,11 @@ pub struct Started {
 /// host's sink; the engine still sends whatever it has as soon as it has it.
 const CHUNK: usize = 64 * 1024;
 
-pub async fn start(docker: &Docker, sandbox: &str, spec: ProcessSpec) -> Result<Started, PluginError> {
+pub async fn start(
+    docker: &Docker,
+    sandbox: &str,
+    spec: ProcessSpec,
+) -> Result<Started, PluginError> {
     if spec.argv.is_empty() {
         return Err(PluginError::invalid_input("no program given to run"));
     }
@@ -37,7 +41,12 @@ pub async fn start(docker: &Docker, sandbox: &str, spec: ProcessSpec) -> Result<
         attach_stdout: Some(true),
         attach_stderr: Some(true),
         cmd: Some(spec.argv.iter().map(|a| a.to_string()).collect()),
-        env: Some(spec.env.iter().map(|v| format!("{}={}", v.name, v.value)).collect()),
+        env: Some(
+            spec.env
+                .iter()
+                .map(|v| format!("{}={}", v.name, v.value))
+                .collect(),
+        ),
         working_dir: match &spec.workdir {
             ROption::RSome(dir) => Some(dir.to_string()),
             ROption::RNone => None,
@@ -45,7 +54,11 @@ pub async fn start(docker: &Docker, sandbox: &str, spec: ProcessSpec) -> Result<
         ..Default::default()
     };
     let exec = docker.create_exec(sandbox, config).await.map_err(|e| {
-        let message = format!("could not start {} in sandbox {sandbox}: {}", spec.argv[0], message_of(&e));
+        let message = format!(
+            "could not start {} in sandbox {sandbox}: {}",
+            spec.argv[0],
+            message_of(&e)
+        );
         match status_of(&e) {
             Some(404) => PluginError::not_found(message),
             _ => PluginError::backend(message),
@@ -59,9 +72,17 @@ pub async fn start(docker: &Docker, sandbox: &str, spec: ProcessSpec) -> Result<
     let started = docker
         .start_exec(&exec.id, Some(options))
         .await
-        .map_err(|e| PluginError::backend(format!("could not start {}: {}", spec.argv[0], message_of(&e))))?;
+        .map_err(|e| {
+            PluginError::backend(format!(
+                "could not start {}: {}",
+                spec.argv[0],
+                message_of(&e)
+            ))
+        })?;
     let StartExecResults::Attached { output, mut input } = started else {
-        return Err(PluginError::backend("the engine detached an exec stet asked to attach"));
+        return Err(PluginError::backend(
+            "the engine detached an exec stet asked to attach",
+        ));
     };
     if !spec.stdin.is_empty() {
         let bytes = spec.stdin.into_vec();
@@ -105,13 +126,14 @@ impl DockerProcess {
 
     async fn exit_status(&self) -> Result<ExitStatus, PluginError> {
         let inspected = self.docker.inspect_exec(&self.exec_id).await.map_err(|e| {
-            PluginError::backend(format!("could not read the exit status: {}", message_of(&e)))
+            PluginError::backend(format!(
+                "could not read the exit status: {}",
+                message_of(&e)
+            ))
         })?;
-        let out_of_memory = match self.docker.inspect_container(&self.container, None).await {
-            Ok(c) => c.state.and_then(|s| s.oom_killed).unwrap_or(false),
-            Err(_) => false,
-        };
         let code = inspected.exit_code.unwrap_or(-1) as i32;
+        let killed_by_kernel = code == 128 + 9 && !self.killed.load(Ordering::SeqCst);
+        let out_of_memory = killed_by_kernel && self.oom_kills().await > 0;
         let mut status = if self.killed.load(Ordering::SeqCst) {
             ExitStatus::signalled(9)
         } else if (129..=128 + 31).contains(&code) {
@@ -125,6 +147,47 @@ impl DockerProcess {
     }
 }
 
+impl DockerProcess {
+    /// How many processes the kernel's OOM killer has killed in the sandbox.
+    ///
+    /// The engine marks a container `OOMKilled` only when its main process dies; an exec'd
+    /// process killed for memory leaves no mark. So a process that died of SIGKILL nobody
+    /// sent is checked against the cgroup's own counter (v2 `memory.events`, v1
+    /// `memory.oom_control`), read from inside the sandbox.
+    async fn oom_kills(&self) -> u64 {
+        if let Ok(c) = self.docker.inspect_container(&self.container, None).await {
+            if c.state.and_then(|s| s.oom_killed).unwrap_or(false) {
+                return 1;
+            }
+        }
+        let script = "cat /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null; true";
+        let config = ExecConfig {
+            attach_stdout: Some(true),
+            attach_stderr: Some(true),
+            cmd: Some(vec!["sh".into(), "-c".into(), script.into()]),
+            ..Default::default()
+        };
+        let Ok(exec) = self.docker.create_exec(&self.container, config).await else {
+            return 0;
+        };
+        let Ok(StartExecResults::Attached { mut output, .. }) =
+            self.docker.start_exec(&exec.id, None).await
+        else {
+            return 0;
+        };
+        let mut text = Vec::new();
+        while let Some(Ok(item)) = output.next().await {
+            text.extend_from_slice(&item.into_bytes());
+        }
+        String::from_utf8_lossy(&text)
+            .lines()
+            .filter_map(|l| l.strip_prefix("oom_kill "))
+            .filter_map(|n| n.trim().parse::<u64>().ok())
+            .max()
+            .unwrap_or(0)
+    }
+}
+
 impl ProcessPlugin for DockerProcess {
     fn wait(&self, sink: &mut Sink<'_>) -> Result<ExitStatus, PluginError> {
         let output = self
@@ -132,7 +195,9 @@ impl ProcessPlugin for DockerProcess {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .take()
-            .ok_or_else(|| PluginError::invalid_input("wait was already called for this process"))?;
+            .ok_or_else(|| {
+                PluginError::invalid_input("wait was already called for this process")
+            })?;
         self.tokio.block_on(async {
             let mut output = output;
             while let Some(item) = output.next().await {
@@ -161,7 +226,9 @@ impl ProcessPlugin for DockerProcess {
         self.killed.store(true, Ordering::SeqCst);
         // An exec cannot be signalled through the API, so the sandbox's processes are
         // killed together; the sandbox then waits for its teardown.
-        let options = KillContainerOptionsBuilder::default().signal("SIGKILL").build();
+        let options = KillContainerOptionsBuilder::default()
+            .signal("SIGKILL")
+            .build();
         match self
             .tokio
             .block_on(self.docker.kill_container(&self.container, Some(options)))

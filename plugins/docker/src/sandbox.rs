@@ -73,8 +73,10 @@ pub async fn create(docker: &Docker, spec: SandboxSpec) -> Result<SandboxInfo, P
     check(&spec)?;
     let status = image_status(docker, &spec.image).await?;
     if !status.present {
-        return Err(PluginError::not_found(format!("image {} is not available", spec.image))
-            .with_remedy(status.remedy.as_str()));
+        return Err(
+            PluginError::not_found(format!("image {} is not available", spec.image))
+                .with_remedy(status.remedy.as_str()),
+        );
     }
     let labels: HashMap<String, String> = spec
         .labels
@@ -121,7 +123,12 @@ pub async fn create(docker: &Docker, spec: SandboxSpec) -> Result<SandboxInfo, P
     let body = ContainerCreateBody {
         image: Some(spec.image.to_string()),
         cmd: Some(IDLE.iter().map(|s| s.to_string()).collect()),
-        env: Some(spec.env.iter().map(|v| format!("{}={}", v.name, v.value)).collect()),
+        env: Some(
+            spec.env
+                .iter()
+                .map(|v| format!("{}={}", v.name, v.value))
+                .collect(),
+        ),
         working_dir: (!spec.workdir.is_empty()).then(|| spec.workdir.to_string()),
         labels: Some(labels),
         user,
@@ -129,10 +136,17 @@ pub async fn create(docker: &Docker, spec: SandboxSpec) -> Result<SandboxInfo, P
         ..Default::default()
     };
     let created = docker
-        .create_container(None::<bollard::query_parameters::CreateContainerOptions>, body)
+        .create_container(
+            None::<bollard::query_parameters::CreateContainerOptions>,
+            body,
+        )
         .await
         .map_err(|e| {
-            PluginError::backend(format!("could not create a sandbox from {}: {}", spec.image, message_of(&e)))
+            PluginError::backend(format!(
+                "could not create a sandbox from {}: {}",
+                spec.image,
+                message_of(&e)
+            ))
         })?;
     if let Err(e) = docker
         .start_container(&created.id, None::<StartContainerOptions>)
@@ -153,7 +167,10 @@ pub async fn create(docker: &Docker, spec: SandboxSpec) -> Result<SandboxInfo, P
 }
 
 pub async fn remove(docker: &Docker, sandbox: &str) -> Result<(), PluginError> {
-    let options = RemoveContainerOptionsBuilder::default().force(true).v(true).build();
+    let options = RemoveContainerOptionsBuilder::default()
+        .force(true)
+        .v(true)
+        .build();
     match docker.remove_container(sandbox, Some(options)).await {
         Ok(()) => Ok(()),
         // Already gone (or being removed by a concurrent teardown): the goal is reached.
@@ -173,17 +190,19 @@ pub async fn list(docker: &Docker, labels: &[Label]) -> Result<Vec<SandboxInfo>,
     }
     let filters = HashMap::from([(
         "label".to_string(),
-        labels.iter().map(|l| format!("{}={}", l.key, l.value)).collect(),
+        labels
+            .iter()
+            .map(|l| format!("{}={}", l.key, l.value))
+            .collect(),
     )]);
     let options = ListContainersOptions {
         all: true,
         filters: Some(filters),
         ..Default::default()
     };
-    let containers = docker
-        .list_containers(Some(options))
-        .await
-        .map_err(|e| PluginError::backend(format!("could not list sandboxes: {}", message_of(&e))))?;
+    let containers = docker.list_containers(Some(options)).await.map_err(|e| {
+        PluginError::backend(format!("could not list sandboxes: {}", message_of(&e)))
+    })?;
     Ok(containers
         .into_iter()
         .map(|c| SandboxInfo {
