@@ -11,6 +11,9 @@
 //! [probe]
 //! timeout = "5s"                            # per plugin probe
 //!
+//! [sandbox]
+//! image = "stet-lane:1"                     # the image sandboxes start from
+//!
 //! [plugins.docker]                          # handed to the docker plugin as JSON
 //! host = "unix:///var/run/docker.sock"
 //! ```
@@ -39,6 +42,8 @@ pub struct ConfigFile {
     pub harness_prefer: Option<Vec<String>>,
     /// `[probe] timeout`.
     pub probe_timeout: Option<Duration>,
+    /// `[sandbox] image`.
+    pub sandbox_image: Option<String>,
     /// `[plugins.<name>]` tables, as JSON for the plugins.
     pub plugins: BTreeMap<String, serde_json::Value>,
 }
@@ -61,6 +66,7 @@ struct RawConfig {
     runtime: Option<RawKind>,
     harness: Option<RawKind>,
     probe: Option<RawProbe>,
+    sandbox: Option<RawSandbox>,
     #[serde(default)]
     plugins: BTreeMap<String, toml::Table>,
 }
@@ -69,6 +75,12 @@ struct RawConfig {
 #[serde(deny_unknown_fields)]
 struct RawKind {
     prefer: Option<Vec<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSandbox {
+    image: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -126,6 +138,7 @@ pub fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
         runtime_prefer: raw.runtime.and_then(|r| r.prefer),
         harness_prefer: raw.harness.and_then(|h| h.prefer),
         probe_timeout,
+        sandbox_image: raw.sandbox.and_then(|s| s.image),
         plugins,
     })
 }

@@ -8,18 +8,34 @@ use std::process::ExitCode;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
     /// 0: the command did what it was asked.
-    Success = 0,
-    /// 1: something failed that the person did not cause (a bug, an I/O error).
-    Failure = 1,
+    Success,
+    /// 1: something failed that the person did not cause (a bug, an I/O error), or a
+    /// check the command ran failed (`plugins conformance`).
+    Failure,
     /// 2: the command line, a configuration file or a manifest is wrong.
-    Usage = 2,
-    /// 3: no usable runtime or harness (or a named plugin is unavailable).
-    Unusable = 3,
+    Usage,
+    /// 3: no usable runtime or harness (or a named plugin, or an image, is unavailable).
+    Unusable,
+    /// The exit status of a command run in a sandbox (`stet run`), passed through.
+    Passthrough(u8),
+}
+
+impl Exit {
+    /// The process exit status.
+    pub fn code(self) -> u8 {
+        match self {
+            Exit::Success => 0,
+            Exit::Failure => 1,
+            Exit::Usage => 2,
+            Exit::Unusable => 3,
+            Exit::Passthrough(code) => code,
+        }
+    }
 }
 
 impl From<Exit> for ExitCode {
     fn from(exit: Exit) -> Self {
-        ExitCode::from(exit as u8)
+        ExitCode::from(exit.code())
     }
 }
 

@@ -8,4 +8,5 @@ pub mod config;
 pub mod error;
 pub mod plugins;
 pub mod printer;
+pub mod sandbox;
 pub mod settings;

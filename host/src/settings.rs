@@ -28,6 +28,8 @@ pub struct Overrides {
     pub harness: Option<String>,
     /// `--probe-timeout`, unparsed.
     pub probe_timeout: Option<String>,
+    /// `--image`.
+    pub image: Option<String>,
 }
 
 /// Everything a command needs to know, resolved.
@@ -43,6 +45,8 @@ pub struct Settings {
     pub harness: Preference,
     /// Each plugin's settings table, as JSON.
     pub plugin_config: BTreeMap<String, serde_json::Value>,
+    /// The image sandboxes start from.
+    pub image: String,
     /// The configuration files that were read, lowest precedence first.
     pub config_files: Vec<PathBuf>,
 }
@@ -126,7 +130,14 @@ pub fn resolve(global: &GlobalArgs, overrides: &Overrides) -> Result<Settings, C
         executable.as_deref(),
     );
 
+    let image = overrides
+        .image
+        .clone()
+        .or_else(|| files.iter().rev().find_map(|f| f.sandbox_image.clone()))
+        .unwrap_or_else(|| crate::sandbox::DEFAULT_IMAGE.to_string());
+
     Ok(Settings {
+        image,
         search_path,
         probe_timeout,
         runtime,

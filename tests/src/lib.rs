@@ -41,6 +41,34 @@ pub fn claude_binary() -> PathBuf {
     path
 }
 
+/// The lane image the sandbox tests use; built by `scripts/build-image.sh`.
+pub const IMAGE: &str = "stet-lane:1";
+
+/// Fails loudly when the lane image is not loaded in the engine.
+pub fn require_image() {
+    let out = Command::new("docker")
+        .args(["image", "inspect", "--format", "{{.Id}}", IMAGE])
+        .output()
+        .expect("run the docker CLI");
+    assert!(
+        out.status.success(),
+        "{IMAGE} is not loaded: run scripts/build-image.sh (`cargo xtask test` does)"
+    );
+}
+
+/// Ids of the containers carrying `label` (`key=value`), as the engine lists them.
+pub fn containers_with_label(label: &str) -> Vec<String> {
+    let out = Command::new("docker")
+        .args(["ps", "--all", "--quiet", "--no-trunc", "--filter"])
+        .arg(format!("label={label}"))
+        .output()
+        .expect("run the docker CLI");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
 /// Every plugin crate of the repository: the real ones and the test fixtures.
 pub fn all_plugin_crates() -> Vec<PluginCrate> {
     let root = repo_root();

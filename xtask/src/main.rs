@@ -20,7 +20,8 @@ enum Task {
         #[arg(long, default_value = "dist")]
         out: PathBuf,
     },
-    /// Install what the tests need (the pinned Claude Code), build everything, run every test.
+    /// Install what the tests need (the pinned Claude Code, the lane image), build
+    /// everything, run every test.
     Test {
         /// Extra arguments for `cargo test`.
         #[arg(last = true)]
@@ -172,6 +173,8 @@ fn demo(root: &std::path::Path) -> ExitCode {
 
 fn test(root: &std::path::Path, cargo_args: &[String]) -> Result<(), String> {
     let claude = install_claude(root)?;
+    // The lane image the sandbox tests run in; the script returns at once when it is loaded.
+    run(&mut Command::new(root.join("scripts/build-image.sh")))?;
     run(cargo(root).args(["build", "--workspace", "--all-targets"]))?;
     let mut child = cargo(root)
         .args(["test", "--workspace"])

@@ -11,8 +11,11 @@ use crate::plugins::probe;
 use crate::printer::Printer;
 use crate::settings;
 
+mod gc;
+mod plugins_conformance;
 mod plugins_list;
 mod plugins_probe;
+mod run;
 
 /// Stet drains a queue of small work items on a repository, unattended: each item gets its
 /// own branch and working copy, a fresh sandbox with only that copy mounted, and an AI
@@ -43,6 +46,20 @@ pub struct GlobalArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run one command in a fresh sandbox with the current directory mounted read-write.
+    ///
+    /// Output streams live; the command's exit status is passed through (a signal death
+    /// as 128 + the signal); the sandbox is removed afterwards, also on Ctrl-C. The
+    /// environment inside is built from scratch; the network is off unless --network.
+    Run(RunArgs),
+
+    /// Remove sandboxes that a crashed or killed stet left behind.
+    ///
+    /// Looks in every available runtime for sandboxes labelled as stet's, and removes those
+    /// whose owning stet process on this machine is gone. Sandboxes of running stets, and
+    /// of other machines sharing the engine, are kept and named.
+    Gc(GcArgs),
+
     /// Inspect, probe and select plugins.
     #[command(subcommand)]
     Plugins(PluginsCommand),
@@ -72,6 +89,75 @@ pub enum PluginsCommand {
     /// Exit status: 0 when a runtime and a harness are usable (or, with NAMEs, when every
     /// named plugin is available); 3 when not; 2 for bad input.
     Probe(ProbeArgs),
+
+    /// Run the runtime conformance kit against an installed runtime plugin.
+    ///
+    /// Creates sandboxes from the lane image (see `stet run --image`), mounts a scratch git
+    /// working copy, and checks running, streaming, exit codes, git inside, the
+    /// environment, the network, visibility of host files, kill, teardown and listing by
+    /// label. Exit status: 0 when every check passes, 1 when one fails, 3 when the plugin
+    /// or the image is unavailable.
+    Conformance(ConformanceArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Use this runtime plugin instead of following preferences and priorities.
+    #[arg(long, value_name = "NAME")]
+    pub runtime: Option<String>,
+
+    /// Start the sandbox from this image (default: [sandbox] image, else stet-lane:1).
+    #[arg(long, value_name = "IMAGE")]
+    pub image: Option<String>,
+
+    /// Give the sandbox the runtime's ordinary outbound network.
+    #[arg(long)]
+    pub network: bool,
+
+    /// CPU limit, in cores (e.g. 1.5).
+    #[arg(long, value_name = "CORES")]
+    pub cpus: Option<f64>,
+
+    /// Memory limit, in MiB.
+    #[arg(long = "memory", value_name = "MIB")]
+    pub memory_mib: Option<u64>,
+
+    /// Process limit (default 4096).
+    #[arg(long, value_name = "N")]
+    pub pids: Option<u32>,
+
+    /// Time limit for each runtime plugin's probe (e.g. `5s`).
+    #[arg(long, value_name = "DURATION")]
+    pub probe_timeout: Option<String>,
+
+    /// The command and its arguments.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct GcArgs {
+    /// Say what would be removed, and remove nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Print JSON instead of lines.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ConformanceArgs {
+    /// The runtime plugin to test.
+    pub name: String,
+
+    /// Start sandboxes from this image (default: [sandbox] image, else stet-lane:1).
+    #[arg(long, value_name = "IMAGE")]
+    pub image: Option<String>,
+
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -125,6 +211,28 @@ pub fn main() -> ExitCode {
 
 fn run(cli: Cli, printer: Printer) -> Result<Exit, CliError> {
     match cli.command {
+        Command::Run(args) => {
+            let overrides = settings::Overrides {
+                runtime: args.runtime.clone(),
+                probe_timeout: args.probe_timeout.clone(),
+                image: args.image.clone(),
+                ..Default::default()
+            };
+            let settings = settings::resolve(&cli.global, &overrides)?;
+            run::run(&settings, &args, printer)
+        }
+        Command::Gc(args) => {
+            let settings = settings::resolve(&cli.global, &settings::Overrides::default())?;
+            gc::run(&settings, &args, printer)
+        }
+        Command::Plugins(PluginsCommand::Conformance(args)) => {
+            let overrides = settings::Overrides {
+                image: args.image.clone(),
+                ..Default::default()
+            };
+            let settings = settings::resolve(&cli.global, &overrides)?;
+            plugins_conformance::run(&settings, &args, printer)
+        }
         Command::Plugins(PluginsCommand::List(args)) => {
             let settings = settings::resolve(&cli.global, &settings::Overrides::default())?;
             plugins_list::run(&settings, &args, printer)
@@ -134,6 +242,7 @@ fn run(cli: Cli, printer: Printer) -> Result<Exit, CliError> {
                 runtime: args.runtime.clone(),
                 harness: args.harness.clone(),
                 probe_timeout: args.probe_timeout.clone(),
+                image: None,
             };
             let settings = settings::resolve(&cli.global, &overrides)?;
             plugins_probe::run(&settings, &args, printer)

@@ -5,10 +5,11 @@ use serde::Serialize;
 use stet_plugin_api::PluginKind;
 
 use crate::error::{CliError, Exit};
-use crate::plugins::discovery::{self, Found, Status};
+use crate::plugins::discovery::{self, Found};
 use crate::plugins::loader::Identity;
-use crate::plugins::probe::{self, Probe, ProbeFailure, ProbeRequest, Probed};
+use crate::plugins::probe::{Probe, ProbeFailure, Probed};
 use crate::plugins::selection::{self, Selection};
+use crate::plugins::survey::{self, not_probed_reason, Survey};
 use crate::plugins::version::host_api;
 use crate::printer::Printer;
 use crate::settings::Settings;
@@ -47,8 +48,8 @@ struct PluginReport {
 
 pub fn run(settings: &Settings, args: &ProbeArgs, printer: Printer) -> Result<Exit, CliError> {
     let host = host_api();
-    let mut found = discovery::discover(&settings.search_path, &host);
     if !args.names.is_empty() {
+        let found = discovery::discover(&settings.search_path, &host);
         for name in &args.names {
             if !found.iter().any(|f| &f.display_name() == name) {
                 let installed: Vec<String> = found.iter().map(Found::display_name).collect();
@@ -60,41 +61,20 @@ pub fn run(settings: &Settings, args: &ProbeArgs, printer: Printer) -> Result<Ex
                     }));
             }
         }
-        found.retain(|f| args.names.contains(&f.display_name()));
     }
 
-    let requests: Vec<ProbeRequest> = found
-        .iter()
-        .filter_map(Found::usable)
-        .map(|manifest| ProbeRequest {
-            manifest: manifest.clone(),
-            config_json: settings.plugin_config_json(&manifest.name),
-        })
-        .collect();
-    let probed = probe::probe_all(requests, &probe::current_stet(), settings.probe_timeout);
-
-    // Plugins that could not even be loaded still count as unavailable backends of their
-    // kind, so that selection names them with their reason.
-    let mut for_selection = probed.clone();
-    for f in &found {
-        if let (Some(manifest), None) = (&f.manifest, f.usable()) {
-            if !matches!(f.status, Status::ShadowedBy(_)) {
-                for_selection.push(Probed {
-                    manifest: manifest.clone(),
-                    identity: None,
-                    interface: None,
-                    result: Err(ProbeFailure::Refused {
-                        message: not_probed_reason(f, &host),
-                    }),
-                    elapsed: Default::default(),
-                });
-            }
-        }
-    }
+    let names = &args.names;
+    let Survey {
+        found,
+        probed,
+        candidates,
+    } = survey::survey(settings, |f| {
+        names.is_empty() || names.contains(&f.display_name())
+    });
 
     let selections = args.names.is_empty().then(|| Selections {
-        runtime: selection::select(PluginKind::Runtime, &for_selection, &settings.runtime),
-        harness: selection::select(PluginKind::Harness, &for_selection, &settings.harness),
+        runtime: selection::select(PluginKind::Runtime, &candidates, &settings.runtime),
+        harness: selection::select(PluginKind::Harness, &candidates, &settings.harness),
     });
 
     let exit = match &selections {
@@ -168,30 +148,6 @@ fn plugin_report(f: &Found, probed: &[Probed], host: &semver::Version) -> Plugin
         failure,
         not_probed: result.is_none().then(|| not_probed_reason(f, host)),
         elapsed_ms: result.map(|p| p.elapsed.as_millis() as u64),
-    }
-}
-
-fn not_probed_reason(f: &Found, host: &semver::Version) -> String {
-    let m = f.manifest.as_ref();
-    match &f.status {
-        Status::Ok => "not probed".to_string(),
-        Status::ManifestError(e) => format!("manifest error: {e}"),
-        Status::WrongPlatform => format!(
-            "built for {}, not {}",
-            m.map(|m| m.platforms.join(", ")).unwrap_or_default(),
-            std::env::consts::OS
-        ),
-        Status::IncompatibleApi => format!(
-            "plugin {} was built for plugin API {}; this stet speaks plugin API {host}",
-            f.display_name(),
-            m.map(|m| m.api.to_string()).unwrap_or_default()
-        ),
-        Status::LibraryMissing => format!(
-            "library {} is missing",
-            m.map(|m| m.library.display().to_string())
-                .unwrap_or_default()
-        ),
-        Status::ShadowedBy(winner) => format!("shadowed by {}", winner.display()),
     }
 }
 

@@ -8,4 +8,5 @@ pub mod loader;
 pub mod manifest;
 pub mod probe;
 pub mod selection;
+pub mod survey;
 pub mod version;

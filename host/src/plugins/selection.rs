@@ -32,7 +32,7 @@ pub struct Passed {
 }
 
 /// The outcome of selection for one kind.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
 pub struct Selection {
     /// `runtime` or `harness`.
     pub kind: &'static str,

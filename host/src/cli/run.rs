@@ -1,0 +1,152 @@
+//! `stet run -- CMD…`: one command in a fresh sandbox with the current directory mounted
+//! read-write, output live, exit status passed through, the sandbox removed afterwards
+//! (also on Ctrl-C).
+
+use std::io::{IsTerminal, Read, Write};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
+
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+use stet_plugin_api::{
+    Label, Limits, Mount, Network, ProcessSpec, ROption, SandboxSpec, Stream, UserIds,
+};
+
+use crate::error::{CliError, Exit};
+use crate::printer::Printer;
+use crate::sandbox::{self, Sandbox};
+use crate::settings::Settings;
+
+use super::RunArgs;
+
+/// The most stdin `stet run` reads up front (the process gets it all at start).
+const STDIN_LIMIT: u64 = 64 << 20;
+
+pub fn run(settings: &Settings, args: &RunArgs, printer: Printer) -> Result<Exit, CliError> {
+    let cwd = std::env::current_dir()
+        .and_then(|d| d.canonicalize())
+        .map_err(|e| CliError::failure(format!("cannot resolve the current directory: {e}")))?;
+    let stdin = read_stdin()?;
+    let runtime = sandbox::open_runtime(settings)?;
+    for line in runtime.selection.lines() {
+        printer.detail(&line);
+    }
+    let cwd_text = cwd.display().to_string();
+    let run_id = format!("run-{}-{}", std::process::id(), unique());
+    let mut labels = sandbox::ownership_labels(&run_id);
+    labels.push(Label::new("stet.kind", "run"));
+    let spec = SandboxSpec {
+        image: settings.image.clone().into(),
+        mounts: vec![Mount {
+            source: cwd_text.clone().into(),
+            target: cwd_text.clone().into(),
+            writable: true,
+        }]
+        .into(),
+        env: sandbox::base_env().into(),
+        workdir: cwd_text.into(),
+        network: if args.network {
+            Network::Open
+        } else {
+            Network::None
+        },
+        limits: Limits {
+            millicpus: (args.cpus.unwrap_or(0.0) * 1000.0) as u32,
+            memory_bytes: args.memory_mib.unwrap_or(0) << 20,
+            pids: args.pids.unwrap_or(4096),
+        },
+        labels: labels.into(),
+        user: ROption::RSome(UserIds {
+            uid: nix::unistd::getuid().as_raw(),
+            gid: nix::unistd::getgid().as_raw(),
+        }),
+    };
+
+    // Signals are caught before the sandbox exists, so that no Ctrl-C can leave it behind.
+    let mut signals = Signals::new([SIGINT, SIGTERM, SIGHUP])
+        .map_err(|e| CliError::failure(format!("cannot watch for signals: {e}")))?;
+    let signals_handle = signals.handle();
+    let sandbox = Sandbox::create(&runtime, spec)?;
+    let process = sandbox.spawn(ProcessSpec {
+        argv: args.command.iter().map(|a| a.as_str().into()).collect(),
+        env: Default::default(),
+        workdir: ROption::RNone,
+        stdin: stdin.into(),
+    })?;
+
+    let received = Arc::new(AtomicI32::new(0));
+    let watcher = {
+        let process = process.clone();
+        let received = received.clone();
+        std::thread::spawn(move || {
+            for signal in signals.forever() {
+                received.store(signal, Ordering::SeqCst);
+                let _ = process.kill();
+            }
+        })
+    };
+    let status = process.wait(&mut |stream, bytes| {
+        // Written and flushed chunk by chunk so output is live; a closed pipe on our side
+        // is not the sandboxed command's problem.
+        let _ = match stream {
+            Stream::Stdout => {
+                let mut out = std::io::stdout().lock();
+                out.write_all(bytes).and_then(|_| out.flush())
+            }
+            Stream::Stderr => {
+                let mut err = std::io::stderr().lock();
+                err.write_all(bytes).and_then(|_| err.flush())
+            }
+        };
+    });
+    signals_handle.close();
+    let _ = watcher.join();
+    drop(sandbox);
+    let status = status?;
+
+    let signal = received.load(Ordering::SeqCst);
+    if signal != 0 {
+        printer.warn(&format!(
+            "stopped by signal {signal}; the sandbox was removed"
+        ));
+        return Ok(Exit::Passthrough(128 + signal as u8));
+    }
+    if status.out_of_memory {
+        printer.warn("the command ran out of memory in its sandbox (raise --memory)");
+    }
+    Ok(Exit::Passthrough(match (status.code, status.signal) {
+        (ROption::RSome(code), _) => code.clamp(0, 255) as u8,
+        (_, ROption::RSome(signal)) => 128 + signal.clamp(0, 127) as u8,
+        _ => 1,
+    }))
+}
+
+fn read_stdin() -> Result<Vec<u8>, CliError> {
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        return Ok(Vec::new());
+    }
+    let mut bytes = Vec::new();
+    stdin
+        .lock()
+        .take(STDIN_LIMIT + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| CliError::failure(format!("cannot read standard input: {e}")))?;
+    if bytes.len() as u64 > STDIN_LIMIT {
+        return Err(CliError::usage(format!(
+            "standard input is larger than {} MiB; stet run hands it to the command up front",
+            STDIN_LIMIT >> 20
+        ))
+        .hint("put the data in a file in the current directory (it is mounted) and read it from there"));
+    }
+    Ok(bytes)
+}
+
+/// A short value that differs between runs of the same pid.
+pub fn unique() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("{:x}", nanos & 0xffff_ffff)
+}

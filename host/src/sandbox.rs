@@ -1,0 +1,340 @@
+//! Sandbox I/O: opening the selected runtime in this process, sandboxes that are torn down
+//! whatever happens, processes whose output streams live, and the labels that let a later
+//! `stet gc` find what a crashed stet left behind.
+
+use std::sync::Arc;
+
+use stet_plugin_api::abi::v1_1::ProcessBox;
+use stet_plugin_api::conformance::{Driver, Running};
+use stet_plugin_api::{
+    host_sink, ExitStatus, Label, PluginError, PluginKind, ProbeReport, ProcessSpec, SandboxInfo,
+    SandboxSpec, Stream,
+};
+
+use crate::error::{CliError, Exit};
+use crate::plugins::loader::{self, Instance, RuntimeHandle};
+use crate::plugins::probe::Probed;
+use crate::plugins::selection::{self, Selection};
+use crate::plugins::survey;
+use crate::settings::Settings;
+
+/// The label every sandbox stet creates carries.
+pub const MANAGED: (&str, &str) = ("stet.managed", "true");
+/// The label naming the process (`<pid>:<start time>`) that owns a sandbox.
+pub const OWNER: &str = "stet.owner";
+/// The label naming the host that owns a sandbox.
+pub const HOST: &str = "stet.host";
+/// The label naming the stet run a sandbox belongs to.
+pub const RUN: &str = "stet.run";
+
+/// A runtime plugin loaded into this process and ready for calls.
+pub struct OpenRuntime {
+    /// Its name.
+    pub name: String,
+    /// Its version.
+    pub version: String,
+    /// Why it was chosen (and what was passed over).
+    pub selection: Selection,
+    /// The plugin object.
+    pub handle: RuntimeHandle,
+}
+
+/// Probes the installed runtimes, selects one as SPEC §3 says, and loads it here.
+pub fn open_runtime(settings: &Settings) -> Result<OpenRuntime, CliError> {
+    let survey = survey::survey(settings, |f| {
+        f.manifest
+            .as_ref()
+            .is_some_and(|m| m.kind == PluginKind::Runtime)
+    });
+    let selection = selection::select(PluginKind::Runtime, &survey.candidates, &settings.runtime);
+    let Some(chosen) = selection.chosen.clone() else {
+        let mut error = CliError::new(Exit::Unusable, "no usable runtime");
+        for line in selection.lines() {
+            error = error.caused_by(line.trim().to_string());
+        }
+        let remedies: Vec<String> = selection
+            .unavailable
+            .iter()
+            .filter(|p| !p.remedy.is_empty())
+            .map(|p| format!("{}: {}", p.name, p.remedy))
+            .collect();
+        return Err(error.hint(if remedies.is_empty() {
+            "install a runtime plugin (see `stet plugins list` for where stet looks)".to_string()
+        } else {
+            remedies.join("; ")
+        }));
+    };
+    let probed: &Probed = survey
+        .probed
+        .iter()
+        .find(|p| p.manifest.name == chosen)
+        .expect("a chosen runtime was probed");
+    open_probed(settings, probed, selection)
+}
+
+/// Loads a plugin that passed its probe, as a runtime.
+pub fn open_probed(
+    settings: &Settings,
+    probed: &Probed,
+    selection: Selection,
+) -> Result<OpenRuntime, CliError> {
+    let manifest = &probed.manifest;
+    let loaded = loader::load(manifest).map_err(|e| {
+        CliError::failure(format!("runtime {} could not be loaded", manifest.name))
+            .caused_by(e.to_string())
+            .hint(e.hint())
+    })?;
+    let instance = loaded
+        .instantiate(&settings.plugin_config_json(&manifest.name))
+        .map_err(|e| plugin_error(&manifest.name, "could not start", &e))?;
+    let Instance::Runtime(handle) = instance else {
+        return Err(CliError::usage(format!(
+            "plugin {} is not a runtime",
+            manifest.name
+        )));
+    };
+    Ok(OpenRuntime {
+        name: manifest.name.clone(),
+        version: manifest.version.to_string(),
+        selection,
+        handle,
+    })
+}
+
+/// A plugin's error with the host's context: which plugin, doing what.
+pub fn plugin_error(plugin: &str, doing: &str, error: &PluginError) -> CliError {
+    let exit = match error.code {
+        stet_plugin_api::ErrorCode::INVALID_INPUT | stet_plugin_api::ErrorCode::NOT_FOUND => {
+            Exit::Usage
+        }
+        stet_plugin_api::ErrorCode::UNAVAILABLE => Exit::Unusable,
+        _ => Exit::Failure,
+    };
+    let mut e = CliError::new(exit, format!("{plugin}: {doing}"))
+        .caused_by(format!("{} ({})", error.message, error.code));
+    if !error.remedy.is_empty() {
+        e = e.hint(error.remedy.as_str());
+    }
+    e
+}
+
+/// This process, as `<pid>:<start time>`: a pid alone could be reused by the time a later
+/// `stet gc` asks whether the owner still runs.
+pub fn owner_token(pid: u32) -> Option<String> {
+    // Linux: field 22 of /proc/<pid>/stat is the start time in clock ticks since boot.
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();
+    let start = stat.as_deref().and_then(|s| {
+        let after_name = &s[s.rfind(')')? + 2..];
+        after_name.split_whitespace().nth(19).map(str::to_string)
+    });
+    match start {
+        Some(start) => Some(format!("{pid}:{start}")),
+        // Elsewhere the pid is all there is; a live pid is taken as the owner.
+        None if cfg!(target_os = "linux") => None,
+        None => Some(format!("{pid}:")),
+    }
+}
+
+/// Whether the process named by an owner token still runs.
+pub fn owner_alive(token: &str) -> bool {
+    let Some((pid, start)) = token.split_once(':') else {
+        return false;
+    };
+    let Ok(pid) = pid.parse::<u32>() else {
+        return false;
+    };
+    let exists = match nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None) {
+        Ok(()) => true,
+        Err(errno) => errno == nix::errno::Errno::EPERM,
+    };
+    if !exists {
+        return false;
+    }
+    // With a start time, the pid must still belong to the same process.
+    start.is_empty() || owner_token(pid).as_deref() == Some(token)
+}
+
+/// This machine's name, for the host label.
+pub fn host_name() -> String {
+    nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .unwrap_or_else(|| "unknown".to_string())
+}
+
+/// The labels every sandbox of this process carries.
+pub fn ownership_labels(run: &str) -> Vec<Label> {
+    let me = owner_token(std::process::id()).unwrap_or_else(|| format!("{}:", std::process::id()));
+    vec![
+        Label::new(MANAGED.0, MANAGED.1),
+        Label::new(RUN, run),
+        Label::new(OWNER, me),
+        Label::new(HOST, host_name()),
+    ]
+}
+
+/// A sandbox that is torn down when dropped, on every path out.
+pub struct Sandbox<'a> {
+    runtime: &'a OpenRuntime,
+    /// The runtime's id for it.
+    pub id: String,
+}
+
+impl<'a> Sandbox<'a> {
+    /// Creates a sandbox, checking the image first so that a missing one is named with the
+    /// way to build it.
+    pub fn create(runtime: &'a OpenRuntime, spec: SandboxSpec) -> Result<Self, CliError> {
+        let image = spec.image.to_string();
+        let status = runtime
+            .handle
+            .image_status(&image)
+            .map_err(|e| plugin_error(&runtime.name, "could not look up the image", &e))?;
+        if !status.present {
+            let mut error = CliError::new(
+                Exit::Unusable,
+                format!("image {image} is not available to runtime {}", runtime.name),
+            )
+            .caused_by(status.remedy.to_string());
+            error = error.hint(if image == DEFAULT_IMAGE {
+                "build stet's lane image with scripts/build-image.sh (no registry needed)"
+                    .to_string()
+            } else {
+                format!(
+                    "build or load {image} for {}, or pass --image",
+                    runtime.name
+                )
+            });
+            return Err(error);
+        }
+        let info: SandboxInfo = runtime
+            .handle
+            .create_sandbox(spec)
+            .map_err(|e| plugin_error(&runtime.name, "could not create a sandbox", &e))?;
+        Ok(Sandbox {
+            runtime,
+            id: info.id.into_string(),
+        })
+    }
+
+    /// Starts a process in the sandbox.
+    pub fn spawn(&self, spec: ProcessSpec) -> Result<Process, CliError> {
+        let process = self
+            .runtime
+            .handle
+            .spawn(&self.id, spec)
+            .map_err(|e| plugin_error(&self.runtime.name, "could not start the process", &e))?;
+        Ok(Process {
+            inner: Arc::new(process),
+            runtime: self.runtime.name.clone(),
+        })
+    }
+}
+
+impl Drop for Sandbox<'_> {
+    fn drop(&mut self) {
+        if let Err(e) = self.runtime.handle.teardown(&self.id) {
+            eprintln!(
+                "warning: {}: sandbox {} was not removed: {} (`stet gc` will retry)",
+                self.runtime.name, self.id, e.message
+            );
+        }
+    }
+}
+
+/// The environment every sandbox starts from: built from scratch, nothing of the host's.
+pub fn base_env() -> Vec<stet_plugin_api::EnvVar> {
+    use stet_plugin_api::EnvVar;
+    vec![
+        EnvVar::new(
+            "PATH",
+            "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        ),
+        EnvVar::new("HOME", "/tmp"),
+        EnvVar::new("LANG", "C.UTF-8"),
+        // The lane belongs to the person on the host; git inside may run as another uid
+        // and must not refuse the working copy as someone else's.
+        EnvVar::new("GIT_CONFIG_COUNT", "1"),
+        EnvVar::new("GIT_CONFIG_KEY_0", "safe.directory"),
+        EnvVar::new("GIT_CONFIG_VALUE_0", "*"),
+    ]
+}
+
+/// The image sandboxes use when nothing names another.
+pub const DEFAULT_IMAGE: &str = "stet-lane:1";
+
+/// A process running in a sandbox; clones share it, so one thread can wait while another
+/// kills.
+#[derive(Clone)]
+pub struct Process {
+    inner: Arc<ProcessBox>,
+    runtime: String,
+}
+
+impl Process {
+    /// Streams output to `on_chunk` until the process ends.
+    pub fn wait(
+        &self,
+        on_chunk: &mut (dyn FnMut(Stream, &[u8]) + Send),
+    ) -> Result<ExitStatus, CliError> {
+        let result: Result<ExitStatus, PluginError> = self.inner.wait(host_sink(on_chunk)).into();
+        result.map_err(|e| plugin_error(&self.runtime, "lost the process", &e))
+    }
+
+    /// Kills it; safe from any thread.
+    pub fn kill(&self) -> Result<(), CliError> {
+        let result: Result<(), PluginError> = self.inner.kill().into();
+        result.map_err(|e| plugin_error(&self.runtime, "could not kill the process", &e))
+    }
+}
+
+/// A loaded runtime, driven by the conformance kit.
+pub struct Conformance<'a>(pub &'a RuntimeHandle);
+
+struct RunningBox(ProcessBox);
+
+impl Running for RunningBox {
+    fn wait(
+        &self,
+        on_chunk: &mut (dyn FnMut(Stream, &[u8]) + Send),
+    ) -> Result<ExitStatus, PluginError> {
+        self.0.wait(host_sink(on_chunk)).into()
+    }
+
+    fn kill(&self) -> Result<(), PluginError> {
+        self.0.kill().into()
+    }
+}
+
+impl Driver for Conformance<'_> {
+    fn probe(&self) -> Result<ProbeReport, PluginError> {
+        self.0.probe()
+    }
+    fn create_sandbox(&self, spec: SandboxSpec) -> Result<SandboxInfo, PluginError> {
+        self.0.create_sandbox(spec)
+    }
+    fn spawn(&self, sandbox: &str, spec: ProcessSpec) -> Result<Box<dyn Running>, PluginError> {
+        Ok(Box::new(RunningBox(self.0.spawn(sandbox, spec)?)))
+    }
+    fn teardown(&self, sandbox: &str) -> Result<(), PluginError> {
+        self.0.teardown(sandbox)
+    }
+    fn list_sandboxes(&self, labels: &[Label]) -> Result<Vec<SandboxInfo>, PluginError> {
+        self.0.list_sandboxes(labels.to_vec())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_is_alive_and_a_made_up_one_is_not() {
+        let me = owner_token(std::process::id()).unwrap();
+        assert!(owner_alive(&me));
+        // Same pid, another start time: the pid was reused.
+        let (pid, _) = me.split_once(':').unwrap();
+        assert!(!owner_alive(&format!("{pid}:1")));
+        assert!(!owner_alive("999999999:1"));
+        assert!(!owner_alive("garbage"));
+    }
+}
