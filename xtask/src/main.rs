@@ -105,8 +105,9 @@ fn bench(root: &std::path::Path) -> Result<(), String> {
         build.args(["--package", &package_name(&plugin.dir)?]);
     }
     run(&mut build)?;
+    run(&mut Command::new(root.join("scripts/build-image.sh")))?;
     let mut bench = cargo(root);
-    bench.args(["bench", "--package", "stet", "--bench", "plugins"]);
+    bench.args(["bench", "--package", "stet"]);
     if let Ok(claude) = install_claude(root) {
         let dir = claude.parent().unwrap_or(root).display().to_string();
         bench.env("BENCH_PATH", format!("{dir}:/usr/bin:/bin"));

@@ -1,0 +1,143 @@
+//! Sandbox benchmarks against the real Docker Engine (run with `cargo xtask bench`, which
+//! builds the release plugins and needs stet's lane image loaded).
+//!
+//! 1. `stet run -- true` against `docker run --rm --network none IMAGE true` (the same
+//!    network as stet's default), paired runs, median of the per-pair ratios.
+//! 2. Throughput of `head -c 1G /dev/zero` through each, to /dev/null.
+//! 3. The stet process's peak memory for 64 MiB, 256 MiB and 1 GiB of output.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const IMAGE: &str = "stet-lane:1";
+
+fn release_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    exe.parent().and_then(Path::parent).unwrap().to_path_buf()
+}
+
+fn install_docker_plugin(plugins: &Path) {
+    let dir = plugins.join("docker");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(
+        release_dir().join("libstet_plugin_docker.so"),
+        dir.join("libstet_plugin_docker.so"),
+    )
+    .expect("the docker plugin is not built in release mode: run `cargo xtask bench`");
+    let manifest = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/docker/plugin.toml"),
+    )
+    .unwrap();
+    std::fs::write(dir.join("plugin.toml"), manifest).unwrap();
+}
+
+fn stet(scratch: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new(release_dir().join("stet"));
+    command
+        .env_clear()
+        .env("HOME", scratch)
+        .env("XDG_CONFIG_HOME", scratch.join(".config"))
+        .env("XDG_DATA_HOME", scratch.join(".local/share"))
+        .env("PATH", "/usr/bin:/bin")
+        .current_dir(scratch)
+        .arg("--plugins-dir")
+        .arg(scratch.join("plugins"))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit());
+    command
+}
+
+fn docker(args: &[&str]) -> Command {
+    let mut command = Command::new("docker");
+    command.args(args).stdout(Stdio::null()).stderr(Stdio::inherit());
+    command
+}
+
+fn timed(command: &mut Command) -> Duration {
+    let started = Instant::now();
+    let status = command.status().unwrap();
+    assert!(status.success(), "{command:?} failed");
+    started.elapsed()
+}
+
+/// Runs `command`, sampling the child's peak resident memory (`VmHWM`) until it exits.
+fn peak_memory(command: &mut Command) -> (Duration, u64) {
+    let started = Instant::now();
+    let mut child = command.spawn().unwrap();
+    let status_file = format!("/proc/{}/status", child.id());
+    let mut peak = 0u64;
+    loop {
+        if let Ok(text) = std::fs::read_to_string(&status_file) {
+            if let Some(kib) = text
+                .lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|n| n.parse::<u64>().ok())
+            {
+                peak = peak.max(kib * 1024);
+            }
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            assert!(status.success());
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    (started.elapsed(), peak)
+}
+
+fn median_f(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let scratch = tempfile::tempdir().unwrap();
+    install_docker_plugin(&scratch.path().join("plugins"));
+    // Warm both paths once.
+    timed(&mut stet(scratch.path(), &["run", "--", "true"]));
+    timed(&mut docker(&["run", "--rm", "--network", "none", IMAGE, "true"]));
+
+    let mut ratios = Vec::new();
+    let mut stet_ms = Vec::new();
+    let mut docker_ms = Vec::new();
+    for _ in 0..15 {
+        let s = timed(&mut stet(scratch.path(), &["run", "--", "true"]));
+        let d = timed(&mut docker(&["run", "--rm", "--network", "none", IMAGE, "true"]));
+        ratios.push(s.as_secs_f64() / d.as_secs_f64());
+        stet_ms.push(s.as_secs_f64() * 1000.0);
+        docker_ms.push(d.as_secs_f64() * 1000.0);
+    }
+    println!(
+        "run true: stet median {:.0} ms, docker run --rm median {:.0} ms, median ratio stet/docker {:.2} (15 pairs)",
+        median_f(stet_ms),
+        median_f(docker_ms),
+        median_f(ratios)
+    );
+
+    let gib = 1u64 << 30;
+    let mut stet_rates = Vec::new();
+    let mut docker_rates = Vec::new();
+    for _ in 0..3 {
+        let s = timed(&mut stet(scratch.path(), &["run", "--", "head", "-c", "1G", "/dev/zero"]));
+        let d = timed(&mut docker(&["run", "--rm", "--network", "none", IMAGE, "head", "-c", "1G", "/dev/zero"]));
+        stet_rates.push(gib as f64 / s.as_secs_f64() / (1 << 20) as f64);
+        docker_rates.push(gib as f64 / d.as_secs_f64() / (1 << 20) as f64);
+    }
+    let (s, d) = (median_f(stet_rates), median_f(docker_rates));
+    println!("1 GiB to /dev/null: stet {s:.0} MiB/s, docker run {d:.0} MiB/s, stet/docker {:.2}", s / d);
+
+    for (label, size) in [("64 MiB", "64M"), ("256 MiB", "256M"), ("1 GiB", "1G")] {
+        let (elapsed, peak) = peak_memory(&mut stet(scratch.path(), &["run", "--", "head", "-c", size, "/dev/zero"]));
+        println!(
+            "stet peak memory with {label} of output: {:.1} MiB ({} ms)",
+            peak as f64 / (1 << 20) as f64,
+            elapsed.as_millis()
+        );
+    }
+}
