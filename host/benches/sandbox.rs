@@ -51,7 +51,10 @@ fn stet(scratch: &Path, args: &[&str]) -> Command {
 
 fn docker(args: &[&str]) -> Command {
     let mut command = Command::new("docker");
-    command.args(args).stdout(Stdio::null()).stderr(Stdio::inherit());
+    command
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit());
     command
 }
 
@@ -101,14 +104,28 @@ fn main() {
     install_docker_plugin(&scratch.path().join("plugins"));
     // Warm both paths once.
     timed(&mut stet(scratch.path(), &["run", "--", "true"]));
-    timed(&mut docker(&["run", "--rm", "--network", "none", IMAGE, "true"]));
+    timed(&mut docker(&[
+        "run",
+        "--rm",
+        "--network",
+        "none",
+        IMAGE,
+        "true",
+    ]));
 
     let mut ratios = Vec::new();
     let mut stet_ms = Vec::new();
     let mut docker_ms = Vec::new();
     for _ in 0..15 {
         let s = timed(&mut stet(scratch.path(), &["run", "--", "true"]));
-        let d = timed(&mut docker(&["run", "--rm", "--network", "none", IMAGE, "true"]));
+        let d = timed(&mut docker(&[
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            IMAGE,
+            "true",
+        ]));
         ratios.push(s.as_secs_f64() / d.as_secs_f64());
         stet_ms.push(s.as_secs_f64() * 1000.0);
         docker_ms.push(d.as_secs_f64() * 1000.0);
@@ -124,16 +141,35 @@ fn main() {
     let mut stet_rates = Vec::new();
     let mut docker_rates = Vec::new();
     for _ in 0..3 {
-        let s = timed(&mut stet(scratch.path(), &["run", "--", "head", "-c", "1G", "/dev/zero"]));
-        let d = timed(&mut docker(&["run", "--rm", "--network", "none", IMAGE, "head", "-c", "1G", "/dev/zero"]));
+        let s = timed(&mut stet(
+            scratch.path(),
+            &["run", "--", "head", "-c", "1G", "/dev/zero"],
+        ));
+        let d = timed(&mut docker(&[
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            IMAGE,
+            "head",
+            "-c",
+            "1G",
+            "/dev/zero",
+        ]));
         stet_rates.push(gib as f64 / s.as_secs_f64() / (1 << 20) as f64);
         docker_rates.push(gib as f64 / d.as_secs_f64() / (1 << 20) as f64);
     }
     let (s, d) = (median_f(stet_rates), median_f(docker_rates));
-    println!("1 GiB to /dev/null: stet {s:.0} MiB/s, docker run {d:.0} MiB/s, stet/docker {:.2}", s / d);
+    println!(
+        "1 GiB to /dev/null: stet {s:.0} MiB/s, docker run {d:.0} MiB/s, stet/docker {:.2}",
+        s / d
+    );
 
     for (label, size) in [("64 MiB", "64M"), ("256 MiB", "256M"), ("1 GiB", "1G")] {
-        let (elapsed, peak) = peak_memory(&mut stet(scratch.path(), &["run", "--", "head", "-c", size, "/dev/zero"]));
+        let (elapsed, peak) = peak_memory(&mut stet(
+            scratch.path(),
+            &["run", "--", "head", "-c", size, "/dev/zero"],
+        ));
         println!(
             "stet peak memory with {label} of output: {:.1} MiB ({} ms)",
             peak as f64 / (1 << 20) as f64,

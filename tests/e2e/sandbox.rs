@@ -4,7 +4,7 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use stet_e2e::{containers_with_label, require_image, World};
+use stet_e2e::{require_image, sandboxes_owned_by, World};
 
 fn docker_world() -> World {
     require_image();
@@ -87,25 +87,8 @@ fn ctrl_c_kills_the_command_and_removes_the_sandbox() {
         .spawn()
         .unwrap();
     let pid = child.id();
-    let owned = |pid: u32| {
-        containers_with_label("stet.managed=true")
-            .into_iter()
-            .filter(|id| {
-                let out = std::process::Command::new("docker")
-                    .args([
-                        "inspect",
-                        "--format",
-                        "{{index .Config.Labels \"stet.owner\"}}",
-                        id,
-                    ])
-                    .output()
-                    .unwrap();
-                String::from_utf8_lossy(&out.stdout).starts_with(&format!("{pid}:"))
-            })
-            .count()
-    };
     let started = Instant::now();
-    while owned(pid) == 0 {
+    while sandboxes_owned_by(pid) == 0 {
         assert!(
             started.elapsed() < Duration::from_secs(30),
             "the sandbox never appeared"
@@ -126,7 +109,11 @@ fn ctrl_c_kills_the_command_and_removes_the_sandbox() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(started.elapsed() < Duration::from_secs(30));
-    assert_eq!(owned(pid), 0, "the sandbox outlived the Ctrl-C");
+    assert_eq!(
+        sandboxes_owned_by(pid),
+        0,
+        "the sandbox outlived the Ctrl-C"
+    );
 }
 
 #[test]
@@ -152,23 +139,7 @@ fn gc_removes_what_a_killed_stet_left_and_keeps_what_a_live_one_uses() {
     // A live one keeps its sandbox.
     let mut live = world.stet(&["run", "--", "sleep", "120"]).spawn().unwrap();
     let started = Instant::now();
-    let labelled = |pid: u32| {
-        containers_with_label("stet.managed=true")
-            .into_iter()
-            .any(|id| {
-                let out = std::process::Command::new("docker")
-                    .args([
-                        "inspect",
-                        "--format",
-                        "{{index .Config.Labels \"stet.owner\"}}",
-                        &id,
-                    ])
-                    .output()
-                    .unwrap();
-                String::from_utf8_lossy(&out.stdout).starts_with(&format!("{pid}:"))
-            })
-    };
-    while !(labelled(dead.id()) && labelled(live.id())) {
+    while !(sandboxes_owned_by(dead.id()) == 1 && sandboxes_owned_by(live.id()) == 1) {
         assert!(
             started.elapsed() < Duration::from_secs(30),
             "sandboxes never appeared"
@@ -191,8 +162,8 @@ fn gc_removes_what_a_killed_stet_left_and_keeps_what_a_live_one_uses() {
     };
     assert!(mentions("removed", dead.id()), "{json:#}");
     assert!(mentions("kept", live.id()), "{json:#}");
-    assert!(!labelled(dead.id()));
-    assert!(labelled(live.id()));
+    assert!(sandboxes_owned_by(dead.id()) == 0);
+    assert!(sandboxes_owned_by(live.id()) == 1);
 
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(live.id() as i32),
@@ -200,7 +171,7 @@ fn gc_removes_what_a_killed_stet_left_and_keeps_what_a_live_one_uses() {
     )
     .unwrap();
     assert_eq!(live.wait().unwrap().code(), Some(143));
-    assert!(!labelled(live.id()));
+    assert!(sandboxes_owned_by(live.id()) == 0);
 }
 
 #[test]

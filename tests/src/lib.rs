@@ -69,6 +69,26 @@ pub fn containers_with_label(label: &str) -> Vec<String> {
         .collect()
 }
 
+/// How many of stet's sandboxes (label `stet.managed=true`) the process `pid` owns, by
+/// their `stet.owner` label (`<pid>:<start time>`).
+pub fn sandboxes_owned_by(pid: u32) -> usize {
+    containers_with_label("stet.managed=true")
+        .into_iter()
+        .filter(|id| {
+            let out = Command::new("docker")
+                .args([
+                    "inspect",
+                    "--format",
+                    "{{index .Config.Labels \"stet.owner\"}}",
+                    id,
+                ])
+                .output()
+                .expect("run the docker CLI");
+            String::from_utf8_lossy(&out.stdout).starts_with(&format!("{pid}:"))
+        })
+        .count()
+}
+
 /// Every plugin crate of the repository: the real ones and the test fixtures.
 pub fn all_plugin_crates() -> Vec<PluginCrate> {
     let root = repo_root();

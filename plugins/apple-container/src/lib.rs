@@ -150,11 +150,7 @@ fn parse_version(text: &str) -> String {
 }
 
 fn not_yet(operation: &str) -> PluginError {
-    PluginError::unsupported(format!(
-        "the apple-container plugin {} does not implement {operation} yet",
-        env!("CARGO_PKG_VERSION")
-    ))
-    .with_remedy("install a newer apple-container plugin")
+    stet_plugin_support::not_yet("apple-container", env!("CARGO_PKG_VERSION"), operation)
 }
 
 export_plugin!(

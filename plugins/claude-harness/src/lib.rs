@@ -167,11 +167,7 @@ fn read_login(stdout: &str) -> String {
 }
 
 fn not_yet(operation: &str) -> PluginError {
-    PluginError::unsupported(format!(
-        "the claude plugin {} does not implement {operation} yet",
-        env!("CARGO_PKG_VERSION")
-    ))
-    .with_remedy("install a newer claude plugin")
+    stet_plugin_support::not_yet("claude", env!("CARGO_PKG_VERSION"), operation)
 }
 
 export_plugin!(
