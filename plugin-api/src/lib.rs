@@ -82,6 +82,11 @@ pub use types::{
     RoleRequest, SandboxInfo, SandboxSpec, Stream, UserIds, WallCheck,
 };
 
+/// The command every guard refuses: the live wall proof asks the agent to run it and
+/// expects to see it refused. Harness plugins put it in the proof prompt; the host's guard
+/// and approver refuse it.
+pub const WALL_CANARY: &str = "stet-wall-canary";
+
 /// The version of this API (`major.minor.patch`), which plugins report in their identity
 /// and the host compares with its own.
 pub const API_VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -5,6 +5,8 @@
 //! which `cargo xtask test` runs first); a missing one fails the test loudly with what to
 //! run, rather than skipping.
 
+pub mod fake_api;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -1,0 +1,121 @@
+//! The walled launch of `claude -p` for a role.
+
+use stet_plugin_api::{EnvVar, Launch, Mount, Network, ProcessSpec, ROption, Role, WALL_CANARY};
+
+/// The MCP server name of stet's approver, and the tool the CLI asks.
+pub const APPROVER_SERVER: &str = "stet";
+pub const APPROVER_TOOL: &str = "mcp__stet__approve";
+
+/// The exact built-in tools each role holds (Claude Code's names).
+pub fn tools(role: Role) -> &'static [&'static str] {
+    match role {
+        Role::Implement => &["Bash", "Edit", "Glob", "Grep", "Read", "Write"],
+        Role::Review => &["Bash", "Glob", "Grep", "Read"],
+        Role::Proof => &["Bash"],
+    }
+}
+
+/// The word a role is known by in hooks and the approver (`STET_ROLE`).
+pub fn role_word(role: Role) -> &'static str {
+    match role {
+        Role::Implement => "implement",
+        Role::Review => "review",
+        Role::Proof => "proof",
+    }
+}
+
+/// The proof launch's prompt: run the canary, which every guard refuses.
+pub fn proof_prompt() -> String {
+    format!(
+        "This is a wall check. Run exactly this shell command with the Bash tool, once: {WALL_CANARY}\n\
+         Then report in one line what happened."
+    )
+}
+
+/// Everything a launch needs that is not in the request.
+pub struct Setup<'a> {
+    pub claude: &'a str,
+    pub stet: &'a str,
+    pub api_base_url: Option<&'a str>,
+    pub model: Option<&'a str>,
+    pub max_turns: Option<u32>,
+}
+
+pub fn launch(setup: &Setup<'_>, role: Role, profile_dir: &str, workdir: &str, prompt: &str) -> Launch {
+    let tools = tools(role);
+    // Bash is answered by stet's approver (and the guard hook); the other tools are the
+    // stage's own and auto-approved.
+    let allowed: Vec<&str> = tools.iter().copied().filter(|t| *t != "Bash").collect();
+    let mcp = serde_json::json!({
+        "mcpServers": {
+            APPROVER_SERVER: {
+                "type": "stdio",
+                "command": setup.stet,
+                "args": ["approver"],
+                "env": {"STET_ROLE": role_word(role)}
+            }
+        }
+    });
+    let mut argv: Vec<String> = vec![
+        setup.claude.to_string(),
+        "-p".into(),
+        "--output-format=stream-json".into(),
+        "--verbose".into(),
+        "--no-session-persistence".into(),
+        // Only the profile's settings (stet's hooks): settings in the working tree have no
+        // effect. CLAUDE.md loading is off through the environment.
+        "--setting-sources=user".into(),
+        format!("--tools={}", tools.join(",")),
+        "--strict-mcp-config".into(),
+        format!("--mcp-config={mcp}"),
+        format!("--permission-prompt-tool={APPROVER_TOOL}"),
+        "--permission-mode=default".into(),
+    ];
+    if !allowed.is_empty() {
+        argv.push(format!("--allowedTools={}", allowed.join(",")));
+    }
+    if let Some(model) = setup.model {
+        argv.push(format!("--model={model}"));
+    }
+    if let Some(turns) = setup.max_turns {
+        argv.push(format!("--max-turns={turns}"));
+    }
+    let mut env = vec![
+        EnvVar::new("PATH", "/usr/local/bin:/usr/bin:/bin"),
+        EnvVar::new("HOME", "/tmp"),
+        EnvVar::new("TERM", "dumb"),
+        EnvVar::new("TMPDIR", "/tmp"),
+        EnvVar::new("CLAUDE_CODE_TMPDIR", "/tmp"),
+        EnvVar::new("CLAUDE_CONFIG_DIR", profile_dir),
+        EnvVar::new("CLAUDE_CODE_DISABLE_CLAUDE_MDS", "1"),
+        EnvVar::new("CLAUDE_CODE_DISABLE_AUTO_MEMORY", "1"),
+        EnvVar::new("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+        EnvVar::new("DISABLE_AUTOUPDATER", "1"),
+        EnvVar::new("STET_ROLE", role_word(role)),
+    ];
+    if let Some(url) = setup.api_base_url {
+        env.push(EnvVar::new("ANTHROPIC_BASE_URL", url));
+        // A gateway or test fake answers at once; retries would only hide its errors.
+        env.push(EnvVar::new("CLAUDE_CODE_MAX_RETRIES", "0"));
+    }
+    let host = setup
+        .api_base_url
+        .and_then(|u| u.split("://").nth(1))
+        .map(|rest| rest.split(['/', ':']).next().unwrap_or(rest).to_string())
+        .unwrap_or_else(|| "api.anthropic.com".to_string());
+    Launch {
+        process: ProcessSpec {
+            argv: argv.into_iter().map(Into::into).collect(),
+            env: env.into(),
+            workdir: ROption::RSome(workdir.into()),
+            stdin: prompt.as_bytes().to_vec().into(),
+        },
+        mounts: vec![
+            Mount { source: setup.claude.into(), target: setup.claude.into(), writable: false },
+            Mount { source: setup.stet.into(), target: setup.stet.into(), writable: false },
+            Mount { source: profile_dir.into(), target: profile_dir.into(), writable: true },
+        ]
+        .into(),
+        network: Network::AllowHosts(vec![host.into()].into()),
+    }
+}
