@@ -7,6 +7,7 @@
 //!
 //! [harness]
 //! prefer = ["claude"]
+//! profiles = "~/.stet/profiles"             # where the one walled profile lives
 //!
 //! [probe]
 //! timeout = "5s"                            # per plugin probe
@@ -40,6 +41,8 @@ pub struct ConfigFile {
     pub runtime_prefer: Option<Vec<String>>,
     /// `[harness] prefer`.
     pub harness_prefer: Option<Vec<String>>,
+    /// `[harness] profiles`, with a leading `~/` expanded.
+    pub profiles_root: Option<PathBuf>,
     /// `[probe] timeout`.
     pub probe_timeout: Option<Duration>,
     /// `[sandbox] image`.
@@ -64,7 +67,7 @@ pub struct ConfigError {
 #[serde(deny_unknown_fields)]
 struct RawConfig {
     runtime: Option<RawKind>,
-    harness: Option<RawKind>,
+    harness: Option<RawHarness>,
     probe: Option<RawProbe>,
     sandbox: Option<RawSandbox>,
     #[serde(default)]
@@ -75,6 +78,13 @@ struct RawConfig {
 #[serde(deny_unknown_fields)]
 struct RawKind {
     prefer: Option<Vec<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHarness {
+    prefer: Option<Vec<String>>,
+    profiles: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -136,11 +146,23 @@ pub fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
     Ok(ConfigFile {
         path: path.to_path_buf(),
         runtime_prefer: raw.runtime.and_then(|r| r.prefer),
-        harness_prefer: raw.harness.and_then(|h| h.prefer),
+        harness_prefer: raw.harness.as_ref().and_then(|h| h.prefer.clone()),
+        profiles_root: raw
+            .harness
+            .and_then(|h| h.profiles)
+            .map(|p| expand_home(&p)),
         probe_timeout,
         sandbox_image: raw.sandbox.and_then(|s| s.image),
         plugins,
     })
+}
+
+/// `~/x` → `$HOME/x`; other paths as they are.
+pub fn expand_home(path: &str) -> PathBuf {
+    match (path.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => PathBuf::from(path),
+    }
 }
 
 /// Parses a duration such as `5s`, `1500ms` or `2m`; zero is refused.

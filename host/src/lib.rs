@@ -3,9 +3,12 @@
 //!
 //! See ARCHITECTURE.md at the repository root for the code map.
 
+pub mod agent_hooks;
 pub mod cli;
 pub mod config;
 pub mod error;
+pub mod guard;
+pub mod harness;
 pub mod plugins;
 pub mod printer;
 pub mod sandbox;

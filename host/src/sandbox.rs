@@ -12,9 +12,9 @@ use stet_plugin_api::{
 };
 
 use crate::error::{CliError, Exit};
-use crate::plugins::loader::{self, Instance, RuntimeHandle};
+use crate::plugins::loader::{Instance, RuntimeHandle};
 use crate::plugins::probe::Probed;
-use crate::plugins::selection::{self, Selection};
+use crate::plugins::selection::Selection;
 use crate::plugins::survey;
 use crate::settings::Settings;
 
@@ -41,35 +41,8 @@ pub struct OpenRuntime {
 
 /// Probes the installed runtimes, selects one as SPEC §3 says, and loads it here.
 pub fn open_runtime(settings: &Settings) -> Result<OpenRuntime, CliError> {
-    let survey = survey::survey(settings, |f| {
-        f.manifest
-            .as_ref()
-            .is_some_and(|m| m.kind == PluginKind::Runtime)
-    });
-    let selection = selection::select(PluginKind::Runtime, &survey.candidates, &settings.runtime);
-    let Some(chosen) = selection.chosen.clone() else {
-        let mut error = CliError::new(Exit::Unusable, "no usable runtime");
-        for line in selection.lines() {
-            error = error.caused_by(line.trim().to_string());
-        }
-        let remedies: Vec<String> = selection
-            .unavailable
-            .iter()
-            .filter(|p| !p.remedy.is_empty())
-            .map(|p| format!("{}: {}", p.name, p.remedy))
-            .collect();
-        return Err(error.hint(if remedies.is_empty() {
-            "install a runtime plugin (see `stet plugins list` for where stet looks)".to_string()
-        } else {
-            remedies.join("; ")
-        }));
-    };
-    let probed: &Probed = survey
-        .probed
-        .iter()
-        .find(|p| p.manifest.name == chosen)
-        .expect("a chosen runtime was probed");
-    open_probed(settings, probed, selection)
+    let (probed, selection) = survey::choose(settings, PluginKind::Runtime, &settings.runtime)?;
+    open_probed(settings, &probed, selection)
 }
 
 /// Loads a plugin that passed its probe, as a runtime.
@@ -78,24 +51,15 @@ pub fn open_probed(
     probed: &Probed,
     selection: Selection,
 ) -> Result<OpenRuntime, CliError> {
-    let manifest = &probed.manifest;
-    let loaded = loader::load(manifest).map_err(|e| {
-        CliError::failure(format!("runtime {} could not be loaded", manifest.name))
-            .caused_by(e.to_string())
-            .hint(e.hint())
-    })?;
-    let instance = loaded
-        .instantiate(&settings.plugin_config_json(&manifest.name))
-        .map_err(|e| plugin_error(&manifest.name, "could not start", &e))?;
-    let Instance::Runtime(handle) = instance else {
+    let Instance::Runtime(handle) = survey::instantiate(settings, probed)? else {
         return Err(CliError::usage(format!(
             "plugin {} is not a runtime",
-            manifest.name
+            probed.manifest.name
         )));
     };
     Ok(OpenRuntime {
-        name: manifest.name.clone(),
-        version: manifest.version.to_string(),
+        name: probed.manifest.name.clone(),
+        version: probed.manifest.version.to_string(),
         selection,
         handle,
     })

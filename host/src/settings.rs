@@ -30,6 +30,8 @@ pub struct Overrides {
     pub probe_timeout: Option<String>,
     /// `--image`.
     pub image: Option<String>,
+    /// `--profiles`.
+    pub profiles_root: Option<PathBuf>,
 }
 
 /// Everything a command needs to know, resolved.
@@ -47,6 +49,8 @@ pub struct Settings {
     pub plugin_config: BTreeMap<String, serde_json::Value>,
     /// The image sandboxes start from.
     pub image: String,
+    /// Where the one walled harness profile lives.
+    pub profiles_root: PathBuf,
     /// The configuration files that were read, lowest precedence first.
     pub config_files: Vec<PathBuf>,
 }
@@ -136,7 +140,14 @@ pub fn resolve(global: &GlobalArgs, overrides: &Overrides) -> Result<Settings, C
         .or_else(|| files.iter().rev().find_map(|f| f.sandbox_image.clone()))
         .unwrap_or_else(|| crate::sandbox::DEFAULT_IMAGE.to_string());
 
+    let profiles_root = overrides
+        .profiles_root
+        .clone()
+        .or_else(|| files.iter().rev().find_map(|f| f.profiles_root.clone()))
+        .unwrap_or_else(crate::harness::default_profiles_root);
+
     Ok(Settings {
+        profiles_root,
         image,
         search_path,
         probe_timeout,

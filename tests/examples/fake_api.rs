@@ -10,18 +10,31 @@ fn main() {
             return Reply::Error {
                 status: 429,
                 headers: vec![
-                    ("anthropic-ratelimit-unified-status".into(), "rejected".into()),
-                    ("anthropic-ratelimit-unified-reset".into(), "1893456000".into()),
+                    (
+                        "anthropic-ratelimit-unified-status".into(),
+                        "rejected".into(),
+                    ),
+                    (
+                        "anthropic-ratelimit-unified-reset".into(),
+                        "1893456000".into(),
+                    ),
                     ("retry-after".into(), "3600".into()),
                 ],
                 body: serde_json::json!({"type":"error","error":{"type":"rate_limit_error","message":"usage limit reached"}}),
             };
         }
         if mode == "500" {
-            return Reply::Error { status: 500, headers: vec![], body: serde_json::json!({"type":"error","error":{"type":"api_error","message":"boom"}}) };
+            return Reply::Error {
+                status: 500,
+                headers: vec![],
+                body: serde_json::json!({"type":"error","error":{"type":"api_error","message":"boom"}}),
+            };
         }
         if request.tool_results().is_empty() {
-            Reply::ToolUse { name: "Bash".into(), input: serde_json::json!({"command": command, "description": "run it"}) }
+            Reply::ToolUse {
+                name: "Bash".into(),
+                input: serde_json::json!({"command": command, "description": "run it"}),
+            }
         } else {
             Reply::Text("done".into())
         }

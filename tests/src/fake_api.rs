@@ -41,13 +41,21 @@ pub struct Request {
 impl Request {
     /// The tool results in the last user message (a second request of a tool turn).
     pub fn tool_results(&self) -> Vec<Value> {
-        let messages = self.body["messages"].as_array().cloned().unwrap_or_default();
+        let messages = self.body["messages"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
         let Some(last_user) = messages.iter().rev().find(|m| m["role"] == "user") else {
             return Vec::new();
         };
         last_user["content"]
             .as_array()
-            .map(|c| c.iter().filter(|b| b["type"] == "tool_result").cloned().collect())
+            .map(|c| {
+                c.iter()
+                    .filter(|b| b["type"] == "tool_result")
+                    .cloned()
+                    .collect()
+            })
             .unwrap_or_default()
     }
 }
@@ -134,7 +142,10 @@ fn serve(stream: TcpStream, script: &Script, seen: &Mutex<Vec<Request>>) -> std:
                 body,
             } => {
                 let body = body.to_string();
-                write!(out, "HTTP/1.1 {status} Error\r\nContent-Type: application/json\r\n")?;
+                write!(
+                    out,
+                    "HTTP/1.1 {status} Error\r\nContent-Type: application/json\r\n"
+                )?;
                 for (name, value) in headers {
                     write!(out, "{name}: {value}\r\n")?;
                 }

@@ -16,6 +16,7 @@ mod plugins_conformance;
 mod plugins_list;
 mod plugins_probe;
 mod run;
+mod walls;
 
 /// Stet drains a queue of small work items on a repository, unattended: each item gets its
 /// own branch and working copy, a fresh sandbox with only that copy mounted, and an AI
@@ -60,9 +61,33 @@ pub enum Command {
     /// of other machines sharing the engine, are kept and named.
     Gc(GcArgs),
 
+    /// Prove the walls around the agent: profile, settings, key, and one live launch.
+    ///
+    /// Selects the harness, finds its one walled profile, rewrites the walled settings
+    /// (stet's hooks and nothing else; an edited file is replaced and said so), checks the
+    /// static walls, then makes one short live launch in a fresh sandbox of the selected
+    /// runtime that must show exactly the named tools, stet's approver connected, the hooks
+    /// firing and the guard refusing the canary command. Exit status: 0 when every wall
+    /// holds, 3 when one does not.
+    Walls(WallsArgs),
+
     /// Inspect, probe and select plugins.
     #[command(subcommand)]
     Plugins(PluginsCommand),
+
+    /// Internal: a hook of a walled agent (called by the agent, inside its sandbox).
+    ///
+    /// Reads the hook's JSON on stdin. `guard` exits 2 with the reason on stderr to refuse
+    /// a tool call; `rules` hands the agent the repository's AGENTS.md; `session-start` and
+    /// `session-end` are recorded for the receipt.
+    Hook {
+        /// Which hook.
+        #[arg(value_enum)]
+        event: crate::agent_hooks::HookEvent,
+    },
+
+    /// Internal: the permission-prompt server of a walled agent (MCP on stdio).
+    Approver,
 
     /// Internal: probe one plugin in this child process and answer in JSON.
     #[command(name = probe::WORKER_COMMAND, hide = true)]
@@ -136,6 +161,30 @@ pub struct RunArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct WallsArgs {
+    /// Use this harness plugin instead of following preferences and priorities.
+    #[arg(long, value_name = "NAME")]
+    pub harness: Option<String>,
+
+    /// Use this runtime plugin for the live launch.
+    #[arg(long, value_name = "NAME")]
+    pub runtime: Option<String>,
+
+    /// The directory holding the one walled profile (default: [harness] profiles, else
+    /// ~/.stet/profiles).
+    #[arg(long, value_name = "DIR")]
+    pub profiles: Option<std::path::PathBuf>,
+
+    /// Start the live launch's sandbox from this image.
+    #[arg(long, value_name = "IMAGE")]
+    pub image: Option<String>,
+
+    /// Print JSON instead of lines.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
 pub struct GcArgs {
     /// Say what would be removed, and remove nothing.
     #[arg(long)]
@@ -194,8 +243,29 @@ pub struct ProbeArgs {
 /// status.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Command::ProbeWorker { manifest, config } = &cli.command {
-        return probe::worker_main(manifest, config);
+    match &cli.command {
+        Command::ProbeWorker { manifest, config } => return probe::worker_main(manifest, config),
+        Command::Hook { event } => {
+            let code = crate::agent_hooks::hook(
+                *event,
+                &mut std::io::stdin().lock(),
+                &mut std::io::stdout().lock(),
+                &mut std::io::stderr().lock(),
+            );
+            return ExitCode::from(code);
+        }
+        Command::Approver => {
+            let result = crate::agent_hooks::approver(
+                &mut std::io::stdin().lock(),
+                &mut std::io::stdout().lock(),
+            );
+            return if result.is_ok() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            };
+        }
+        _ => {}
     }
     let printer = Printer {
         verbose: cli.global.verbose,
@@ -221,6 +291,17 @@ fn run(cli: Cli, printer: Printer) -> Result<Exit, CliError> {
             let settings = settings::resolve(&cli.global, &overrides)?;
             run::run(&settings, &args, printer)
         }
+        Command::Walls(args) => {
+            let overrides = settings::Overrides {
+                runtime: args.runtime.clone(),
+                harness: args.harness.clone(),
+                image: args.image.clone(),
+                profiles_root: args.profiles.clone(),
+                ..Default::default()
+            };
+            let settings = settings::resolve(&cli.global, &overrides)?;
+            walls::run(&settings, &args, printer)
+        }
         Command::Gc(args) => {
             let settings = settings::resolve(&cli.global, &settings::Overrides::default())?;
             gc::run(&settings, &args, printer)
@@ -242,11 +323,13 @@ fn run(cli: Cli, printer: Printer) -> Result<Exit, CliError> {
                 runtime: args.runtime.clone(),
                 harness: args.harness.clone(),
                 probe_timeout: args.probe_timeout.clone(),
-                image: None,
+                ..Default::default()
             };
             let settings = settings::resolve(&cli.global, &overrides)?;
             plugins_probe::run(&settings, &args, printer)
         }
-        Command::ProbeWorker { .. } => unreachable!("handled before settings are resolved"),
+        Command::ProbeWorker { .. } | Command::Hook { .. } | Command::Approver => {
+            unreachable!("handled before settings are resolved")
+        }
     }
 }

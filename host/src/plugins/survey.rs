@@ -2,9 +2,15 @@
 //! count the ones refused from their manifests as unavailable backends of their kind.
 //! `stet plugins probe`, `stet run` and `stet gc` all start here.
 
+use stet_plugin_api::PluginKind;
+
 use super::discovery::{self, Found, Status};
+use super::loader::{self, Instance};
 use super::probe::{self, ProbeFailure, ProbeRequest, Probed};
+use super::selection::{self, Preference, Selection};
 use super::version::host_api;
+use crate::error::{CliError, Exit};
+use crate::sandbox::plugin_error;
 use crate::settings::Settings;
 
 /// What a survey found.
@@ -56,6 +62,58 @@ pub fn survey(settings: &Settings, wanted: impl Fn(&Found) -> bool) -> Survey {
         probed,
         candidates,
     }
+}
+
+/// Surveys the plugins of `kind` and selects one as SPEC §3 says; "nothing usable" is an
+/// error naming every candidate's reason and remedy.
+pub fn choose(
+    settings: &Settings,
+    kind: PluginKind,
+    preference: &Preference,
+) -> Result<(Probed, Selection), CliError> {
+    let survey = survey(settings, |f| {
+        f.manifest.as_ref().is_some_and(|m| m.kind == kind)
+    });
+    let selection = selection::select(kind, &survey.candidates, preference);
+    let Some(chosen) = selection.chosen.clone() else {
+        let mut error = CliError::new(Exit::Unusable, format!("no usable {}", kind.as_str()));
+        for line in selection.lines() {
+            error = error.caused_by(line.trim().to_string());
+        }
+        let remedies: Vec<String> = selection
+            .unavailable
+            .iter()
+            .filter(|p| !p.remedy.is_empty())
+            .map(|p| format!("{}: {}", p.name, p.remedy))
+            .collect();
+        return Err(error.hint(if remedies.is_empty() {
+            format!(
+                "install a {} plugin (see `stet plugins list` for where stet looks)",
+                kind.as_str()
+            )
+        } else {
+            remedies.join("; ")
+        }));
+    };
+    let probed = survey
+        .probed
+        .into_iter()
+        .find(|p| p.manifest.name == chosen)
+        .expect("a chosen plugin was probed");
+    Ok((probed, selection))
+}
+
+/// Loads a plugin that passed its probe into this process and builds its object.
+pub fn instantiate(settings: &Settings, probed: &Probed) -> Result<Instance, CliError> {
+    let manifest = &probed.manifest;
+    let loaded = loader::load(manifest).map_err(|e| {
+        CliError::failure(format!("plugin {} could not be loaded", manifest.name))
+            .caused_by(e.to_string())
+            .hint(e.hint())
+    })?;
+    loaded
+        .instantiate(&settings.plugin_config_json(&manifest.name))
+        .map_err(|e| plugin_error(&manifest.name, "could not start", &e))
 }
 
 /// Why a plugin was not probed, from its listing status.

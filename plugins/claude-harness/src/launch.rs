@@ -41,7 +41,13 @@ pub struct Setup<'a> {
     pub max_turns: Option<u32>,
 }
 
-pub fn launch(setup: &Setup<'_>, role: Role, profile_dir: &str, workdir: &str, prompt: &str) -> Launch {
+pub fn launch(
+    setup: &Setup<'_>,
+    role: Role,
+    profile_dir: &str,
+    workdir: &str,
+    prompt: &str,
+) -> Launch {
     let tools = tools(role);
     // Bash is answered by stet's approver (and the guard hook); the other tools are the
     // stage's own and auto-approved.
@@ -111,9 +117,21 @@ pub fn launch(setup: &Setup<'_>, role: Role, profile_dir: &str, workdir: &str, p
             stdin: prompt.as_bytes().to_vec().into(),
         },
         mounts: vec![
-            Mount { source: setup.claude.into(), target: setup.claude.into(), writable: false },
-            Mount { source: setup.stet.into(), target: setup.stet.into(), writable: false },
-            Mount { source: profile_dir.into(), target: profile_dir.into(), writable: true },
+            Mount {
+                source: setup.claude.into(),
+                target: setup.claude.into(),
+                writable: false,
+            },
+            Mount {
+                source: setup.stet.into(),
+                target: setup.stet.into(),
+                writable: false,
+            },
+            Mount {
+                source: profile_dir.into(),
+                target: profile_dir.into(),
+                writable: true,
+            },
         ]
         .into(),
         network: Network::AllowHosts(vec![host.into()].into()),

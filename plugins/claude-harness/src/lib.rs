@@ -78,9 +78,8 @@ impl ClaudeHarness {
     /// Builds the harness from its JSON settings.
     pub fn from_config(config: &str) -> Result<Self, PluginError> {
         let config: Config = serde_json::from_str(config).map_err(|e| {
-            PluginError::invalid_input(format!("bad [plugins.claude] settings: {e}")).with_remedy(
-                "the keys are `binary`, `api_base_url`, `model` and `max_turns`",
-            )
+            PluginError::invalid_input(format!("bad [plugins.claude] settings: {e}"))
+                .with_remedy("the keys are `binary`, `api_base_url`, `model` and `max_turns`")
         })?;
         Ok(ClaudeHarness {
             config,
@@ -104,7 +103,12 @@ impl ClaudeHarness {
     /// Runs `claude` with an environment built from scratch: a plain PATH, HOME, the
     /// profile when given, and the switches that keep it from updating itself or phoning
     /// home. Nothing else of the host's environment (no key, no token) reaches it.
-    fn claude(&self, binary: &Path, args: &[&str], profile: Option<&Path>) -> Result<CommandOutput, String> {
+    fn claude(
+        &self,
+        binary: &Path,
+        args: &[&str],
+        profile: Option<&Path>,
+    ) -> Result<CommandOutput, String> {
         let home = std::env::var_os("HOME").unwrap_or_default();
         let mut env: Vec<(&str, &OsStr)> = vec![
             ("PATH", OsStr::new("/usr/local/bin:/usr/bin:/bin")),
@@ -150,7 +154,10 @@ fn wall(name: &str, held: bool, detail: impl Into<String>, remedy: &str) -> Wall
 impl HarnessPlugin for ClaudeHarness {
     fn probe(&self) -> Result<ProbeReport, PluginError> {
         let Some(binary) = self.binary() else {
-            return Ok(ProbeReport::unavailable("the `claude` CLI is not on PATH", INSTALL_HINT));
+            return Ok(ProbeReport::unavailable(
+                "the `claude` CLI is not on PATH",
+                INSTALL_HINT,
+            ));
         };
         let version = match self.claude(&binary, &["--version"], None) {
             Ok(out) if out.success() => out.stdout.trim().to_string(),
@@ -181,7 +188,10 @@ impl HarnessPlugin for ClaudeHarness {
         *self.context.lock().unwrap_or_else(|p| p.into_inner()) = Some(context.clone());
         let dir = profile::find(Path::new(context.profiles_root.as_str()))?;
         let binary = self.require_binary()?;
-        let logged_in = self.login(&binary, Some(&dir)).map(|s| s.logged_in).unwrap_or(false);
+        let logged_in = self
+            .login(&binary, Some(&dir))
+            .map(|s| s.logged_in)
+            .unwrap_or(false);
         Ok(Profile {
             dir: dir.display().to_string().into(),
             logged_in,
@@ -189,7 +199,11 @@ impl HarnessPlugin for ClaudeHarness {
         })
     }
 
-    fn write_settings(&self, context: &HarnessContext, profile: &Profile) -> Result<String, PluginError> {
+    fn write_settings(
+        &self,
+        context: &HarnessContext,
+        profile: &Profile,
+    ) -> Result<String, PluginError> {
         let text = settings::walled(&context.stet_binary);
         settings::check(&text, &context.stet_binary).map_err(PluginError::internal)?;
         let path = Path::new(profile.dir.as_str()).join(settings::FILE);
@@ -199,38 +213,60 @@ impl HarnessPlugin for ClaudeHarness {
         std::fs::write(&partial, &text)
             .and_then(|_| std::fs::rename(&partial, &path))
             .map_err(|e| PluginError::backend(format!("cannot write {}: {e}", path.display())))?;
-        let written = std::fs::read_to_string(&path)
-            .map_err(|e| PluginError::backend(format!("cannot read back {}: {e}", path.display())))?;
-        settings::check(&written, &context.stet_binary)
-            .map_err(|why| PluginError::backend(format!("{} did not keep what was written: {why}", path.display())))?;
+        let written = std::fs::read_to_string(&path).map_err(|e| {
+            PluginError::backend(format!("cannot read back {}: {e}", path.display()))
+        })?;
+        settings::check(&written, &context.stet_binary).map_err(|why| {
+            PluginError::backend(format!(
+                "{} did not keep what was written: {why}",
+                path.display()
+            ))
+        })?;
         Ok(text)
     }
 
-    fn check_walls(&self, context: &HarnessContext, profile: &Profile) -> Result<Vec<WallCheck>, PluginError> {
+    fn check_walls(
+        &self,
+        context: &HarnessContext,
+        profile: &Profile,
+    ) -> Result<Vec<WallCheck>, PluginError> {
         let root = Path::new(context.profiles_root.as_str());
         let mut walls = Vec::new();
         walls.push(match profile::find(root) {
-            Ok(dir) if dir == Path::new(profile.dir.as_str()) => {
-                wall("profile-alone", true, format!("{} is the only profile", dir.display()), "")
-            }
+            Ok(dir) if dir == Path::new(profile.dir.as_str()) => wall(
+                "profile-alone",
+                true,
+                format!("{} is the only profile", dir.display()),
+                "",
+            ),
             Ok(dir) => wall(
                 "profile-alone",
                 false,
                 format!("the profile is now {}, not {}", dir.display(), profile.dir),
                 "start the drive again",
             ),
-            Err(e) => wall("profile-alone", false, e.message.to_string(), e.remedy.as_str()),
-        });
-        let binary = self.require_binary()?;
-        walls.push(match self.login(&binary, Some(Path::new(profile.dir.as_str()))) {
-            Ok(s) if s.logged_in => wall("login-present", true, describe_login(Ok(s)), ""),
-            other => wall(
-                "login-present",
+            Err(e) => wall(
+                "profile-alone",
                 false,
-                describe_login(other),
-                &format!("log in once in your own shell: CLAUDE_CONFIG_DIR={} claude, then /login", profile.dir),
+                e.message.to_string(),
+                e.remedy.as_str(),
             ),
         });
+        let binary = self.require_binary()?;
+        walls.push(
+            match self.login(&binary, Some(Path::new(profile.dir.as_str()))) {
+                Ok(s) if s.logged_in => wall("login-present", true, describe_login(Ok(s)), ""),
+                other => wall(
+                    "login-present",
+                    false,
+                    describe_login(other),
+                    &format!(
+                        "log in once in your own shell: CLAUDE_CONFIG_DIR={} claude, then /login",
+                        profile.dir
+                    ),
+                ),
+            },
+        );
         let path = Path::new(profile.dir.as_str()).join(settings::FILE);
         walls.push(match std::fs::read_to_string(&path) {
             Ok(text) => match settings::check(&text, &context.stet_binary) {
@@ -252,7 +288,12 @@ impl HarnessPlugin for ClaudeHarness {
         let keys: Vec<&str> = BILLING_VARIABLES
             .iter()
             .copied()
-            .filter(|name| context.host_env.iter().any(|v| v.name.as_str() == *name && !v.value.is_empty()))
+            .filter(|name| {
+                context
+                    .host_env
+                    .iter()
+                    .any(|v| v.name.as_str() == *name && !v.value.is_empty())
+            })
             .collect();
         walls.push(wall(
             "no-billing-key",
@@ -282,7 +323,13 @@ impl HarnessPlugin for ClaudeHarness {
             Role::Proof => launch::proof_prompt(),
             _ => request.prompt.to_string(),
         };
-        Ok(launch::launch(&setup, request.role, &request.profile_dir, &request.workdir, &prompt))
+        Ok(launch::launch(
+            &setup,
+            request.role,
+            &request.profile_dir,
+            &request.workdir,
+            &prompt,
+        ))
     }
 
     fn read_proof(&self, output: &[u8]) -> Result<Vec<WallCheck>, PluginError> {
@@ -295,7 +342,10 @@ impl HarnessPlugin for ClaudeHarness {
                 "run `stet plugins probe`; the claude binary may be broken",
             )]);
         };
-        let mut expected: Vec<String> = launch::tools(Role::Proof).iter().map(|s| s.to_string()).collect();
+        let mut expected: Vec<String> = launch::tools(Role::Proof)
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
         expected.sort();
         let mut held = init.tools.clone();
         held.sort();
@@ -310,10 +360,9 @@ impl HarnessPlugin for ClaudeHarness {
             .filter(|(_, _, input)| input.to_string().contains(WALL_CANARY))
             .map(|(id, _, _)| id.as_str())
             .collect();
-        let refused = t
-            .tool_results
-            .iter()
-            .any(|(id, is_error, text)| canary_ids.contains(&id.as_str()) && *is_error && text.contains("stet guard"));
+        let refused = t.tool_results.iter().any(|(id, is_error, text)| {
+            canary_ids.contains(&id.as_str()) && *is_error && text.contains("stet guard")
+        });
         Ok(vec![
             wall(
                 "proof-tool-list",
@@ -324,7 +373,10 @@ impl HarnessPlugin for ClaudeHarness {
             wall(
                 "proof-approver-connected",
                 approver.as_deref() == Some("connected"),
-                format!("stet approver: {}", approver.unwrap_or_else(|| "not listed".into())),
+                format!(
+                    "stet approver: {}",
+                    approver.unwrap_or_else(|| "not listed".into())
+                ),
                 "check that the stet binary runs inside the sandbox (`stet approver`)",
             ),
             wall(
@@ -336,7 +388,11 @@ impl HarnessPlugin for ClaudeHarness {
             wall(
                 "proof-no-memory",
                 !init.memory_paths,
-                if init.memory_paths { "auto-memory is on" } else { "auto-memory is off" },
+                if init.memory_paths {
+                    "auto-memory is on"
+                } else {
+                    "auto-memory is off"
+                },
                 "auto-memory must be off (CLAUDE_CODE_DISABLE_AUTO_MEMORY)",
             ),
             wall(
@@ -354,20 +410,28 @@ impl HarnessPlugin for ClaudeHarness {
         ])
     }
 
-    fn read_outcome(&self, _role: Role, output: &[u8], exit: ExitStatus) -> Result<Outcome, PluginError> {
+    fn read_outcome(
+        &self,
+        _role: Role,
+        output: &[u8],
+        exit: ExitStatus,
+    ) -> Result<Outcome, PluginError> {
         Ok(outcome::outcome(&stream::read(output), exit))
     }
 }
 
 fn describe_login(status: Result<AuthStatus, String>) -> String {
     match status {
-        Ok(AuthStatus { logged_in: true, auth_method }) => match auth_method {
+        Ok(AuthStatus {
+            logged_in: true,
+            auth_method,
+        }) => match auth_method {
             Some(method) if !method.is_empty() => format!("logged in ({method})"),
             _ => "logged in".to_string(),
         },
-        Ok(AuthStatus { logged_in: false, .. }) => {
-            "not logged in (run `claude`, then /login, in your own shell)".to_string()
-        }
+        Ok(AuthStatus {
+            logged_in: false, ..
+        }) => "not logged in (run `claude`, then /login, in your own shell)".to_string(),
         Err(why) => format!("unknown ({why})"),
     }
 }

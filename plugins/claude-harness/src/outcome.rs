@@ -48,13 +48,18 @@ pub fn outcome(t: &Transcript, exit: ExitStatus) -> Outcome {
         .as_ref()
         .is_some_and(|r| r["api_error_status"].as_u64() == Some(429));
     if t.limit_resets_at.is_some() || t.api_errors.iter().any(|e| e == "rate_limit") || status_429 {
-        let detail = if result_text.is_empty() { "usage limit reached".to_string() } else { result_text };
+        let detail = if result_text.is_empty() {
+            "usage limit reached".to_string()
+        } else {
+            result_text
+        };
         return make(OutcomeKind::RateLimited, detail, t.limit_resets_at);
     }
     if t.api_errors.iter().any(|e| e == "authentication_failed") {
         return make(
             OutcomeKind::NotLoggedIn,
-            "the profile has no login: run `claude` with CLAUDE_CONFIG_DIR set to it, then /login".into(),
+            "the profile has no login: run `claude` with CLAUDE_CONFIG_DIR set to it, then /login"
+                .into(),
             None,
         );
     }
@@ -79,12 +84,18 @@ pub fn outcome(t: &Transcript, exit: ExitStatus) -> Outcome {
         return make(OutcomeKind::Done, result_text, None);
     }
     if !result["is_error"].is_boolean() {
-        return make(OutcomeKind::OutOfShape, "the result line has no is_error".into(), None);
+        return make(
+            OutcomeKind::OutOfShape,
+            "the result line has no is_error".into(),
+            None,
+        );
     }
     let reason = result["terminal_reason"].as_str().unwrap_or(subtype);
     make(
         OutcomeKind::Failed,
-        format!("{reason}: {result_text}").trim_end_matches(": ").to_string(),
+        format!("{reason}: {result_text}")
+            .trim_end_matches(": ")
+            .to_string(),
         None,
     )
 }
@@ -105,7 +116,10 @@ mod tests {
         assert_eq!(o.kind, OutcomeKind::Done);
         assert_eq!(o.detail.as_str(), "all done");
         assert_eq!(o.cost_usd, ROption::RSome(0.0012));
-        assert!(o.usage.iter().any(|f| f.key.as_str() == "num_turns" && f.value.as_str() == "2"));
+        assert!(o
+            .usage
+            .iter()
+            .any(|f| f.key.as_str() == "num_turns" && f.value.as_str() == "2"));
     }
 
     #[test]
@@ -118,6 +132,9 @@ mod tests {
 
     #[test]
     fn nothing_at_all_is_out_of_shape() {
-        assert_eq!(outcome(&read(b"garbage\n"), ExitStatus::signalled(9)).kind, OutcomeKind::OutOfShape);
+        assert_eq!(
+            outcome(&read(b"garbage\n"), ExitStatus::signalled(9)).kind,
+            OutcomeKind::OutOfShape
+        );
     }
 }

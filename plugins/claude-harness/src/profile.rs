@@ -22,7 +22,10 @@ pub fn find(root: &Path) -> Result<PathBuf, PluginError> {
             .with_remedy(login_hint))
         }
         Err(e) => {
-            return Err(PluginError::backend(format!("cannot read {}: {e}", root.display())))
+            return Err(PluginError::backend(format!(
+                "cannot read {}: {e}",
+                root.display()
+            )))
         }
     };
     let mut dirs: Vec<PathBuf> = entries
@@ -43,7 +46,11 @@ pub fn find(root: &Path) -> Result<PathBuf, PluginError> {
             dirs.len(),
             root.display(),
             dirs.iter()
-                .map(|d| d.file_name().unwrap_or_default().to_string_lossy().into_owned())
+                .map(|d| d
+                    .file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned())
                 .collect::<Vec<_>>()
                 .join(", ")
         ))

@@ -12,9 +12,7 @@ pub const FILE: &str = "settings.json";
 /// The hooks, as commands naming the stet binary by absolute path as seen where the agent
 /// runs.
 pub fn walled(stet: &str) -> String {
-    let command = |event: &str| {
-        json!({"type": "command", "command": format!("{} hook {event}", shell_quote(stet)), "timeout": 30})
-    };
+    let command = |event: &str| json!({"type": "command", "command": format!("{} hook {event}", shell_quote(stet)), "timeout": 30});
     let settings = json!({
         "hooks": {
             "PreToolUse": [{"matcher": "*", "hooks": [command("guard")]}],
@@ -38,13 +36,19 @@ pub fn check(text: &str, stet: &str) -> Result<(), String> {
         .map(|o| o.keys().map(String::as_str).collect())
         .unwrap_or_default();
     if keys != ["hooks"] {
-        return Err(format!("holds keys other than stet's hooks: {}", keys.join(", ")));
+        return Err(format!(
+            "holds keys other than stet's hooks: {}",
+            keys.join(", ")
+        ));
     }
     Err("its hooks differ from stet's".to_string())
 }
 
 fn shell_quote(path: &str) -> String {
-    if path.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c)) {
+    if path
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c))
+    {
         path.to_string()
     } else {
         format!("'{}'", path.replace('\'', r"'\''"))
@@ -58,11 +62,16 @@ mod tests {
     #[test]
     fn written_settings_pass_and_edits_are_caught() {
         let text = walled("/opt/stet/bin/stet");
-        assert!(text.contains("\"command\": \"/opt/stet/bin/stet hook guard\""), "{text}");
+        assert!(
+            text.contains("\"command\": \"/opt/stet/bin/stet hook guard\""),
+            "{text}"
+        );
         check(&text, "/opt/stet/bin/stet").unwrap();
         let mut edited: Value = serde_json::from_str(&text).unwrap();
         edited["permissions"] = json!({"allow": ["Bash"]});
-        assert!(check(&edited.to_string(), "/opt/stet/bin/stet").unwrap_err().contains("permissions"));
+        assert!(check(&edited.to_string(), "/opt/stet/bin/stet")
+            .unwrap_err()
+            .contains("permissions"));
         assert!(check(&text, "/other/stet").is_err());
         assert!(check("{", "/opt/stet/bin/stet").is_err());
     }

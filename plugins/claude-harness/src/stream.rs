@@ -106,11 +106,19 @@ fn read_init(v: &Value) -> Init {
     Init {
         tools: v["tools"]
             .as_array()
-            .map(|a| a.iter().filter_map(|t| t.as_str().map(str::to_string)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|t| t.as_str().map(str::to_string))
+                    .collect()
+            })
             .unwrap_or_default(),
         mcp_servers: v["mcp_servers"]
             .as_array()
-            .map(|a| a.iter().map(|s| (text(&s["name"]), text(&s["status"]))).collect())
+            .map(|a| {
+                a.iter()
+                    .map(|s| (text(&s["name"]), text(&s["status"])))
+                    .collect()
+            })
             .unwrap_or_default(),
         memory_paths: !v["memory_paths"].is_null(),
     }
@@ -150,7 +158,10 @@ not json at all
         let t = read(out);
         let init = t.init.unwrap();
         assert_eq!(init.tools, ["Bash", "Read"]);
-        assert_eq!(init.mcp_servers, [("stet".to_string(), "connected".to_string())]);
+        assert_eq!(
+            init.mcp_servers,
+            [("stet".to_string(), "connected".to_string())]
+        );
         assert!(!init.memory_paths);
         assert_eq!(t.hooks_started, ["SessionStart"]);
         assert_eq!(t.tool_results, [("t1".to_string(), true, "no".to_string())]);

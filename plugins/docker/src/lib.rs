@@ -42,6 +42,10 @@ pub const CAPABILITIES: &[&str] = &[
 struct Config {
     /// An engine address (`unix:///path`, `tcp://host:port`); overrides `DOCKER_HOST`.
     host: Option<String>,
+    /// The Docker network a sandbox joins when it asks for the open network (default
+    /// `bridge`). `host` shares the host's network namespace: tests use it to reach a
+    /// fake service on loopback.
+    open_network: Option<String>,
 }
 
 /// The Docker runtime.
@@ -57,7 +61,7 @@ impl DockerRuntime {
     pub fn from_config(config: &str) -> Result<Self, PluginError> {
         let config: Config = serde_json::from_str(config).map_err(|e| {
             PluginError::invalid_input(format!("bad [plugins.docker] settings: {e}")).with_remedy(
-                "the only key is `host`, an engine address such as unix:///var/run/docker.sock",
+                "the keys are `host` (an engine address such as unix:///var/run/docker.sock) and `open_network` (a Docker network name)",
             )
         })?;
         // Two workers: one thread may block in a process's output stream while another
@@ -153,7 +157,9 @@ impl RuntimePlugin for DockerRuntime {
 
     fn create_sandbox(&self, spec: SandboxSpec) -> Result<SandboxInfo, PluginError> {
         let docker = self.engine()?;
-        self.tokio.block_on(sandbox::create(&docker, spec))
+        let open_network = self.config.open_network.as_deref().unwrap_or("bridge");
+        self.tokio
+            .block_on(sandbox::create(&docker, spec, open_network))
     }
 
     fn spawn(

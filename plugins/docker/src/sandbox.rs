@@ -69,7 +69,11 @@ fn check(spec: &SandboxSpec) -> Result<(), PluginError> {
     Ok(())
 }
 
-pub async fn create(docker: &Docker, spec: SandboxSpec) -> Result<SandboxInfo, PluginError> {
+pub async fn create(
+    docker: &Docker,
+    spec: SandboxSpec,
+    open_network: &str,
+) -> Result<SandboxInfo, PluginError> {
     check(&spec)?;
     let status = image_status(docker, &spec.image).await?;
     if !status.present {
@@ -102,7 +106,7 @@ pub async fn create(docker: &Docker, spec: SandboxSpec) -> Result<SandboxInfo, P
         network_mode: Some(
             match spec.network {
                 Network::None => "none",
-                _ => "bridge",
+                _ => open_network,
             }
             .to_string(),
         ),

@@ -1,0 +1,244 @@
+//! The entry points a walled agent calls back into: its hooks (`stet hook EVENT`) and its
+//! permission-prompt server (`stet approver`). Both run inside the sandbox, started by the
+//! agent, with the agent's environment (`STET_ROLE` names the stage).
+//!
+//! The hook protocol: one JSON object on stdin; exit 0 to go on (stdout may carry JSON
+//! for the agent), exit 2 to block with the reason on stderr. The approver is an MCP
+//! server on stdio with one tool, `approve`, answering `{"behavior":"allow",
+//! "updatedInput":…}` or `{"behavior":"deny","message":…}`.
+
+use std::io::{BufRead, Write};
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use crate::guard::{self, Decision};
+
+/// The hook events stet's walled settings register.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum HookEvent {
+    /// Before each tool call: the guard.
+    Guard,
+    /// At session start: hands the agent the repository's rules (AGENTS.md).
+    Rules,
+    /// At session start: recorded for the receipt.
+    SessionStart,
+    /// At session end: recorded for the receipt.
+    SessionEnd,
+}
+
+/// The stage this agent works in, from its environment; unknown means no shell at all.
+fn role() -> String {
+    std::env::var("STET_ROLE").unwrap_or_else(|_| "unknown".to_string())
+}
+
+/// Files whose text is handed to the agent as the repository's rules, first found wins.
+/// (The agent's own instruction-file loading is off in a walled launch.)
+const RULES_FILES: [&str; 1] = ["AGENTS.md"];
+
+/// Runs one hook: reads its JSON from `input`, answers on `out`/`err`, returns the exit code.
+pub fn hook(
+    event: HookEvent,
+    input: &mut dyn std::io::Read,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> u8 {
+    let mut text = String::new();
+    if input.read_to_string(&mut text).is_err() {
+        let _ = writeln!(err, "stet hook: cannot read the hook's input");
+        return 2;
+    }
+    let payload: Value = match serde_json::from_str(&text) {
+        Ok(v) => v,
+        Err(e) => {
+            // A guard that cannot read what it guards refuses: failing open is no wall.
+            let _ = writeln!(
+                err,
+                "refused by stet guard: the hook input is not JSON ({e})"
+            );
+            return if event == HookEvent::Guard { 2 } else { 0 };
+        }
+    };
+    match event {
+        HookEvent::Guard => {
+            let tool = payload["tool_name"].as_str().unwrap_or_default();
+            match guard::decide(&role(), tool, &payload["tool_input"]) {
+                Decision::Allow => 0,
+                Decision::Deny(reason) => {
+                    let _ = writeln!(err, "{reason}");
+                    2
+                }
+            }
+        }
+        HookEvent::Rules => {
+            let cwd = payload["cwd"].as_str().unwrap_or(".");
+            let rules = RULES_FILES.iter().find_map(|name| {
+                std::fs::read_to_string(Path::new(cwd).join(name))
+                    .ok()
+                    .map(|t| (name, t))
+            });
+            if let Some((name, text)) = rules {
+                let answer = json!({"hookSpecificOutput": {
+                    "hookEventName": "SessionStart",
+                    "additionalContext": format!("The repository's rules ({name}):\n\n{text}")
+                }});
+                let _ = writeln!(out, "{answer}");
+            }
+            0
+        }
+        HookEvent::SessionStart | HookEvent::SessionEnd => {
+            record_session_event(event, &payload);
+            0
+        }
+    }
+}
+
+/// Appends a session event to `$STET_SESSION_LOG` when the launch names one (the receipt's
+/// record of the agent's session); nothing otherwise.
+fn record_session_event(event: HookEvent, payload: &Value) {
+    let Some(path) = std::env::var_os("STET_SESSION_LOG") else {
+        return;
+    };
+    let line = json!({
+        "event": if event == HookEvent::SessionStart { "session-start" } else { "session-end" },
+        "session_id": payload["session_id"],
+        "reason": payload["reason"].as_str().or(payload["source"].as_str()),
+        "at_unix_ms": std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0),
+    });
+    if let Ok(mut file) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+    {
+        let _ = writeln!(file, "{line}");
+    }
+}
+
+/// Serves the approver: newline-delimited JSON-RPC 2.0 (MCP over stdio) until stdin closes.
+pub fn approver(input: &mut dyn BufRead, out: &mut dyn Write) -> std::io::Result<()> {
+    let role = role();
+    for line in input.lines() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let Ok(request) = serde_json::from_str::<Value>(&line) else {
+            write_message(
+                out,
+                &json!({"jsonrpc": "2.0", "id": null,
+                "error": {"code": -32700, "message": "parse error"}}),
+            )?;
+            continue;
+        };
+        let id = request["id"].clone();
+        // Notifications (no id) need no answer.
+        if id.is_null() {
+            continue;
+        }
+        let result = match request["method"].as_str().unwrap_or_default() {
+            "initialize" => json!({
+                "protocolVersion": request["params"]["protocolVersion"].as_str().unwrap_or("2025-06-18"),
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "stet", "version": env!("CARGO_PKG_VERSION")}
+            }),
+            "ping" => json!({}),
+            "tools/list" => json!({"tools": [{
+                "name": "approve",
+                "description": "Answers the agent's permission prompts by stet's guard policy.",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {
+                        "tool_name": {"type": "string"},
+                        "input": {"type": "object"},
+                        "tool_use_id": {"type": "string"}
+                    },
+                    "required": ["tool_name", "input"]
+                }
+            }]}),
+            "tools/call" => {
+                let arguments = &request["params"]["arguments"];
+                let tool = arguments["tool_name"].as_str().unwrap_or_default();
+                let decision = match guard::decide(&role, tool, &arguments["input"]) {
+                    Decision::Allow => {
+                        json!({"behavior": "allow", "updatedInput": arguments["input"]})
+                    }
+                    Decision::Deny(reason) => json!({"behavior": "deny", "message": reason}),
+                };
+                json!({"content": [{"type": "text", "text": decision.to_string()}]})
+            }
+            method => {
+                write_message(
+                    out,
+                    &json!({"jsonrpc": "2.0", "id": id,
+                    "error": {"code": -32601, "message": format!("method not found: {method}")}}),
+                )?;
+                continue;
+            }
+        };
+        write_message(out, &json!({"jsonrpc": "2.0", "id": id, "result": result}))?;
+    }
+    Ok(())
+}
+
+fn write_message(out: &mut dyn Write, message: &Value) -> std::io::Result<()> {
+    writeln!(out, "{message}")?;
+    out.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_hook(event: HookEvent, input: &str) -> (u8, String, String) {
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let code = hook(event, &mut input.as_bytes(), &mut out, &mut err);
+        (
+            code,
+            String::from_utf8(out).unwrap(),
+            String::from_utf8(err).unwrap(),
+        )
+    }
+
+    #[test]
+    fn guard_blocks_with_exit_2_and_a_reason() {
+        let (code, _, err) = run_hook(
+            HookEvent::Guard,
+            r#"{"tool_name":"Bash","tool_input":{"command":"stet-wall-canary"}}"#,
+        );
+        assert_eq!(code, 2);
+        assert!(err.starts_with("refused by stet guard"), "{err}");
+        let (code, _, _) = run_hook(HookEvent::Guard, "not json");
+        assert_eq!(code, 2, "a guard that cannot read fails closed");
+    }
+
+    #[test]
+    fn approver_answers_mcp() {
+        let requests = [
+            json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}),
+            json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+            json!({"jsonrpc":"2.0","id":2,"method":"tools/list"}),
+            json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"approve",
+                "arguments":{"tool_name":"Bash","input":{"command":"git push"}}}}),
+            json!({"jsonrpc":"2.0","id":"x","method":"server/discover"}),
+        ];
+        let input: String = requests.iter().map(|r| format!("{r}\n")).collect();
+        let mut out = Vec::new();
+        approver(&mut input.as_bytes(), &mut out).unwrap();
+        let answers: Vec<Value> = String::from_utf8(out)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(answers.len(), 4);
+        assert_eq!(answers[0]["result"]["protocolVersion"], "2025-11-25");
+        assert_eq!(answers[1]["result"]["tools"][0]["name"], "approve");
+        let decision: Value =
+            serde_json::from_str(answers[2]["result"]["content"][0]["text"].as_str().unwrap())
+                .unwrap();
+        assert_eq!(decision["behavior"], "deny");
+        assert_eq!(answers[3]["error"]["code"], -32601);
+    }
+}

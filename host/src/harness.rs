@@ -1,0 +1,330 @@
+//! The harness side of a drive: opening the selected harness, its walled profile and
+//! settings, and the wall proof — static checks, then one short live launch in a real
+//! sandbox showing the tool list, the approver and the guard refusing the canary.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use serde::Serialize;
+use stet_plugin_api::abi::v1_1::HarnessBox;
+use stet_plugin_api::{
+    EnvVar, ExitStatus, HarnessContext, Launch, Network, PluginError, PluginKind, Profile, ROption,
+    Role, RoleRequest, SandboxSpec, Stream, UserIds, WallCheck,
+};
+
+use crate::error::{CliError, Exit};
+use crate::plugins::loader::Instance;
+use crate::plugins::selection::Selection;
+use crate::plugins::survey;
+use crate::sandbox::{self, plugin_error, OpenRuntime, Sandbox};
+use crate::settings::Settings;
+
+/// A harness plugin loaded into this process.
+pub struct OpenHarness {
+    /// Its name.
+    pub name: String,
+    /// Why it was chosen.
+    pub selection: Selection,
+    handle: HarnessBox,
+    /// What it is told about this drive.
+    pub context: HarnessContext,
+}
+
+/// Selects and loads the harness.
+pub fn open_harness(settings: &Settings) -> Result<OpenHarness, CliError> {
+    let (probed, selection) = survey::choose(settings, PluginKind::Harness, &settings.harness)?;
+    let Instance::Harness(handle) = survey::instantiate(settings, &probed)? else {
+        return Err(CliError::usage(format!(
+            "plugin {} is not a harness",
+            probed.manifest.name
+        )));
+    };
+    let stet = std::env::current_exe()
+        .and_then(|p| p.canonicalize())
+        .map_err(|e| CliError::failure(format!("cannot find the running stet binary: {e}")))?;
+    Ok(OpenHarness {
+        name: probed.manifest.name.clone(),
+        selection,
+        handle: handle.0,
+        context: HarnessContext {
+            profiles_root: settings.profiles_root.display().to_string().into(),
+            stet_binary: stet.display().to_string().into(),
+            host_env: std::env::vars().map(|(k, v)| EnvVar::new(k, v)).collect(),
+        },
+    })
+}
+
+impl OpenHarness {
+    fn err(&self, doing: &str) -> impl Fn(PluginError) -> CliError + '_ {
+        let doing = doing.to_string();
+        move |e| plugin_error(&self.name, &doing, &e)
+    }
+
+    /// The walled profile this drive runs on.
+    pub fn profile(&self) -> Result<Profile, CliError> {
+        let result: Result<Profile, PluginError> = self.handle.profile(self.context.clone()).into();
+        result.map_err(|e| {
+            let mut error = plugin_error(&self.name, "has no walled profile to run on", &e);
+            error.exit = Exit::Unusable;
+            error
+        })
+    }
+
+    /// Writes the walled settings; returns what was written.
+    pub fn write_settings(&self, profile: &Profile) -> Result<String, CliError> {
+        let result: Result<_, PluginError> = self
+            .handle
+            .write_settings(self.context.clone(), profile.clone())
+            .into();
+        result
+            .map(|s| s.into_string())
+            .map_err(self.err("could not write the walled settings"))
+    }
+
+    /// The static wall checks.
+    pub fn check_walls(&self, profile: &Profile) -> Result<Vec<WallCheck>, CliError> {
+        let result: Result<_, PluginError> = self
+            .handle
+            .check_walls(self.context.clone(), profile.clone())
+            .into();
+        result
+            .map(|v: stet_plugin_api::RVec<WallCheck>| v.into_vec())
+            .map_err(self.err("could not check its walls"))
+    }
+
+    /// The launch for a role.
+    pub fn launch(&self, request: RoleRequest) -> Result<Launch, CliError> {
+        let result: Result<_, PluginError> = self.handle.launch(request).into();
+        result.map_err(self.err("could not describe its launch"))
+    }
+
+    /// Reads the proof launch's output.
+    pub fn read_proof(&self, output: &[u8]) -> Result<Vec<WallCheck>, CliError> {
+        let result: Result<_, PluginError> = self.handle.read_proof(output.into()).into();
+        result
+            .map(|v: stet_plugin_api::RVec<WallCheck>| v.into_vec())
+            .map_err(self.err("could not read the proof"))
+    }
+}
+
+/// One wall as reported.
+#[derive(Debug, Clone, Serialize)]
+pub struct Wall {
+    /// The wall's name.
+    pub wall: String,
+    /// Whether it held.
+    pub held: bool,
+    /// What was seen.
+    pub detail: String,
+    /// What to do when it did not hold.
+    pub remedy: String,
+}
+
+impl From<WallCheck> for Wall {
+    fn from(w: WallCheck) -> Self {
+        Wall {
+            wall: w.wall.into_string(),
+            held: w.held,
+            detail: w.detail.into_string(),
+            remedy: w.remedy.into_string(),
+        }
+    }
+}
+
+/// Everything the wall proof found.
+#[derive(Debug, Serialize)]
+pub struct Proof {
+    /// The harness and runtime used.
+    pub harness: String,
+    /// The runtime the live launch ran in, when it ran.
+    pub runtime: Option<String>,
+    /// The profile directory.
+    pub profile: String,
+    /// How the agent is paid for and reaches its model.
+    pub route: String,
+    /// The network the live launch had.
+    pub network: Option<String>,
+    /// Whether the settings file had been edited and was replaced.
+    pub replaced_edited_settings: Option<String>,
+    /// Every wall, static then live.
+    pub walls: Vec<Wall>,
+}
+
+impl Proof {
+    /// Whether every wall held.
+    pub fn held(&self) -> bool {
+        self.walls.iter().all(|w| w.held)
+    }
+}
+
+/// Proves the walls: profile, settings (rewritten), static checks, then — when they all
+/// hold — one short live launch in a fresh sandbox of the selected runtime.
+pub fn prove(settings: &Settings, harness: &OpenHarness) -> Result<Proof, CliError> {
+    let profile = harness.profile()?;
+    let before = harness.check_walls(&profile)?;
+    let replaced = before
+        .iter()
+        .find(|w| {
+            w.wall.as_str() == "settings-exact" && !w.held && !w.detail.ends_with("is absent")
+        })
+        .map(|w| w.detail.to_string());
+    harness.write_settings(&profile)?;
+    let mut proof = Proof {
+        harness: harness.name.clone(),
+        runtime: None,
+        profile: profile.dir.to_string(),
+        route: profile.route.to_string(),
+        network: None,
+        replaced_edited_settings: replaced,
+        walls: harness
+            .check_walls(&profile)?
+            .into_iter()
+            .map(Wall::from)
+            .collect(),
+    };
+    if !proof.held() {
+        return Ok(proof);
+    }
+    let runtime = sandbox::open_runtime(settings)?;
+    proof.runtime = Some(runtime.name.clone());
+    let lane = tempfile::Builder::new()
+        .prefix("stet-proof-")
+        .tempdir()
+        .map_err(|e| CliError::failure(format!("cannot make a scratch lane: {e}")))?;
+    let lane_path = lane
+        .path()
+        .canonicalize()
+        .unwrap_or_else(|_| lane.path().to_path_buf());
+    let launch = harness.launch(RoleRequest {
+        role: Role::Proof,
+        prompt: "".into(),
+        profile_dir: profile.dir.clone(),
+        workdir: lane_path.display().to_string().into(),
+    })?;
+    let (output, network) = run_launch(settings, &runtime, &launch, &lane_path, "proof")?;
+    proof.network = Some(network);
+    proof.walls.extend(
+        harness
+            .read_proof(&output.stdout)?
+            .into_iter()
+            .map(Wall::from),
+    );
+    Ok(proof)
+}
+
+/// What a launch printed.
+pub struct LaunchOutput {
+    /// Standard output (stream-json for the agent).
+    pub stdout: Vec<u8>,
+    /// Standard error.
+    pub stderr: Vec<u8>,
+    /// How it ended.
+    pub status: ExitStatus,
+}
+
+/// Runs a harness's launch in a fresh sandbox with `lane` mounted read-write; returns what
+/// it printed and how the network was given.
+pub fn run_launch(
+    settings: &Settings,
+    runtime: &OpenRuntime,
+    launch: &Launch,
+    lane: &std::path::Path,
+    role: &str,
+) -> Result<(LaunchOutput, String), CliError> {
+    let lane_text = lane.display().to_string();
+    let mut mounts = vec![stet_plugin_api::Mount {
+        source: lane_text.clone().into(),
+        target: lane_text.clone().into(),
+        writable: true,
+    }];
+    mounts.extend(launch.mounts.iter().cloned());
+    // A runtime that cannot limit egress to the declared hosts gets its open network; the
+    // route names the hosts so the person sees what the agent needs.
+    let (network, described) = match &launch.network {
+        Network::None => (Network::None, "none".to_string()),
+        Network::Open => (Network::Open, "open".to_string()),
+        Network::AllowHosts(hosts) => {
+            let hosts: Vec<String> = hosts.iter().map(|h| h.to_string()).collect();
+            (
+                Network::Open,
+                format!(
+                    "open (the agent needs {}; egress is not limited to it yet)",
+                    hosts.join(", ")
+                ),
+            )
+        }
+    };
+    let mut labels = sandbox::ownership_labels(&format!("{role}-{}", std::process::id()));
+    labels.push(stet_plugin_api::Label::new("stet.kind", role));
+    let spec = SandboxSpec {
+        image: settings.image.clone().into(),
+        mounts: mounts.into(),
+        env: Default::default(),
+        workdir: lane_text.clone().into(),
+        network,
+        limits: Default::default(),
+        labels: labels.into(),
+        user: ROption::RSome(UserIds {
+            uid: nix::unistd::getuid().as_raw(),
+            gid: nix::unistd::getgid().as_raw(),
+        }),
+    };
+    let sandbox = Sandbox::create(runtime, spec)?;
+    let mut process = launch.process.clone();
+    process.workdir = ROption::RSome(lane_text.into());
+    let running = sandbox.spawn(process)?;
+    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+    let status = running.wait(&mut |stream, bytes| match stream {
+        Stream::Stdout => stdout.extend_from_slice(bytes),
+        Stream::Stderr => stderr.extend_from_slice(bytes),
+    })?;
+    drop(sandbox);
+    Ok((
+        LaunchOutput {
+            stdout,
+            stderr,
+            status,
+        },
+        described,
+    ))
+}
+
+/// Prints a proof as lines.
+pub fn print(proof: &Proof, out: &mut dyn Write) {
+    let _ = writeln!(
+        out,
+        "harness: {} — profile {}",
+        proof.harness, proof.profile
+    );
+    let _ = writeln!(out, "route: {}", proof.route);
+    if let Some(detail) = &proof.replaced_edited_settings {
+        let _ = writeln!(
+            out,
+            "note: the walled settings had been edited and were replaced ({detail})"
+        );
+    }
+    if let (Some(runtime), Some(network)) = (&proof.runtime, &proof.network) {
+        let _ = writeln!(out, "live proof: runtime {runtime}, network {network}");
+    }
+    let width = proof.walls.iter().map(|w| w.wall.len()).max().unwrap_or(0);
+    for w in &proof.walls {
+        let _ = writeln!(
+            out,
+            "  {}  {:<width$}  {}",
+            if w.held { "held  " } else { "BROKEN" },
+            w.wall,
+            w.detail
+        );
+        if !w.held && !w.remedy.is_empty() {
+            let _ = writeln!(out, "          hint: {}", w.remedy);
+        }
+    }
+}
+
+/// The default root of walled profiles: `~/.stet/profiles`.
+pub fn default_profiles_root() -> PathBuf {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/"))
+        .join(".stet/profiles")
+}
