@@ -96,25 +96,36 @@ pub fn hook(
 /// Appends a session event to `$STET_SESSION_LOG` when the launch names one (the receipt's
 /// record of the agent's session); nothing otherwise.
 fn record_session_event(event: HookEvent, payload: &Value) {
-    let Some(path) = std::env::var_os("STET_SESSION_LOG") else {
-        return;
-    };
-    let line = json!({
+    append_session_log(&json!({
         "event": if event == HookEvent::SessionStart { "session-start" } else { "session-end" },
         "session_id": payload["session_id"],
         "reason": payload["reason"].as_str().or(payload["source"].as_str()),
-        "at_unix_ms": std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis() as u64)
-            .unwrap_or(0),
-    });
-    if let Ok(mut file) = std::fs::OpenOptions::new()
+        "at_unix_ms": now_ms(),
+    }));
+}
+
+/// The variable naming the file for this agent call's session record; the host sets it
+/// on the launch.
+pub const SESSION_LOG_VAR: &str = "STET_SESSION_LOG";
+
+fn append_session_log(line: &Value) {
+    let Some(path) = std::env::var_os(SESSION_LOG_VAR) else {
+        return;
+    };
+    let file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(path)
-    {
+        .open(path);
+    if let Ok(mut file) = file {
         let _ = writeln!(file, "{line}");
     }
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 /// Serves the approver: newline-delimited JSON-RPC 2.0 (MCP over stdio) until stdin closes.
@@ -167,6 +178,12 @@ pub fn approver(input: &mut dyn BufRead, out: &mut dyn Write) -> std::io::Result
                     }
                     Decision::Deny(reason) => json!({"behavior": "deny", "message": reason}),
                 };
+                append_session_log(&json!({
+                    "event": "approval",
+                    "tool": tool,
+                    "behavior": decision["behavior"],
+                    "at_unix_ms": now_ms(),
+                }));
                 json!({"content": [{"type": "text", "text": decision.to_string()}]})
             }
             method => {

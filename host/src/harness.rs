@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use serde::Serialize;
 use stet_plugin_api::abi::v1_1::HarnessBox;
 use stet_plugin_api::{
-    EnvVar, ExitStatus, HarnessContext, Launch, Network, PluginError, PluginKind, Profile, ROption,
-    Role, RoleRequest, SandboxSpec, Stream, UserIds, WallCheck,
+    EnvVar, ExitStatus, HarnessContext, Launch, Network, Outcome, PluginError, PluginKind, Profile,
+    ROption, Role, RoleRequest, SandboxSpec, Stream, UserIds, WallCheck,
 };
 
 use crate::error::{CliError, Exit};
@@ -98,6 +98,18 @@ impl OpenHarness {
         result.map_err(self.err("could not describe its launch"))
     }
 
+    /// Reads a role's output into an outcome.
+    pub fn read_outcome(
+        &self,
+        role: Role,
+        output: &[u8],
+        exit: ExitStatus,
+    ) -> Result<Outcome, CliError> {
+        let result: Result<_, PluginError> =
+            self.handle.read_outcome(role, output.into(), exit).into();
+        result.map_err(self.err("could not read the agent's output"))
+    }
+
     /// Reads the proof launch's output.
     pub fn read_proof(&self, output: &[u8]) -> Result<Vec<WallCheck>, CliError> {
         let result: Result<_, PluginError> = self.handle.read_proof(output.into()).into();
@@ -148,6 +160,8 @@ pub struct Proof {
     pub replaced_edited_settings: Option<String>,
     /// Every wall, static then live.
     pub walls: Vec<Wall>,
+    /// What the live launch's hooks and approver recorded.
+    pub session: Vec<serde_json::Value>,
 }
 
 impl Proof {
@@ -157,9 +171,24 @@ impl Proof {
     }
 }
 
+/// How the proof treats the walled settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SettingsMode {
+    /// Rewrite them first, as every drive does.
+    Rewrite,
+    /// Leave them as they are and make the live launch even if a static wall is broken: a
+    /// diagnosis of the profile as it stands.
+    AsTheyAre,
+}
+
 /// Proves the walls: profile, settings (rewritten), static checks, then — when they all
-/// hold — one short live launch in a fresh sandbox of the selected runtime.
-pub fn prove(settings: &Settings, harness: &OpenHarness) -> Result<Proof, CliError> {
+/// hold, or when diagnosing the settings as they are — one short live launch in a fresh
+/// sandbox of the selected runtime.
+pub fn prove(
+    settings: &Settings,
+    harness: &OpenHarness,
+    mode: SettingsMode,
+) -> Result<Proof, CliError> {
     let profile = harness.profile()?;
     let before = harness.check_walls(&profile)?;
     let replaced = before
@@ -167,8 +196,11 @@ pub fn prove(settings: &Settings, harness: &OpenHarness) -> Result<Proof, CliErr
         .find(|w| {
             w.wall.as_str() == "settings-exact" && !w.held && !w.detail.ends_with("is absent")
         })
+        .filter(|_| mode == SettingsMode::Rewrite)
         .map(|w| w.detail.to_string());
-    harness.write_settings(&profile)?;
+    if mode == SettingsMode::Rewrite {
+        harness.write_settings(&profile)?;
+    }
     let mut proof = Proof {
         harness: harness.name.clone(),
         runtime: None,
@@ -181,8 +213,9 @@ pub fn prove(settings: &Settings, harness: &OpenHarness) -> Result<Proof, CliErr
             .into_iter()
             .map(Wall::from)
             .collect(),
+        session: Vec::new(),
     };
-    if !proof.held() {
+    if !proof.held() && mode == SettingsMode::Rewrite {
         return Ok(proof);
     }
     let runtime = sandbox::open_runtime(settings)?;
@@ -203,6 +236,7 @@ pub fn prove(settings: &Settings, harness: &OpenHarness) -> Result<Proof, CliErr
     })?;
     let (output, network) = run_launch(settings, &runtime, &launch, &lane_path, "proof")?;
     proof.network = Some(network);
+    proof.session = output.session.clone();
     proof.walls.extend(
         harness
             .read_proof(&output.stdout)?
@@ -214,6 +248,9 @@ pub fn prove(settings: &Settings, harness: &OpenHarness) -> Result<Proof, CliErr
 
 /// What a launch printed.
 pub struct LaunchOutput {
+    /// What the agent's hooks and approver recorded (JSON lines): session start and end,
+    /// permission decisions.
+    pub session: Vec<serde_json::Value>,
     /// Standard output (stream-json for the agent).
     pub stdout: Vec<u8>,
     /// Standard error.
@@ -232,11 +269,26 @@ pub fn run_launch(
     role: &str,
 ) -> Result<(LaunchOutput, String), CliError> {
     let lane_text = lane.display().to_string();
-    let mut mounts = vec![stet_plugin_api::Mount {
-        source: lane_text.clone().into(),
-        target: lane_text.clone().into(),
-        writable: true,
-    }];
+    // The agent's hooks record its session here, outside the lane so the working copy
+    // stays clean.
+    let session_dir = tempfile::Builder::new()
+        .prefix("stet-session-")
+        .tempdir()
+        .map_err(|e| CliError::failure(format!("cannot make a session directory: {e}")))?;
+    let session_dir_text = session_dir.path().display().to_string();
+    let session_log = session_dir.path().join("session.jsonl");
+    let mut mounts = vec![
+        stet_plugin_api::Mount {
+            source: lane_text.clone().into(),
+            target: lane_text.clone().into(),
+            writable: true,
+        },
+        stet_plugin_api::Mount {
+            source: session_dir_text.clone().into(),
+            target: session_dir_text.into(),
+            writable: true,
+        },
+    ];
     mounts.extend(launch.mounts.iter().cloned());
     // A runtime that cannot limit egress to the declared hosts gets its open network; the
     // route names the hosts so the person sees what the agent needs.
@@ -272,6 +324,10 @@ pub fn run_launch(
     let sandbox = Sandbox::create(runtime, spec)?;
     let mut process = launch.process.clone();
     process.workdir = ROption::RSome(lane_text.into());
+    process.env.push(EnvVar::new(
+        crate::agent_hooks::SESSION_LOG_VAR,
+        session_log.display().to_string(),
+    ));
     let running = sandbox.spawn(process)?;
     let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
     let status = running.wait(&mut |stream, bytes| match stream {
@@ -279,8 +335,14 @@ pub fn run_launch(
         Stream::Stderr => stderr.extend_from_slice(bytes),
     })?;
     drop(sandbox);
+    let session = std::fs::read_to_string(&session_log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
     Ok((
         LaunchOutput {
+            session,
             stdout,
             stderr,
             status,

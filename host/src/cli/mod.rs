@@ -11,6 +11,7 @@ use crate::plugins::probe;
 use crate::printer::Printer;
 use crate::settings;
 
+mod ask;
 mod gc;
 mod plugins_conformance;
 mod plugins_list;
@@ -70,6 +71,15 @@ pub enum Command {
     /// firing and the guard refusing the canary command. Exit status: 0 when every wall
     /// holds, 3 when one does not.
     Walls(WallsArgs),
+
+    /// Make one walled agent call in a fresh sandbox, the current directory mounted.
+    ///
+    /// Runs the selected harness's walled launch for the role (implement by default) on the
+    /// walled profile, after rewriting the walled settings and checking the static walls,
+    /// and prints how the call ended: done, failed, out of shape, rate-limited until a
+    /// time, or not logged in, with cost and usage when the agent reports them. Exit status:
+    /// 0 done; 1 failed or out of shape; 3 rate-limited, not logged in, or a wall broken.
+    Ask(AskArgs),
 
     /// Inspect, probe and select plugins.
     #[command(subcommand)]
@@ -179,9 +189,54 @@ pub struct WallsArgs {
     #[arg(long, value_name = "IMAGE")]
     pub image: Option<String>,
 
+    /// Diagnose the profile as it stands: do not rewrite the walled settings, and make the
+    /// live launch even when a static wall is broken.
+    #[arg(long)]
+    pub keep_settings: bool,
+
     /// Print JSON instead of lines.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct AskArgs {
+    /// The role to launch.
+    #[arg(long, value_enum, default_value = "implement")]
+    pub role: AskRole,
+
+    /// Use this harness plugin.
+    #[arg(long, value_name = "NAME")]
+    pub harness: Option<String>,
+
+    /// Use this runtime plugin.
+    #[arg(long, value_name = "NAME")]
+    pub runtime: Option<String>,
+
+    /// The directory holding the one walled profile.
+    #[arg(long, value_name = "DIR")]
+    pub profiles: Option<std::path::PathBuf>,
+
+    /// Write the agent's full output here.
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<std::path::PathBuf>,
+
+    /// Print JSON instead of lines.
+    #[arg(long)]
+    pub json: bool,
+
+    /// The prompt.
+    #[arg(required = true, value_name = "PROMPT")]
+    pub prompt: Vec<String>,
+}
+
+/// Roles `stet ask` launches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AskRole {
+    /// Make the change the prompt asks for.
+    Implement,
+    /// Judge the working copy.
+    Review,
 }
 
 #[derive(Debug, Args)]
@@ -290,6 +345,16 @@ fn run(cli: Cli, printer: Printer) -> Result<Exit, CliError> {
             };
             let settings = settings::resolve(&cli.global, &overrides)?;
             run::run(&settings, &args, printer)
+        }
+        Command::Ask(args) => {
+            let overrides = settings::Overrides {
+                runtime: args.runtime.clone(),
+                harness: args.harness.clone(),
+                profiles_root: args.profiles.clone(),
+                ..Default::default()
+            };
+            let settings = settings::resolve(&cli.global, &overrides)?;
+            ask::run(&settings, &args, printer)
         }
         Command::Walls(args) => {
             let overrides = settings::Overrides {

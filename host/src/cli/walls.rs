@@ -12,7 +12,12 @@ pub fn run(settings: &Settings, args: &WallsArgs, printer: Printer) -> Result<Ex
     for line in harness.selection.lines() {
         printer.detail(&line);
     }
-    let proof = harness::prove(settings, &harness)?;
+    let mode = if args.keep_settings {
+        harness::SettingsMode::AsTheyAre
+    } else {
+        harness::SettingsMode::Rewrite
+    };
+    let proof = harness::prove(settings, &harness, mode)?;
     if args.json {
         printer.json(&proof);
     } else {
