@@ -86,7 +86,18 @@ pub fn hook(
             }
             0
         }
-        HookEvent::SessionStart | HookEvent::SessionEnd => {
+        HookEvent::SessionStart => {
+            record_session_event(event, &payload);
+            // Announces that stet's walled settings were loaded; the live wall proof looks
+            // for this line.
+            let answer = json!({"hookSpecificOutput": {
+                "hookEventName": "SessionStart",
+                "additionalContext": stet_plugin_api::SESSION_HOOK_MARKER
+            }});
+            let _ = writeln!(out, "{answer}");
+            0
+        }
+        HookEvent::SessionEnd => {
             record_session_event(event, &payload);
             0
         }

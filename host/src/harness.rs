@@ -162,6 +162,9 @@ pub struct Proof {
     pub walls: Vec<Wall>,
     /// What the live launch's hooks and approver recorded.
     pub session: Vec<serde_json::Value>,
+    /// The live launch's full output.
+    #[serde(skip)]
+    pub output: Vec<u8>,
 }
 
 impl Proof {
@@ -214,6 +217,7 @@ pub fn prove(
             .map(Wall::from)
             .collect(),
         session: Vec::new(),
+        output: Vec::new(),
     };
     if !proof.held() && mode == SettingsMode::Rewrite {
         return Ok(proof);
@@ -237,6 +241,7 @@ pub fn prove(
     let (output, network) = run_launch(settings, &runtime, &launch, &lane_path, "proof")?;
     proof.network = Some(network);
     proof.session = output.session.clone();
+    proof.output = output.stdout.clone();
     proof.walls.extend(
         harness
             .read_proof(&output.stdout)?

@@ -87,6 +87,11 @@ pub use types::{
 /// and approver refuse it.
 pub const WALL_CANARY: &str = "stet-wall-canary";
 
+/// What stet's session-start hook tells the agent. A harness that finds it in its agent's
+/// output knows stet's walled settings were loaded (agents may have session hooks of their
+/// own, so "a hook ran" proves nothing).
+pub const SESSION_HOOK_MARKER: &str = "stet: walled session started";
+
 /// The version of this API (`major.minor.patch`), which plugins report in their identity
 /// and the host compares with its own.
 pub const API_VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -194,6 +194,10 @@ pub struct WallsArgs {
     #[arg(long)]
     pub keep_settings: bool,
 
+    /// Write the live launch's full output here.
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<std::path::PathBuf>,
+
     /// Print JSON instead of lines.
     #[arg(long)]
     pub json: bool,

@@ -18,6 +18,10 @@ pub fn run(settings: &Settings, args: &WallsArgs, printer: Printer) -> Result<Ex
         harness::SettingsMode::Rewrite
     };
     let proof = harness::prove(settings, &harness, mode)?;
+    if let Some(log) = &args.log {
+        std::fs::write(log, &proof.output)
+            .map_err(|e| CliError::failure(format!("cannot write {}: {e}", log.display())))?;
+    }
     if args.json {
         printer.json(&proof);
     } else {

@@ -18,7 +18,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use stet_plugin_api::{
     export_plugin, ExitStatus, HarnessContext, HarnessPlugin, Launch, Outcome, PluginError,
-    ProbeReport, Profile, Role, RoleRequest, WallCheck, WALL_CANARY,
+    ProbeReport, Profile, Role, RoleRequest, WallCheck, SESSION_HOOK_MARKER, WALL_CANARY,
 };
 use stet_plugin_support::{find_on_path, run_bounded, CommandOutput};
 
@@ -360,9 +360,19 @@ impl HarnessPlugin for ClaudeHarness {
             .filter(|(_, _, input)| input.to_string().contains(WALL_CANARY))
             .map(|(id, _, _)| id.as_str())
             .collect();
+        // The guard hook's refusal, not the approver's: the proof is about the hook firing
+        // (the approver refuses the canary too, and must not stand in for the guard).
         let refused = t.tool_results.iter().any(|(id, is_error, text)| {
-            canary_ids.contains(&id.as_str()) && *is_error && text.contains("stet guard")
+            canary_ids.contains(&id.as_str())
+                && *is_error
+                && text.contains("PreToolUse")
+                && text.contains("stet guard")
         });
+        // Claude Code has built-in session hooks of its own; stet's announce themselves.
+        let stet_hooks_ran = t
+            .hook_outputs
+            .iter()
+            .any(|o| o.contains(SESSION_HOOK_MARKER));
         Ok(vec![
             wall(
                 "proof-tool-list",
@@ -381,8 +391,15 @@ impl HarnessPlugin for ClaudeHarness {
             ),
             wall(
                 "proof-hooks-fired",
-                t.hooks_started.iter().any(|e| e == "SessionStart"),
-                format!("hooks started: {:?}", t.hooks_started),
+                stet_hooks_ran,
+                if stet_hooks_ran {
+                    "stet's session hook ran".to_string()
+                } else {
+                    format!(
+                        "stet's session hook did not run (hooks started: {:?})",
+                        t.hooks_started
+                    )
+                },
                 "the walled settings were not loaded: check the profile's settings.json",
             ),
             wall(

@@ -15,6 +15,8 @@ pub struct Transcript {
     pub result: Option<Value>,
     /// `hook_event` of every `system/hook_started` line.
     pub hooks_started: Vec<String>,
+    /// The standard output of every `system/hook_response` line.
+    pub hook_outputs: Vec<String>,
     /// Tool calls the model asked for: (id, name, input).
     pub tool_uses: Vec<(String, String, Value)>,
     /// Tool results: (tool_use_id, is_error, text).
@@ -61,6 +63,9 @@ pub fn read(output: &[u8]) -> Transcript {
                 if let Some(event) = v["hook_event"].as_str() {
                     t.hooks_started.push(event.to_string());
                 }
+            }
+            (Some("system"), Some("hook_response")) => {
+                t.hook_outputs.push(text(&v["stdout"]));
             }
             (Some("assistant"), _) => {
                 if v["is_api_error_message"] == true {

@@ -1,0 +1,370 @@
+//! The claude harness through the real `stet` binary: the real Claude Code CLI (2.1.332)
+//! in a real Docker sandbox, walled by stet's settings, hooks and approver, talking to a
+//! fake Messages API on loopback (the sandbox shares the host's network for that:
+//! `[plugins.docker] open_network = "host"`). The login is a dummy made only for the fake.
+
+use std::path::PathBuf;
+
+use serde_json::{json, Value};
+use stet_e2e::fake_api::{FakeApi, Reply};
+use stet_e2e::{claude_binary, require_image, World, IMAGE};
+
+struct Claude {
+    world: World,
+    api: FakeApi,
+    profile: PathBuf,
+}
+
+/// A world with docker and claude installed, one walled profile holding a dummy stored
+/// login, and stet.toml pointing the harness at `api`.
+fn claude_world(api: FakeApi) -> Claude {
+    require_image();
+    let world = World::new();
+    world.install("docker");
+    world.install("claude");
+    let profile = world.root.path().join("profiles/claude");
+    std::fs::create_dir_all(&profile).unwrap();
+    dummy_login(&profile);
+    configure(&world, &api, &claude_binary().display().to_string());
+    Claude {
+        world,
+        api,
+        profile,
+    }
+}
+
+fn configure(world: &World, api: &FakeApi, binary: &str) {
+    world.repo_config(&format!(
+        "[harness]\nprofiles = \"{profiles}\"\n\n[sandbox]\nimage = \"{IMAGE}\"\n\n\
+         [plugins.claude]\nbinary = \"{binary}\"\napi_base_url = \"{url}\"\nmodel = \"sonnet\"\n\n\
+         [plugins.docker]\nopen_network = \"host\"\n",
+        profiles = world.root.path().join("profiles").display(),
+        url = api.url,
+    ));
+}
+
+/// The stored-login shape Claude Code writes after /login, with dummy tokens that only the
+/// fake accepts. Written by the test, never read by stet.
+fn dummy_login(profile: &std::path::Path) {
+    let expires = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+        + 365 * 24 * 3600 * 1000;
+    let path = profile.join(".credentials.json");
+    std::fs::write(
+        &path,
+        json!({"claudeAiOauth": {"accessToken": "dummy-for-fake", "refreshToken": "dummy-for-fake",
+            "expiresAt": expires as u64, "scopes": ["user:inference"], "subscriptionType": "max"}})
+        .to_string(),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+}
+
+/// A fake model that asks for one Bash call of `command`, then ends the turn.
+fn asks_to_run(command: &'static str) -> FakeApi {
+    FakeApi::start(move |request| {
+        if request.tool_results().is_empty() {
+            Reply::ToolUse {
+                name: "Bash".into(),
+                input: json!({"command": command, "description": "as asked"}),
+            }
+        } else {
+            Reply::Text("finished".into())
+        }
+    })
+}
+
+fn wall<'a>(json: &'a Value, name: &str) -> &'a Value {
+    json["walls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["wall"] == name)
+        .unwrap_or_else(|| panic!("no wall {name} in {json:#}"))
+}
+
+#[test]
+fn the_walls_hold_end_to_end_with_the_real_cli_in_a_sandbox() {
+    let c = claude_world(asks_to_run("stet-wall-canary"));
+    let out = c.world.run_stet(&["walls", "--json"]);
+    let json = out.json();
+    assert_eq!(out.code, 0, "{json:#}\n{}", out.stderr);
+    for name in [
+        "profile-alone",
+        "login-present",
+        "settings-exact",
+        "no-billing-key",
+        "proof-tool-list",
+        "proof-approver-connected",
+        "proof-hooks-fired",
+        "proof-no-memory",
+        "proof-guard-refused-canary",
+    ] {
+        assert_eq!(wall(&json, name)["held"], true, "{name}: {json:#}");
+    }
+    assert_eq!(json["runtime"], "docker");
+    // The settings stet wrote hold its hooks, naming the stet binary by absolute path.
+    let settings = std::fs::read_to_string(c.profile.join("settings.json")).unwrap();
+    assert!(settings.contains(" hook guard\""), "{settings}");
+    // The model was offered exactly the proof's tool list.
+    let first = &c.api.requests()[0];
+    // (Claude Code adds an internal placeholder for tools it defers; it is not a tool.)
+    let tools: Vec<&str> = first.body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .filter(|name| *name != "DeferredToolPlaceholder")
+        .collect();
+    assert_eq!(tools, ["Bash"], "{tools:?}");
+    // The session hooks fired inside the sandbox and were recorded.
+    let events: Vec<&str> = json["session"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["event"].as_str())
+        .collect();
+    assert!(
+        events.contains(&"session-start") && events.contains(&"session-end"),
+        "{events:?}"
+    );
+}
+
+#[test]
+fn edited_settings_are_replaced_and_said_so() {
+    let c = claude_world(asks_to_run("stet-wall-canary"));
+    std::fs::write(
+        c.profile.join("settings.json"),
+        r#"{"permissions":{"allow":["Bash"]}}"#,
+    )
+    .unwrap();
+    let out = c.world.run_stet(&["walls"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout
+            .contains("note: the walled settings had been edited and were replaced"),
+        "{}",
+        out.stdout
+    );
+    let settings = std::fs::read_to_string(c.profile.join("settings.json")).unwrap();
+    assert!(!settings.contains("permissions"));
+    // The login beside it is untouched.
+    assert!(c.profile.join(".credentials.json").exists());
+}
+
+#[test]
+fn without_the_guard_the_live_proof_fails_and_names_the_wall() {
+    let c = claude_world(asks_to_run("stet-wall-canary"));
+    let stet = stet_e2e::artifacts().join("stet");
+    std::fs::write(
+        c.profile.join("settings.json"),
+        json!({"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": format!("{} hook session-start", stet.display())}]}]}})
+            .to_string(),
+    )
+    .unwrap();
+    let out = c.world.run_stet(&["walls", "--keep-settings", "--json"]);
+    let json = out.json();
+    assert_eq!(out.code, 3, "{json:#}");
+    assert_eq!(wall(&json, "settings-exact")["held"], false);
+    assert_eq!(
+        wall(&json, "proof-guard-refused-canary")["held"],
+        false,
+        "{json:#}"
+    );
+    assert_eq!(wall(&json, "proof-hooks-fired")["held"], true, "{json:#}");
+    // With the guard gone, the approver still refused the canary: a second wall stood.
+    let approvals: Vec<&Value> = json["session"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["event"] == "approval")
+        .collect();
+    assert!(
+        approvals.iter().any(|a| a["behavior"] == "deny"),
+        "{json:#}"
+    );
+}
+
+#[test]
+fn an_invalid_settings_file_is_dropped_by_the_cli_and_the_proof_says_so() {
+    let c = claude_world(asks_to_run("stet-wall-canary"));
+    // Schema-invalid: Claude Code drops the whole file silently, hooks included.
+    std::fs::write(
+        c.profile.join("settings.json"),
+        r#"{"hooks":{"PreToolUse":"not a list"}}"#,
+    )
+    .unwrap();
+    let out = c.world.run_stet(&["walls", "--keep-settings", "--json"]);
+    let json = out.json();
+    assert_eq!(out.code, 3, "{json:#}");
+    assert_eq!(wall(&json, "proof-hooks-fired")["held"], false, "{json:#}");
+    assert_eq!(wall(&json, "proof-guard-refused-canary")["held"], false);
+}
+
+#[test]
+fn no_login_is_recognised_and_stops_before_the_live_launch() {
+    let c = claude_world(asks_to_run("stet-wall-canary"));
+    std::fs::remove_file(c.profile.join(".credentials.json")).unwrap();
+    let out = c.world.run_stet(&["walls"]);
+    assert_eq!(out.code, 3, "{}", out.stdout);
+    assert!(
+        out.stdout.contains("BROKEN  login-present"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("not logged in"), "{}", out.stdout);
+    assert!(out.stdout.contains(&format!(
+        "hint: log in once in your own shell: CLAUDE_CONFIG_DIR={} claude",
+        c.profile.display()
+    )));
+    assert!(c.api.requests().is_empty(), "no model call without a login");
+}
+
+#[test]
+fn a_billing_key_in_the_environment_breaks_a_wall() {
+    let c = claude_world(asks_to_run("stet-wall-canary"));
+    let out = c.world.run(
+        c.world
+            .stet(&["walls"])
+            .env("ANTHROPIC_API_KEY", "dummy-key-for-this-test"),
+    );
+    assert_eq!(out.code, 3);
+    assert!(
+        out.stdout.contains("BROKEN  no-billing-key"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("ANTHROPIC_API_KEY"));
+    assert!(
+        !out.stdout.contains("dummy-key-for-this-test"),
+        "a key's value is never printed"
+    );
+}
+
+#[test]
+fn none_or_several_profiles_are_refused_by_name() {
+    let c = claude_world(asks_to_run("stet-wall-canary"));
+    std::fs::create_dir_all(c.world.root.path().join("profiles/second")).unwrap();
+    let out = c.world.run_stet(&["walls"]);
+    assert_eq!(out.code, 3);
+    assert!(
+        out.stderr.contains("there are 2 profiles in"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("(claude, second)"), "{}", out.stderr);
+}
+
+#[test]
+fn ask_runs_an_approved_command_and_reports_cost_and_usage() {
+    let c = claude_world(asks_to_run("touch made-by-the-agent"));
+    let out = c.world.run_stet(&["ask", "--json", "make", "a", "file"]);
+    let json = out.json();
+    assert_eq!(out.code, 0, "{json:#}\n{}", out.stderr);
+    assert_eq!(json["outcome"], "done");
+    assert_eq!(json["detail"], "finished");
+    assert!(json["cost_usd"].as_f64().unwrap() > 0.0, "{json:#}");
+    assert!(
+        json["usage"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|u| u[0] == "input_tokens"),
+        "{json:#}"
+    );
+    assert!(
+        c.world.work.join("made-by-the-agent").exists(),
+        "the approved command ran in the lane"
+    );
+    let approvals: Vec<&Value> = json["session"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["event"] == "approval")
+        .collect();
+    assert_eq!(approvals.len(), 1, "{json:#}");
+    assert_eq!(approvals[0]["behavior"], "allow");
+    // The prompt reached the model on stdin.
+    assert!(c.api.requests()[0].body.to_string().contains("make a file"));
+}
+
+#[test]
+fn the_guard_refuses_a_push_and_the_agent_is_told_why() {
+    let c = claude_world(asks_to_run("git push origin HEAD"));
+    let out = c.world.run_stet(&["ask", "--json", "ship it"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let requests = c.api.requests();
+    let results = requests.last().unwrap().tool_results();
+    let text = results[0].to_string();
+    assert!(
+        text.contains("refused by stet guard: pushing is stet's job"),
+        "{text}"
+    );
+    assert_eq!(results[0]["is_error"], true);
+}
+
+#[test]
+fn a_usage_limit_is_rate_limited_until_the_reset() {
+    let api = FakeApi::start(|_| Reply::Error {
+        status: 429,
+        headers: vec![
+            (
+                "anthropic-ratelimit-unified-status".into(),
+                "rejected".into(),
+            ),
+            (
+                "anthropic-ratelimit-unified-reset".into(),
+                "1893456000".into(),
+            ),
+        ],
+        body: json!({"type": "error", "error": {"type": "rate_limit_error", "message": "usage limit reached"}}),
+    });
+    let c = claude_world(api);
+    let out = c.world.run_stet(&["ask", "--json", "anything"]);
+    let json = out.json();
+    assert_eq!(out.code, 3, "{json:#}");
+    assert_eq!(json["outcome"], "rate-limited");
+    assert_eq!(json["retry_at_unix"], 1893456000);
+}
+
+#[test]
+fn an_api_error_is_a_failure_with_its_reason() {
+    let api = FakeApi::start(|_| Reply::Error {
+        status: 500,
+        headers: vec![],
+        body: json!({"type": "error", "error": {"type": "api_error", "message": "the fake fell over"}}),
+    });
+    let c = claude_world(api);
+    let out = c.world.run_stet(&["ask", "--json", "anything"]);
+    let json = out.json();
+    assert_eq!(out.code, 1, "{json:#}");
+    assert_eq!(json["outcome"], "failed");
+    assert!(json["detail"].as_str().unwrap().contains("500"), "{json:#}");
+}
+
+/// For answers the fake cannot give: a stand-in `claude` that answers `--version` and
+/// `auth status` like the real one, then prints something that is not stream-json.
+#[test]
+fn output_out_of_shape_is_recognised() {
+    let c = claude_world(asks_to_run("true"));
+    let stand_in = c.world.root.path().join("stand-in-claude");
+    std::fs::write(
+        &stand_in,
+        "#!/bin/sh\ncase \"$1\" in\n  --version) echo '2.1.332 (Claude Code)';;\n  auth) echo '{\"loggedIn\":true,\"authMethod\":\"claude.ai\"}';;\n  *) cat >/dev/null; echo 'this is not stream-json';;\nesac\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&stand_in, std::fs::Permissions::from_mode(0o755)).unwrap();
+    configure(&c.world, &c.api, &stand_in.display().to_string());
+    let out = c.world.run_stet(&["ask", "--json", "anything"]);
+    let json = out.json();
+    assert_eq!(out.code, 1, "{json:#}");
+    assert_eq!(json["outcome"], "out-of-shape");
+    assert!(
+        json["detail"].as_str().unwrap().contains("no result line"),
+        "{json:#}"
+    );
+}
