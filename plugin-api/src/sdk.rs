@@ -230,34 +230,41 @@ fn process_box(process: Box<dyn ProcessPlugin>) -> v1_1::ProcessBox {
     v1_1::Process_TO::from_value(ProcessAdapter(process), TD_Opaque)
 }
 
+/// The methods every interface version of `Runtime` shares, written once.
+macro_rules! shared_runtime_methods {
+    () => {
+        fn probe(&self) -> RResult<ProbeReport, PluginError> {
+            guard("probe", || self.0.probe())
+        }
+
+        fn create_sandbox(&self, spec: SandboxSpec) -> RResult<SandboxInfo, PluginError> {
+            guard("create_sandbox", || self.0.create_sandbox(spec))
+        }
+
+        fn spawn(
+            &self,
+            sandbox: RStr<'_>,
+            spec: ProcessSpec,
+        ) -> RResult<v1_1::ProcessBox, PluginError> {
+            guard("spawn", || {
+                self.0.spawn(sandbox.as_str(), spec).map(process_box)
+            })
+        }
+
+        fn teardown(&self, sandbox: RStr<'_>) -> RResult<(), PluginError> {
+            guard("teardown", || self.0.teardown(sandbox.as_str()))
+        }
+
+        fn list_sandboxes(&self, labels: RVec<Label>) -> RResult<RVec<SandboxInfo>, PluginError> {
+            guard("list_sandboxes", || {
+                self.0.list_sandboxes(labels.as_slice()).map(RVec::from)
+            })
+        }
+    };
+}
+
 impl<T: RuntimePlugin> v1_1::Runtime for RuntimeAdapter<T> {
-    fn probe(&self) -> RResult<ProbeReport, PluginError> {
-        guard("probe", || self.0.probe())
-    }
-
-    fn create_sandbox(&self, spec: SandboxSpec) -> RResult<SandboxInfo, PluginError> {
-        guard("create_sandbox", || self.0.create_sandbox(spec))
-    }
-
-    fn spawn(
-        &self,
-        sandbox: RStr<'_>,
-        spec: ProcessSpec,
-    ) -> RResult<v1_1::ProcessBox, PluginError> {
-        guard("spawn", || {
-            self.0.spawn(sandbox.as_str(), spec).map(process_box)
-        })
-    }
-
-    fn teardown(&self, sandbox: RStr<'_>) -> RResult<(), PluginError> {
-        guard("teardown", || self.0.teardown(sandbox.as_str()))
-    }
-
-    fn list_sandboxes(&self, labels: RVec<Label>) -> RResult<RVec<SandboxInfo>, PluginError> {
-        guard("list_sandboxes", || {
-            self.0.list_sandboxes(labels.as_slice()).map(RVec::from)
-        })
-    }
+    shared_runtime_methods!();
 
     fn image_status(&self, image: RStr<'_>) -> RResult<ImageStatus, PluginError> {
         guard("image_status", || self.0.image_status(image.as_str()))
@@ -267,33 +274,7 @@ impl<T: RuntimePlugin> v1_1::Runtime for RuntimeAdapter<T> {
 // The frozen 1.0 interface, so that compatibility fixtures can be exported exactly as a
 // plugin built against 1.0 would have been.
 impl<T: RuntimePlugin> v1_0::Runtime for RuntimeAdapter<T> {
-    fn probe(&self) -> RResult<ProbeReport, PluginError> {
-        guard("probe", || self.0.probe())
-    }
-
-    fn create_sandbox(&self, spec: SandboxSpec) -> RResult<SandboxInfo, PluginError> {
-        guard("create_sandbox", || self.0.create_sandbox(spec))
-    }
-
-    fn spawn(
-        &self,
-        sandbox: RStr<'_>,
-        spec: ProcessSpec,
-    ) -> RResult<v1_1::ProcessBox, PluginError> {
-        guard("spawn", || {
-            self.0.spawn(sandbox.as_str(), spec).map(process_box)
-        })
-    }
-
-    fn teardown(&self, sandbox: RStr<'_>) -> RResult<(), PluginError> {
-        guard("teardown", || self.0.teardown(sandbox.as_str()))
-    }
-
-    fn list_sandboxes(&self, labels: RVec<Label>) -> RResult<RVec<SandboxInfo>, PluginError> {
-        guard("list_sandboxes", || {
-            self.0.list_sandboxes(labels.as_slice()).map(RVec::from)
-        })
-    }
+    shared_runtime_methods!();
 }
 
 impl<T: HarnessPlugin> v1_1::Harness for HarnessAdapter<T> {

@@ -339,66 +339,62 @@ pub fn main() -> ExitCode {
 }
 
 fn run(cli: Cli, printer: Printer) -> Result<Exit, CliError> {
+    let settings = settings::resolve(&cli.global, &cli.command.overrides())?;
     match cli.command {
-        Command::Run(args) => {
-            let overrides = settings::Overrides {
-                runtime: args.runtime.clone(),
-                probe_timeout: args.probe_timeout.clone(),
-                image: args.image.clone(),
-                ..Default::default()
-            };
-            let settings = settings::resolve(&cli.global, &overrides)?;
-            run::run(&settings, &args, printer)
-        }
-        Command::Ask(args) => {
-            let overrides = settings::Overrides {
-                runtime: args.runtime.clone(),
-                harness: args.harness.clone(),
-                profiles_root: args.profiles.clone(),
-                ..Default::default()
-            };
-            let settings = settings::resolve(&cli.global, &overrides)?;
-            ask::run(&settings, &args, printer)
-        }
-        Command::Walls(args) => {
-            let overrides = settings::Overrides {
-                runtime: args.runtime.clone(),
-                harness: args.harness.clone(),
-                image: args.image.clone(),
-                profiles_root: args.profiles.clone(),
-                ..Default::default()
-            };
-            let settings = settings::resolve(&cli.global, &overrides)?;
-            walls::run(&settings, &args, printer)
-        }
-        Command::Gc(args) => {
-            let settings = settings::resolve(&cli.global, &settings::Overrides::default())?;
-            gc::run(&settings, &args, printer)
-        }
+        Command::Run(args) => run::run(&settings, &args, printer),
+        Command::Ask(args) => ask::run(&settings, &args, printer),
+        Command::Walls(args) => walls::run(&settings, &args, printer),
+        Command::Gc(args) => gc::run(&settings, &args, printer),
         Command::Plugins(PluginsCommand::Conformance(args)) => {
-            let overrides = settings::Overrides {
-                image: args.image.clone(),
-                ..Default::default()
-            };
-            let settings = settings::resolve(&cli.global, &overrides)?;
             plugins_conformance::run(&settings, &args, printer)
         }
         Command::Plugins(PluginsCommand::List(args)) => {
-            let settings = settings::resolve(&cli.global, &settings::Overrides::default())?;
             plugins_list::run(&settings, &args, printer)
         }
         Command::Plugins(PluginsCommand::Probe(args)) => {
-            let overrides = settings::Overrides {
-                runtime: args.runtime.clone(),
-                harness: args.harness.clone(),
-                probe_timeout: args.probe_timeout.clone(),
-                ..Default::default()
-            };
-            let settings = settings::resolve(&cli.global, &overrides)?;
             plugins_probe::run(&settings, &args, printer)
         }
         Command::ProbeWorker { .. } | Command::Hook { .. } | Command::Approver => {
             unreachable!("handled before settings are resolved")
+        }
+    }
+}
+
+impl Command {
+    /// The flags of this command that override configuration, for the resolve step.
+    fn overrides(&self) -> settings::Overrides {
+        use settings::Overrides;
+        match self {
+            Command::Run(a) => Overrides {
+                runtime: a.runtime.clone(),
+                probe_timeout: a.probe_timeout.clone(),
+                image: a.image.clone(),
+                ..Default::default()
+            },
+            Command::Ask(a) => Overrides {
+                runtime: a.runtime.clone(),
+                harness: a.harness.clone(),
+                profiles_root: a.profiles.clone(),
+                ..Default::default()
+            },
+            Command::Walls(a) => Overrides {
+                runtime: a.runtime.clone(),
+                harness: a.harness.clone(),
+                image: a.image.clone(),
+                profiles_root: a.profiles.clone(),
+                ..Default::default()
+            },
+            Command::Plugins(PluginsCommand::Conformance(a)) => Overrides {
+                image: a.image.clone(),
+                ..Default::default()
+            },
+            Command::Plugins(PluginsCommand::Probe(a)) => Overrides {
+                runtime: a.runtime.clone(),
+                harness: a.harness.clone(),
+                probe_timeout: a.probe_timeout.clone(),
+                ..Default::default()
+            },
+            _ => Overrides::default(),
         }
     }
 }
