@@ -36,7 +36,8 @@ fn plugin_dir(name: &str, library_stem: &str, dest: &Path, kind: &str) -> PathBu
     std::fs::write(
         dir.join("plugin.toml"),
         format!(
-            "name = \"{name}\"\nkind = \"{kind}\"\nversion = \"0.1.0\"\napi = \"1.1.0\"\nlibrary = \"{file}\"\n"
+            "name = \"{name}\"\nkind = \"{kind}\"\nversion = \"0.1.0\"\napi = \"{api}\"\nlibrary = \"{file}\"\n",
+            api = stet_plugin_api::API_VERSION
         ),
     )
     .unwrap();
@@ -68,7 +69,7 @@ fn list_100(scratch: &Path) {
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(
             dir.join("plugin.toml"),
-            format!("name = \"p{i:03}\"\nkind = \"runtime\"\nversion = \"1.0.0\"\napi = \"1.1.0\"\nlibrary = \"libp.so\"\ndescription = \"plugin {i}\"\nplatforms = [\"linux\", \"macos\"]\n"),
+            format!("name = \"p{i:03}\"\nkind = \"runtime\"\nversion = \"1.0.0\"\napi = \"{api}\"\nlibrary = \"libp.so\"\ndescription = \"plugin {i}\"\nplatforms = [\"linux\", \"macos\"]\n", api = stet_plugin_api::API_VERSION),
         )
         .unwrap();
         std::fs::write(dir.join("libp.so"), b"").unwrap();
@@ -145,7 +146,10 @@ fn probe_overhead(scratch: &Path) {
     .expect("fixture-slow is not built in release mode: run `cargo xtask bench`");
     std::fs::write(
         slow.join("plugin.toml"),
-        "name = \"fixture-slow\"\nkind = \"runtime\"\nversion = \"0.1.0\"\napi = \"1.1.0\"\nlibrary = \"libstet_fixture_slow_but_fine.so\"\n",
+        format!(
+            "name = \"fixture-slow\"\nkind = \"runtime\"\nversion = \"0.1.0\"\napi = \"{}\"\nlibrary = \"libstet_fixture_slow_but_fine.so\"\n",
+            stet_plugin_api::API_VERSION
+        ),
     )
     .unwrap();
     let mut overheads = Vec::new();

@@ -6,14 +6,13 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use serde::Serialize;
-use stet_plugin_api::abi::v1_1::HarnessBox;
 use stet_plugin_api::{
     EnvVar, ExitStatus, HarnessContext, Launch, Network, Outcome, PluginError, PluginKind, Profile,
     ROption, Role, RoleRequest, SandboxSpec, Stream, UserIds, WallCheck,
 };
 
 use crate::error::{CliError, Exit};
-use crate::plugins::loader::Instance;
+use crate::plugins::loader::{HarnessHandle, Instance};
 use crate::plugins::selection::Selection;
 use crate::plugins::survey;
 use crate::sandbox::{self, plugin_error, OpenRuntime, Sandbox};
@@ -25,7 +24,7 @@ pub struct OpenHarness {
     pub name: String,
     /// Why it was chosen.
     pub selection: Selection,
-    handle: HarnessBox,
+    handle: HarnessHandle,
     /// What it is told about this drive.
     pub context: HarnessContext,
 }
@@ -45,7 +44,7 @@ pub fn open_harness(settings: &Settings) -> Result<OpenHarness, CliError> {
     Ok(OpenHarness {
         name: probed.manifest.name.clone(),
         selection,
-        handle: handle.0,
+        handle,
         context: HarnessContext {
             profiles_root: settings.profiles_root.display().to_string().into(),
             stet_binary: stet.display().to_string().into(),
@@ -62,8 +61,7 @@ impl OpenHarness {
 
     /// The walled profile this drive runs on.
     pub fn profile(&self) -> Result<Profile, CliError> {
-        let result: Result<Profile, PluginError> = self.handle.profile(self.context.clone()).into();
-        result.map_err(|e| {
+        self.handle.profile(self.context.clone()).map_err(|e| {
             let mut error = plugin_error(&self.name, "has no walled profile to run on", &e);
             error.exit = Exit::Unusable;
             error
@@ -72,30 +70,30 @@ impl OpenHarness {
 
     /// Writes the walled settings; returns what was written.
     pub fn write_settings(&self, profile: &Profile) -> Result<String, CliError> {
-        let result: Result<_, PluginError> = self
-            .handle
+        self.handle
             .write_settings(self.context.clone(), profile.clone())
-            .into();
-        result
-            .map(|s| s.into_string())
             .map_err(self.err("could not write the walled settings"))
     }
 
     /// The static wall checks.
     pub fn check_walls(&self, profile: &Profile) -> Result<Vec<WallCheck>, CliError> {
-        let result: Result<_, PluginError> = self
-            .handle
+        self.handle
             .check_walls(self.context.clone(), profile.clone())
-            .into();
-        result
-            .map(|v: stet_plugin_api::RVec<WallCheck>| v.into_vec())
             .map_err(self.err("could not check its walls"))
     }
 
     /// The launch for a role.
     pub fn launch(&self, request: RoleRequest) -> Result<Launch, CliError> {
-        let result: Result<_, PluginError> = self.handle.launch(request).into();
-        result.map_err(self.err("could not describe its launch"))
+        self.handle
+            .launch(request)
+            .map_err(self.err("could not describe its launch"))
+    }
+
+    /// The agent's own login, to run on a terminal.
+    pub fn login_launch(&self, profile_dir: &str) -> Result<Launch, CliError> {
+        self.handle
+            .login_launch(self.context.clone(), profile_dir)
+            .map_err(self.err("could not describe its login"))
     }
 
     /// Reads a role's output into an outcome.
@@ -105,16 +103,15 @@ impl OpenHarness {
         output: &[u8],
         exit: ExitStatus,
     ) -> Result<Outcome, CliError> {
-        let result: Result<_, PluginError> =
-            self.handle.read_outcome(role, output.into(), exit).into();
-        result.map_err(self.err("could not read the agent's output"))
+        self.handle
+            .read_outcome(role, output, exit)
+            .map_err(self.err("could not read the agent's output"))
     }
 
     /// Reads the proof launch's output.
     pub fn read_proof(&self, output: &[u8]) -> Result<Vec<WallCheck>, CliError> {
-        let result: Result<_, PluginError> = self.handle.read_proof(output.into()).into();
-        result
-            .map(|v: stet_plugin_api::RVec<WallCheck>| v.into_vec())
+        self.handle
+            .read_proof(output)
             .map_err(self.err("could not read the proof"))
     }
 }

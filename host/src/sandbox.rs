@@ -5,10 +5,11 @@
 use std::sync::Arc;
 
 use stet_plugin_api::abi::v1_1::ProcessBox;
+use stet_plugin_api::abi::v1_2::TerminalBox;
 use stet_plugin_api::conformance::{Driver, Running};
 use stet_plugin_api::{
     host_sink, ExitStatus, Label, PluginError, PluginKind, ProbeReport, ProcessSpec, SandboxInfo,
-    SandboxSpec, Stream,
+    SandboxSpec, Stream, TerminalSize,
 };
 
 use crate::error::{CliError, Exit};
@@ -191,6 +192,53 @@ impl<'a> Sandbox<'a> {
             inner: Arc::new(process),
             runtime: self.runtime.name.clone(),
         })
+    }
+}
+
+impl Sandbox<'_> {
+    /// Starts a process on a terminal in the sandbox.
+    pub fn spawn_terminal(
+        &self,
+        spec: ProcessSpec,
+        size: TerminalSize,
+    ) -> Result<Terminal, CliError> {
+        let terminal = self
+            .runtime
+            .handle
+            .spawn_terminal(&self.id, spec, size)
+            .map_err(|e| plugin_error(&self.runtime.name, "could not start a terminal", &e))?;
+        Ok(Terminal {
+            inner: Arc::new(terminal),
+            runtime: self.runtime.name.clone(),
+        })
+    }
+}
+
+/// A process on a terminal in a sandbox; clones share it.
+#[derive(Clone)]
+pub struct Terminal {
+    inner: Arc<TerminalBox>,
+    runtime: String,
+}
+
+impl Terminal {
+    /// Streams output to `on_chunk` until the process ends.
+    pub fn wait(
+        &self,
+        on_chunk: &mut (dyn FnMut(Stream, &[u8]) + Send),
+    ) -> Result<ExitStatus, CliError> {
+        let result: Result<ExitStatus, PluginError> = self.inner.wait(host_sink(on_chunk)).into();
+        result.map_err(|e| plugin_error(&self.runtime, "lost the terminal", &e))
+    }
+
+    /// Sends keystrokes.
+    pub fn write(&self, bytes: &[u8]) -> Result<(), PluginError> {
+        self.inner.write(bytes.into()).into()
+    }
+
+    /// Closes the input.
+    pub fn close_input(&self) -> Result<(), PluginError> {
+        self.inner.close_input().into()
     }
 }
 

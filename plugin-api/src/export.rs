@@ -30,16 +30,16 @@ macro_rules! export_plugin {
         }
         extern "C" fn __stet_new_runtime(
             config: $crate::RStr<'_>,
-        ) -> $crate::RResult<$crate::abi::v1_1::RuntimeBox, $crate::PluginError> {
+        ) -> $crate::RResult<$crate::abi::v1_2::RuntimeBox, $crate::PluginError> {
             $crate::__private::new_runtime(config, $new)
         }
         extern "C" fn __stet_new_harness(
             _config: $crate::RStr<'_>,
-        ) -> $crate::RResult<$crate::abi::v1_1::HarnessBox, $crate::PluginError> {
+        ) -> $crate::RResult<$crate::abi::v1_2::HarnessBox, $crate::PluginError> {
             $crate::__private::wrong_kind($name, $crate::PluginKind::Runtime)
         }
         $crate::__export_root!(
-            v1_1,
+            v1_2,
             __stet_identity,
             __stet_new_runtime,
             __stet_new_harness
@@ -56,16 +56,16 @@ macro_rules! export_plugin {
         }
         extern "C" fn __stet_new_runtime(
             _config: $crate::RStr<'_>,
-        ) -> $crate::RResult<$crate::abi::v1_1::RuntimeBox, $crate::PluginError> {
+        ) -> $crate::RResult<$crate::abi::v1_2::RuntimeBox, $crate::PluginError> {
             $crate::__private::wrong_kind($name, $crate::PluginKind::Harness)
         }
         extern "C" fn __stet_new_harness(
             config: $crate::RStr<'_>,
-        ) -> $crate::RResult<$crate::abi::v1_1::HarnessBox, $crate::PluginError> {
+        ) -> $crate::RResult<$crate::abi::v1_2::HarnessBox, $crate::PluginError> {
             $crate::__private::new_harness(config, $new)
         }
         $crate::__export_root!(
-            v1_1,
+            v1_2,
             __stet_identity,
             __stet_new_runtime,
             __stet_new_harness
@@ -73,25 +73,25 @@ macro_rules! export_plugin {
     };
 }
 
-/// Exports a runtime plugin exactly as stet-plugin-api 1.0 did: the frozen 1.0 root
-/// module, reporting API version 1.0.0. For compatibility tests of hosts only; new plugins
-/// use [`export_plugin!`].
+/// Exports a runtime plugin exactly as an older stet-plugin-api did: the frozen root
+/// module of that version (`v1_0` or `v1_1`), reporting that API version. For
+/// compatibility tests of hosts only; new plugins use [`export_plugin!`].
 #[doc(hidden)]
 #[macro_export]
-macro_rules! __export_runtime_plugin_v1_0 {
-    (name = $name:expr, version = $version:expr, new = $new:expr $(,)?) => {
+macro_rules! __export_frozen_runtime_plugin {
+    (abi = $abi:ident, name = $name:expr, version = $version:expr, new = $new:expr $(,)?) => {
         extern "C" fn __stet_identity() -> $crate::PluginIdentity {
             $crate::__private::identity(
                 $name,
                 $crate::PluginKind::Runtime,
                 $version,
-                $crate::abi::v1_0::VERSION,
+                $crate::abi::$abi::VERSION,
             )
         }
         extern "C" fn __stet_new_runtime(
             config: $crate::RStr<'_>,
-        ) -> $crate::RResult<$crate::abi::v1_0::RuntimeBox, $crate::PluginError> {
-            $crate::__private::new_runtime_v1_0(config, $new)
+        ) -> $crate::RResult<$crate::abi::$abi::RuntimeBox, $crate::PluginError> {
+            $crate::__private::$abi::new_runtime(config, $new)
         }
         extern "C" fn __stet_new_harness(
             _config: $crate::RStr<'_>,
@@ -99,7 +99,7 @@ macro_rules! __export_runtime_plugin_v1_0 {
             $crate::__private::wrong_kind($name, $crate::PluginKind::Runtime)
         }
         $crate::__export_root!(
-            v1_0,
+            $abi,
             __stet_identity,
             __stet_new_runtime,
             __stet_new_harness
@@ -151,7 +151,7 @@ pub mod __private {
         std_types::{RResult, RStr},
     };
 
-    use crate::abi::{v1_0, v1_1};
+    use crate::abi::v1_2;
     use crate::sdk::{guard, HarnessAdapter, RuntimeAdapter};
     use crate::{HarnessPlugin, PluginError, PluginIdentity, PluginKind, RuntimePlugin};
 
@@ -167,30 +167,51 @@ pub mod __private {
     pub fn new_runtime<T: RuntimePlugin>(
         config: RStr<'_>,
         new: fn(&str) -> Result<T, PluginError>,
-    ) -> RResult<v1_1::RuntimeBox, PluginError> {
+    ) -> RResult<v1_2::RuntimeBox, PluginError> {
         guard("new_runtime", || {
             new(config.as_str())
-                .map(|runtime| v1_1::Runtime_TO::from_value(RuntimeAdapter(runtime), TD_Opaque))
+                .map(|runtime| v1_2::Runtime_TO::from_value(RuntimeAdapter(runtime), TD_Opaque))
         })
     }
 
-    pub fn new_runtime_v1_0<T: RuntimePlugin>(
-        config: RStr<'_>,
-        new: fn(&str) -> Result<T, PluginError>,
-    ) -> RResult<v1_0::RuntimeBox, PluginError> {
-        guard("new_runtime", || {
-            new(config.as_str())
-                .map(|runtime| v1_0::Runtime_TO::from_value(RuntimeAdapter(runtime), TD_Opaque))
-        })
+    /// Constructors through the frozen interfaces, for compatibility fixtures.
+    macro_rules! frozen_constructor {
+        ($abi:ident) => {
+            pub mod $abi {
+                use abi_stable::{
+                    sabi_trait::TD_Opaque,
+                    std_types::{RResult, RStr},
+                };
+
+                use crate::sdk::{guard, RuntimeAdapter};
+                use crate::{PluginError, RuntimePlugin};
+
+                pub fn new_runtime<T: RuntimePlugin>(
+                    config: RStr<'_>,
+                    new: fn(&str) -> Result<T, PluginError>,
+                ) -> RResult<crate::abi::$abi::RuntimeBox, PluginError> {
+                    guard("new_runtime", || {
+                        new(config.as_str()).map(|runtime| {
+                            crate::abi::$abi::Runtime_TO::from_value(
+                                RuntimeAdapter(runtime),
+                                TD_Opaque,
+                            )
+                        })
+                    })
+                }
+            }
+        };
     }
+    frozen_constructor!(v1_0);
+    frozen_constructor!(v1_1);
 
     pub fn new_harness<T: HarnessPlugin>(
         config: RStr<'_>,
         new: fn(&str) -> Result<T, PluginError>,
-    ) -> RResult<v1_1::HarnessBox, PluginError> {
+    ) -> RResult<v1_2::HarnessBox, PluginError> {
         guard("new_harness", || {
             new(config.as_str())
-                .map(|harness| v1_1::Harness_TO::from_value(HarnessAdapter(harness), TD_Opaque))
+                .map(|harness| v1_2::Harness_TO::from_value(HarnessAdapter(harness), TD_Opaque))
         })
     }
 

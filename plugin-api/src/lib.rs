@@ -75,11 +75,13 @@ pub use export::__private;
 
 pub use abi_stable::std_types::{ROption, RResult, RSlice, RStr, RString, RVec};
 pub use error::{ErrorCode, PluginError};
-pub use sdk::{guard, host_sink, HarnessPlugin, ProcessPlugin, RuntimePlugin, Sink};
+pub use sdk::{
+    guard, host_sink, HarnessPlugin, ProcessPlugin, RuntimePlugin, Sink, TerminalPlugin,
+};
 pub use types::{
     EnvVar, ExitStatus, Fact, HarnessContext, ImageStatus, Label, Launch, Limits, Mount, Network,
     Outcome, OutcomeKind, PluginIdentity, PluginKind, ProbeReport, ProcessSpec, Profile, Role,
-    RoleRequest, SandboxInfo, SandboxSpec, Stream, UserIds, WallCheck,
+    RoleRequest, SandboxInfo, SandboxSpec, Stream, TerminalSize, UserIds, WallCheck,
 };
 
 /// The command every guard refuses: the live wall proof asks the agent to run it and

@@ -8,11 +8,11 @@ use abi_stable::{
     std_types::{RResult, RSlice, RStr, RString, RVec},
 };
 
-use crate::abi::{v1_0, v1_1};
+use crate::abi::{v1_0, v1_1, v1_2};
 use crate::{
     ErrorCode, ExitStatus, HarnessContext, ImageStatus, Label, Launch, Outcome, PluginError,
     ProbeReport, ProcessSpec, Profile, Role, RoleRequest, SandboxInfo, SandboxSpec, Stream,
-    WallCheck,
+    TerminalSize, WallCheck,
 };
 
 /// Where a running process's output goes: the host's sink, seen from the plugin.
@@ -132,6 +132,35 @@ pub trait RuntimePlugin: Send + Sync + 'static {
             remedy: RString::new(),
         })
     }
+
+    /// Starts a process on a terminal (a pseudo-terminal inside the sandbox) with live
+    /// input, for interactive programs such as an agent's own login. Since API 1.2; the
+    /// default answers [`ErrorCode::UNSUPPORTED`].
+    fn spawn_terminal(
+        &self,
+        sandbox: &str,
+        spec: ProcessSpec,
+        size: TerminalSize,
+    ) -> Result<Box<dyn TerminalPlugin>, PluginError> {
+        let _ = (sandbox, spec, size);
+        Err(PluginError::unsupported(
+            "this runtime cannot run processes on a terminal",
+        ))
+    }
+}
+
+/// A process started by [`RuntimePlugin::spawn_terminal`].
+pub trait TerminalPlugin: Send + Sync + 'static {
+    /// Streams the terminal's output (as [`Stream::Stdout`]) until the process ends.
+    fn wait(&self, sink: &mut Sink<'_>) -> Result<ExitStatus, PluginError>;
+    /// Kills the process; idempotent, callable from any thread.
+    fn kill(&self) -> Result<(), PluginError>;
+    /// Sends keystrokes, in order; callable from any thread while `wait` blocks.
+    fn write(&self, bytes: &[u8]) -> Result<(), PluginError>;
+    /// Closes the input (end of file).
+    fn close_input(&self) -> Result<(), PluginError>;
+    /// Tells the process its terminal changed size.
+    fn resize(&self, size: TerminalSize) -> Result<(), PluginError>;
 }
 
 /// A process started by [`RuntimePlugin::spawn`].
@@ -186,6 +215,18 @@ pub trait HarnessPlugin: Send + Sync + 'static {
         output: &[u8],
         exit: ExitStatus,
     ) -> Result<Outcome, PluginError>;
+
+    /// The agent's own interactive login, writing its login into `profile_dir`; the host
+    /// runs it on a terminal in a sandbox with the profile mounted. Since API 1.2; the
+    /// default answers [`ErrorCode::UNSUPPORTED`].
+    fn login_launch(
+        &self,
+        context: &HarnessContext,
+        profile_dir: &str,
+    ) -> Result<Launch, PluginError> {
+        let _ = (context, profile_dir);
+        Err(PluginError::unsupported("this harness has no login to run"))
+    }
 }
 
 /// Runs `f`, turning a panic into a [`ErrorCode::PANICKED`] error naming `what`.
@@ -215,6 +256,29 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 pub(crate) struct RuntimeAdapter<T>(pub(crate) T);
 pub(crate) struct ProcessAdapter(pub(crate) Box<dyn ProcessPlugin>);
 pub(crate) struct HarnessAdapter<T>(pub(crate) T);
+pub(crate) struct TerminalAdapter(pub(crate) Box<dyn TerminalPlugin>);
+
+impl v1_2::Terminal for TerminalAdapter {
+    fn wait(&self, sink: v1_1::SinkBox<'_>) -> RResult<ExitStatus, PluginError> {
+        guard("wait", || self.0.wait(&mut Sink::new(sink)))
+    }
+
+    fn kill(&self) -> RResult<(), PluginError> {
+        guard("kill", || self.0.kill())
+    }
+
+    fn write(&self, bytes: RSlice<'_, u8>) -> RResult<(), PluginError> {
+        guard("write", || self.0.write(bytes.as_slice()))
+    }
+
+    fn close_input(&self) -> RResult<(), PluginError> {
+        guard("close_input", || self.0.close_input())
+    }
+
+    fn resize(&self, size: TerminalSize) -> RResult<(), PluginError> {
+        guard("resize", || self.0.resize(size))
+    }
+}
 
 impl v1_1::Process for ProcessAdapter {
     fn wait(&self, sink: v1_1::SinkBox<'_>) -> RResult<ExitStatus, PluginError> {
@@ -263,6 +327,29 @@ macro_rules! shared_runtime_methods {
     };
 }
 
+impl<T: RuntimePlugin> v1_2::Runtime for RuntimeAdapter<T> {
+    shared_runtime_methods!();
+
+    fn image_status(&self, image: RStr<'_>) -> RResult<ImageStatus, PluginError> {
+        guard("image_status", || self.0.image_status(image.as_str()))
+    }
+
+    fn spawn_terminal(
+        &self,
+        sandbox: RStr<'_>,
+        spec: ProcessSpec,
+        size: TerminalSize,
+    ) -> RResult<v1_2::TerminalBox, PluginError> {
+        guard("spawn_terminal", || {
+            self.0
+                .spawn_terminal(sandbox.as_str(), spec, size)
+                .map(|t| v1_2::Terminal_TO::from_value(TerminalAdapter(t), TD_Opaque))
+        })
+    }
+}
+
+// The frozen 1.1 and 1.0 interfaces, so that compatibility fixtures can be exported
+// exactly as plugins built against those versions were.
 impl<T: RuntimePlugin> v1_1::Runtime for RuntimeAdapter<T> {
     shared_runtime_methods!();
 
@@ -271,59 +358,78 @@ impl<T: RuntimePlugin> v1_1::Runtime for RuntimeAdapter<T> {
     }
 }
 
-// The frozen 1.0 interface, so that compatibility fixtures can be exported exactly as a
-// plugin built against 1.0 would have been.
 impl<T: RuntimePlugin> v1_0::Runtime for RuntimeAdapter<T> {
     shared_runtime_methods!();
 }
 
+/// The methods every interface version of `Harness` shares, written once.
+macro_rules! shared_harness_methods {
+    () => {
+        fn probe(&self) -> RResult<ProbeReport, PluginError> {
+            guard("probe", || self.0.probe())
+        }
+
+        fn profile(&self, context: HarnessContext) -> RResult<Profile, PluginError> {
+            guard("profile", || self.0.profile(&context))
+        }
+
+        fn write_settings(
+            &self,
+            context: HarnessContext,
+            profile: Profile,
+        ) -> RResult<RString, PluginError> {
+            guard("write_settings", || {
+                self.0.write_settings(&context, &profile).map(RString::from)
+            })
+        }
+
+        fn check_walls(
+            &self,
+            context: HarnessContext,
+            profile: Profile,
+        ) -> RResult<RVec<WallCheck>, PluginError> {
+            guard("check_walls", || {
+                self.0.check_walls(&context, &profile).map(RVec::from)
+            })
+        }
+
+        fn launch(&self, request: RoleRequest) -> RResult<Launch, PluginError> {
+            guard("launch", || self.0.launch(&request))
+        }
+
+        fn read_proof(&self, output: RSlice<'_, u8>) -> RResult<RVec<WallCheck>, PluginError> {
+            guard("read_proof", || {
+                self.0.read_proof(output.as_slice()).map(RVec::from)
+            })
+        }
+
+        fn read_outcome(
+            &self,
+            role: Role,
+            output: RSlice<'_, u8>,
+            exit: ExitStatus,
+        ) -> RResult<Outcome, PluginError> {
+            guard("read_outcome", || {
+                self.0.read_outcome(role, output.as_slice(), exit)
+            })
+        }
+    };
+}
+
+impl<T: HarnessPlugin> v1_2::Harness for HarnessAdapter<T> {
+    shared_harness_methods!();
+
+    fn login_launch(
+        &self,
+        context: HarnessContext,
+        profile_dir: RStr<'_>,
+    ) -> RResult<Launch, PluginError> {
+        guard("login_launch", || {
+            self.0.login_launch(&context, profile_dir.as_str())
+        })
+    }
+}
+
 impl<T: HarnessPlugin> v1_1::Harness for HarnessAdapter<T> {
-    fn probe(&self) -> RResult<ProbeReport, PluginError> {
-        guard("probe", || self.0.probe())
-    }
-
-    fn profile(&self, context: HarnessContext) -> RResult<Profile, PluginError> {
-        guard("profile", || self.0.profile(&context))
-    }
-
-    fn write_settings(
-        &self,
-        context: HarnessContext,
-        profile: Profile,
-    ) -> RResult<RString, PluginError> {
-        guard("write_settings", || {
-            self.0.write_settings(&context, &profile).map(RString::from)
-        })
-    }
-
-    fn check_walls(
-        &self,
-        context: HarnessContext,
-        profile: Profile,
-    ) -> RResult<RVec<WallCheck>, PluginError> {
-        guard("check_walls", || {
-            self.0.check_walls(&context, &profile).map(RVec::from)
-        })
-    }
-
-    fn launch(&self, request: RoleRequest) -> RResult<Launch, PluginError> {
-        guard("launch", || self.0.launch(&request))
-    }
-
-    fn read_proof(&self, output: RSlice<'_, u8>) -> RResult<RVec<WallCheck>, PluginError> {
-        guard("read_proof", || {
-            self.0.read_proof(output.as_slice()).map(RVec::from)
-        })
-    }
-
-    fn read_outcome(
-        &self,
-        role: Role,
-        output: RSlice<'_, u8>,
-        exit: ExitStatus,
-    ) -> RResult<Outcome, PluginError> {
-        guard("read_outcome", || {
-            self.0.read_outcome(role, output.as_slice(), exit)
-        })
-    }
+    shared_harness_methods!();
 }

@@ -432,3 +432,13 @@ pub struct Outcome {
     /// Usage counters the agent reports (`input_tokens`, `output_tokens`, `turns`, ...).
     pub usage: RVec<Fact>,
 }
+
+/// The size of a terminal, in character cells.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TerminalSize {
+    /// Rows.
+    pub rows: u16,
+    /// Columns.
+    pub cols: u16,
+}

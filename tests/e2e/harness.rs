@@ -368,3 +368,103 @@ fn output_out_of_shape_is_recognised() {
         "{json:#}"
     );
 }
+
+/// Writes `keys` to the child's terminal after `delay`, then collects what it printed.
+fn on_terminal(
+    mut command: std::process::Command,
+    delay_ms: u64,
+    keys: &'static [u8],
+) -> (i32, String) {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        let _ = stdin.write_all(keys);
+        let _ = stdin.flush();
+        std::thread::sleep(std::time::Duration::from_secs(2));
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr),
+    )
+}
+
+fn stand_in_login(world: &World) -> PathBuf {
+    let stand_in = world.root.path().join("stand-in-claude");
+    std::fs::write(
+        &stand_in,
+        r#"#!/bin/sh
+case "$1 $2" in
+  "--version "*) echo '2.1.332 (Claude Code)';;
+  "auth status") if [ -f "$CLAUDE_CONFIG_DIR/.credentials.json" ]; then echo '{"loggedIn":true,"authMethod":"claude.ai"}'; else echo '{"loggedIn":false,"authMethod":"none"}'; exit 1; fi;;
+  "auth login") [ -t 0 ] && echo "stand-in: on a terminal"; printf 'Paste code here > '; read code; echo "{\"stand-in\":\"$code\"}" > "$CLAUDE_CONFIG_DIR/.credentials.json"; echo "Login successful.";;
+esac
+"#,
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&stand_in, std::fs::Permissions::from_mode(0o755)).unwrap();
+    stand_in
+}
+
+/// The login is the agent's own, on a terminal, in a sandbox: a stand-in `claude` that
+/// behaves like the real login (a prompt, a code typed in, the login written into
+/// CLAUDE_CONFIG_DIR) shows the keystrokes and the written login crossing the wall.
+#[test]
+fn profile_login_runs_the_agents_login_on_a_terminal_in_a_sandbox() {
+    let c = claude_world(asks_to_run("true"));
+    std::fs::remove_dir_all(&c.profile).unwrap();
+    let stand_in = stand_in_login(&c.world);
+    configure(&c.world, &c.api, &stand_in.display().to_string());
+    let (code, output) = on_terminal(
+        c.world.stet_on_terminal(&["profile", "login"]),
+        3000,
+        b"typed-code\r",
+    );
+    assert_eq!(code, 0, "{output}");
+    assert!(output.contains("created the walled profile"), "{output}");
+    assert!(output.contains("stand-in: on a terminal"), "{output}");
+    assert!(output.contains("has a login"), "{output}");
+    let written = std::fs::read_to_string(c.profile.join(".credentials.json")).unwrap();
+    assert_eq!(written.trim(), r#"{"stand-in":"typed-code"}"#);
+}
+
+/// The real Claude Code login starts inside the sandbox and shows its sign-in page; no one
+/// can finish it here, so Ctrl-C ends it and no login is recorded.
+#[test]
+fn profile_login_starts_the_real_login_and_ctrl_c_ends_it() {
+    let c = claude_world(asks_to_run("true"));
+    std::fs::remove_file(c.profile.join(".credentials.json")).unwrap();
+    let (code, output) = on_terminal(
+        c.world.stet_on_terminal(&["profile", "login"]),
+        8000,
+        b"\x03",
+    );
+    assert!(
+        output.contains("https://claude.ai/oauth/authorize"),
+        "{output}"
+    );
+    assert!(output.contains("no login was recorded"), "{output}");
+    assert_eq!(code, 3, "{output}");
+}
+
+#[test]
+fn profile_login_needs_a_terminal() {
+    let c = claude_world(asks_to_run("true"));
+    let out = c.world.run_stet(&["profile", "login"]);
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr.contains("stet profile login needs a terminal"),
+        "{}",
+        out.stderr
+    );
+}

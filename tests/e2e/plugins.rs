@@ -33,7 +33,7 @@ fn real_plugins_are_listed_from_their_manifests() {
     for name in REAL {
         let p = plugin(&json, name);
         assert_eq!(p["status"], "ok", "{p:#}");
-        assert_eq!(p["api"], "1.1.0");
+        assert_eq!(p["api"], "1.2.0");
         assert_eq!(p["found_in"], "flag");
     }
     assert_eq!(plugin(&json, "docker")["kind"], "runtime");
@@ -118,7 +118,7 @@ fn broken_world() -> World {
         std::fs::create_dir_all(p.join(dir)).unwrap();
         std::fs::write(
             p.join(dir).join("plugin.toml"),
-            format!("name = \"{name}\"\nkind = \"runtime\"\nversion = \"0.1.0\"\napi = \"1.1.0\"\nlibrary = \"{library}\"\n"),
+            format!("name = \"{name}\"\nkind = \"runtime\"\nversion = \"0.1.0\"\napi = \"1.2.0\"\nlibrary = \"{library}\"\n"),
         )
         .unwrap();
     };
@@ -223,10 +223,10 @@ fn every_broken_plugin_gets_its_own_message_while_the_others_still_work() {
         "fixture-api-v2",
         &[
             "\"not-probed\"",
-            "built for plugin API 2.0.0; this stet speaks plugin API 1.1.0",
+            "built for plugin API 2.0.0; this stet speaks plugin API 1.2.0",
         ],
     );
-    expect("v2-in-disguise", &["\"failed\"", "plugin v2-in-disguise was built for plugin API 2.0.0; this stet speaks plugin API 1.1.0"]);
+    expect("v2-in-disguise", &["\"failed\"", "plugin v2-in-disguise was built for plugin API 2.0.0; this stet speaks plugin API 1.2.0"]);
     expect("text-file", &["is not a loadable shared library"]);
     expect("truncated", &["the file is truncated"]);
     expect(
@@ -310,6 +310,19 @@ fn the_long_layout_report_is_shown_only_with_verbose() {
         verbose.stderr
     );
     assert!(verbose.stderr.lines().count() > 20, "{}", verbose.stderr);
+}
+
+#[test]
+fn a_plugin_built_for_1_1_loads_and_works() {
+    let world = World::new();
+    world.install("fixture-older-minor-1-1");
+    let out = world.run_stet(&["plugins", "probe", "fixture-older-minor-1-1", "--json"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let json = out.json();
+    let p = plugin(&json, "fixture-older-minor-1-1");
+    assert_eq!(p["interface"], "1.1");
+    assert_eq!(p["identity"]["api_version"], "1.1.0");
+    assert_eq!(p["probe"]["backend_version"], "older-minor backend 1.1");
 }
 
 #[test]

@@ -204,6 +204,19 @@ impl World {
         command
     }
 
+    /// The real `stet` binary run on a pseudo-terminal (util-linux `script`), for commands
+    /// that need one; write keystrokes to the child's stdin.
+    pub fn stet_on_terminal(&self, args: &[&str]) -> Command {
+        let quote = |a: &str| format!("'{}'", a.replace('\'', r"'\''"));
+        let mut line = vec![quote(&artifacts().join("stet").display().to_string())];
+        line.push("--plugins-dir".into());
+        line.push(quote(&self.plugins.display().to_string()));
+        line.extend(args.iter().map(|a| quote(a)));
+        let mut command = self.command(Path::new("script"), &[], false);
+        command.args(["-qec", &line.join(" "), "/dev/null"]);
+        command
+    }
+
     /// Runs a command and collects what it did.
     pub fn run(&self, command: &mut Command) -> Output {
         let out = command.output().expect("run stet");

@@ -16,6 +16,7 @@ mod gc;
 mod plugins_conformance;
 mod plugins_list;
 mod plugins_probe;
+mod profile;
 mod run;
 mod walls;
 
@@ -84,6 +85,10 @@ pub enum Command {
     /// Inspect, probe and select plugins.
     #[command(subcommand)]
     Plugins(PluginsCommand),
+
+    /// The walled profile the agent runs on.
+    #[command(subcommand)]
+    Profile(ProfileCommand),
 
     /// Internal: a hook of a walled agent (called by the agent, inside its sandbox).
     ///
@@ -201,6 +206,34 @@ pub struct WallsArgs {
     /// Print JSON instead of lines.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProfileCommand {
+    /// Log the agent into the walled profile, on your terminal, inside a sandbox.
+    ///
+    /// Runs the harness's own login (for Claude Code, `claude auth login`) on a terminal in a
+    /// fresh sandbox with only the agent's binary and the profile mounted, so the login
+    /// lands in the profile directory, written by the agent itself; stet only forwards your
+    /// keystrokes and never reads it. Creates the profile when there is none. Needed where
+    /// a host keeps its login elsewhere (a macOS keychain); on Linux, logging in your own
+    /// shell with CLAUDE_CONFIG_DIR set to the profile does the same.
+    Login(ProfileLoginArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ProfileLoginArgs {
+    /// Use this harness plugin.
+    #[arg(long, value_name = "NAME")]
+    pub harness: Option<String>,
+
+    /// Use this runtime plugin.
+    #[arg(long, value_name = "NAME")]
+    pub runtime: Option<String>,
+
+    /// The directory holding the one walled profile.
+    #[arg(long, value_name = "DIR")]
+    pub profiles: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -345,6 +378,7 @@ fn run(cli: Cli, printer: Printer) -> Result<Exit, CliError> {
         Command::Ask(args) => ask::run(&settings, &args, printer),
         Command::Walls(args) => walls::run(&settings, &args, printer),
         Command::Gc(args) => gc::run(&settings, &args, printer),
+        Command::Profile(ProfileCommand::Login(args)) => profile::login(&settings, &args, printer),
         Command::Plugins(PluginsCommand::Conformance(args)) => {
             plugins_conformance::run(&settings, &args, printer)
         }
@@ -381,6 +415,12 @@ impl Command {
                 runtime: a.runtime.clone(),
                 harness: a.harness.clone(),
                 image: a.image.clone(),
+                profiles_root: a.profiles.clone(),
+                ..Default::default()
+            },
+            Command::Profile(ProfileCommand::Login(a)) => Overrides {
+                runtime: a.runtime.clone(),
+                harness: a.harness.clone(),
                 profiles_root: a.profiles.clone(),
                 ..Default::default()
             },

@@ -11,12 +11,13 @@
 use std::path::{Path, PathBuf};
 
 use abi_stable::library::{lib_header_from_path, LibHeader, LibraryError};
-use abi_stable::std_types::{RResult, RStr, RVec};
+use abi_stable::std_types::{RResult, RStr, RString, RVec};
 use serde::{Deserialize, Serialize};
-use stet_plugin_api::abi::{v1_0, v1_1};
+use stet_plugin_api::abi::{v1_0, v1_1, v1_2};
 use stet_plugin_api::{
-    ImageStatus, Label, PluginError, PluginIdentity, PluginKind, ProbeReport, ProcessSpec,
-    SandboxInfo, SandboxSpec,
+    ExitStatus, HarnessContext, ImageStatus, Label, Launch, Outcome, PluginError, PluginIdentity,
+    PluginKind, ProbeReport, ProcessSpec, Profile, Role, RoleRequest, SandboxInfo, SandboxSpec,
+    TerminalSize, WallCheck,
 };
 
 use super::manifest::Manifest;
@@ -131,6 +132,7 @@ impl LoadError {
 /// The root module, through the interface version the library was built for.
 #[derive(Clone, Copy)]
 enum Root {
+    V1_2(v1_2::StetPlugin_Ref),
     V1_1(v1_1::StetPlugin_Ref),
     V1_0(v1_0::StetPlugin_Ref),
 }
@@ -199,27 +201,35 @@ pub fn load(manifest: &Manifest) -> Result<Loaded, LoadError> {
             report: other.to_string(),
         },
     };
-    let (root, interface) = if plugin_api.minor >= 1 {
-        (
-            Root::V1_1(
-                header
-                    .init_root_module::<v1_1::StetPlugin_Ref>()
-                    .map_err(layout_error)?,
-            ),
-            "1.1",
-        )
-    } else {
-        (
+    let (root, interface) = match plugin_api.minor {
+        0 => (
             Root::V1_0(
                 header
                     .init_root_module::<v1_0::StetPlugin_Ref>()
                     .map_err(layout_error)?,
             ),
             "1.0",
-        )
+        ),
+        1 => (
+            Root::V1_1(
+                header
+                    .init_root_module::<v1_1::StetPlugin_Ref>()
+                    .map_err(layout_error)?,
+            ),
+            "1.1",
+        ),
+        _ => (
+            Root::V1_2(
+                header
+                    .init_root_module::<v1_2::StetPlugin_Ref>()
+                    .map_err(layout_error)?,
+            ),
+            "1.2",
+        ),
     };
 
     let identity: Identity = match root {
+        Root::V1_2(r) => r.identity()(),
         Root::V1_1(r) => r.identity()(),
         Root::V1_0(r) => r.identity()(),
     }
@@ -368,13 +378,112 @@ fn check_identity(manifest: &Manifest, identity: &Identity) -> Result<(), LoadEr
 /// A runtime, through whichever interface version its library speaks.
 pub enum RuntimeHandle {
     /// The current interface.
+    V1_2(v1_2::RuntimeBox),
+    /// A plugin built against 1.1.
     V1_1(v1_1::RuntimeBox),
     /// A plugin built against 1.0.
     V1_0(v1_0::RuntimeBox),
 }
 
-/// A harness.
-pub struct HarnessHandle(pub v1_1::HarnessBox);
+/// A harness, through whichever interface version its library speaks.
+pub enum HarnessHandle {
+    /// The current interface.
+    V1_2(v1_2::HarnessBox),
+    /// A plugin built against 1.1 or 1.0 (their harness interface is the same).
+    V1_1(v1_1::HarnessBox),
+}
+
+/// Calls a method every version of a handle has, on whichever version it is.
+macro_rules! on_any_version {
+    ($handle:expr, $r:ident => $call:expr) => {
+        match $handle {
+            RuntimeHandle::V1_2($r) => $call.into(),
+            RuntimeHandle::V1_1($r) => $call.into(),
+            RuntimeHandle::V1_0($r) => $call.into(),
+        }
+    };
+}
+
+macro_rules! on_any_harness {
+    ($handle:expr, $h:ident => $call:expr) => {
+        match $handle {
+            HarnessHandle::V1_2($h) => $call.into(),
+            HarnessHandle::V1_1($h) => $call.into(),
+        }
+    };
+}
+
+impl HarnessHandle {
+    /// See [`stet_plugin_api::HarnessPlugin::probe`].
+    pub fn probe(&self) -> Result<ProbeReport, PluginError> {
+        on_any_harness!(self, h => h.probe())
+    }
+
+    /// See [`stet_plugin_api::HarnessPlugin::profile`].
+    pub fn profile(&self, context: HarnessContext) -> Result<Profile, PluginError> {
+        on_any_harness!(self, h => h.profile(context))
+    }
+
+    /// See [`stet_plugin_api::HarnessPlugin::write_settings`].
+    pub fn write_settings(
+        &self,
+        context: HarnessContext,
+        profile: Profile,
+    ) -> Result<String, PluginError> {
+        let r: Result<RString, PluginError> =
+            on_any_harness!(self, h => h.write_settings(context, profile));
+        r.map(RString::into_string)
+    }
+
+    /// See [`stet_plugin_api::HarnessPlugin::check_walls`].
+    pub fn check_walls(
+        &self,
+        context: HarnessContext,
+        profile: Profile,
+    ) -> Result<Vec<WallCheck>, PluginError> {
+        let r: Result<RVec<WallCheck>, PluginError> =
+            on_any_harness!(self, h => h.check_walls(context, profile));
+        r.map(RVec::into_vec)
+    }
+
+    /// See [`stet_plugin_api::HarnessPlugin::launch`].
+    pub fn launch(&self, request: RoleRequest) -> Result<Launch, PluginError> {
+        on_any_harness!(self, h => h.launch(request))
+    }
+
+    /// See [`stet_plugin_api::HarnessPlugin::read_proof`].
+    pub fn read_proof(&self, output: &[u8]) -> Result<Vec<WallCheck>, PluginError> {
+        let r: Result<RVec<WallCheck>, PluginError> =
+            on_any_harness!(self, h => h.read_proof(output.into()));
+        r.map(RVec::into_vec)
+    }
+
+    /// See [`stet_plugin_api::HarnessPlugin::read_outcome`].
+    pub fn read_outcome(
+        &self,
+        role: Role,
+        output: &[u8],
+        exit: ExitStatus,
+    ) -> Result<Outcome, PluginError> {
+        on_any_harness!(self, h => h.read_outcome(role, output.into(), exit))
+    }
+
+    /// See [`stet_plugin_api::HarnessPlugin::login_launch`]; a harness built before 1.2
+    /// has no login to offer.
+    pub fn login_launch(
+        &self,
+        context: HarnessContext,
+        profile_dir: &str,
+    ) -> Result<Launch, PluginError> {
+        match self {
+            HarnessHandle::V1_2(h) => h.login_launch(context, profile_dir.into()).into(),
+            HarnessHandle::V1_1(_) => Err(PluginError::unsupported(
+                "this harness was built for plugin API 1.1 or older, which has no login launch",
+            )
+            .with_remedy("install a newer build of the harness plugin")),
+        }
+    }
+}
 
 /// A plugin object, ready for calls.
 pub enum Instance {
@@ -389,7 +498,7 @@ impl Instance {
     pub fn probe(&self) -> Result<ProbeReport, PluginError> {
         match self {
             Instance::Runtime(r) => r.probe(),
-            Instance::Harness(h) => h.0.probe().into(),
+            Instance::Harness(h) => h.probe(),
         }
     }
 }
@@ -399,17 +508,23 @@ impl Loaded {
     pub fn instantiate(&self, config_json: &str) -> Result<Instance, PluginError> {
         let config = RStr::from_str(config_json);
         let result: RResult<Instance, PluginError> = match (self.manifest.kind, self.root) {
+            (PluginKind::Runtime, Root::V1_2(r)) => {
+                r.new_runtime()(config).map(|b| Instance::Runtime(RuntimeHandle::V1_2(b)))
+            }
             (PluginKind::Runtime, Root::V1_1(r)) => {
                 r.new_runtime()(config).map(|b| Instance::Runtime(RuntimeHandle::V1_1(b)))
             }
             (PluginKind::Runtime, Root::V1_0(r)) => {
                 r.new_runtime()(config).map(|b| Instance::Runtime(RuntimeHandle::V1_0(b)))
             }
+            (PluginKind::Harness, Root::V1_2(r)) => {
+                r.new_harness()(config).map(|b| Instance::Harness(HarnessHandle::V1_2(b)))
+            }
             (PluginKind::Harness, Root::V1_1(r)) => {
-                r.new_harness()(config).map(|b| Instance::Harness(HarnessHandle(b)))
+                r.new_harness()(config).map(|b| Instance::Harness(HarnessHandle::V1_1(b)))
             }
             (PluginKind::Harness, Root::V1_0(r)) => {
-                r.new_harness()(config).map(|b| Instance::Harness(HarnessHandle(b)))
+                r.new_harness()(config).map(|b| Instance::Harness(HarnessHandle::V1_1(b)))
             }
         };
         result.into()
@@ -419,43 +534,29 @@ impl Loaded {
 impl RuntimeHandle {
     /// See [`stet_plugin_api::RuntimePlugin::probe`].
     pub fn probe(&self) -> Result<ProbeReport, PluginError> {
-        match self {
-            RuntimeHandle::V1_1(r) => r.probe().into(),
-            RuntimeHandle::V1_0(r) => r.probe().into(),
-        }
+        on_any_version!(self, r => r.probe())
     }
 
     /// See [`stet_plugin_api::RuntimePlugin::create_sandbox`].
     pub fn create_sandbox(&self, spec: SandboxSpec) -> Result<SandboxInfo, PluginError> {
-        match self {
-            RuntimeHandle::V1_1(r) => r.create_sandbox(spec).into(),
-            RuntimeHandle::V1_0(r) => r.create_sandbox(spec).into(),
-        }
+        on_any_version!(self, r => r.create_sandbox(spec))
     }
 
     /// See [`stet_plugin_api::RuntimePlugin::spawn`].
     pub fn spawn(&self, sandbox: &str, spec: ProcessSpec) -> Result<v1_1::ProcessBox, PluginError> {
-        match self {
-            RuntimeHandle::V1_1(r) => r.spawn(sandbox.into(), spec).into(),
-            RuntimeHandle::V1_0(r) => r.spawn(sandbox.into(), spec).into(),
-        }
+        on_any_version!(self, r => r.spawn(sandbox.into(), spec))
     }
 
     /// See [`stet_plugin_api::RuntimePlugin::teardown`].
     pub fn teardown(&self, sandbox: &str) -> Result<(), PluginError> {
-        match self {
-            RuntimeHandle::V1_1(r) => r.teardown(sandbox.into()).into(),
-            RuntimeHandle::V1_0(r) => r.teardown(sandbox.into()).into(),
-        }
+        on_any_version!(self, r => r.teardown(sandbox.into()))
     }
 
     /// See [`stet_plugin_api::RuntimePlugin::list_sandboxes`].
     pub fn list_sandboxes(&self, labels: Vec<Label>) -> Result<Vec<SandboxInfo>, PluginError> {
         let labels = RVec::from(labels);
-        let result: Result<RVec<SandboxInfo>, PluginError> = match self {
-            RuntimeHandle::V1_1(r) => r.list_sandboxes(labels).into(),
-            RuntimeHandle::V1_0(r) => r.list_sandboxes(labels).into(),
-        };
+        let result: Result<RVec<SandboxInfo>, PluginError> =
+            on_any_version!(self, r => r.list_sandboxes(labels));
         result.map(RVec::into_vec)
     }
 
@@ -463,11 +564,29 @@ impl RuntimeHandle {
     /// the image is taken as present and `create_sandbox` reports a missing one.
     pub fn image_status(&self, image: &str) -> Result<ImageStatus, PluginError> {
         match self {
+            RuntimeHandle::V1_2(r) => r.image_status(image.into()).into(),
             RuntimeHandle::V1_1(r) => r.image_status(image.into()).into(),
             RuntimeHandle::V1_0(_) => Ok(ImageStatus {
                 present: true,
                 remedy: Default::default(),
             }),
+        }
+    }
+
+    /// See [`stet_plugin_api::RuntimePlugin::spawn_terminal`]; a runtime built before 1.2
+    /// cannot run terminals.
+    pub fn spawn_terminal(
+        &self,
+        sandbox: &str,
+        spec: ProcessSpec,
+        size: TerminalSize,
+    ) -> Result<v1_2::TerminalBox, PluginError> {
+        match self {
+            RuntimeHandle::V1_2(r) => r.spawn_terminal(sandbox.into(), spec, size).into(),
+            _ => Err(PluginError::unsupported(
+                "this runtime was built for plugin API 1.1 or older, which has no terminals",
+            )
+            .with_remedy("install a newer build of the runtime plugin")),
         }
     }
 }

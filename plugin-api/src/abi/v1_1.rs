@@ -1,17 +1,15 @@
-//! Version 1.1 of the binary interface: the current one.
+//! Version 1.1 of the binary interface, frozen.
 //!
 //! What changed from [1.0](super::v1_0): [`Runtime::image_status`] was added, so the host can
 //! say how to build a missing image before it tries to create a sandbox from it.
 //!
-//! Plugin authors do not implement these traits directly: they implement
-//! [`RuntimePlugin`](crate::RuntimePlugin) or [`HarnessPlugin`](crate::HarnessPlugin) and
-//! export them with [`export_plugin!`](crate::export_plugin), which wraps every call in a
-//! panic guard. The host calls the `*_TO` trait objects defined here.
+//! Nothing here changes any more: it is the layout plugins built against 1.1 export. The
+//! sink and process traits defined here are shared, unchanged, by later versions.
 
 use abi_stable::{
     declare_root_module_statics,
     library::RootModule,
-    package_version_strings, sabi_trait,
+    sabi_trait,
     sabi_types::VersionStrings,
     std_types::{RBox, RResult, RSlice, RStr, RString, RVec},
     StableAbi,
@@ -115,7 +113,7 @@ pub trait Harness: Send + Sync {
 /// A harness as the host holds it.
 pub type HarnessBox = Harness_TO<'static, RBox<()>>;
 
-/// The root module every plugin library exports, version 1.1.
+/// The 1.1 root module.
 ///
 /// A library implements exactly one kind; the constructor for the other kind returns an
 /// [`UNSUPPORTED`](crate::ErrorCode::UNSUPPORTED) error.
@@ -133,9 +131,14 @@ pub struct StetPlugin {
     pub new_harness: extern "C" fn(config: RStr<'_>) -> RResult<HarnessBox, PluginError>,
 }
 
+/// The API version this frozen module describes.
+pub const VERSION: &str = "1.1.0";
+
 impl RootModule for StetPlugin_Ref {
     declare_root_module_statics! {StetPlugin_Ref}
     const BASE_NAME: &'static str = "stet_plugin";
     const NAME: &'static str = "stet plugin";
-    const VERSION_STRINGS: VersionStrings = package_version_strings!();
+    const VERSION_STRINGS: VersionStrings = VersionStrings {
+        version: RStr::from_str(VERSION),
+    };
 }

@@ -137,3 +137,46 @@ pub fn launch(
         network: Network::AllowHosts(vec![host.into()].into()),
     }
 }
+
+/// Claude Code's own login (`claude auth login`), writing into the profile. It runs on a
+/// terminal in a sandbox with only the binary and the profile mounted, so a login kept in
+/// a host keychain elsewhere never enters, and the login lands in the profile directory,
+/// written by Claude Code itself.
+pub fn login(claude: &str, profile_dir: &str) -> Launch {
+    let env = vec![
+        EnvVar::new("PATH", "/usr/local/bin:/usr/bin:/bin"),
+        EnvVar::new("HOME", "/tmp"),
+        EnvVar::new("TERM", "xterm-256color"),
+        EnvVar::new("CLAUDE_CONFIG_DIR", profile_dir),
+        EnvVar::new("DISABLE_AUTOUPDATER", "1"),
+    ];
+    Launch {
+        process: ProcessSpec {
+            argv: vec![claude.into(), "auth".into(), "login".into()].into(),
+            env: env.into(),
+            workdir: ROption::RSome("/tmp".into()),
+            stdin: Default::default(),
+        },
+        mounts: vec![
+            Mount {
+                source: claude.into(),
+                target: claude.into(),
+                writable: false,
+            },
+            Mount {
+                source: profile_dir.into(),
+                target: profile_dir.into(),
+                writable: true,
+            },
+        ]
+        .into(),
+        network: Network::AllowHosts(
+            vec![
+                "claude.ai".into(),
+                "console.anthropic.com".into(),
+                "api.anthropic.com".into(),
+            ]
+            .into(),
+        ),
+    }
+}

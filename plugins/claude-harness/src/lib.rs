@@ -427,6 +427,15 @@ impl HarnessPlugin for ClaudeHarness {
         ])
     }
 
+    fn login_launch(
+        &self,
+        _context: &HarnessContext,
+        profile_dir: &str,
+    ) -> Result<Launch, PluginError> {
+        let binary = self.require_binary()?;
+        Ok(launch::login(&binary.display().to_string(), profile_dir))
+    }
+
     fn read_outcome(
         &self,
         _role: Role,

@@ -18,7 +18,7 @@ use bollard::Docker;
 use serde::Deserialize;
 use stet_plugin_api::{
     export_plugin, ImageStatus, Label, PluginError, ProbeReport, ProcessPlugin, ProcessSpec,
-    RuntimePlugin, SandboxInfo, SandboxSpec,
+    RuntimePlugin, SandboxInfo, SandboxSpec, TerminalPlugin, TerminalSize,
 };
 
 mod connect;
@@ -34,6 +34,7 @@ pub const CAPABILITIES: &[&str] = &[
     "labels",
     "kill",
     "run-as-user",
+    "terminal",
 ];
 
 /// The plugin's settings, from `[plugins.docker]` in stet's configuration.
@@ -173,6 +174,24 @@ impl RuntimePlugin for DockerRuntime {
             .block_on(process::start(&docker, sandbox, spec))?;
         Ok(Box::new(process::DockerProcess::new(
             process,
+            docker,
+            self.tokio.clone(),
+        )))
+    }
+
+    fn spawn_terminal(
+        &self,
+        sandbox: &str,
+        spec: ProcessSpec,
+        size: TerminalSize,
+    ) -> Result<Box<dyn TerminalPlugin>, PluginError> {
+        let docker = self.engine()?;
+        let (started, input) = self
+            .tokio
+            .block_on(process::start_terminal(&docker, sandbox, spec, size))?;
+        Ok(Box::new(process::DockerTerminal::new(
+            started,
+            input,
             docker,
             self.tokio.clone(),
         )))

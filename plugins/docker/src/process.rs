@@ -5,12 +5,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bollard::container::LogOutput;
-use bollard::exec::{StartExecOptions, StartExecResults};
+use bollard::exec::{ResizeExecOptions, StartExecOptions, StartExecResults};
 use bollard::models::ExecConfig;
 use bollard::query_parameters::KillContainerOptionsBuilder;
 use bollard::Docker;
 use futures_util::{Stream, StreamExt};
-use stet_plugin_api::{ExitStatus, PluginError, ProcessPlugin, ProcessSpec, ROption, Sink};
+use stet_plugin_api::{
+    ExitStatus, PluginError, ProcessPlugin, ProcessSpec, ROption, Sink, TerminalPlugin,
+    TerminalSize,
+};
 use tokio::io::AsyncWriteExt;
 
 use crate::{message_of, status_of};
@@ -33,11 +36,27 @@ pub async fn start(
     sandbox: &str,
     spec: ProcessSpec,
 ) -> Result<Started, PluginError> {
+    let (started, input) = start_exec(docker, sandbox, spec, false).await?;
+    drop(input);
+    Ok(started)
+}
+
+type Input = Pin<Box<dyn tokio::io::AsyncWrite + Send>>;
+
+/// Creates and starts an exec. Without a terminal, `spec.stdin` is written in the
+/// background and the input is closed; with one, the input is handed back for live writes.
+async fn start_exec(
+    docker: &Docker,
+    sandbox: &str,
+    spec: ProcessSpec,
+    tty: bool,
+) -> Result<(Started, Option<Input>), PluginError> {
     if spec.argv.is_empty() {
         return Err(PluginError::invalid_input("no program given to run"));
     }
     let config = ExecConfig {
-        attach_stdin: Some(!spec.stdin.is_empty()),
+        attach_stdin: Some(tty || !spec.stdin.is_empty()),
+        tty: Some(tty),
         attach_stdout: Some(true),
         attach_stderr: Some(true),
         cmd: Some(spec.argv.iter().map(|a| a.to_string()).collect()),
@@ -66,7 +85,7 @@ pub async fn start(
     })?;
     let options = StartExecOptions {
         detach: false,
-        tty: false,
+        tty,
         output_capacity: Some(CHUNK),
     };
     let started = docker
@@ -84,6 +103,19 @@ pub async fn start(
             "the engine detached an exec stet asked to attach",
         ));
     };
+    let started = Started {
+        container: sandbox.to_string(),
+        exec_id: exec.id,
+        output,
+    };
+    if tty {
+        if !spec.stdin.is_empty() {
+            input.write_all(&spec.stdin).await.map_err(|e| {
+                PluginError::backend(format!("could not write to the terminal: {e}"))
+            })?;
+        }
+        return Ok((started, Some(input)));
+    }
     if !spec.stdin.is_empty() {
         let bytes = spec.stdin.into_vec();
         // Written concurrently with reading the output, so a process that answers before
@@ -92,14 +124,28 @@ pub async fn start(
             let _ = input.write_all(&bytes).await;
             let _ = input.shutdown().await;
         });
-    } else {
-        drop(input);
     }
-    Ok(Started {
-        container: sandbox.to_string(),
-        exec_id: exec.id,
-        output,
-    })
+    Ok((started, None))
+}
+
+/// Starts a process on a terminal.
+pub async fn start_terminal(
+    docker: &Docker,
+    sandbox: &str,
+    spec: ProcessSpec,
+    size: TerminalSize,
+) -> Result<(Started, Input), PluginError> {
+    let (started, input) = start_exec(docker, sandbox, spec, true).await?;
+    let _ = docker
+        .resize_exec(
+            &started.exec_id,
+            ResizeExecOptions {
+                height: size.rows,
+                width: size.cols,
+            },
+        )
+        .await;
+    Ok((started, input.expect("a terminal exec keeps its input")))
 }
 
 /// A running exec, as the host holds it.
@@ -190,6 +236,17 @@ impl DockerProcess {
 
 impl ProcessPlugin for DockerProcess {
     fn wait(&self, sink: &mut Sink<'_>) -> Result<ExitStatus, PluginError> {
+        self.pump(sink)
+    }
+
+    fn kill(&self) -> Result<(), PluginError> {
+        self.kill_sandbox()
+    }
+}
+
+impl DockerProcess {
+    /// Streams the exec's output into `sink` until it ends, then reads how it ended.
+    fn pump(&self, sink: &mut Sink<'_>) -> Result<ExitStatus, PluginError> {
         let output = self
             .output
             .lock()
@@ -222,7 +279,7 @@ impl ProcessPlugin for DockerProcess {
         })
     }
 
-    fn kill(&self) -> Result<(), PluginError> {
+    fn kill_sandbox(&self) -> Result<(), PluginError> {
         self.killed.store(true, Ordering::SeqCst);
         // An exec cannot be signalled through the API, so the sandbox's processes are
         // killed together; the sandbox then waits for its teardown.
@@ -242,5 +299,75 @@ impl ProcessPlugin for DockerProcess {
                 message_of(&e)
             ))),
         }
+    }
+}
+
+/// A process on a terminal: an exec with a TTY and live input.
+pub struct DockerTerminal {
+    process: DockerProcess,
+    input: tokio::sync::Mutex<Option<Input>>,
+}
+
+impl DockerTerminal {
+    pub fn new(
+        started: Started,
+        input: Input,
+        docker: Docker,
+        tokio: Arc<tokio::runtime::Runtime>,
+    ) -> Self {
+        DockerTerminal {
+            process: DockerProcess::new(started, docker, tokio),
+            input: tokio::sync::Mutex::new(Some(input)),
+        }
+    }
+}
+
+impl TerminalPlugin for DockerTerminal {
+    fn wait(&self, sink: &mut Sink<'_>) -> Result<ExitStatus, PluginError> {
+        self.process.pump(sink)
+    }
+
+    fn kill(&self) -> Result<(), PluginError> {
+        self.process.kill_sandbox()
+    }
+
+    fn write(&self, bytes: &[u8]) -> Result<(), PluginError> {
+        self.process.tokio.block_on(async {
+            let mut input = self.input.lock().await;
+            let Some(input) = input.as_mut() else {
+                return Err(PluginError::invalid_input("the terminal's input is closed"));
+            };
+            input
+                .write_all(bytes)
+                .await
+                .and(input.flush().await)
+                .map_err(|e| PluginError::backend(format!("could not write to the terminal: {e}")))
+        })
+    }
+
+    fn close_input(&self) -> Result<(), PluginError> {
+        self.process.tokio.block_on(async {
+            if let Some(mut input) = self.input.lock().await.take() {
+                let _ = input.shutdown().await;
+            }
+            Ok(())
+        })
+    }
+
+    fn resize(&self, size: TerminalSize) -> Result<(), PluginError> {
+        let options = ResizeExecOptions {
+            height: size.rows,
+            width: size.cols,
+        };
+        self.process
+            .tokio
+            .block_on(
+                self.process
+                    .docker
+                    .resize_exec(&self.process.exec_id, options),
+            )
+            .map_err(|e| {
+                PluginError::backend(format!("could not resize the terminal: {}", message_of(&e)))
+            })
     }
 }
