@@ -75,6 +75,20 @@ impl OpenHarness {
             .map_err(self.err("could not write the walled settings"))
     }
 
+    /// Rewrites the walled settings, as every drive does at its start; when someone had
+    /// edited them, returns what the check saw, so the caller can say so.
+    pub fn rewrite_settings(&self, profile: &Profile) -> Result<Option<String>, CliError> {
+        let edited = self
+            .check_walls(profile)?
+            .into_iter()
+            .find(|w| {
+                w.wall.as_str() == "settings-exact" && !w.held && !w.detail.ends_with("is absent")
+            })
+            .map(|w| w.detail.to_string());
+        self.write_settings(profile)?;
+        Ok(edited)
+    }
+
     /// The static wall checks.
     pub fn check_walls(&self, profile: &Profile) -> Result<Vec<WallCheck>, CliError> {
         self.handle
@@ -190,17 +204,10 @@ pub fn prove(
     mode: SettingsMode,
 ) -> Result<Proof, CliError> {
     let profile = harness.profile()?;
-    let before = harness.check_walls(&profile)?;
-    let replaced = before
-        .iter()
-        .find(|w| {
-            w.wall.as_str() == "settings-exact" && !w.held && !w.detail.ends_with("is absent")
-        })
-        .filter(|_| mode == SettingsMode::Rewrite)
-        .map(|w| w.detail.to_string());
-    if mode == SettingsMode::Rewrite {
-        harness.write_settings(&profile)?;
-    }
+    let replaced = match mode {
+        SettingsMode::Rewrite => harness.rewrite_settings(&profile)?,
+        SettingsMode::AsTheyAre => None,
+    };
     let mut proof = Proof {
         harness: harness.name.clone(),
         runtime: None,

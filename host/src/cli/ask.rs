@@ -31,7 +31,11 @@ pub fn run(settings: &Settings, args: &AskArgs, printer: Printer) -> Result<Exit
         .map_err(|e| CliError::failure(format!("cannot resolve the current directory: {e}")))?;
     let harness = harness::open_harness(settings)?;
     let profile = harness.profile()?;
-    harness.write_settings(&profile)?;
+    if let Some(detail) = harness.rewrite_settings(&profile)? {
+        printer.warn(&format!(
+            "the walled settings had been edited and were replaced ({detail})"
+        ));
+    }
     let broken: Vec<_> = harness
         .check_walls(&profile)?
         .into_iter()

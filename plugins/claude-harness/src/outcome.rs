@@ -26,6 +26,9 @@ pub fn outcome(t: &Transcript, exit: ExitStatus) -> Outcome {
                 usage.push(Fact::new(key, n.to_string()));
             }
         }
+        if let Some(denials) = r["permission_denials"].as_array() {
+            usage.push(Fact::new("permission_denials", denials.len().to_string()));
+        }
         if let Some(c) = r["total_cost_usd"].as_f64() {
             cost = ROption::RSome(c);
         }
