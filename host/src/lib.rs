@@ -11,5 +11,7 @@ pub mod guard;
 pub mod harness;
 pub mod plugins;
 pub mod printer;
+pub mod queue;
+pub mod reservations;
 pub mod sandbox;
 pub mod settings;

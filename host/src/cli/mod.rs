@@ -17,6 +17,7 @@ mod plugins_conformance;
 mod plugins_list;
 mod plugins_probe;
 mod profile;
+mod queue;
 mod run;
 mod walls;
 
@@ -81,6 +82,13 @@ pub enum Command {
     /// time, or not logged in, with cost and usage when the agent reports them. Exit status:
     /// 0 done; 1 failed or out of shape; 3 rate-limited, not logged in, or a wall broken.
     Ask(AskArgs),
+
+    /// Add a work item to the queue (`.stet/queue/` in the repository).
+    Add(AddArgs),
+
+    /// Show the queue: each item and whether it is open, reserved (by whom, at which
+    /// stage, until when) or lapsed, as the remote says.
+    Queue(QueueArgs),
 
     /// Inspect, probe and select plugins.
     #[command(subcommand)]
@@ -202,6 +210,28 @@ pub struct WallsArgs {
     /// Write the live launch's full output here.
     #[arg(long, value_name = "FILE")]
     pub log: Option<std::path::PathBuf>,
+
+    /// Print JSON instead of lines.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct AddArgs {
+    /// Read the item from FILE (`-` for standard input) instead of the command line.
+    #[arg(short = 'F', long = "file", value_name = "FILE")]
+    pub file: Option<std::path::PathBuf>,
+
+    /// What should be done; the first line is the title.
+    #[arg(value_name = "TEXT")]
+    pub text: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct QueueArgs {
+    /// The remote that holds reservations.
+    #[arg(long, default_value = "origin", value_name = "NAME")]
+    pub remote: String,
 
     /// Print JSON instead of lines.
     #[arg(long)]
@@ -335,6 +365,25 @@ pub struct ProbeArgs {
 /// status.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    let printer = Printer {
+        verbose: cli.global.verbose,
+    };
+    // Commands that read no configuration run before it is resolved, so that a broken
+    // stet.toml never stops an agent's hook or the queue from being read.
+    let early = match &cli.command {
+        Command::Add(args) => Some(queue::add(args, printer)),
+        Command::Queue(args) => Some(queue::list(args, printer)),
+        _ => None,
+    };
+    if let Some(result) = early {
+        return match result {
+            Ok(exit) => exit.into(),
+            Err(error) => {
+                eprintln!("{error}");
+                error.exit.into()
+            }
+        };
+    }
     match &cli.command {
         Command::ProbeWorker { manifest, config } => return probe::worker_main(manifest, config),
         Command::Hook { event } => {
@@ -359,9 +408,6 @@ pub fn main() -> ExitCode {
         }
         _ => {}
     }
-    let printer = Printer {
-        verbose: cli.global.verbose,
-    };
     match run(cli, printer) {
         Ok(exit) => exit.into(),
         Err(error) => {
@@ -388,9 +434,11 @@ fn run(cli: Cli, printer: Printer) -> Result<Exit, CliError> {
         Command::Plugins(PluginsCommand::Probe(args)) => {
             plugins_probe::run(&settings, &args, printer)
         }
-        Command::ProbeWorker { .. } | Command::Hook { .. } | Command::Approver => {
-            unreachable!("handled before settings are resolved")
-        }
+        Command::ProbeWorker { .. }
+        | Command::Hook { .. }
+        | Command::Approver
+        | Command::Add(_)
+        | Command::Queue(_) => unreachable!("handled before settings are resolved"),
     }
 }
 

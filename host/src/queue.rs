@@ -1,0 +1,250 @@
+//! The work queue: human-editable files under `.stet/queue/` in the repository, one item a
+//! file. The file's name (without `.md`) is the item's id; its first line is the title and
+//! the whole text is what the agent is asked to do.
+//!
+//! Ids are safe by construction (lowercase letters, digits and `-`, at most 80 characters,
+//! never starting with `-`), so an id can name a branch (`stet/<id>`), a ref and a file
+//! without path tricks. A file that is not a valid item is reported and skipped; it never
+//! stops a drive. Items are taken in id order; `stet add` starts ids with the time, so that
+//! order is the order they were added.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+/// Where the queue lives, relative to the repository root.
+pub const QUEUE_DIR: &str = ".stet/queue";
+
+/// Largest item file read; anything bigger is malformed (an item is a small piece of work).
+const MAX_ITEM_BYTES: u64 = 64 * 1024;
+
+/// One work item.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Item {
+    /// The item's id (its file name without `.md`).
+    pub id: String,
+    /// The first non-empty line.
+    pub title: String,
+    /// The whole text.
+    pub text: String,
+    /// The file.
+    pub path: PathBuf,
+}
+
+/// A file in the queue directory that is not a valid item.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Malformed {
+    /// The file.
+    pub path: PathBuf,
+    /// What is wrong with it.
+    pub why: String,
+}
+
+/// Whether `id` is a safe item id.
+pub fn valid_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 80
+        && !id.starts_with('-')
+        && id
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}
+
+/// Reads every item, in id order, and every file that is not one.
+pub fn read(repo: &Path) -> (Vec<Item>, Vec<Malformed>) {
+    let dir = repo.join(QUEUE_DIR);
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return (Vec::new(), Vec::new());
+    };
+    let mut items = Vec::new();
+    let mut malformed = Vec::new();
+    let mut paths: Vec<PathBuf> = entries.filter_map(Result::ok).map(|e| e.path()).collect();
+    paths.sort();
+    for path in paths {
+        let name = path
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        // Editor leftovers and stet's own partial writes are not items.
+        if name.starts_with('.') || name.ends_with('~') {
+            continue;
+        }
+        match read_item(&path, &name) {
+            Ok(item) => items.push(item),
+            Err(why) => malformed.push(Malformed { path, why }),
+        }
+    }
+    // By id, not by file name: `x-2.md` sorts before `x.md`, but x came first.
+    items.sort_by(|a, b| a.id.cmp(&b.id));
+    (items, malformed)
+}
+
+fn read_item(path: &Path, name: &str) -> Result<Item, String> {
+    let Some(id) = name.strip_suffix(".md") else {
+        return Err("not an item: item files end in .md".to_string());
+    };
+    if !valid_id(id) {
+        return Err(format!(
+            "`{id}` is not a valid item id: use lowercase letters, digits and `-` (at most 80)"
+        ));
+    }
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot be read: {e}"))?;
+    if !meta.is_file() {
+        return Err("not a regular file".to_string());
+    }
+    if meta.len() > MAX_ITEM_BYTES {
+        return Err(format!(
+            "{} bytes: an item is at most {MAX_ITEM_BYTES}",
+            meta.len()
+        ));
+    }
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot be read: {e}"))?;
+    let text = String::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_string())?;
+    let title = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .ok_or("empty: write what should be done")?
+        .trim_start_matches('#')
+        .trim()
+        .to_string();
+    Ok(Item {
+        id: id.to_string(),
+        title,
+        text,
+        path: path.to_path_buf(),
+    })
+}
+
+/// Adds an item with `text`; its id is the current time (to the millisecond) and a slug of
+/// the title.
+pub fn add(repo: &Path, text: &str) -> Result<Item, String> {
+    let title = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .ok_or("the item is empty: say what should be done")?;
+    if text.len() as u64 > MAX_ITEM_BYTES {
+        return Err(format!("the item is larger than {MAX_ITEM_BYTES} bytes"));
+    }
+    let dir = repo.join(QUEUE_DIR);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let stamp = utc_stamp(std::time::SystemTime::now());
+    let base = format!("{stamp}-{}", slug(title));
+    for n in 1..1000 {
+        let id = if n == 1 {
+            base.clone()
+        } else {
+            format!("{base}-{n}")
+        };
+        let path = dir.join(format!("{id}.md"));
+        let mut body = text.trim_end().to_string();
+        body.push('\n');
+        // create_new: two `stet add`s at the same second never overwrite each other.
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(mut file) => {
+                use std::io::Write;
+                file.write_all(body.as_bytes())
+                    .and_then(|_| file.sync_all())
+                    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+                return read_item(&path, &format!("{id}.md"));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(format!("cannot write {}: {e}", path.display())),
+        }
+    }
+    Err("too many items with the same title this second".to_string())
+}
+
+/// At most six words of the title, lowercase, joined by `-`.
+fn slug(title: &str) -> String {
+    let words: Vec<String> = title
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .take(6)
+        .map(|w| w.to_ascii_lowercase())
+        .collect();
+    let slug = words.join("-");
+    let slug: String = slug.chars().take(48).collect();
+    let slug = slug.trim_end_matches('-').to_string();
+    if slug.is_empty() {
+        "item".to_string()
+    } else {
+        slug
+    }
+}
+
+/// `20261130-053012-123` (milliseconds last), in UTC: items added one after the other sort
+/// in that order.
+fn utc_stamp(t: std::time::SystemTime) -> String {
+    let since = t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let secs = since.as_secs();
+    let millis = since.subsec_millis();
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}{month:02}{day:02}-{:02}{:02}{:02}-{millis:03}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_safe() {
+        assert!(valid_id("20261130-053012-fix-typo"));
+        for bad in ["", "../x", "a/b", "UPPER", "-x", "a b", &"a".repeat(81)] {
+            assert!(!valid_id(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn add_then_read_in_order_and_report_malformed() {
+        let repo = tempfile::tempdir().unwrap();
+        let first = add(repo.path(), "Fix the typo in README\n\nIt says teh.").unwrap();
+        let second = add(repo.path(), "Fix the typo in README").unwrap();
+        assert!(
+            first.id.ends_with("-fix-the-typo-in-readme"),
+            "{}",
+            first.id
+        );
+        assert!(second.id > first.id, "{} then {}", first.id, second.id);
+        let dir = repo.path().join(QUEUE_DIR);
+        std::fs::write(dir.join("Bad Name.md"), "x").unwrap();
+        std::fs::write(dir.join("empty.md"), "\n\n").unwrap();
+        std::fs::write(dir.join("notes.txt"), "x").unwrap();
+        std::fs::write(dir.join(".hidden.md"), "x").unwrap();
+        let (items, malformed) = read(repo.path());
+        assert_eq!(
+            items.iter().map(|i| i.id.as_str()).collect::<Vec<_>>(),
+            [first.id.as_str(), second.id.as_str()]
+        );
+        assert_eq!(items[0].title, "Fix the typo in README");
+        assert_eq!(malformed.len(), 3, "{malformed:?}");
+        assert!(add(repo.path(), "  \n ").is_err());
+    }
+
+    #[test]
+    fn utc_stamps() {
+        let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_796_016_000);
+        assert_eq!(utc_stamp(t), "20261130-052000-000");
+    }
+}

@@ -1,0 +1,377 @@
+//! Reservations on the remote: who works which item, until when.
+//!
+//! A reservation is a ref, `refs/stet/reservations/<item>`, on the repository's remote,
+//! pointing at a commit (empty tree) whose message is the reservation as JSON. Taking,
+//! renewing and releasing one is a compare-and-swap of that ref: a push with
+//! `--force-with-lease=<ref>:<the oid we saw>` (empty for "must not exist"), which the
+//! remote applies atomically under its ref lock. So two drives on two clones never both
+//! win the same item, whichever machine they run on. A reservation lapses on its own at
+//! its expiry; a peer may then take it over and continue from the lane's pushed branch.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde::{Deserialize, Serialize};
+
+/// Where reservations live on the remote.
+pub const PREFIX: &str = "refs/stet/reservations/";
+/// Where this clone keeps the copies it fetched.
+const SEEN: &str = "refs/stet/seen/reservations/";
+
+/// What a reservation says.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reservation {
+    /// The item.
+    pub item: String,
+    /// Who holds it (a clone's id and the drive's process).
+    pub holder: String,
+    /// The lane's branch.
+    pub lane: String,
+    /// The lane's stage when last written.
+    pub stage: String,
+    /// When it lapses, seconds since the Unix epoch.
+    pub expires_at_unix: i64,
+}
+
+/// A reservation as read from the remote, with the object its ref pointed at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Held {
+    /// What it says.
+    pub reservation: Reservation,
+    /// The commit the ref pointed at: the value a compare-and-swap expects.
+    pub oid: String,
+}
+
+/// Why a reservation could not be had.
+#[derive(Debug, thiserror::Error)]
+pub enum ReservationError {
+    /// Someone else holds it and it has not lapsed.
+    #[error("item {item} is reserved by {holder} until {until_unix}")]
+    HeldByOther {
+        item: String,
+        holder: String,
+        until_unix: i64,
+    },
+    /// The ref changed between reading and writing it: another drive won.
+    #[error("item {item}: another drive changed the reservation first")]
+    Raced { item: String },
+    /// The remote could not be reached or refused for another reason.
+    #[error("the remote {remote} did not answer: {detail}")]
+    Remote { remote: String, detail: String },
+}
+
+/// A repository and the name of its remote.
+pub struct Remote<'a> {
+    /// The local clone.
+    pub repo: &'a Path,
+    /// The remote's name (`origin`).
+    pub name: &'a str,
+}
+
+impl Remote<'_> {
+    fn git(&self, args: &[&str]) -> Result<String, ReservationError> {
+        let out = self.git_output(args)?;
+        if !out.status.success() {
+            return Err(self.unreachable(String::from_utf8_lossy(&out.stderr).trim().to_string()));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    fn git_output(&self, args: &[&str]) -> Result<std::process::Output, ReservationError> {
+        Command::new("git")
+            .args(args)
+            .current_dir(self.repo)
+            // Reservation commits need an author; this one is stet's, whatever the
+            // person has configured.
+            .env("GIT_AUTHOR_NAME", "stet")
+            .env("GIT_AUTHOR_EMAIL", "stet@localhost")
+            .env("GIT_COMMITTER_NAME", "stet")
+            .env("GIT_COMMITTER_EMAIL", "stet@localhost")
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .output()
+            .map_err(|e| self.unreachable(format!("cannot run git: {e}")))
+    }
+
+    fn unreachable(&self, detail: String) -> ReservationError {
+        ReservationError::Remote {
+            remote: self.name.to_string(),
+            detail,
+        }
+    }
+
+    /// Every reservation on the remote, lapsed ones included.
+    pub fn list(&self) -> Result<Vec<Held>, ReservationError> {
+        self.git(&[
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            "--prune",
+            self.name,
+            &format!("+{PREFIX}*:{SEEN}*"),
+        ])?;
+        let refs = self.git(&["for-each-ref", "--format=%(objectname) %(refname)", SEEN])?;
+        let mut held = Vec::new();
+        for line in refs.lines() {
+            let Some((oid, _)) = line.split_once(' ') else {
+                continue;
+            };
+            let message = self.git(&["log", "-1", "--format=%B", oid])?;
+            // A ref someone else wrote by hand is not ours to interpret; it is skipped.
+            if let Ok(reservation) = serde_json::from_str::<Reservation>(message.trim()) {
+                held.push(Held {
+                    reservation,
+                    oid: oid.to_string(),
+                });
+            }
+        }
+        Ok(held)
+    }
+
+    /// The reservation of `item`, if any.
+    pub fn get(&self, item: &str) -> Result<Option<Held>, ReservationError> {
+        Ok(self
+            .list()?
+            .into_iter()
+            .find(|h| h.reservation.item == item))
+    }
+
+    /// Takes `item` for `holder`: free, lapsed or already ours. Returns what was written.
+    pub fn take(&self, wanted: Reservation, now_unix: i64) -> Result<Held, ReservationError> {
+        let current = self.get(&wanted.item)?;
+        if let Some(current) = &current {
+            let r = &current.reservation;
+            if r.holder != wanted.holder && r.expires_at_unix > now_unix {
+                return Err(ReservationError::HeldByOther {
+                    item: wanted.item.clone(),
+                    holder: r.holder.clone(),
+                    until_unix: r.expires_at_unix,
+                });
+            }
+        }
+        self.swap(&wanted, current.as_ref().map(|c| c.oid.as_str()))
+    }
+
+    /// Writes `next` over `held`, if the remote still holds exactly `held`.
+    pub fn renew(&self, held: &Held, next: Reservation) -> Result<Held, ReservationError> {
+        self.swap(&next, Some(&held.oid))
+    }
+
+    /// Deletes `held` from the remote, if it is still exactly `held`.
+    pub fn release(&self, held: &Held) -> Result<(), ReservationError> {
+        let reference = format!("{PREFIX}{}", held.reservation.item);
+        self.push_with_lease(
+            &reference,
+            &held.oid,
+            &format!(":{reference}"),
+            &held.reservation.item,
+        )
+    }
+
+    fn swap(&self, next: &Reservation, expected: Option<&str>) -> Result<Held, ReservationError> {
+        let message = serde_json::to_string(next).expect("reservations serialise");
+        let tree = self.git(&["mktree"])?.trim().to_string();
+        let oid = self
+            .git(&["commit-tree", &tree, "-m", &message])?
+            .trim()
+            .to_string();
+        let reference = format!("{PREFIX}{}", next.item);
+        self.push_with_lease(
+            &reference,
+            expected.unwrap_or(""),
+            &format!("{oid}:{reference}"),
+            &next.item,
+        )?;
+        Ok(Held {
+            reservation: next.clone(),
+            oid,
+        })
+    }
+
+    fn push_with_lease(
+        &self,
+        reference: &str,
+        expected: &str,
+        refspec: &str,
+        item: &str,
+    ) -> Result<(), ReservationError> {
+        let lease = format!("--force-with-lease={reference}:{expected}");
+        let out = self.git_output(&["push", "--porcelain", &lease, self.name, refspec])?;
+        if out.status.success() {
+            return Ok(());
+        }
+        // --porcelain reports each ref on stdout: `!<tab>ref<tab>[rejected] (stale info)`
+        // when the lease did not match, that is, when someone else wrote first.
+        let report = String::from_utf8_lossy(&out.stdout);
+        if report
+            .lines()
+            .any(|l| l.starts_with('!') && l.contains("[rejected]"))
+        {
+            return Err(ReservationError::Raced {
+                item: item.to_string(),
+            });
+        }
+        Err(self.unreachable(String::from_utf8_lossy(&out.stderr).trim().to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(dir: &Path, args: &[&str]) {
+        let ok = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@t")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@t")
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "git {args:?}");
+    }
+
+    /// A bare remote with one commit, and two clones of it.
+    fn two_clones() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
+        let root = tempfile::tempdir().unwrap();
+        let bare = root.path().join("remote.git");
+        run(
+            root.path(),
+            &["init", "--quiet", "--bare", bare.to_str().unwrap()],
+        );
+        let seed = root.path().join("seed");
+        run(
+            root.path(),
+            &[
+                "clone",
+                "--quiet",
+                bare.to_str().unwrap(),
+                seed.to_str().unwrap(),
+            ],
+        );
+        std::fs::write(seed.join("README"), "x").unwrap();
+        run(&seed, &["add", "README"]);
+        run(&seed, &["commit", "--quiet", "-m", "start"]);
+        run(&seed, &["push", "--quiet", "origin", "HEAD"]);
+        let a = root.path().join("a");
+        let b = root.path().join("b");
+        run(
+            root.path(),
+            &[
+                "clone",
+                "--quiet",
+                bare.to_str().unwrap(),
+                a.to_str().unwrap(),
+            ],
+        );
+        run(
+            root.path(),
+            &[
+                "clone",
+                "--quiet",
+                bare.to_str().unwrap(),
+                b.to_str().unwrap(),
+            ],
+        );
+        (root, a, b)
+    }
+
+    fn wanted(holder: &str, expires: i64) -> Reservation {
+        Reservation {
+            item: "20261130-fix-typo".into(),
+            holder: holder.into(),
+            lane: "stet/20261130-fix-typo".into(),
+            stage: "implement".into(),
+            expires_at_unix: expires,
+        }
+    }
+
+    #[test]
+    fn one_clone_wins_and_a_lapsed_reservation_is_taken_over() {
+        let (_root, a, b) = two_clones();
+        let (ra, rb) = (
+            Remote {
+                repo: &a,
+                name: "origin",
+            },
+            Remote {
+                repo: &b,
+                name: "origin",
+            },
+        );
+        let held = ra.take(wanted("clone-a", 1000), 100).unwrap();
+        // B sees A's reservation and is refused while it is current.
+        match rb.take(wanted("clone-b", 1000), 100) {
+            Err(ReservationError::HeldByOther {
+                holder, until_unix, ..
+            }) => {
+                assert_eq!((holder.as_str(), until_unix), ("clone-a", 1000));
+            }
+            other => panic!("{other:?}"),
+        }
+        // A renews; then the clock passes the expiry and B takes over the lapsed one.
+        let renewed = ra.renew(&held, wanted("clone-a", 2000)).unwrap();
+        let taken = rb.take(wanted("clone-b", 5000), 3000).unwrap();
+        assert_eq!(
+            rb.get(&taken.reservation.item)
+                .unwrap()
+                .unwrap()
+                .reservation
+                .holder,
+            "clone-b"
+        );
+        // A's renewal now loses the compare-and-swap instead of overwriting B.
+        let late = ra.renew(&renewed, wanted("clone-a", 9000));
+        assert!(
+            matches!(late, Err(ReservationError::Raced { .. })),
+            "{late:?}"
+        );
+        // B releases; the item is free again.
+        rb.release(&taken).unwrap();
+        assert!(ra.get("20261130-fix-typo").unwrap().is_none());
+    }
+
+    #[test]
+    fn concurrent_takes_have_exactly_one_winner() {
+        let (_root, a, b) = two_clones();
+        let winners: Vec<bool> = std::thread::scope(|scope| {
+            let ha = scope.spawn(|| {
+                Remote {
+                    repo: &a,
+                    name: "origin",
+                }
+                .take(wanted("clone-a", 1000), 100)
+                .is_ok()
+            });
+            let hb = scope.spawn(|| {
+                Remote {
+                    repo: &b,
+                    name: "origin",
+                }
+                .take(wanted("clone-b", 1000), 100)
+                .is_ok()
+            });
+            vec![ha.join().unwrap(), hb.join().unwrap()]
+        });
+        assert_eq!(winners.iter().filter(|w| **w).count(), 1, "{winners:?}");
+    }
+
+    #[test]
+    fn an_unreachable_remote_is_named() {
+        let (_root, a, _b) = two_clones();
+        run(
+            &a,
+            &["remote", "set-url", "origin", "/nonexistent/remote.git"],
+        );
+        match (Remote {
+            repo: &a,
+            name: "origin",
+        })
+        .list()
+        {
+            Err(ReservationError::Remote { remote, .. }) => assert_eq!(remote, "origin"),
+            other => panic!("{other:?}"),
+        }
+    }
+}
