@@ -22,6 +22,10 @@ use crate::settings::Settings;
 pub struct OpenHarness {
     /// Its name.
     pub name: String,
+    /// Its version.
+    pub version: String,
+    /// Its library, as loaded.
+    pub library: PathBuf,
     /// Why it was chosen.
     pub selection: Selection,
     handle: HarnessHandle,
@@ -43,6 +47,8 @@ pub fn open_harness(settings: &Settings) -> Result<OpenHarness, CliError> {
         .map_err(|e| CliError::failure(format!("cannot find the running stet binary: {e}")))?;
     Ok(OpenHarness {
         name: probed.manifest.name.clone(),
+        version: probed.manifest.version.to_string(),
+        library: probed.manifest.library.clone(),
         selection,
         handle,
         context: HarnessContext {

@@ -12,6 +12,7 @@ pub mod harness;
 pub mod plugins;
 pub mod printer;
 pub mod queue;
+pub mod receipts;
 pub mod reservations;
 pub mod sandbox;
 pub mod settings;

@@ -34,6 +34,8 @@ pub struct OpenRuntime {
     pub name: String,
     /// Its version.
     pub version: String,
+    /// Its library, as loaded.
+    pub library: std::path::PathBuf,
     /// Why it was chosen (and what was passed over).
     pub selection: Selection,
     /// The plugin object.
@@ -61,6 +63,7 @@ pub fn open_probed(
     Ok(OpenRuntime {
         name: probed.manifest.name.clone(),
         version: probed.manifest.version.to_string(),
+        library: probed.manifest.library.clone(),
         selection,
         handle,
     })

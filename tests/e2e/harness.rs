@@ -289,6 +289,20 @@ fn ask_runs_an_approved_command_and_reports_cost_and_usage() {
     assert_eq!(approvals[0]["behavior"], "allow");
     // The prompt reached the model on stdin.
     assert!(c.api.requests()[0].body.to_string().contains("make a file"));
+    // In a repository the call left a receipt, with its full output beside it.
+    let receipts = c.world.run_stet(&["receipts", "--json"]).json();
+    let receipt = &receipts.as_array().unwrap()[0];
+    assert_eq!(receipt["role"], "implement");
+    assert_eq!(receipt["outcome"], "done");
+    assert_eq!(receipt["runtime"]["name"], "docker");
+    assert_eq!(receipt["harness"]["name"], "claude");
+    assert_eq!(
+        receipt["harness"]["library_sha256"].as_str().unwrap().len(),
+        64
+    );
+    assert!(receipt["cost_usd"].as_f64().unwrap() > 0.0);
+    let log = std::fs::read_to_string(receipt["log"].as_str().unwrap()).unwrap();
+    assert!(log.contains("\"type\":\"result\""), "{log}");
 }
 
 #[test]

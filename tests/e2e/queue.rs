@@ -21,10 +21,24 @@ fn git(dir: &std::path::Path, args: &[&str]) {
 /// The world's working directory as a clone of a fresh bare remote.
 fn cloned(world: &World) {
     let bare = world.root.path().join("remote.git");
-    git(world.root.path(), &["init", "--quiet", "--bare", bare.to_str().unwrap()]);
+    git(
+        world.root.path(),
+        &["init", "--quiet", "--bare", bare.to_str().unwrap()],
+    );
     std::fs::remove_dir_all(&world.work).unwrap();
-    git(world.root.path(), &["clone", "--quiet", bare.to_str().unwrap(), world.work.to_str().unwrap()]);
-    git(&world.work, &["commit", "--quiet", "--allow-empty", "-m", "start"]);
+    git(
+        world.root.path(),
+        &[
+            "clone",
+            "--quiet",
+            bare.to_str().unwrap(),
+            world.work.to_str().unwrap(),
+        ],
+    );
+    git(
+        &world.work,
+        &["commit", "--quiet", "--allow-empty", "-m", "start"],
+    );
     git(&world.work, &["push", "--quiet", "origin", "HEAD"]);
 }
 
@@ -35,19 +49,40 @@ fn items_are_added_and_listed_in_order_and_bad_files_are_skipped_with_a_warning(
     let first = world.run_stet(&["add", "Fix the typo in README"]);
     assert_eq!(first.code, 0, "{}", first.stderr);
     assert!(first.stdout.starts_with("added "), "{}", first.stdout);
-    std::fs::write(world.root.path().join("item.md"), "Add a CHANGELOG\n\nWith the last three releases.\n").unwrap();
-    let second = world.run_stet(&["add", "-F", world.root.path().join("item.md").to_str().unwrap()]);
+    std::fs::write(
+        world.root.path().join("item.md"),
+        "Add a CHANGELOG\n\nWith the last three releases.\n",
+    )
+    .unwrap();
+    let second = world.run_stet(&[
+        "add",
+        "-F",
+        world.root.path().join("item.md").to_str().unwrap(),
+    ]);
     assert_eq!(second.code, 0, "{}", second.stderr);
     std::fs::write(world.work.join(".stet/queue/Not An Id.md"), "x").unwrap();
 
     let out = world.run_stet(&["queue", "--json"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let rows = out.json();
-    let titles: Vec<&str> = rows.as_array().unwrap().iter().map(|r| r["title"].as_str().unwrap()).collect();
+    let titles: Vec<&str> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["title"].as_str().unwrap())
+        .collect();
     assert_eq!(titles, ["Fix the typo in README", "Add a CHANGELOG"]);
-    assert!(rows.as_array().unwrap().iter().all(|r| r["state"] == "open"));
+    assert!(rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["state"] == "open"));
     assert!(out.stderr.contains("warning: skipped"), "{}", out.stderr);
-    assert!(out.stderr.contains("`Not An Id` is not a valid item id"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("`Not An Id` is not a valid item id"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]
@@ -55,11 +90,18 @@ fn an_unreachable_remote_leaves_states_unknown_and_says_so() {
     let world = World::new();
     cloned(&world);
     world.run_stet(&["add", "Something"]);
-    git(&world.work, &["remote", "set-url", "origin", "/nonexistent/remote.git"]);
+    git(
+        &world.work,
+        &["remote", "set-url", "origin", "/nonexistent/remote.git"],
+    );
     let out = world.run_stet(&["queue"]);
     assert_eq!(out.code, 0);
     assert!(out.stdout.starts_with("unknown "), "{}", out.stdout);
-    assert!(out.stderr.contains("remote origin unreachable"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("remote origin unreachable"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]
@@ -67,10 +109,18 @@ fn outside_a_repository_and_without_text_the_refusal_says_what_to_do() {
     let world = World::new();
     let out = world.run_stet(&["add", "x"]);
     assert_eq!(out.code, 2);
-    assert!(out.stderr.contains("is not inside a git repository"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("is not inside a git repository"),
+        "{}",
+        out.stderr
+    );
     assert!(out.stderr.contains("hint: "), "{}", out.stderr);
     cloned(&world);
     let out = world.run_stet(&["add"]);
     assert_eq!(out.code, 2);
-    assert!(out.stderr.contains("say what should be done"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("say what should be done"),
+        "{}",
+        out.stderr
+    );
 }

@@ -6,6 +6,7 @@ use stet_plugin_api::{OutcomeKind, ROption, Role, RoleRequest};
 use crate::error::{CliError, Exit};
 use crate::harness;
 use crate::printer::Printer;
+use crate::receipts;
 use crate::sandbox;
 use crate::settings::Settings;
 
@@ -23,6 +24,8 @@ struct Report {
     usage: Vec<(String, String)>,
     exit_code: Option<i32>,
     session: Vec<serde_json::Value>,
+    /// The receipt this call left (in a repository).
+    receipt: Option<std::path::PathBuf>,
 }
 
 pub fn run(settings: &Settings, args: &AskArgs, printer: Printer) -> Result<Exit, CliError> {
@@ -62,19 +65,46 @@ pub fn run(settings: &Settings, args: &AskArgs, printer: Printer) -> Result<Exit
         profile_dir: profile.dir.clone(),
         workdir: cwd.display().to_string().into(),
     })?;
+    let repo = crate::config::repository_root(&cwd);
+    let head = |dir: &std::path::Path| {
+        std::process::Command::new("git")
+            .args(["rev-parse", "--verify", "--quiet", "HEAD"])
+            .current_dir(dir)
+            .output()
+            .ok()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_default()
+    };
+    let commit_before = head(&cwd);
+    let started = now_ms();
     let (output, network) = harness::run_launch(settings, &runtime, &launch, &cwd, "ask")?;
+    let ended = now_ms();
     if let Some(log) = &args.log {
         std::fs::write(log, &output.stdout)
             .map_err(|e| CliError::failure(format!("cannot write {}: {e}", log.display())))?;
     }
     let outcome = harness.read_outcome(role, &output.stdout, output.status)?;
-    let word = match outcome.kind {
-        OutcomeKind::Done => "done",
-        OutcomeKind::Failed => "failed",
-        OutcomeKind::OutOfShape => "out-of-shape",
-        OutcomeKind::RateLimited => "rate-limited",
-        OutcomeKind::NotLoggedIn => "not-logged-in",
+    // In a repository, the call leaves a receipt (and its full output) like a drive's.
+    let receipt_path = match &repo {
+        Some(repo) => Some(record_receipt(
+            repo,
+            &harness,
+            &runtime,
+            settings,
+            Call {
+                role: role_name(role),
+                network: &network,
+                started,
+                ended,
+                commit_before,
+                commit_after: head(&cwd),
+            },
+            &output,
+            &outcome,
+        )?),
+        None => None,
     };
+    let word = outcome_word(outcome.kind);
     let report = Report {
         harness: harness.name.clone(),
         runtime: runtime.name.clone(),
@@ -93,6 +123,7 @@ pub fn run(settings: &Settings, args: &AskArgs, printer: Printer) -> Result<Exit
             ROption::RNone => None,
         },
         session: output.session.clone(),
+        receipt: receipt_path,
     };
     if args.json {
         printer.json(&report);
@@ -121,10 +152,96 @@ pub fn run(settings: &Settings, args: &AskArgs, printer: Printer) -> Result<Exit
             "harness {}, runtime {}, network {}",
             report.harness, report.runtime, report.network
         ));
+        if let Some(path) = &report.receipt {
+            printer.detail(&format!("receipt: {}", path.display()));
+        }
     }
     Ok(match outcome.kind {
         OutcomeKind::Done => Exit::Success,
         OutcomeKind::Failed | OutcomeKind::OutOfShape => Exit::Failure,
         OutcomeKind::RateLimited | OutcomeKind::NotLoggedIn => Exit::Unusable,
     })
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+fn role_name(role: Role) -> &'static str {
+    match role {
+        Role::Implement => "implement",
+        Role::Review => "review",
+        Role::Proof => "proof",
+    }
+}
+
+/// What one call was, for its receipt.
+struct Call<'a> {
+    role: &'static str,
+    network: &'a str,
+    started: u64,
+    ended: u64,
+    commit_before: String,
+    commit_after: String,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn record_receipt(
+    repo: &std::path::Path,
+    harness: &harness::OpenHarness,
+    runtime: &sandbox::OpenRuntime,
+    settings: &Settings,
+    call: Call<'_>,
+    output: &harness::LaunchOutput,
+    outcome: &stet_plugin_api::Outcome,
+) -> Result<std::path::PathBuf, CliError> {
+    let id = format!("{}-ask-{}", call.started, std::process::id());
+    let log = receipts::log_path(repo, &id);
+    receipts::write_durably(&log, &output.stdout)
+        .map_err(|e| CliError::failure(format!("cannot write {}: {e}", log.display())))?;
+    let receipt = receipts::Receipt {
+        id: id.clone(),
+        run: format!("ask-{}", std::process::id()),
+        item: String::new(),
+        lane: String::new(),
+        role: call.role.to_string(),
+        runtime: receipts::PluginRecord::of(&runtime.name, &runtime.version, &runtime.library),
+        runtime_reason: runtime.selection.reason.clone(),
+        harness: receipts::PluginRecord::of(&harness.name, &harness.version, &harness.library),
+        image: settings.image.clone(),
+        network: call.network.to_string(),
+        started_unix_ms: call.started,
+        ended_unix_ms: call.ended,
+        exit_code: output.status.code.into_option(),
+        exit_signal: output.status.signal.into_option(),
+        outcome: outcome_word(outcome.kind).to_string(),
+        detail: outcome.detail.to_string(),
+        retry_at_unix: outcome.retry_at_unix.into_option(),
+        cost_usd: outcome.cost_usd.into_option(),
+        usage: outcome
+            .usage
+            .iter()
+            .map(|f| (f.key.to_string(), f.value.to_string()))
+            .collect(),
+        commit_before: call.commit_before,
+        commit_after: call.commit_after,
+        log,
+        session: output.session.clone(),
+    };
+    receipts::record(repo, &receipt)
+        .map_err(|e| CliError::failure(format!("cannot record the receipt: {e}")))
+}
+
+/// The word an outcome is known by in reports and receipts.
+pub fn outcome_word(kind: OutcomeKind) -> &'static str {
+    match kind {
+        OutcomeKind::Done => "done",
+        OutcomeKind::Failed => "failed",
+        OutcomeKind::OutOfShape => "out-of-shape",
+        OutcomeKind::RateLimited => "rate-limited",
+        OutcomeKind::NotLoggedIn => "not-logged-in",
+    }
 }

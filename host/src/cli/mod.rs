@@ -18,6 +18,7 @@ mod plugins_list;
 mod plugins_probe;
 mod profile;
 mod queue;
+mod receipts;
 mod run;
 mod walls;
 
@@ -89,6 +90,10 @@ pub enum Command {
     /// Show the queue: each item and whether it is open, reserved (by whom, at which
     /// stage, until when) or lapsed, as the remote says.
     Queue(QueueArgs),
+
+    /// Show the receipts of this clone: one per agent call (role, outcome, cost, plugins),
+    /// with the path of each call's full output under -v.
+    Receipts(ReceiptsArgs),
 
     /// Inspect, probe and select plugins.
     #[command(subcommand)]
@@ -225,6 +230,13 @@ pub struct AddArgs {
     /// What should be done; the first line is the title.
     #[arg(value_name = "TEXT")]
     pub text: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReceiptsArgs {
+    /// Print JSON instead of lines.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -373,6 +385,7 @@ pub fn main() -> ExitCode {
     let early = match &cli.command {
         Command::Add(args) => Some(queue::add(args, printer)),
         Command::Queue(args) => Some(queue::list(args, printer)),
+        Command::Receipts(args) => Some(receipts::run(args, printer)),
         _ => None,
     };
     if let Some(result) = early {
@@ -438,7 +451,8 @@ fn run(cli: Cli, printer: Printer) -> Result<Exit, CliError> {
         | Command::Hook { .. }
         | Command::Approver
         | Command::Add(_)
-        | Command::Queue(_) => unreachable!("handled before settings are resolved"),
+        | Command::Queue(_)
+        | Command::Receipts(_) => unreachable!("handled before settings are resolved"),
     }
 }
 

@@ -1,0 +1,48 @@
+//! `stet receipts`: what every agent call did, from the receipts in this clone.
+
+use crate::error::{CliError, Exit};
+use crate::printer::Printer;
+use crate::receipts;
+
+use super::ReceiptsArgs;
+
+pub fn run(args: &ReceiptsArgs, printer: Printer) -> Result<Exit, CliError> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| CliError::failure(format!("cannot resolve the current directory: {e}")))?;
+    let repo = crate::config::repository_root(&cwd).ok_or_else(|| {
+        CliError::usage(format!("{} is not inside a git repository", cwd.display()))
+            .hint("receipts are kept per clone: cd into the repository")
+    })?;
+    let (all, unreadable) = receipts::read_all(&repo);
+    for (path, why) in &unreadable {
+        printer.warn(&format!("skipped {}: {why}", path.display()));
+    }
+    if args.json {
+        printer.json(&all);
+        return Ok(Exit::Success);
+    }
+    if all.is_empty() {
+        printer.out("no receipts yet in this clone");
+    }
+    for r in &all {
+        let when = humantime::format_rfc3339_seconds(
+            std::time::UNIX_EPOCH + std::time::Duration::from_millis(r.started_unix_ms),
+        );
+        let cost = r.cost_usd.map(|c| format!(" ${c:.4}")).unwrap_or_default();
+        let item = if r.item.is_empty() {
+            "-"
+        } else {
+            r.item.as_str()
+        };
+        printer.out(&format!(
+            "{when}  {:<9} {:<13} {item}  {}s{cost}  {}/{}",
+            r.role,
+            r.outcome,
+            r.ended_unix_ms.saturating_sub(r.started_unix_ms) / 1000,
+            r.runtime.name,
+            r.harness.name
+        ));
+        printer.detail(&format!("    {} — log {}", r.detail, r.log.display()));
+    }
+    Ok(Exit::Success)
+}

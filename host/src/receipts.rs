@@ -1,0 +1,237 @@
+//! Receipts: one durable record per agent call.
+//!
+//! Each receipt is its own file under `<repo>/.git/stet/receipts/`, written to a temporary
+//! name, flushed to disk, renamed into place and the directory flushed, before the drive
+//! makes its next move: a `kill -9` at any instant leaves either the whole receipt or none
+//! of it, never half. The call's full output is written (and flushed) first, so a receipt
+//! never names a log that is not there. Receipts live inside `.git` so they are never
+//! committed and never reach a lane.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// Where receipts live, relative to the repository's git directory.
+const RECEIPTS: &str = "stet/receipts";
+/// Where the calls' full output lives.
+const LOGS: &str = "stet/logs";
+
+/// A plugin as a receipt names it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PluginRecord {
+    /// Its name.
+    pub name: String,
+    /// Its version.
+    pub version: String,
+    /// sha256 of its library, as loaded.
+    pub library_sha256: String,
+}
+
+/// One agent call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Receipt {
+    /// The receipt's own id (also its file name).
+    pub id: String,
+    /// The drive run.
+    pub run: String,
+    /// The item.
+    pub item: String,
+    /// The lane's branch.
+    pub lane: String,
+    /// The role (`implement`, `review`, `proof`).
+    pub role: String,
+    /// The runtime.
+    pub runtime: PluginRecord,
+    /// Why that runtime was selected.
+    pub runtime_reason: String,
+    /// The harness.
+    pub harness: PluginRecord,
+    /// The image the sandbox started from.
+    pub image: String,
+    /// The network route the agent had.
+    pub network: String,
+    /// Start and end, milliseconds since the Unix epoch.
+    pub started_unix_ms: u64,
+    /// End.
+    pub ended_unix_ms: u64,
+    /// Exit code, when the agent exited by itself.
+    pub exit_code: Option<i32>,
+    /// Signal, when it was killed.
+    pub exit_signal: Option<i32>,
+    /// The outcome (`done`, `failed`, `out-of-shape`, `rate-limited`, `not-logged-in`).
+    pub outcome: String,
+    /// The outcome's detail.
+    pub detail: String,
+    /// When a usage limit resets, seconds since the Unix epoch.
+    pub retry_at_unix: Option<i64>,
+    /// Cost in US dollars, when reported.
+    pub cost_usd: Option<f64>,
+    /// Usage counters, when reported.
+    pub usage: Vec<(String, String)>,
+    /// The lane's commit before and after the call.
+    pub commit_before: String,
+    /// After.
+    pub commit_after: String,
+    /// The call's full output.
+    pub log: PathBuf,
+    /// What the agent's hooks and approver recorded.
+    pub session: Vec<serde_json::Value>,
+}
+
+impl PluginRecord {
+    /// Names a loaded plugin, hashing its library.
+    pub fn of(name: &str, version: &str, library: &Path) -> PluginRecord {
+        use sha2::{Digest, Sha256};
+        let library_sha256 = std::fs::File::open(library)
+            .and_then(|mut f| {
+                let mut hasher = Sha256::new();
+                std::io::copy(&mut f, &mut hasher)?;
+                Ok(hasher
+                    .finalize()
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect::<String>())
+            })
+            .unwrap_or_else(|e| format!("unreadable: {e}"));
+        PluginRecord {
+            name: name.to_string(),
+            version: version.to_string(),
+            library_sha256,
+        }
+    }
+}
+
+/// The repository's git directory (`.git`, or what a `.git` file points to).
+pub fn git_dir(repo: &Path) -> PathBuf {
+    let dot_git = repo.join(".git");
+    if let Ok(text) = std::fs::read_to_string(&dot_git) {
+        if let Some(dir) = text.strip_prefix("gitdir:") {
+            let dir = PathBuf::from(dir.trim());
+            return if dir.is_absolute() {
+                dir
+            } else {
+                repo.join(dir)
+            };
+        }
+    }
+    dot_git
+}
+
+/// Writes `bytes` to `path` durably: temporary file, flush, rename, flush the directory.
+pub fn write_durably(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().expect("a file in a directory");
+    std::fs::create_dir_all(dir)?;
+    let partial = dir.join(format!(
+        ".{}.partial",
+        path.file_name().unwrap_or_default().to_string_lossy()
+    ));
+    let mut file = std::fs::File::create(&partial)?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    drop(file);
+    std::fs::rename(&partial, path)?;
+    std::fs::File::open(dir)?.sync_all()
+}
+
+/// Where the full output of the call `receipt_id` goes.
+pub fn log_path(repo: &Path, receipt_id: &str) -> PathBuf {
+    git_dir(repo).join(LOGS).join(format!("{receipt_id}.log"))
+}
+
+/// Records a receipt (its log must already be written).
+pub fn record(repo: &Path, receipt: &Receipt) -> std::io::Result<PathBuf> {
+    let path = git_dir(repo)
+        .join(RECEIPTS)
+        .join(format!("{}.json", receipt.id));
+    let json = serde_json::to_vec_pretty(receipt).map_err(std::io::Error::other)?;
+    write_durably(&path, &json)?;
+    Ok(path)
+}
+
+/// Every receipt, oldest first, and the files that could not be read as one.
+pub fn read_all(repo: &Path) -> (Vec<Receipt>, Vec<(PathBuf, String)>) {
+    let dir = git_dir(repo).join(RECEIPTS);
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return (Vec::new(), Vec::new());
+    };
+    let mut receipts = Vec::new();
+    let mut unreadable = Vec::new();
+    for entry in entries.filter_map(Result::ok) {
+        let path = entry.path();
+        let name = path
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        if name.starts_with('.') || !name.ends_with(".json") {
+            continue;
+        }
+        match std::fs::read(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|b| serde_json::from_slice::<Receipt>(&b).map_err(|e| e.to_string()))
+        {
+            Ok(r) => receipts.push(r),
+            Err(why) => unreadable.push((path, why)),
+        }
+    }
+    receipts.sort_by(|a, b| (a.started_unix_ms, &a.id).cmp(&(b.started_unix_ms, &b.id)));
+    (receipts, unreadable)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn receipt(id: &str, started: u64) -> Receipt {
+        let plugin = PluginRecord {
+            name: "p".into(),
+            version: "1".into(),
+            library_sha256: "00".into(),
+        };
+        Receipt {
+            id: id.into(),
+            run: "run-1".into(),
+            item: "item".into(),
+            lane: "stet/item".into(),
+            role: "implement".into(),
+            runtime: plugin.clone(),
+            runtime_reason: "the only available runtime".into(),
+            harness: plugin,
+            image: "stet-lane:1".into(),
+            network: "none".into(),
+            started_unix_ms: started,
+            ended_unix_ms: started + 5,
+            exit_code: Some(0),
+            exit_signal: None,
+            outcome: "done".into(),
+            detail: "ok".into(),
+            retry_at_unix: None,
+            cost_usd: Some(0.01),
+            usage: vec![("input_tokens".into(), "3".into())],
+            commit_before: "a".into(),
+            commit_after: "b".into(),
+            log: PathBuf::from("/x.log"),
+            session: vec![],
+        }
+    }
+
+    #[test]
+    fn receipts_round_trip_in_order_and_partials_are_ignored() {
+        let repo = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(repo.path().join(".git")).unwrap();
+        record(repo.path(), &receipt("r2", 20)).unwrap();
+        record(repo.path(), &receipt("r1", 10)).unwrap();
+        // What a kill -9 during a write leaves behind: a partial, never a half receipt.
+        let dir = git_dir(repo.path()).join(RECEIPTS);
+        std::fs::write(dir.join(".r3.json.partial"), "{\"id\":").unwrap();
+        std::fs::write(dir.join("garbage.json"), "not json").unwrap();
+        let (receipts, unreadable) = read_all(repo.path());
+        assert_eq!(
+            receipts.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
+            ["r1", "r2"]
+        );
+        assert_eq!(receipts[0], receipt("r1", 10));
+        assert_eq!(unreadable.len(), 1);
+    }
+}
