@@ -9,6 +9,7 @@ pub mod config;
 pub mod error;
 pub mod guard;
 pub mod harness;
+pub mod lanes;
 pub mod plugins;
 pub mod printer;
 pub mod queue;
