@@ -15,6 +15,9 @@
 //! [sandbox]
 //! image = "stet-lane:1"                     # the image sandboxes start from
 //!
+//! [drive]
+//! check = "cargo test"                      # run in a sandbox on each lane before review
+//!
 //! [plugins.docker]                          # handed to the docker plugin as JSON
 //! host = "unix:///var/run/docker.sock"
 //! ```
@@ -47,6 +50,8 @@ pub struct ConfigFile {
     pub probe_timeout: Option<Duration>,
     /// `[sandbox] image`.
     pub sandbox_image: Option<String>,
+    /// `[drive] check`: the repository's check command.
+    pub drive_check: Option<String>,
     /// `[plugins.<name>]` tables, as JSON for the plugins.
     pub plugins: BTreeMap<String, serde_json::Value>,
 }
@@ -70,6 +75,7 @@ struct RawConfig {
     harness: Option<RawHarness>,
     probe: Option<RawProbe>,
     sandbox: Option<RawSandbox>,
+    drive: Option<RawDrive>,
     #[serde(default)]
     plugins: BTreeMap<String, toml::Table>,
 }
@@ -85,6 +91,12 @@ struct RawKind {
 struct RawHarness {
     prefer: Option<Vec<String>>,
     profiles: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDrive {
+    check: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -153,6 +165,7 @@ pub fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
             .map(|p| expand_home(&p)),
         probe_timeout,
         sandbox_image: raw.sandbox.and_then(|s| s.image),
+        drive_check: raw.drive.and_then(|d| d.check),
         plugins,
     })
 }

@@ -343,6 +343,7 @@ pub fn run_launch(
         crate::agent_hooks::SESSION_LOG_VAR,
         session_log.display().to_string(),
     ));
+    process.env.push(EnvVar::new(crate::drive::IN_SANDBOX, "1"));
     let running = sandbox.spawn(process)?;
     let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
     let status = running.wait(&mut |stream, bytes| match stream {
@@ -404,4 +405,16 @@ pub fn default_profiles_root() -> PathBuf {
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/"))
         .join(".stet/profiles")
+}
+
+/// The word an outcome is known by in reports and receipts.
+pub fn outcome_word(kind: stet_plugin_api::OutcomeKind) -> &'static str {
+    use stet_plugin_api::OutcomeKind;
+    match kind {
+        OutcomeKind::Done => "done",
+        OutcomeKind::Failed => "failed",
+        OutcomeKind::OutOfShape => "out-of-shape",
+        OutcomeKind::RateLimited => "rate-limited",
+        OutcomeKind::NotLoggedIn => "not-logged-in",
+    }
 }

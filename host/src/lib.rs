@@ -6,6 +6,7 @@
 pub mod agent_hooks;
 pub mod cli;
 pub mod config;
+pub mod drive;
 pub mod error;
 pub mod guard;
 pub mod harness;

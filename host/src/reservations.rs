@@ -15,6 +15,8 @@ use serde::{Deserialize, Serialize};
 
 /// Where reservations live on the remote.
 pub const PREFIX: &str = "refs/stet/reservations/";
+/// Where landed items are marked on the remote.
+pub const LANDED: &str = "refs/stet/landed/";
 /// Where this clone keeps the copies it fetched.
 const SEEN: &str = "refs/stet/seen/reservations/";
 
@@ -165,6 +167,35 @@ impl Remote<'_> {
             &format!(":{reference}"),
             &held.reservation.item,
         )
+    }
+
+    /// Marks `item` landed on the remote (`refs/stet/landed/<item>`, a commit whose message
+    /// says where); the queue then shows it landed on every clone.
+    pub fn mark_landed(&self, item: &str, note: &str) -> Result<(), ReservationError> {
+        let tree = self.git(&["mktree"])?.trim().to_string();
+        let oid = self
+            .git(&["commit-tree", &tree, "-m", note])?
+            .trim()
+            .to_string();
+        self.git(&[
+            "push",
+            "--quiet",
+            "--force",
+            self.name,
+            &format!("{oid}:{LANDED}{item}"),
+        ])
+        .map(|_| ())
+    }
+
+    /// The items marked landed on the remote.
+    pub fn landed(&self) -> Result<Vec<String>, ReservationError> {
+        let refs = self.git(&["ls-remote", self.name, &format!("{LANDED}*")])?;
+        Ok(refs
+            .lines()
+            .filter_map(|l| l.split('\t').nth(1))
+            .filter_map(|r| r.strip_prefix(LANDED))
+            .map(str::to_string)
+            .collect())
     }
 
     fn swap(&self, next: &Reservation, expected: Option<&str>) -> Result<Held, ReservationError> {

@@ -271,6 +271,8 @@ pub fn base_env() -> Vec<stet_plugin_api::EnvVar> {
         EnvVar::new("GIT_CONFIG_COUNT", "1"),
         EnvVar::new("GIT_CONFIG_KEY_0", "safe.directory"),
         EnvVar::new("GIT_CONFIG_VALUE_0", "*"),
+        // A drive started inside a sandbox refuses.
+        EnvVar::new(crate::drive::IN_SANDBOX, "1"),
     ]
 }
 

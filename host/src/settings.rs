@@ -51,6 +51,8 @@ pub struct Settings {
     pub image: String,
     /// Where the one walled harness profile lives.
     pub profiles_root: PathBuf,
+    /// The repository's check command (`[drive] check`).
+    pub drive_check: Option<String>,
     /// The configuration files that were read, lowest precedence first.
     pub config_files: Vec<PathBuf>,
 }
@@ -146,7 +148,10 @@ pub fn resolve(global: &GlobalArgs, overrides: &Overrides) -> Result<Settings, C
         .or_else(|| files.iter().rev().find_map(|f| f.profiles_root.clone()))
         .unwrap_or_else(crate::harness::default_profiles_root);
 
+    let drive_check = files.iter().rev().find_map(|f| f.drive_check.clone());
+
     Ok(Settings {
+        drive_check,
         profiles_root,
         image,
         search_path,

@@ -1,45 +1,10 @@
 //! `stet add` and `stet queue` through the real binary, on a real clone of a bare remote.
 
-use std::process::Command;
-
-use stet_e2e::World;
-
-fn git(dir: &std::path::Path, args: &[&str]) {
-    let ok = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@t")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@t")
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "git {args:?}");
-}
+use stet_e2e::{git, World};
 
 /// The world's working directory as a clone of a fresh bare remote.
 fn cloned(world: &World) {
-    let bare = world.root.path().join("remote.git");
-    git(
-        world.root.path(),
-        &["init", "--quiet", "--bare", bare.to_str().unwrap()],
-    );
-    std::fs::remove_dir_all(&world.work).unwrap();
-    git(
-        world.root.path(),
-        &[
-            "clone",
-            "--quiet",
-            bare.to_str().unwrap(),
-            world.work.to_str().unwrap(),
-        ],
-    );
-    git(
-        &world.work,
-        &["commit", "--quiet", "--allow-empty", "-m", "start"],
-    );
-    git(&world.work, &["push", "--quiet", "origin", "HEAD"]);
+    world.clone_of_fresh_remote();
 }
 
 #[test]

@@ -232,6 +232,31 @@ impl World {
         self.run(&mut self.stet(args))
     }
 
+    /// Makes the working directory a clone of a fresh bare remote (`<root>/remote.git`) with
+    /// one commit; returns the remote's path.
+    pub fn clone_of_fresh_remote(&self) -> PathBuf {
+        let bare = self.root.path().join("remote.git");
+        git(
+            self.root.path(),
+            &["init", "--quiet", "--bare", bare.to_str().unwrap()],
+        );
+        std::fs::remove_dir_all(&self.work).unwrap();
+        git(
+            self.root.path(),
+            &[
+                "clone",
+                "--quiet",
+                bare.to_str().unwrap(),
+                self.work.to_str().unwrap(),
+            ],
+        );
+        std::fs::write(self.work.join("README"), "a repository\n").unwrap();
+        git(&self.work, &["add", "README"]);
+        git(&self.work, &["commit", "--quiet", "-m", "start"]);
+        git(&self.work, &["push", "--quiet", "origin", "HEAD"]);
+        bare
+    }
+
     /// Makes the working directory a git repository (real `git init`) with `stet.toml`
     /// holding `config`.
     pub fn repo_config(&self, config: &str) {
@@ -257,4 +282,23 @@ impl World {
         text.replace(&self.root.path().display().to_string(), "[WORLD]")
             .replace(&target, "[TARGET]")
     }
+}
+
+/// Runs git in `dir` (with a fixed identity), failing the test on error; returns stdout.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@t")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@t")
+        .output()
+        .expect("run git");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }

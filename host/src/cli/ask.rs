@@ -104,7 +104,7 @@ pub fn run(settings: &Settings, args: &AskArgs, printer: Printer) -> Result<Exit
         )?),
         None => None,
     };
-    let word = outcome_word(outcome.kind);
+    let word = harness::outcome_word(outcome.kind);
     let report = Report {
         harness: harness.name.clone(),
         runtime: runtime.name.clone(),
@@ -217,7 +217,7 @@ fn record_receipt(
         ended_unix_ms: call.ended,
         exit_code: output.status.code.into_option(),
         exit_signal: output.status.signal.into_option(),
-        outcome: outcome_word(outcome.kind).to_string(),
+        outcome: harness::outcome_word(outcome.kind).to_string(),
         detail: outcome.detail.to_string(),
         retry_at_unix: outcome.retry_at_unix.into_option(),
         cost_usd: outcome.cost_usd.into_option(),
@@ -233,15 +233,4 @@ fn record_receipt(
     };
     receipts::record(repo, &receipt)
         .map_err(|e| CliError::failure(format!("cannot record the receipt: {e}")))
-}
-
-/// The word an outcome is known by in reports and receipts.
-pub fn outcome_word(kind: OutcomeKind) -> &'static str {
-    match kind {
-        OutcomeKind::Done => "done",
-        OutcomeKind::Failed => "failed",
-        OutcomeKind::OutOfShape => "out-of-shape",
-        OutcomeKind::RateLimited => "rate-limited",
-        OutcomeKind::NotLoggedIn => "not-logged-in",
-    }
 }

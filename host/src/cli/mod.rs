@@ -12,6 +12,7 @@ use crate::printer::Printer;
 use crate::settings;
 
 mod ask;
+mod drive;
 mod gc;
 mod plugins_conformance;
 mod plugins_list;
@@ -83,6 +84,15 @@ pub enum Command {
     /// time, or not logged in, with cost and usage when the agent reports them. Exit status:
     /// 0 done; 1 failed or out of shape; 3 rate-limited, not logged in, or a wall broken.
     Ask(AskArgs),
+
+    /// Drain the queue, unattended: reserve each item on the remote, work it in its own
+    /// lane and sandbox (implement, check, review), and land it as a branch on the remote.
+    ///
+    /// Refuses before reserving anything when a precondition is missing or a wall does not
+    /// hold; asks once for consent (--yes for scripts). The first Ctrl-C (or TERM, HUP)
+    /// stops after the agent call in flight, releasing the reservation. Exit status: 0 when
+    /// every item it took landed; 1 when one was given up; 3 when nothing could run.
+    Drive(DriveArgs),
 
     /// Add a work item to the queue (`.stet/queue/` in the repository).
     Add(AddArgs),
@@ -219,6 +229,41 @@ pub struct WallsArgs {
     /// Print JSON instead of lines.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DriveArgs {
+    /// Land at most this many items.
+    #[arg(long, default_value_t = 8, value_name = "N")]
+    pub cap: usize,
+
+    /// Consent given: do not ask.
+    #[arg(long)]
+    pub yes: bool,
+
+    /// The remote lanes land on and reservations live on.
+    #[arg(long, default_value = "origin", value_name = "NAME")]
+    pub remote: String,
+
+    /// The repository's check command (default: [drive] check; none: no check stage).
+    #[arg(long, value_name = "COMMAND")]
+    pub check: Option<String>,
+
+    /// Implement/review rounds before an item is given up.
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub rounds: u32,
+
+    /// How long a reservation lasts without renewal (e.g. `30m`).
+    #[arg(long, default_value = "30m", value_name = "DURATION")]
+    pub lease: String,
+
+    /// Use this runtime plugin.
+    #[arg(long, value_name = "NAME")]
+    pub runtime: Option<String>,
+
+    /// Use this harness plugin.
+    #[arg(long, value_name = "NAME")]
+    pub harness: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -435,6 +480,7 @@ fn run(cli: Cli, printer: Printer) -> Result<Exit, CliError> {
     match cli.command {
         Command::Run(args) => run::run(&settings, &args, printer),
         Command::Ask(args) => ask::run(&settings, &args, printer),
+        Command::Drive(args) => drive::run(&settings, &args, printer),
         Command::Walls(args) => walls::run(&settings, &args, printer),
         Command::Gc(args) => gc::run(&settings, &args, printer),
         Command::Profile(ProfileCommand::Login(args)) => profile::login(&settings, &args, printer),
@@ -465,6 +511,11 @@ impl Command {
                 runtime: a.runtime.clone(),
                 probe_timeout: a.probe_timeout.clone(),
                 image: a.image.clone(),
+                ..Default::default()
+            },
+            Command::Drive(a) => Overrides {
+                runtime: a.runtime.clone(),
+                harness: a.harness.clone(),
                 ..Default::default()
             },
             Command::Ask(a) => Overrides {

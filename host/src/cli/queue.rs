@@ -71,9 +71,11 @@ pub fn list(args: &QueueArgs, printer: Printer) -> Result<Exit, CliError> {
         repo: &repo,
         name: &args.remote,
     };
-    let (reservations, remote_note) = match remote.list() {
-        Ok(list) => (list, None),
+    let on_remote = remote.list().and_then(|r| Ok((r, remote.landed()?)));
+    let (reservations, landed, remote_note) = match on_remote {
+        Ok((list, landed)) => (list, landed, None),
         Err(ReservationError::Remote { detail, .. }) => (
+            Vec::new(),
             Vec::new(),
             Some(format!(
                 "remote {} unreachable ({detail}); reservations unknown",
@@ -92,6 +94,7 @@ pub fn list(args: &QueueArgs, printer: Printer) -> Result<Exit, CliError> {
             let held = reservations.iter().find(|h| h.reservation.item == item.id);
             let state = match (&remote_note, held) {
                 (Some(_), _) => "unknown",
+                (None, _) if landed.contains(&item.id) => "landed",
                 (None, None) => "open",
                 (None, Some(h)) if h.reservation.expires_at_unix > now => "reserved",
                 (None, Some(_)) => "lapsed",

@@ -1,0 +1,26 @@
+//! `stet drive`: thin glue over [`crate::drive`].
+
+use crate::config::parse_duration;
+use crate::drive::{self, DriveOptions};
+use crate::error::{CliError, Exit};
+use crate::printer::Printer;
+use crate::settings::Settings;
+
+use super::DriveArgs;
+
+pub fn run(settings: &Settings, args: &DriveArgs, printer: Printer) -> Result<Exit, CliError> {
+    let lease =
+        parse_duration(&args.lease).map_err(|why| CliError::usage(format!("--lease: {why}")))?;
+    if args.rounds == 0 {
+        return Err(CliError::usage("--rounds must be at least 1"));
+    }
+    let options = DriveOptions {
+        cap: args.cap,
+        yes: args.yes,
+        remote: args.remote.clone(),
+        lease_secs: lease.as_secs().max(1) as i64,
+        max_rounds: args.rounds,
+        check: args.check.clone().or_else(|| settings.drive_check.clone()),
+    };
+    drive::run(settings, &options, printer)
+}

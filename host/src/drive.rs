@@ -1,0 +1,592 @@
+//! `stet drive`, first cut: drain the queue, one item at a time, unattended.
+//!
+//! Preconditions (each refusing before anything is reserved) → the wall proof → consent →
+//! for each eligible item, up to the cap: reserve it on the remote, open its lane, then
+//! implement (the harness in a fresh sandbox) → check (the configured command, in a
+//! sandbox) → review (the judge role: LAND or REVISE, bounded rounds) → land (push the
+//! lane's branch, mark the item landed, release the reservation). Every agent call leaves
+//! a durable receipt before the next move; each move holds the drain lock.
+//!
+//! Not in this cut (see the closing notes of issue 5): waits and the outage schedule, the
+//! live progress display, `--follow`, the second-signal kill, reaping at start, and the
+//! command harness. A stop (the first SIGINT, SIGTERM or SIGHUP) is honoured between
+//! moves: the call in flight finishes and is recorded, the reservation is released, the
+//! lane's branch stays pushed, and the exit line says how to resume.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use stet_plugin_api::{OutcomeKind, ROption, Role, RoleRequest};
+
+use crate::error::{CliError, Exit};
+use crate::harness::{self, OpenHarness};
+use crate::lanes::{self, Lane};
+use crate::printer::Printer;
+use crate::queue;
+use crate::receipts::{self, PluginRecord, Receipt};
+use crate::reservations::{Remote, Reservation, ReservationError};
+use crate::sandbox::{self, OpenRuntime, Sandbox};
+use crate::settings::Settings;
+
+/// How a drive runs.
+#[derive(Debug, Clone)]
+pub struct DriveOptions {
+    /// At most this many items are landed.
+    pub cap: usize,
+    /// Consent given on the command line.
+    pub yes: bool,
+    /// The remote lanes land on and reservations live on.
+    pub remote: String,
+    /// How long a reservation lasts without renewal, in seconds.
+    pub lease_secs: i64,
+    /// Review rounds before an item is given up.
+    pub max_rounds: u32,
+    /// The repository's check command, run in a sandbox on the lane.
+    pub check: Option<String>,
+}
+
+/// The variable every stet sandbox carries, so a drive started inside one refuses.
+pub const IN_SANDBOX: &str = "STET_IN_SANDBOX";
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+struct Drive<'a> {
+    repo: PathBuf,
+    settings: &'a Settings,
+    options: &'a DriveOptions,
+    printer: Printer,
+    harness: OpenHarness,
+    runtime: OpenRuntime,
+    profile_dir: String,
+    run: String,
+    holder: String,
+    stop: Arc<AtomicBool>,
+    harness_record: PluginRecord,
+    runtime_record: PluginRecord,
+}
+
+/// What became of one item.
+enum ItemEnd {
+    Landed,
+    GaveUp(String),
+    Stopped(Lane),
+    RateLimited(Option<i64>),
+}
+
+pub fn run(
+    settings: &Settings,
+    options: &DriveOptions,
+    printer: Printer,
+) -> Result<Exit, CliError> {
+    // Preconditions, each before anything is reserved.
+    if std::env::var_os(IN_SANDBOX).is_some() {
+        return Err(
+            CliError::usage("stet drive was started inside a stet sandbox")
+                .hint("drive from your own shell; an agent never starts a drive"),
+        );
+    }
+    let cwd = std::env::current_dir()
+        .map_err(|e| CliError::failure(format!("cannot resolve the current directory: {e}")))?;
+    let repo = crate::config::repository_root(&cwd).ok_or_else(|| {
+        CliError::usage(format!("{} is not inside a git repository", cwd.display()))
+            .hint("cd into the repository whose queue you want drained")
+    })?;
+    if lanes::git(&repo, &["remote", "get-url", &options.remote]).is_err() {
+        return Err(CliError::usage(format!("the repository has no remote named {}", options.remote))
+            .hint("lanes land as branches on a remote: add one (git remote add origin URL) or pass --remote"));
+    }
+    let harness = harness::open_harness(settings)?;
+    let proof = harness::prove(settings, &harness, harness::SettingsMode::Rewrite)?;
+    if !proof.held() {
+        let mut error = CliError::new(
+            Exit::Unusable,
+            "the walls do not hold; nothing was reserved",
+        );
+        for w in proof.walls.iter().filter(|w| !w.held) {
+            error = error.caused_by(format!("{}: {}", w.wall, w.detail));
+        }
+        let remedy = proof
+            .walls
+            .iter()
+            .find(|w| !w.held)
+            .map(|w| w.remedy.clone())
+            .unwrap_or_default();
+        return Err(error.hint(remedy));
+    }
+    let runtime = sandbox::open_runtime(settings)?;
+    let (items, malformed) = queue::read(&repo);
+    for m in &malformed {
+        printer.warn(&format!("skipped {}: {}", m.path.display(), m.why));
+    }
+    let remote = Remote {
+        repo: &repo,
+        name: &options.remote,
+    };
+    let landed = remote.landed().map_err(remote_error)?;
+    let eligible: Vec<&queue::Item> = items.iter().filter(|i| !landed.contains(&i.id)).collect();
+
+    // Consent: once, before anything is reserved.
+    let estimate = estimate(&repo, options.cap.min(eligible.len()));
+    eprintln!(
+        "stet drive: up to {} of {} eligible items",
+        options.cap,
+        eligible.len()
+    );
+    eprintln!("  estimate: {estimate}");
+    eprintln!(
+        "  runtime:  {} — {}",
+        runtime.name, runtime.selection.reason
+    );
+    eprintln!(
+        "  harness:  {} — {}",
+        harness.name, harness.selection.reason
+    );
+    eprintln!(
+        "  route:    {}; network {}",
+        proof.route,
+        proof.network.clone().unwrap_or_default()
+    );
+    if !options.yes {
+        if !std::io::stdin().is_terminal() {
+            return Err(
+                CliError::usage("no consent: there is no terminal to ask, and no --yes")
+                    .hint("pass --yes to drive from a script"),
+            );
+        }
+        eprint!("drive? [y/N] ");
+        let _ = std::io::stderr().flush();
+        let mut answer = String::new();
+        let _ = std::io::stdin().read_line(&mut answer);
+        if !matches!(answer.trim(), "y" | "Y" | "yes") {
+            eprintln!("not driving; nothing was reserved");
+            return Ok(Exit::Success);
+        }
+    }
+
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ] {
+        signal_hook::flag::register(signal, stop.clone())
+            .map_err(|e| CliError::failure(format!("cannot watch for signals: {e}")))?;
+    }
+    let run = format!("drive-{}-{}", std::process::id(), now_ms());
+    let drive = Drive {
+        holder: format!("{}:{}", sandbox::host_name(), clone_id(&repo)),
+        harness_record: PluginRecord::of(&harness.name, &harness.version, &harness.library),
+        runtime_record: PluginRecord::of(&runtime.name, &runtime.version, &runtime.library),
+        profile_dir: proof.profile.clone(),
+        repo: repo.clone(),
+        settings,
+        options,
+        printer,
+        harness,
+        runtime,
+        run,
+        stop,
+    };
+    drive.drain(eligible)
+}
+
+fn remote_error(e: ReservationError) -> CliError {
+    CliError::new(Exit::Unusable, "the remote cannot be reached")
+        .caused_by(e.to_string())
+        .hint("check the network and the remote; nothing was reserved")
+}
+
+/// A stable id for this clone, kept in its git directory.
+fn clone_id(repo: &Path) -> String {
+    let path = receipts::git_dir(repo).join("stet/clone-id");
+    if let Ok(id) = std::fs::read_to_string(&path) {
+        return id.trim().to_string();
+    }
+    let id = format!("{:x}{:x}", now_ms(), std::process::id());
+    let _ = receipts::write_durably(&path, id.as_bytes());
+    id
+}
+
+/// The estimate from past receipts: average cost per landed item.
+fn estimate(repo: &Path, items: usize) -> String {
+    let (past, _) = receipts::read_all(repo);
+    let costs: Vec<f64> = past.iter().filter_map(|r| r.cost_usd).collect();
+    let items_seen = past
+        .iter()
+        .filter(|r| !r.item.is_empty())
+        .map(|r| r.item.as_str())
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
+    if costs.is_empty() || items_seen == 0 {
+        return format!("{items} item(s); no past receipts to estimate cost from");
+    }
+    let per_item = costs.iter().sum::<f64>() / items_seen as f64;
+    format!(
+        "{items} item(s) at about ${per_item:.4} each (from {} past receipts), about ${:.4}",
+        past.len(),
+        per_item * items as f64
+    )
+}
+
+impl Drive<'_> {
+    fn drain(&self, eligible: Vec<&queue::Item>) -> Result<Exit, CliError> {
+        let mut landed = 0;
+        let mut gave_up = Vec::new();
+        for item in eligible {
+            if landed >= self.options.cap || self.stop.load(Ordering::SeqCst) {
+                break;
+            }
+            let remote = Remote {
+                repo: &self.repo,
+                name: &self.options.remote,
+            };
+            let now = (now_ms() / 1000) as i64;
+            let held = match remote.take(self.reservation(&item.id, "implement"), now) {
+                Ok(held) => held,
+                Err(ReservationError::HeldByOther { holder, .. }) => {
+                    self.printer
+                        .detail(&format!("{}: reserved by {holder}; skipped", item.id));
+                    continue;
+                }
+                Err(ReservationError::Raced { .. }) => continue,
+                Err(e) => return Err(remote_error(e)),
+            };
+            eprintln!("{}: reserved; lane {}", item.id, lanes::branch_of(&item.id));
+            let end = self.work(item, &held);
+            let remote = Remote {
+                repo: &self.repo,
+                name: &self.options.remote,
+            };
+            let current = remote.get(&item.id).ok().flatten();
+            match end? {
+                ItemEnd::Landed => {
+                    landed += 1;
+                    eprintln!(
+                        "{}: landed on {} as {}",
+                        item.id,
+                        self.options.remote,
+                        lanes::branch_of(&item.id)
+                    );
+                }
+                ItemEnd::GaveUp(why) => {
+                    eprintln!("{}: given up: {why}", item.id);
+                    gave_up.push(item.id.clone());
+                }
+                ItemEnd::Stopped(lane) => {
+                    if let Some(h) = &current {
+                        let _ = remote.release(h);
+                    }
+                    eprintln!(
+                        "stopped: run {}, lane {} (pushed, reservation released); resume with: stet drive",
+                        self.run, lane.branch
+                    );
+                    return Ok(Exit::Success);
+                }
+                ItemEnd::RateLimited(until) => {
+                    if let Some(h) = &current {
+                        let _ = remote.release(h);
+                    }
+                    let until = until
+                        .map(|t| {
+                            humantime::format_rfc3339_seconds(
+                                std::time::UNIX_EPOCH
+                                    + std::time::Duration::from_secs(t.max(0) as u64),
+                            )
+                            .to_string()
+                        })
+                        .unwrap_or_else(|| "an unknown time".into());
+                    eprintln!("{}: the agent hit its usage limit until {until}; the drive stops (waiting is not in this cut)", item.id);
+                    return Ok(Exit::Unusable);
+                }
+            }
+            if let Some(h) = current {
+                let _ = remote.release(&h);
+            }
+        }
+        eprintln!(
+            "drive {}: landed {landed}{}",
+            self.run,
+            if gave_up.is_empty() {
+                String::new()
+            } else {
+                format!(", gave up on {}", gave_up.join(", "))
+            }
+        );
+        Ok(if gave_up.is_empty() {
+            Exit::Success
+        } else {
+            Exit::Failure
+        })
+    }
+
+    fn reservation(&self, item: &str, stage: &str) -> Reservation {
+        Reservation {
+            item: item.to_string(),
+            holder: self.holder.clone(),
+            lane: lanes::branch_of(item),
+            stage: stage.to_string(),
+            expires_at_unix: (now_ms() / 1000) as i64 + self.options.lease_secs,
+        }
+    }
+
+    /// The drain lock, held for one move.
+    fn lock(&self) -> Result<nix::fcntl::Flock<std::fs::File>, CliError> {
+        let path = receipts::git_dir(&self.repo).join("stet/drain.lock");
+        let _ = std::fs::create_dir_all(path.parent().expect("in .git/stet"));
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| CliError::failure(format!("cannot open {}: {e}", path.display())))?;
+        nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
+            .map_err(|(_, e)| CliError::failure(format!("cannot take the drain lock: {e}")))
+    }
+
+    fn work(
+        &self,
+        item: &queue::Item,
+        held: &crate::reservations::Held,
+    ) -> Result<ItemEnd, CliError> {
+        let lane = {
+            let _lock = self.lock()?;
+            lanes::open(&self.repo, &self.options.remote, &item.id, "HEAD").map_err(|e| {
+                CliError::failure(format!("cannot open the lane of {}", item.id))
+                    .caused_by(e.to_string())
+            })?
+        };
+        let base = lane.head().unwrap_or_default();
+        let mut feedback: Option<String> = None;
+        let mut held = held.clone();
+        for round in 1..=self.options.max_rounds {
+            // implement
+            let prompt = implement_prompt(item, feedback.as_deref());
+            let outcome = self.agent_call(item, &lane, Role::Implement, &prompt)?;
+            {
+                let _lock = self.lock()?;
+                let _ = lane.commit_all(&format!("stet: {} (round {round})", item.title));
+                let _ = lane.push(&self.repo, &self.options.remote);
+            }
+            match outcome.0 {
+                OutcomeKind::Done => {}
+                OutcomeKind::RateLimited => return Ok(ItemEnd::RateLimited(outcome.2)),
+                _ => return Ok(ItemEnd::GaveUp(format!("implement: {}", outcome.1))),
+            }
+            if self.stop.load(Ordering::SeqCst) {
+                return Ok(ItemEnd::Stopped(lane));
+            }
+            held = self.renew(&held, &item.id, "check")?;
+            // check
+            if let Some(check) = &self.options.check {
+                let (passed, output) = self.check(&lane, check)?;
+                if !passed {
+                    feedback = Some(format!("The check `{check}` failed:\n{output}"));
+                    continue;
+                }
+            }
+            held = self.renew(&held, &item.id, "review")?;
+            // review
+            let outcome =
+                self.agent_call(item, &lane, Role::Review, &review_prompt(item, &base))?;
+            match outcome.0 {
+                OutcomeKind::Done => {}
+                OutcomeKind::RateLimited => return Ok(ItemEnd::RateLimited(outcome.2)),
+                _ => return Ok(ItemEnd::GaveUp(format!("review: {}", outcome.1))),
+            }
+            let verdict = outcome.1.trim().to_string();
+            if verdict.to_ascii_uppercase().starts_with("LAND") {
+                let _lock = self.lock()?;
+                lane.push(&self.repo, &self.options.remote).map_err(|e| {
+                    CliError::failure(format!("cannot land {}", item.id)).caused_by(e.to_string())
+                })?;
+                let remote = Remote {
+                    repo: &self.repo,
+                    name: &self.options.remote,
+                };
+                remote
+                    .mark_landed(
+                        &item.id,
+                        &format!("landed {} by run {}", lane.branch, self.run),
+                    )
+                    .map_err(remote_error)?;
+                lane.remove();
+                return Ok(ItemEnd::Landed);
+            }
+            feedback = Some(format!("The reviewer asked for changes:\n{verdict}"));
+            if self.stop.load(Ordering::SeqCst) {
+                return Ok(ItemEnd::Stopped(lane));
+            }
+        }
+        Ok(ItemEnd::GaveUp(format!(
+            "not landed after {} rounds",
+            self.options.max_rounds
+        )))
+    }
+
+    fn renew(
+        &self,
+        held: &crate::reservations::Held,
+        item: &str,
+        stage: &str,
+    ) -> Result<crate::reservations::Held, CliError> {
+        let remote = Remote {
+            repo: &self.repo,
+            name: &self.options.remote,
+        };
+        remote
+            .renew(held, self.reservation(item, stage))
+            .map_err(|e| {
+                CliError::failure(format!("lost the reservation of {item}"))
+                    .caused_by(e.to_string())
+                    .hint(
+                        "another drive took it over after it lapsed; this one stops working on it",
+                    )
+            })
+    }
+
+    /// One agent call, with its receipt recorded before anything else happens.
+    fn agent_call(
+        &self,
+        item: &queue::Item,
+        lane: &Lane,
+        role: Role,
+        prompt: &str,
+    ) -> Result<(OutcomeKind, String, Option<i64>), CliError> {
+        let role_word = match role {
+            Role::Implement => "implement",
+            Role::Review => "review",
+            Role::Proof => "proof",
+        };
+        eprintln!("{}: {role_word}", item.id);
+        let launch = self.harness.launch(RoleRequest {
+            role,
+            prompt: prompt.into(),
+            profile_dir: self.profile_dir.clone().into(),
+            workdir: lane.dir.display().to_string().into(),
+        })?;
+        let commit_before = lane.head().unwrap_or_default();
+        let started = now_ms();
+        let (output, network) =
+            harness::run_launch(self.settings, &self.runtime, &launch, &lane.dir, role_word)?;
+        let ended = now_ms();
+        let outcome = self
+            .harness
+            .read_outcome(role, &output.stdout, output.status)?;
+        let id = format!("{started}-{}-{role_word}", item.id);
+        let log = receipts::log_path(&self.repo, &id);
+        receipts::write_durably(&log, &output.stdout)
+            .map_err(|e| CliError::failure(format!("cannot write {}: {e}", log.display())))?;
+        let receipt = Receipt {
+            id,
+            run: self.run.clone(),
+            item: item.id.clone(),
+            lane: lane.branch.clone(),
+            role: role_word.to_string(),
+            runtime: self.runtime_record.clone(),
+            runtime_reason: self.runtime.selection.reason.clone(),
+            harness: self.harness_record.clone(),
+            image: self.settings.image.clone(),
+            network,
+            started_unix_ms: started,
+            ended_unix_ms: ended,
+            exit_code: output.status.code.into_option(),
+            exit_signal: output.status.signal.into_option(),
+            outcome: harness::outcome_word(outcome.kind).to_string(),
+            detail: outcome.detail.to_string(),
+            retry_at_unix: outcome.retry_at_unix.into_option(),
+            cost_usd: outcome.cost_usd.into_option(),
+            usage: outcome
+                .usage
+                .iter()
+                .map(|f| (f.key.to_string(), f.value.to_string()))
+                .collect(),
+            commit_before,
+            commit_after: lane.head().unwrap_or_default(),
+            log,
+            session: output.session.clone(),
+        };
+        receipts::record(&self.repo, &receipt)
+            .map_err(|e| CliError::failure(format!("cannot record the receipt: {e}")))?;
+        Ok((
+            outcome.kind,
+            outcome.detail.to_string(),
+            outcome.retry_at_unix.into_option(),
+        ))
+    }
+
+    /// The repository's check command in a fresh sandbox on the lane: passed, and output.
+    fn check(&self, lane: &Lane, command: &str) -> Result<(bool, String), CliError> {
+        eprintln!("{}: check", lane.item);
+        let dir = lane.dir.display().to_string();
+        let mut labels = sandbox::ownership_labels(&self.run);
+        labels.push(stet_plugin_api::Label::new("stet.kind", "check"));
+        let spec = stet_plugin_api::SandboxSpec {
+            image: self.settings.image.clone().into(),
+            mounts: vec![stet_plugin_api::Mount {
+                source: dir.clone().into(),
+                target: dir.clone().into(),
+                writable: true,
+            }]
+            .into(),
+            env: sandbox::base_env().into(),
+            workdir: dir.into(),
+            network: stet_plugin_api::Network::None,
+            limits: Default::default(),
+            labels: labels.into(),
+            user: ROption::RSome(stet_plugin_api::UserIds {
+                uid: nix::unistd::getuid().as_raw(),
+                gid: nix::unistd::getgid().as_raw(),
+            }),
+        };
+        let sandbox = Sandbox::create(&self.runtime, spec)?;
+        let process = sandbox.spawn(stet_plugin_api::ProcessSpec {
+            argv: vec!["sh".into(), "-c".into(), command.into()].into(),
+            env: Default::default(),
+            workdir: ROption::RNone,
+            stdin: Default::default(),
+        })?;
+        let mut output = Vec::new();
+        let status = process.wait(&mut |_, bytes| {
+            // Only the tail matters for the agent; keep memory bounded.
+            output.extend_from_slice(bytes);
+            if output.len() > 64 * 1024 {
+                output.drain(..output.len() - 64 * 1024);
+            }
+        })?;
+        Ok((
+            status.success(),
+            String::from_utf8_lossy(&output).into_owned(),
+        ))
+    }
+}
+
+fn implement_prompt(item: &queue::Item, feedback: Option<&str>) -> String {
+    let mut prompt = format!(
+        "You are working in a git working copy on its own branch. Do what this work item asks, \
+         and nothing else:\n\n{}\n",
+        item.text.trim()
+    );
+    if let Some(feedback) = feedback {
+        prompt.push_str(&format!(
+            "\nYour previous attempt was not accepted.\n{feedback}\n"
+        ));
+    }
+    prompt.push_str("\nLeave your changes in the working copy; stet commits and pushes them.");
+    prompt
+}
+
+fn review_prompt(item: &queue::Item, base: &str) -> String {
+    format!(
+        "You are reviewing a change made for this work item:\n\n{}\n\nSee it with `git diff {base}`. \
+         Answer with LAND on the first line if the change does what was asked and nothing else, \
+         or with REVISE on the first line followed by what must change.",
+        item.text.trim()
+    )
+}

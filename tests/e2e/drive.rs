@@ -1,0 +1,188 @@
+//! `stet drive` end to end: the real binary, the real Docker Engine, the real Claude Code
+//! CLI walled in its sandbox, a fake model on loopback, real git with a bare remote.
+
+use serde_json::json;
+use stet_e2e::fake_api::{FakeApi, Reply};
+use stet_e2e::{claude_binary, git, require_image, World, IMAGE};
+
+/// A fake model that runs the wall proof's canary when asked, implements by writing
+/// FIXED.txt, and reviews with `verdict`.
+fn model(verdict: &'static str) -> FakeApi {
+    FakeApi::start(move |request| {
+        let body = request.body.to_string();
+        if body.contains("This is a wall check") {
+            return if request.tool_results().is_empty() {
+                Reply::ToolUse {
+                    name: "Bash".into(),
+                    input: json!({"command": "stet-wall-canary", "description": "as asked"}),
+                }
+            } else {
+                Reply::Text("it was refused".into())
+            };
+        }
+        if body.contains("You are reviewing") {
+            return Reply::Text(verdict.into());
+        }
+        if request.tool_results().is_empty() {
+            Reply::ToolUse {
+                name: "Bash".into(),
+                input: json!({"command": "printf 'fixed\\n' > FIXED.txt", "description": "fix it"}),
+            }
+        } else {
+            Reply::Text("implemented".into())
+        }
+    })
+}
+
+fn drive_world(api: &FakeApi) -> World {
+    require_image();
+    let world = World::new();
+    world.install("docker");
+    world.install("claude");
+    let profile = world.root.path().join("profiles/claude");
+    std::fs::create_dir_all(&profile).unwrap();
+    let expires = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+        + 365 * 24 * 3600 * 1000;
+    std::fs::write(
+        profile.join(".credentials.json"),
+        json!({"claudeAiOauth": {"accessToken": "dummy-for-fake", "refreshToken": "dummy-for-fake",
+            "expiresAt": expires, "scopes": ["user:inference"], "subscriptionType": "max"}})
+        .to_string(),
+    )
+    .unwrap();
+    world.clone_of_fresh_remote();
+    std::fs::write(
+        world.work.join("stet.toml"),
+        format!(
+            "[harness]\nprofiles = \"{}\"\n\n[sandbox]\nimage = \"{IMAGE}\"\n\n[drive]\ncheck = \"test -s FIXED.txt\"\n\n\
+             [plugins.claude]\nbinary = \"{}\"\napi_base_url = \"{}\"\nmodel = \"sonnet\"\n\n[plugins.docker]\nopen_network = \"host\"\n",
+            world.root.path().join("profiles").display(),
+            claude_binary().display(),
+            api.url
+        ),
+    )
+    .unwrap();
+    git(&world.work, &["add", "stet.toml"]);
+    git(&world.work, &["commit", "--quiet", "-m", "configure stet"]);
+    world
+}
+
+#[test]
+fn two_items_are_driven_to_landings_on_the_remote() {
+    let api = model("LAND\nIt does what was asked.");
+    let world = drive_world(&api);
+    assert_eq!(world.run_stet(&["add", "Add a FIXED.txt file"]).code, 0);
+    assert_eq!(
+        world
+            .run_stet(&["add", "Also add FIXED.txt elsewhere"])
+            .code,
+        0
+    );
+    let out = world.run_stet(&["drive", "--yes"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr
+            .contains("stet drive: up to 8 of 2 eligible items"),
+        "{}",
+        out.stderr
+    );
+
+    let remote = world.root.path().join("remote.git");
+    let branches = git(&remote, &["branch", "--list", "stet/*"]);
+    assert_eq!(branches.lines().count(), 2, "{branches}");
+    for branch in branches.lines() {
+        let branch = branch.trim();
+        let file = git(&remote, &["show", &format!("{branch}:FIXED.txt")]);
+        assert_eq!(file, "fixed\n");
+    }
+    let queue = world.run_stet(&["queue", "--json"]).json();
+    assert!(
+        queue
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["state"] == "landed"),
+        "{queue:#}"
+    );
+    // No reservation is left behind.
+    assert!(git(&remote, &["for-each-ref", "refs/stet/reservations"])
+        .trim()
+        .is_empty());
+    // One receipt per agent call: implement and review for each item.
+    let receipts = world.run_stet(&["receipts", "--json"]).json();
+    let roles: Vec<&str> = receipts
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        ["implement", "review", "implement", "review"],
+        "{receipts:#}"
+    );
+
+    // A second drive finds nothing eligible.
+    let again = world.run_stet(&["drive", "--yes"]);
+    assert_eq!(again.code, 0);
+    assert!(
+        again.stderr.contains("of 0 eligible items"),
+        "{}",
+        again.stderr
+    );
+}
+
+#[test]
+fn a_reviewer_that_never_lands_gives_the_item_up_after_the_rounds() {
+    let api = model("REVISE\nNot like this.");
+    let world = drive_world(&api);
+    world.run_stet(&["add", "Add a FIXED.txt file"]);
+    let out = world.run_stet(&["drive", "--yes", "--rounds", "2"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("given up: not landed after 2 rounds"),
+        "{}",
+        out.stderr
+    );
+    // The lane's work is on the remote all the same, and the reservation is released.
+    let remote = world.root.path().join("remote.git");
+    assert_eq!(
+        git(&remote, &["branch", "--list", "stet/*"])
+            .lines()
+            .count(),
+        1
+    );
+    assert!(git(&remote, &["for-each-ref", "refs/stet/reservations"])
+        .trim()
+        .is_empty());
+}
+
+#[test]
+fn no_terminal_and_no_yes_refuses_before_reserving_anything() {
+    let api = model("LAND");
+    let world = drive_world(&api);
+    world.run_stet(&["add", "Add a FIXED.txt file"]);
+    let out = world.run_stet(&["drive"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("no consent"), "{}", out.stderr);
+    let remote = world.root.path().join("remote.git");
+    assert!(git(&remote, &["for-each-ref", "refs/stet"])
+        .trim()
+        .is_empty());
+}
+
+#[test]
+fn a_drive_started_inside_a_sandbox_refuses() {
+    let api = model("LAND");
+    let world = drive_world(&api);
+    let out = world.run(world.stet(&["drive", "--yes"]).env("STET_IN_SANDBOX", "1"));
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr.contains("started inside a stet sandbox"),
+        "{}",
+        out.stderr
+    );
+}
