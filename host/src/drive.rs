@@ -64,6 +64,7 @@ struct Drive<'a> {
     printer: Printer,
     harness: OpenHarness,
     runtime: OpenRuntime,
+    profile: stet_plugin_api::Profile,
     profile_dir: String,
     run: String,
     holder: String,
@@ -180,7 +181,9 @@ pub fn run(
             .map_err(|e| CliError::failure(format!("cannot watch for signals: {e}")))?;
     }
     let run = format!("drive-{}-{}", std::process::id(), now_ms());
+    let profile = harness.profile()?;
     let drive = Drive {
+        profile,
         holder: format!("{}:{}", sandbox::host_name(), clone_id(&repo)),
         harness_record: PluginRecord::of(&harness.name, &harness.version, &harness.library),
         runtime_record: PluginRecord::of(&runtime.name, &runtime.version, &runtime.library),
@@ -265,7 +268,17 @@ impl Drive<'_> {
                 name: &self.options.remote,
             };
             let current = remote.get(&item.id).ok().flatten();
-            match end? {
+            let end = match end {
+                Ok(end) => end,
+                Err(error) => {
+                    // Whatever stopped the drive, the item is handed back to the queue.
+                    if let Some(h) = &current {
+                        let _ = remote.release(h);
+                    }
+                    return Err(error);
+                }
+            };
+            match end {
                 ItemEnd::Landed => {
                     landed += 1;
                     eprintln!(
@@ -465,6 +478,17 @@ impl Drive<'_> {
             Role::Proof => "proof",
         };
         eprintln!("{}: {role_word}", item.id);
+        // The walled settings must still be exactly what the drive wrote at its start.
+        if let Some(w) = self
+            .harness
+            .check_walls(&self.profile)?
+            .into_iter()
+            .find(|w| w.wall.as_str() == "settings-exact" && !w.held)
+        {
+            return Err(CliError::new(Exit::Unusable, "the walled settings changed during the drive; it stops")
+                .caused_by(w.detail.to_string())
+                .hint("do not edit the profile's settings while a drive runs; start the drive again to rewrite them"));
+        }
         let launch = self.harness.launch(RoleRequest {
             role,
             prompt: prompt.into(),

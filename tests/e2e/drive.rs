@@ -8,6 +8,10 @@ use stet_e2e::{claude_binary, git, require_image, World, IMAGE};
 /// A fake model that runs the wall proof's canary when asked, implements by writing
 /// FIXED.txt, and reviews with `verdict`.
 fn model(verdict: &'static str) -> FakeApi {
+    model_implementing(verdict, "printf 'fixed\\n' > FIXED.txt")
+}
+
+fn model_implementing(verdict: &'static str, command: &'static str) -> FakeApi {
     FakeApi::start(move |request| {
         let body = request.body.to_string();
         if body.contains("This is a wall check") {
@@ -26,7 +30,7 @@ fn model(verdict: &'static str) -> FakeApi {
         if request.tool_results().is_empty() {
             Reply::ToolUse {
                 name: "Bash".into(),
-                input: json!({"command": "printf 'fixed\\n' > FIXED.txt", "description": "fix it"}),
+                input: json!({"command": command, "description": "fix it"}),
             }
         } else {
             Reply::Text("implemented".into())
@@ -125,6 +129,14 @@ fn two_items_are_driven_to_landings_on_the_remote() {
         "{receipts:#}"
     );
 
+    let status = world.run_stet(&["status"]);
+    assert!(
+        status
+            .stdout
+            .contains("receipts: 4 agent call(s) in 1 run(s)"),
+        "{}",
+        status.stdout
+    );
     // A second drive finds nothing eligible.
     let again = world.run_stet(&["drive", "--yes"]);
     assert_eq!(again.code, 0);
@@ -185,4 +197,32 @@ fn a_drive_started_inside_a_sandbox_refuses() {
         "{}",
         out.stderr
     );
+}
+
+/// An agent that rewrites the walled settings from inside its sandbox (the profile is
+/// mounted for the agent's own state) is caught before the next stage: the drive stops and
+/// hands the item back.
+#[test]
+fn settings_changed_during_the_drive_stop_it_before_the_next_stage() {
+    let api = model_implementing("LAND", "printf '{}' > \"$CLAUDE_CONFIG_DIR/settings.json\"");
+    let world = drive_world(&api);
+    world.run_stet(&["add", "Do something"]);
+    let out = world.run_stet(&["drive", "--yes"]);
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("the walled settings changed during the drive"),
+        "{}",
+        out.stderr
+    );
+    let remote = world.root.path().join("remote.git");
+    let left = git(&remote, &["for-each-ref", "refs/stet/reservations"]);
+    assert!(
+        left.trim().is_empty(),
+        "handed back: {left}\n{}",
+        out.stderr
+    );
+    assert!(git(&remote, &["for-each-ref", "refs/stet/landed"])
+        .trim()
+        .is_empty());
 }

@@ -101,6 +101,9 @@ pub enum Command {
     /// stage, until when) or lapsed, as the remote says.
     Queue(QueueArgs),
 
+    /// Summarise this clone: the queue, the receipts, the last agent call.
+    Status,
+
     /// Show the receipts of this clone: one per agent call (role, outcome, cost, plugins),
     /// with the path of each call's full output under -v.
     Receipts(ReceiptsArgs),
@@ -431,6 +434,7 @@ pub fn main() -> ExitCode {
         Command::Add(args) => Some(queue::add(args, printer)),
         Command::Queue(args) => Some(queue::list(args, printer)),
         Command::Receipts(args) => Some(receipts::run(args, printer)),
+        Command::Status => Some(receipts::status(printer)),
         _ => None,
     };
     if let Some(result) = early {
@@ -498,7 +502,8 @@ fn run(cli: Cli, printer: Printer) -> Result<Exit, CliError> {
         | Command::Approver
         | Command::Add(_)
         | Command::Queue(_)
-        | Command::Receipts(_) => unreachable!("handled before settings are resolved"),
+        | Command::Receipts(_)
+        | Command::Status => unreachable!("handled before settings are resolved"),
     }
 }
 

@@ -46,3 +46,46 @@ pub fn run(args: &ReceiptsArgs, printer: Printer) -> Result<Exit, CliError> {
     }
     Ok(Exit::Success)
 }
+
+/// `stet status`: what drives in this clone did, in one screen.
+pub fn status(printer: Printer) -> Result<Exit, CliError> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| CliError::failure(format!("cannot resolve the current directory: {e}")))?;
+    let repo = crate::config::repository_root(&cwd).ok_or_else(|| {
+        CliError::usage(format!("{} is not inside a git repository", cwd.display()))
+            .hint("cd into the repository")
+    })?;
+    let (items, malformed) = crate::queue::read(&repo);
+    let (all, _) = receipts::read_all(&repo);
+    let runs: std::collections::BTreeSet<&str> = all.iter().map(|r| r.run.as_str()).collect();
+    let cost: f64 = all.iter().filter_map(|r| r.cost_usd).sum();
+    printer.out(&format!(
+        "queue: {} item(s){} — `stet queue` shows each one's state",
+        items.len(),
+        if malformed.is_empty() {
+            String::new()
+        } else {
+            format!(", {} malformed file(s) skipped", malformed.len())
+        }
+    ));
+    printer.out(&format!(
+        "receipts: {} agent call(s) in {} run(s), ${cost:.4} reported",
+        all.len(),
+        runs.len()
+    ));
+    if let Some(last) = all.last() {
+        let when = humantime::format_rfc3339_seconds(
+            std::time::UNIX_EPOCH + std::time::Duration::from_millis(last.ended_unix_ms),
+        );
+        let item = if last.item.is_empty() {
+            "-"
+        } else {
+            last.item.as_str()
+        };
+        printer.out(&format!(
+            "last call: {when} {} {item}: {} — {}",
+            last.role, last.outcome, last.detail
+        ));
+    }
+    Ok(Exit::Success)
+}

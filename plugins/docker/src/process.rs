@@ -207,30 +207,42 @@ impl DockerProcess {
             }
         }
         let script = "cat /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null; true";
-        let config = ExecConfig {
-            attach_stdout: Some(true),
-            attach_stderr: Some(true),
-            cmd: Some(vec!["sh".into(), "-c".into(), script.into()]),
-            ..Default::default()
-        };
-        let Ok(exec) = self.docker.create_exec(&self.container, config).await else {
-            return 0;
-        };
-        let Ok(StartExecResults::Attached { mut output, .. }) =
-            self.docker.start_exec(&exec.id, None).await
-        else {
-            return 0;
-        };
-        let mut text = Vec::new();
-        while let Some(Ok(item)) = output.next().await {
-            text.extend_from_slice(&item.into_bytes());
+        // Right after an OOM kill the sandbox may still be short of memory and the reading
+        // exec fail to start; it is retried a few times before the answer is "none seen".
+        for attempt in 0..5 {
+            if attempt > 0 {
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            }
+            let config = ExecConfig {
+                attach_stdout: Some(true),
+                attach_stderr: Some(true),
+                cmd: Some(vec!["sh".into(), "-c".into(), script.into()]),
+                ..Default::default()
+            };
+            let Ok(exec) = self.docker.create_exec(&self.container, config).await else {
+                continue;
+            };
+            let Ok(StartExecResults::Attached { mut output, .. }) =
+                self.docker.start_exec(&exec.id, None).await
+            else {
+                continue;
+            };
+            let mut text = Vec::new();
+            while let Some(Ok(item)) = output.next().await {
+                text.extend_from_slice(&item.into_bytes());
+            }
+            let text = String::from_utf8_lossy(&text);
+            if !text.contains("oom_kill") {
+                continue;
+            }
+            return text
+                .lines()
+                .filter_map(|l| l.strip_prefix("oom_kill "))
+                .filter_map(|n| n.trim().parse::<u64>().ok())
+                .max()
+                .unwrap_or(0);
         }
-        String::from_utf8_lossy(&text)
-            .lines()
-            .filter_map(|l| l.strip_prefix("oom_kill "))
-            .filter_map(|n| n.trim().parse::<u64>().ok())
-            .max()
-            .unwrap_or(0)
+        0
     }
 }
 
