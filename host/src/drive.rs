@@ -47,6 +47,13 @@ pub struct DriveOptions {
     pub check: Option<String>,
 }
 
+/// A progress line on standard error, through the printer.
+macro_rules! note {
+    ($printer:expr, $($arg:tt)*) => {
+        $printer.note(&format!($($arg)*))
+    };
+}
+
 /// The variable every stet sandbox carries, so a drive started inside one refuses.
 pub const IN_SANDBOX: &str = "STET_IN_SANDBOX";
 
@@ -135,21 +142,27 @@ pub fn run(
 
     // Consent: once, before anything is reserved.
     let estimate = estimate(&repo, options.cap.min(eligible.len()));
-    eprintln!(
+    note!(
+        printer,
         "stet drive: up to {} of {} eligible items",
         options.cap,
         eligible.len()
     );
-    eprintln!("  estimate: {estimate}");
-    eprintln!(
+    note!(printer, "  estimate: {estimate}");
+    note!(
+        printer,
         "  runtime:  {} — {}",
-        runtime.name, runtime.selection.reason
+        runtime.name,
+        runtime.selection.reason
     );
-    eprintln!(
+    note!(
+        printer,
         "  harness:  {} — {}",
-        harness.name, harness.selection.reason
+        harness.name,
+        harness.selection.reason
     );
-    eprintln!(
+    note!(
+        printer,
         "  route:    {}; network {}",
         proof.route,
         proof.network.clone().unwrap_or_default()
@@ -166,7 +179,7 @@ pub fn run(
         let mut answer = String::new();
         let _ = std::io::stdin().read_line(&mut answer);
         if !matches!(answer.trim(), "y" | "Y" | "yes") {
-            eprintln!("not driving; nothing was reserved");
+            note!(printer, "not driving; nothing was reserved");
             return Ok(Exit::Success);
         }
     }
@@ -261,7 +274,12 @@ impl Drive<'_> {
                 Err(ReservationError::Raced { .. }) => continue,
                 Err(e) => return Err(remote_error(e)),
             };
-            eprintln!("{}: reserved; lane {}", item.id, lanes::branch_of(&item.id));
+            note!(
+                self.printer,
+                "{}: reserved; lane {}",
+                item.id,
+                lanes::branch_of(&item.id)
+            );
             let end = self.work(item, &held);
             let remote = Remote {
                 repo: &self.repo,
@@ -281,7 +299,8 @@ impl Drive<'_> {
             match end {
                 ItemEnd::Landed => {
                     landed += 1;
-                    eprintln!(
+                    note!(
+                        self.printer,
                         "{}: landed on {} as {}",
                         item.id,
                         self.options.remote,
@@ -289,14 +308,15 @@ impl Drive<'_> {
                     );
                 }
                 ItemEnd::GaveUp(why) => {
-                    eprintln!("{}: given up: {why}", item.id);
+                    note!(self.printer, "{}: given up: {why}", item.id);
                     gave_up.push(item.id.clone());
                 }
                 ItemEnd::Stopped(lane) => {
                     if let Some(h) = &current {
                         let _ = remote.release(h);
                     }
-                    eprintln!(
+                    note!(
+                        self.printer,
                         "stopped: run {}, lane {} (pushed, reservation released); resume with: stet drive",
                         self.run, lane.branch
                     );
@@ -315,7 +335,7 @@ impl Drive<'_> {
                             .to_string()
                         })
                         .unwrap_or_else(|| "an unknown time".into());
-                    eprintln!("{}: the agent hit its usage limit until {until}; the drive stops (waiting is not in this cut)", item.id);
+                    note!(self.printer, "{}: the agent hit its usage limit until {until}; the drive stops (waiting is not in this cut)", item.id);
                     return Ok(Exit::Unusable);
                 }
             }
@@ -323,7 +343,8 @@ impl Drive<'_> {
                 let _ = remote.release(&h);
             }
         }
-        eprintln!(
+        note!(
+            self.printer,
             "drive {}: landed {landed}{}",
             self.run,
             if gave_up.is_empty() {
@@ -477,7 +498,7 @@ impl Drive<'_> {
             Role::Review => "review",
             Role::Proof => "proof",
         };
-        eprintln!("{}: {role_word}", item.id);
+        note!(self.printer, "{}: {role_word}", item.id);
         // The walled settings must still be exactly what the drive wrote at its start.
         if let Some(w) = self
             .harness
@@ -547,7 +568,7 @@ impl Drive<'_> {
 
     /// The repository's check command in a fresh sandbox on the lane: passed, and output.
     fn check(&self, lane: &Lane, command: &str) -> Result<(bool, String), CliError> {
-        eprintln!("{}: check", lane.item);
+        note!(self.printer, "{}: check", lane.item);
         let dir = lane.dir.display().to_string();
         let mut labels = sandbox::ownership_labels(&self.run);
         labels.push(stet_plugin_api::Label::new("stet.kind", "check"));

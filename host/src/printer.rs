@@ -27,6 +27,11 @@ impl Printer {
         self.out(&text);
     }
 
+    /// Writes a progress line to standard error (what a long command is doing now).
+    pub fn note(&self, text: &str) {
+        let _ = writeln!(std::io::stderr().lock(), "{text}");
+    }
+
     /// Writes a warning to standard error.
     pub fn warn(&self, text: &str) {
         let _ = writeln!(std::io::stderr().lock(), "warning: {text}");
