@@ -129,6 +129,15 @@ pub fn run(
         return Err(error.hint(remedy));
     }
     let runtime = sandbox::open_runtime(settings)?;
+    // What a crashed drive left behind is reaped before anything new starts.
+    let reaped = sandbox::reap(&runtime, false)?;
+    let reaped = reaped.iter().filter(|v| v.removed).count();
+    if reaped > 0 {
+        note!(
+            printer,
+            "reaped {reaped} sandbox(es) a crashed stet left behind"
+        );
+    }
     let (items, malformed) = queue::read(&repo);
     for m in &malformed {
         printer.warn(&format!("skipped {}: {}", m.path.display(), m.why));

@@ -141,6 +141,72 @@ pub fn ownership_labels(run: &str) -> Vec<Label> {
     ]
 }
 
+/// What `reap` decided about one of stet's sandboxes.
+#[derive(Debug, Clone)]
+pub struct ReapVerdict {
+    /// The runtime's id for the sandbox.
+    pub sandbox: String,
+    /// The stet run it belonged to.
+    pub run: String,
+    /// Removed (or, in a dry run, would be); kept otherwise.
+    pub removed: bool,
+    /// Why.
+    pub reason: String,
+    /// The teardown's error, when removing failed.
+    pub error: Option<String>,
+}
+
+/// Finds the sandboxes a crashed or killed stet left behind in `runtime` (labelled as
+/// stet's, on this host, whose owning process is gone) and removes them unless `dry_run`;
+/// sandboxes of live stets and of other hosts are kept, with the reason.
+pub fn reap(runtime: &OpenRuntime, dry_run: bool) -> Result<Vec<ReapVerdict>, CliError> {
+    let here = host_name();
+    let listed = runtime
+        .handle
+        .list_sandboxes(vec![Label::new(MANAGED.0, MANAGED.1)])
+        .map_err(|e| plugin_error(&runtime.name, "could not list sandboxes", &e))?;
+    let mut verdicts = Vec::new();
+    for info in listed {
+        let label = |key: &str| {
+            info.labels
+                .iter()
+                .find(|l| l.key.as_str() == key)
+                .map(|l| l.value.to_string())
+                .unwrap_or_default()
+        };
+        let (owner, host, run) = (label(OWNER), label(HOST), label(RUN));
+        let pid = owner
+            .split(':')
+            .next()
+            .filter(|p| !p.is_empty())
+            .unwrap_or("unknown")
+            .to_string();
+        let mut verdict = ReapVerdict {
+            sandbox: info.id.to_string(),
+            run,
+            removed: false,
+            reason: String::new(),
+            error: None,
+        };
+        if host != here {
+            verdict.reason = format!("it belongs to host {host}");
+        } else if owner_alive(&owner) {
+            verdict.reason = format!("its stet (process {pid}) is still running");
+        } else {
+            verdict.reason = format!("its stet (process {pid}) is gone");
+            verdict.removed = true;
+            if !dry_run {
+                if let Err(e) = runtime.handle.teardown(&info.id) {
+                    verdict.removed = false;
+                    verdict.error = Some(e.message.to_string());
+                }
+            }
+        }
+        verdicts.push(verdict);
+    }
+    Ok(verdicts)
+}
+
 /// A sandbox that is torn down when dropped, on every path out.
 pub struct Sandbox<'a> {
     runtime: &'a OpenRuntime,

@@ -226,3 +226,29 @@ fn settings_changed_during_the_drive_stop_it_before_the_next_stage() {
         .trim()
         .is_empty());
 }
+
+#[test]
+fn a_drive_reaps_what_a_killed_stet_left_behind_before_it_starts() {
+    let api = model("LAND");
+    let world = drive_world(&api);
+    let mut orphan_maker = world.stet(&["run", "--", "sleep", "120"]).spawn().unwrap();
+    let started = std::time::Instant::now();
+    while stet_e2e::sandboxes_owned_by(orphan_maker.id()) == 0 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "no sandbox appeared"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    orphan_maker.kill().unwrap();
+    orphan_maker.wait().unwrap();
+    let out = world.run_stet(&["drive", "--yes"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("reaped 1 sandbox(es) a crashed stet left behind"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(stet_e2e::sandboxes_owned_by(orphan_maker.id()), 0);
+}

@@ -2,12 +2,12 @@
 //! available runtime, and say what was removed and what was kept.
 
 use serde::Serialize;
-use stet_plugin_api::{Label, PluginKind};
+use stet_plugin_api::PluginKind;
 
 use crate::error::{CliError, Exit};
 use crate::plugins::survey;
 use crate::printer::Printer;
-use crate::sandbox::{self, HOST, MANAGED, OWNER, RUN};
+use crate::sandbox;
 use crate::settings::Settings;
 
 use super::GcArgs;
@@ -39,7 +39,6 @@ pub fn run(settings: &Settings, args: &GcArgs, printer: Printer) -> Result<Exit,
             .as_ref()
             .is_some_and(|m| m.kind == PluginKind::Runtime)
     });
-    let here = sandbox::host_name();
     let mut report = Report {
         removed: Vec::new(),
         kept: Vec::new(),
@@ -65,47 +64,19 @@ pub fn run(settings: &Settings, args: &GcArgs, printer: Printer) -> Result<Exit,
                 continue;
             }
         };
-        let listed = runtime
-            .handle
-            .list_sandboxes(vec![Label::new(MANAGED.0, MANAGED.1)])
-            .map_err(|e| sandbox::plugin_error(&name, "could not list sandboxes", &e))?;
-        for info in listed {
-            let label = |key: &str| {
-                info.labels
-                    .iter()
-                    .find(|l| l.key.as_str() == key)
-                    .map(|l| l.value.to_string())
-                    .unwrap_or_default()
-            };
-            let (owner, host, run) = (label(OWNER), label(HOST), label(RUN));
-            let entry = |reason: String| Entry {
+        for v in sandbox::reap(&runtime, args.dry_run)? {
+            let entry = Entry {
                 runtime: name.clone(),
-                sandbox: info.id.to_string(),
-                run: run.clone(),
-                reason,
+                sandbox: v.sandbox.clone(),
+                run: v.run.clone(),
+                reason: v.reason.clone(),
             };
-            if host != here {
-                report
-                    .kept
-                    .push(entry(format!("it belongs to host {host}")));
-            } else if sandbox::owner_alive(&owner) {
-                report.kept.push(entry(format!(
-                    "its stet (process {}) is still running",
-                    pid_of(&owner)
-                )));
-            } else if args.dry_run {
-                report.removed.push(entry(format!(
-                    "its stet (process {}) is gone",
-                    pid_of(&owner)
-                )));
-            } else {
-                match runtime.handle.teardown(&info.id) {
-                    Ok(()) => report.removed.push(entry(format!(
-                        "its stet (process {}) is gone",
-                        pid_of(&owner)
-                    ))),
-                    Err(e) => failures.push(format!("{name}: sandbox {}: {}", info.id, e.message)),
+            match (&v.error, v.removed) {
+                (Some(error), _) => {
+                    failures.push(format!("{name}: sandbox {}: {error}", v.sandbox))
                 }
+                (None, true) => report.removed.push(entry),
+                (None, false) => report.kept.push(entry),
             }
         }
     }
@@ -158,14 +129,6 @@ pub fn run(settings: &Settings, args: &GcArgs, printer: Printer) -> Result<Exit,
             "run `stet gc` again; if it keeps failing, remove them with the runtime's own tools",
         ))
     }
-}
-
-fn pid_of(owner: &str) -> &str {
-    owner
-        .split(':')
-        .next()
-        .filter(|p| !p.is_empty())
-        .unwrap_or("unknown")
 }
 
 fn short(id: &str) -> &str {
