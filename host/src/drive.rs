@@ -45,6 +45,8 @@ pub struct DriveOptions {
     pub max_rounds: u32,
     /// The repository's check command, run in a sandbox on the lane.
     pub check: Option<String>,
+    /// No wait is shorter than this, in seconds.
+    pub wait_floor_secs: i64,
 }
 
 /// A progress line on standard error, through the printer.
@@ -263,25 +265,33 @@ fn estimate(repo: &Path, items: usize) -> String {
 impl Drive<'_> {
     fn drain(&self, eligible: Vec<&queue::Item>) -> Result<Exit, CliError> {
         let mut landed = 0;
-        let mut gave_up = Vec::new();
-        for item in eligible {
-            if landed >= self.options.cap || self.stop.load(Ordering::SeqCst) {
-                break;
-            }
+        let mut gave_up: Vec<String> = Vec::new();
+        let mut done_here: Vec<String> = Vec::new();
+        // Items are taken in queue order; an item that hit a usage limit is taken again
+        // after the wait, one that landed or was given up is not taken again in this run.
+        while landed < self.options.cap && !self.stop.load(Ordering::SeqCst) {
             let remote = Remote {
                 repo: &self.repo,
                 name: &self.options.remote,
             };
             let now = (now_ms() / 1000) as i64;
-            let held = match remote.take(self.reservation(&item.id, "implement"), now) {
-                Ok(held) => held,
-                Err(ReservationError::HeldByOther { holder, .. }) => {
-                    self.printer
-                        .detail(&format!("{}: reserved by {holder}; skipped", item.id));
-                    continue;
+            let mut claimed = None;
+            for item in eligible.iter().filter(|i| !done_here.contains(&i.id)) {
+                match remote.take(self.reservation(&item.id, "implement"), now) {
+                    Ok(held) => {
+                        claimed = Some((*item, held));
+                        break;
+                    }
+                    Err(ReservationError::HeldByOther { holder, .. }) => {
+                        self.printer
+                            .detail(&format!("{}: reserved by {holder}; skipped", item.id));
+                    }
+                    Err(ReservationError::Raced { .. }) => {}
+                    Err(e) => return Err(remote_error(e)),
                 }
-                Err(ReservationError::Raced { .. }) => continue,
-                Err(e) => return Err(remote_error(e)),
+            }
+            let Some((item, held)) = claimed else {
+                break;
             };
             note!(
                 self.printer,
@@ -290,24 +300,16 @@ impl Drive<'_> {
                 lanes::branch_of(&item.id)
             );
             let end = self.work(item, &held);
-            let remote = Remote {
-                repo: &self.repo,
-                name: &self.options.remote,
-            };
             let current = remote.get(&item.id).ok().flatten();
-            let end = match end {
-                Ok(end) => end,
-                Err(error) => {
-                    // Whatever stopped the drive, the item is handed back to the queue.
-                    if let Some(h) = &current {
-                        let _ = remote.release(h);
-                    }
-                    return Err(error);
-                }
-            };
-            match end {
+            // Whatever became of the item, its reservation is released: landed and given-up
+            // items are done, a stopped or waiting one goes back to the queue.
+            if let Some(h) = &current {
+                let _ = remote.release(h);
+            }
+            match end? {
                 ItemEnd::Landed => {
                     landed += 1;
+                    done_here.push(item.id.clone());
                     note!(
                         self.printer,
                         "{}: landed on {} as {}",
@@ -318,38 +320,39 @@ impl Drive<'_> {
                 }
                 ItemEnd::GaveUp(why) => {
                     note!(self.printer, "{}: given up: {why}", item.id);
+                    done_here.push(item.id.clone());
                     gave_up.push(item.id.clone());
                 }
                 ItemEnd::Stopped(lane) => {
-                    if let Some(h) = &current {
-                        let _ = remote.release(h);
-                    }
                     note!(
                         self.printer,
                         "stopped: run {}, lane {} (pushed, reservation released); resume with: stet drive",
-                        self.run, lane.branch
+                        self.run,
+                        lane.branch
                     );
                     return Ok(Exit::Success);
                 }
                 ItemEnd::RateLimited(until) => {
-                    if let Some(h) = &current {
-                        let _ = remote.release(h);
+                    let floor = self.options.wait_floor_secs;
+                    let now = (now_ms() / 1000) as i64;
+                    let wake = until.unwrap_or(now).max(now + floor);
+                    note!(
+                        self.printer,
+                        "{}: the agent hit its usage limit; waiting until {} (reservation released)",
+                        item.id,
+                        humantime::format_rfc3339_seconds(
+                            std::time::UNIX_EPOCH + std::time::Duration::from_secs(wake.max(0) as u64)
+                        )
+                    );
+                    if !self.sleep_until(wake) {
+                        note!(
+                            self.printer,
+                            "stopped during the wait: run {}; resume with: stet drive",
+                            self.run
+                        );
+                        return Ok(Exit::Success);
                     }
-                    let until = until
-                        .map(|t| {
-                            humantime::format_rfc3339_seconds(
-                                std::time::UNIX_EPOCH
-                                    + std::time::Duration::from_secs(t.max(0) as u64),
-                            )
-                            .to_string()
-                        })
-                        .unwrap_or_else(|| "an unknown time".into());
-                    note!(self.printer, "{}: the agent hit its usage limit until {until}; the drive stops (waiting is not in this cut)", item.id);
-                    return Ok(Exit::Unusable);
                 }
-            }
-            if let Some(h) = current {
-                let _ = remote.release(&h);
             }
         }
         note!(
@@ -367,6 +370,18 @@ impl Drive<'_> {
         } else {
             Exit::Failure
         })
+    }
+
+    /// Sleeps until `wake` (seconds since the epoch), waking early for a stop; returns
+    /// whether the whole wait passed.
+    fn sleep_until(&self, wake: i64) -> bool {
+        while (now_ms() / 1000) as i64 <= wake {
+            if self.stop.load(Ordering::SeqCst) {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        !self.stop.load(Ordering::SeqCst)
     }
 
     fn reservation(&self, item: &str, stage: &str) -> Reservation {

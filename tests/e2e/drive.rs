@@ -252,3 +252,81 @@ fn a_drive_reaps_what_a_killed_stet_left_behind_before_it_starts() {
     );
     assert_eq!(stet_e2e::sandboxes_owned_by(orphan_maker.id()), 0);
 }
+
+/// A usage limit makes the drive wait until the reset (never below the floor), with the
+/// reservation released meanwhile, and then carry on.
+#[test]
+fn a_usage_limit_is_waited_out_and_the_item_still_lands() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let limited = Arc::new(AtomicUsize::new(0));
+    let seen = limited.clone();
+    let api = FakeApi::start(move |request| {
+        let body = request.body.to_string();
+        if body.contains("This is a wall check") {
+            return if request.tool_results().is_empty() {
+                Reply::ToolUse {
+                    name: "Bash".into(),
+                    input: json!({"command": "stet-wall-canary"}),
+                }
+            } else {
+                Reply::Text("refused".into())
+            };
+        }
+        if body.contains("You are reviewing") {
+            return Reply::Text("LAND".into());
+        }
+        if seen.fetch_add(1, Ordering::SeqCst) == 0 {
+            let reset = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_secs()
+                + 3;
+            return Reply::Error {
+                status: 429,
+                headers: vec![
+                    (
+                        "anthropic-ratelimit-unified-status".into(),
+                        "rejected".into(),
+                    ),
+                    (
+                        "anthropic-ratelimit-unified-reset".into(),
+                        reset.to_string(),
+                    ),
+                ],
+                body: json!({"type": "error", "error": {"type": "rate_limit_error", "message": "usage limit reached"}}),
+            };
+        }
+        if request.tool_results().is_empty() {
+            Reply::ToolUse {
+                name: "Bash".into(),
+                input: json!({"command": "printf 'fixed\\n' > FIXED.txt"}),
+            }
+        } else {
+            Reply::Text("implemented".into())
+        }
+    });
+    let world = drive_world(&api);
+    world.run_stet(&["add", "Add a FIXED.txt file"]);
+    let started = std::time::Instant::now();
+    let out = world.run_stet(&["drive", "--yes", "--wait-floor", "1s"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("hit its usage limit; waiting until"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("landed on origin"), "{}", out.stderr);
+    assert!(
+        started.elapsed() >= std::time::Duration::from_secs(2),
+        "it waited"
+    );
+    let receipts = world.run_stet(&["receipts", "--json"]).json();
+    let outcomes: Vec<&str> = receipts
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(outcomes, ["rate-limited", "done", "done"], "{receipts:#}");
+}

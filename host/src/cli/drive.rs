@@ -21,6 +21,10 @@ pub fn run(settings: &Settings, args: &DriveArgs, printer: Printer) -> Result<Ex
         lease_secs: lease.as_secs().max(1) as i64,
         max_rounds: args.rounds,
         check: args.check.clone().or_else(|| settings.drive_check.clone()),
+        wait_floor_secs: parse_duration(&args.wait_floor)
+            .map_err(|why| CliError::usage(format!("--wait-floor: {why}")))?
+            .as_secs()
+            .max(1) as i64,
     };
     drive::run(settings, &options, printer)
 }

@@ -260,6 +260,10 @@ pub struct DriveArgs {
     #[arg(long, default_value = "30m", value_name = "DURATION")]
     pub lease: String,
 
+    /// The shortest wait (for a usage limit's reset): never less than this.
+    #[arg(long, default_value = "30s", value_name = "DURATION")]
+    pub wait_floor: String,
+
     /// Use this runtime plugin.
     #[arg(long, value_name = "NAME")]
     pub runtime: Option<String>,
