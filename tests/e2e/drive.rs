@@ -330,3 +330,92 @@ fn a_usage_limit_is_waited_out_and_the_item_still_lands() {
         .collect();
     assert_eq!(outcomes, ["rate-limited", "done", "done"], "{receipts:#}");
 }
+
+/// The first Ctrl-C stops after the call in flight: its receipt is recorded, the
+/// reservation released, the lane's branch left pushed; the next drive takes it up.
+#[test]
+fn a_stop_mid_lane_then_a_resume_lands_the_item() {
+    let api = FakeApi::start(|request| {
+        let body = request.body.to_string();
+        if body.contains("This is a wall check") {
+            return if request.tool_results().is_empty() {
+                Reply::ToolUse {
+                    name: "Bash".into(),
+                    input: json!({"command": "stet-wall-canary"}),
+                }
+            } else {
+                Reply::Text("refused".into())
+            };
+        }
+        if body.contains("You are reviewing") {
+            return Reply::Text("LAND".into());
+        }
+        if request.tool_results().is_empty() {
+            // Slow enough for the test to press Ctrl-C while the call is in flight.
+            std::thread::sleep(std::time::Duration::from_secs(2));
+            Reply::ToolUse {
+                name: "Bash".into(),
+                input: json!({"command": "printf 'fixed\\n' > FIXED.txt"}),
+            }
+        } else {
+            Reply::Text("implemented".into())
+        }
+    });
+    let world = drive_world(&api);
+    world.run_stet(&["add", "Add a FIXED.txt file"]);
+    let child = world
+        .stet(&["drive", "--yes"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    // Wait for the implement call to reach the model (the proof's requests come first).
+    while !api
+        .requests()
+        .iter()
+        .any(|r| r.body.to_string().contains("Do what this work item asks"))
+    {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "no implement call"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("stopped: run drive-"), "{stderr}");
+    assert!(stderr.contains("resume with: stet drive"), "{stderr}");
+    let remote = world.root.path().join("remote.git");
+    assert!(
+        git(&remote, &["for-each-ref", "refs/stet/reservations"])
+            .trim()
+            .is_empty(),
+        "released"
+    );
+    let pushed = git(&remote, &["branch", "--list", "stet/*"]);
+    assert_eq!(
+        pushed.lines().count(),
+        1,
+        "the lane's branch stays pushed: {pushed}"
+    );
+    let receipts = world.run_stet(&["receipts", "--json"]).json();
+    assert_eq!(
+        receipts.as_array().unwrap().len(),
+        1,
+        "the call in flight was recorded"
+    );
+
+    let resumed = world.run_stet(&["drive", "--yes"]);
+    assert_eq!(resumed.code, 0, "{}", resumed.stderr);
+    assert!(
+        resumed.stderr.contains("landed on origin"),
+        "{}",
+        resumed.stderr
+    );
+}
