@@ -78,6 +78,10 @@ struct Drive<'a> {
     run: String,
     holder: String,
     stop: Arc<AtomicBool>,
+    /// The agent process running now, for a second signal to kill.
+    in_flight: Arc<harness::InFlight>,
+    /// The reservation held now and when it lapses, for the second signal's last words.
+    reserved: Arc<std::sync::Mutex<Option<(String, i64)>>>,
     harness_record: PluginRecord,
     runtime_record: PluginRecord,
 }
@@ -196,14 +200,10 @@ pub fn run(
     }
 
     let stop = Arc::new(AtomicBool::new(false));
-    for signal in [
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGHUP,
-    ] {
-        signal_hook::flag::register(signal, stop.clone())
-            .map_err(|e| CliError::failure(format!("cannot watch for signals: {e}")))?;
-    }
+    let in_flight: Arc<harness::InFlight> = Arc::new(std::sync::Mutex::new(None));
+    let reserved: Arc<std::sync::Mutex<Option<(String, i64)>>> =
+        Arc::new(std::sync::Mutex::new(None));
+    watch_signals(printer, stop.clone(), in_flight.clone(), reserved.clone())?;
     let run = format!("drive-{}-{}", std::process::id(), now_ms());
     let profile = harness.profile()?;
     let drive = Drive {
@@ -220,8 +220,53 @@ pub fn run(
         runtime,
         run,
         stop,
+        in_flight,
+        reserved,
     };
     drive.drain(eligible)
+}
+
+/// The first SIGINT, SIGTERM or SIGHUP asks the drive to stop after the agent call in
+/// flight; the second kills that call's processes and exits at once, naming when the
+/// reservation lapses (the next drive reaps the sandbox and takes the lane up).
+fn watch_signals(
+    printer: Printer,
+    stop: Arc<AtomicBool>,
+    in_flight: Arc<harness::InFlight>,
+    reserved: Arc<std::sync::Mutex<Option<(String, i64)>>>,
+) -> Result<(), CliError> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
+        .map_err(|e| CliError::failure(format!("cannot watch for signals: {e}")))?;
+    std::thread::spawn(move || {
+        for _ in signals.forever() {
+            if !stop.swap(true, Ordering::SeqCst) {
+                note!(
+                    printer,
+                    "stopping after the agent call in flight (press again to kill it)"
+                );
+                continue;
+            }
+            if let Some(process) = in_flight.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                let _ = process.kill();
+            }
+            let what = match reserved.lock().unwrap_or_else(|p| p.into_inner()).clone() {
+                Some((item, lapse)) => format!(
+                    "the reservation of {item} lapses at {}",
+                    humantime::format_rfc3339_seconds(
+                        std::time::UNIX_EPOCH + std::time::Duration::from_secs(lapse.max(0) as u64)
+                    )
+                ),
+                None => "nothing was reserved".to_string(),
+            };
+            note!(
+                printer,
+                "killed the agent's processes; {what}; the next stet drive reaps the sandbox and takes the lane up"
+            );
+            std::process::exit(130);
+        }
+    });
+    Ok(())
 }
 
 fn remote_error(e: ReservationError) -> CliError {
@@ -293,6 +338,7 @@ impl Drive<'_> {
             let Some((item, held)) = claimed else {
                 break;
             };
+            self.hold(Some(&held));
             note!(
                 self.printer,
                 "{}: reserved; lane {}",
@@ -301,6 +347,7 @@ impl Drive<'_> {
             );
             let end = self.work(item, &held);
             let current = remote.get(&item.id).ok().flatten();
+            self.hold(None);
             // Whatever became of the item, its reservation is released: landed and given-up
             // items are done, a stopped or waiting one goes back to the queue.
             if let Some(h) = &current {
@@ -370,6 +417,12 @@ impl Drive<'_> {
         } else {
             Exit::Failure
         })
+    }
+
+    /// Remembers the reservation held now, for the second signal's last words.
+    fn hold(&self, held: Option<&crate::reservations::Held>) {
+        *self.reserved.lock().unwrap_or_else(|p| p.into_inner()) =
+            held.map(|h| (h.reservation.item.clone(), h.reservation.expires_at_unix));
     }
 
     /// Sleeps until `wake` (seconds since the epoch), waking early for a stop; returns
@@ -542,8 +595,14 @@ impl Drive<'_> {
         })?;
         let commit_before = lane.head().unwrap_or_default();
         let started = now_ms();
-        let (output, network) =
-            harness::run_launch(self.settings, &self.runtime, &launch, &lane.dir, role_word)?;
+        let (output, network) = harness::run_launch(
+            self.settings,
+            &self.runtime,
+            &launch,
+            &lane.dir,
+            role_word,
+            Some(&self.in_flight),
+        )?;
         let ended = now_ms();
         let outcome = self
             .harness

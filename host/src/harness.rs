@@ -248,7 +248,7 @@ pub fn prove(
         profile_dir: profile.dir.clone(),
         workdir: lane_path.display().to_string().into(),
     })?;
-    let (output, network) = run_launch(settings, &runtime, &launch, &lane_path, "proof")?;
+    let (output, network) = run_launch(settings, &runtime, &launch, &lane_path, "proof", None)?;
     proof.network = Some(network);
     proof.session = output.session.clone();
     proof.output = output.stdout.clone();
@@ -260,6 +260,9 @@ pub fn prove(
     );
     Ok(proof)
 }
+
+/// The agent process running now, if any: where a second signal finds what to kill.
+pub type InFlight = std::sync::Mutex<Option<crate::sandbox::Process>>;
 
 /// What a launch printed.
 pub struct LaunchOutput {
@@ -282,6 +285,7 @@ pub fn run_launch(
     launch: &Launch,
     lane: &std::path::Path,
     role: &str,
+    in_flight: Option<&InFlight>,
 ) -> Result<(LaunchOutput, String), CliError> {
     let lane_text = lane.display().to_string();
     // The agent's hooks record its session here, outside the lane so the working copy
@@ -345,11 +349,19 @@ pub fn run_launch(
     ));
     process.env.push(EnvVar::new(crate::drive::IN_SANDBOX, "1"));
     let running = sandbox.spawn(process)?;
+    // Published while it runs, so that a second signal can kill it from another thread.
+    if let Some(slot) = in_flight {
+        *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(running.clone());
+    }
     let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
     let status = running.wait(&mut |stream, bytes| match stream {
         Stream::Stdout => stdout.extend_from_slice(bytes),
         Stream::Stderr => stderr.extend_from_slice(bytes),
-    })?;
+    });
+    if let Some(slot) = in_flight {
+        *slot.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+    let status = status?;
     drop(sandbox);
     let session = std::fs::read_to_string(&session_log)
         .unwrap_or_default()

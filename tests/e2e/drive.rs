@@ -38,6 +38,13 @@ fn model_implementing(verdict: &'static str, command: &'static str) -> FakeApi {
     })
 }
 
+/// Every drive reaps the orphaned sandboxes of this host, so tests that make or count
+/// orphans would see each other's: the drive tests run one at a time.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 fn drive_world(api: &FakeApi) -> World {
     require_image();
     let world = World::new();
@@ -76,6 +83,7 @@ fn drive_world(api: &FakeApi) -> World {
 
 #[test]
 fn two_items_are_driven_to_landings_on_the_remote() {
+    let _serial = serial();
     let api = model("LAND\nIt does what was asked.");
     let world = drive_world(&api);
     assert_eq!(world.run_stet(&["add", "Add a FIXED.txt file"]).code, 0);
@@ -149,6 +157,7 @@ fn two_items_are_driven_to_landings_on_the_remote() {
 
 #[test]
 fn a_reviewer_that_never_lands_gives_the_item_up_after_the_rounds() {
+    let _serial = serial();
     let api = model("REVISE\nNot like this.");
     let world = drive_world(&api);
     world.run_stet(&["add", "Add a FIXED.txt file"]);
@@ -174,6 +183,7 @@ fn a_reviewer_that_never_lands_gives_the_item_up_after_the_rounds() {
 
 #[test]
 fn no_terminal_and_no_yes_refuses_before_reserving_anything() {
+    let _serial = serial();
     let api = model("LAND");
     let world = drive_world(&api);
     world.run_stet(&["add", "Add a FIXED.txt file"]);
@@ -188,6 +198,7 @@ fn no_terminal_and_no_yes_refuses_before_reserving_anything() {
 
 #[test]
 fn a_drive_started_inside_a_sandbox_refuses() {
+    let _serial = serial();
     let api = model("LAND");
     let world = drive_world(&api);
     let out = world.run(world.stet(&["drive", "--yes"]).env("STET_IN_SANDBOX", "1"));
@@ -204,6 +215,7 @@ fn a_drive_started_inside_a_sandbox_refuses() {
 /// hands the item back.
 #[test]
 fn settings_changed_during_the_drive_stop_it_before_the_next_stage() {
+    let _serial = serial();
     let api = model_implementing("LAND", "printf '{}' > \"$CLAUDE_CONFIG_DIR/settings.json\"");
     let world = drive_world(&api);
     world.run_stet(&["add", "Do something"]);
@@ -229,6 +241,7 @@ fn settings_changed_during_the_drive_stop_it_before_the_next_stage() {
 
 #[test]
 fn a_drive_reaps_what_a_killed_stet_left_behind_before_it_starts() {
+    let _serial = serial();
     let api = model("LAND");
     let world = drive_world(&api);
     let mut orphan_maker = world.stet(&["run", "--", "sleep", "120"]).spawn().unwrap();
@@ -257,6 +270,7 @@ fn a_drive_reaps_what_a_killed_stet_left_behind_before_it_starts() {
 /// reservation released meanwhile, and then carry on.
 #[test]
 fn a_usage_limit_is_waited_out_and_the_item_still_lands() {
+    let _serial = serial();
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
     let limited = Arc::new(AtomicUsize::new(0));
@@ -335,6 +349,7 @@ fn a_usage_limit_is_waited_out_and_the_item_still_lands() {
 /// reservation released, the lane's branch left pushed; the next drive takes it up.
 #[test]
 fn a_stop_mid_lane_then_a_resume_lands_the_item() {
+    let _serial = serial();
     let api = FakeApi::start(|request| {
         let body = request.body.to_string();
         if body.contains("This is a wall check") {
@@ -413,6 +428,94 @@ fn a_stop_mid_lane_then_a_resume_lands_the_item() {
 
     let resumed = world.run_stet(&["drive", "--yes"]);
     assert_eq!(resumed.code, 0, "{}", resumed.stderr);
+    assert!(
+        resumed.stderr.contains("landed on origin"),
+        "{}",
+        resumed.stderr
+    );
+}
+
+/// A second Ctrl-C kills the agent at once and names when the reservation lapses; the next
+/// drive on this clone reaps the sandbox, takes its own reservation up and lands the item.
+#[test]
+fn a_second_signal_kills_at_once_and_the_next_drive_takes_the_lane_up() {
+    let _serial = serial();
+    let api = FakeApi::start(|request| {
+        let body = request.body.to_string();
+        if body.contains("This is a wall check") {
+            return if request.tool_results().is_empty() {
+                Reply::ToolUse {
+                    name: "Bash".into(),
+                    input: json!({"command": "stet-wall-canary"}),
+                }
+            } else {
+                Reply::Text("refused".into())
+            };
+        }
+        if body.contains("You are reviewing") {
+            return Reply::Text("LAND".into());
+        }
+        if request.tool_results().is_empty() {
+            std::thread::sleep(std::time::Duration::from_secs(4));
+            Reply::ToolUse {
+                name: "Bash".into(),
+                input: json!({"command": "printf 'fixed\\n' > FIXED.txt"}),
+            }
+        } else {
+            Reply::Text("implemented".into())
+        }
+    });
+    let world = drive_world(&api);
+    world.run_stet(&["add", "Add a FIXED.txt file"]);
+    let child = world
+        .stet(&["drive", "--yes"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while !api
+        .requests()
+        .iter()
+        .any(|r| r.body.to_string().contains("Do what this work item asks"))
+    {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "no implement call"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let pressed = std::time::Instant::now();
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(
+        pressed.elapsed() < std::time::Duration::from_secs(3),
+        "exited at once"
+    );
+    assert!(
+        stderr.contains("killed the agent's processes; the reservation of"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("lapses at"), "{stderr}");
+    let remote = world.root.path().join("remote.git");
+    assert!(
+        !git(&remote, &["for-each-ref", "refs/stet/reservations"])
+            .trim()
+            .is_empty(),
+        "not released"
+    );
+
+    let resumed = world.run_stet(&["drive", "--yes"]);
+    assert_eq!(resumed.code, 0, "{}", resumed.stderr);
+    assert!(
+        resumed.stderr.contains("reaped 1 sandbox(es)"),
+        "{}",
+        resumed.stderr
+    );
     assert!(
         resumed.stderr.contains("landed on origin"),
         "{}",

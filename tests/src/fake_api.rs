@@ -133,8 +133,10 @@ fn serve(stream: TcpStream, script: &Script, seen: &Mutex<Vec<Request>>) -> std:
             headers,
             body: serde_json::from_slice(&body).unwrap_or(Value::Null),
         };
+        // Recorded before the script answers, so a test can see a request while a slow
+        // answer is still being made.
+        seen.lock().unwrap().push(request.clone());
         let reply = script(&request);
-        seen.lock().unwrap().push(request);
         match reply {
             Reply::Error {
                 status,
