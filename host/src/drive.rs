@@ -7,11 +7,16 @@
 //! lane's branch, mark the item landed, release the reservation). Every agent call leaves
 //! a durable receipt before the next move; each move holds the drain lock.
 //!
-//! Not in this cut (see the closing notes of issue 5): waits and the outage schedule, the
-//! live progress display, `--follow`, the second-signal kill, reaping at start, and the
-//! command harness. A stop (the first SIGINT, SIGTERM or SIGHUP) is honoured between
-//! moves: the call in flight finishes and is recorded, the reservation is released, the
-//! lane's branch stays pushed, and the exit line says how to resume.
+//! Waits: a usage limit is waited out until its reset (never below `--wait-floor`), the
+//! reservation released meanwhile. Signals: the first SIGINT, SIGTERM or SIGHUP is a stop,
+//! honoured after the agent call in flight (its receipt recorded, the reservation released,
+//! the lane's branch pushed, the exit line naming how to resume); the second kills the
+//! call's processes and exits at once, naming when the reservation lapses. Sandboxes a
+//! crashed drive left behind are reaped at the start.
+//!
+//! Not in this cut (see the closing notes of issue 5): the outage schedule, pace and
+//! remote-unreachable waits, renewing a reservation during a long call, the live progress
+//! display and `--follow`, and the command harness.
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
