@@ -30,7 +30,7 @@ use crate::harness::{self, OpenHarness};
 use crate::lanes::{self, Lane};
 use crate::printer::Printer;
 use crate::queue;
-use crate::receipts::{self, PluginRecord, Receipt};
+use crate::receipts::{self, PluginRecord};
 use crate::reservations::{Remote, Reservation, ReservationError};
 use crate::sandbox::{self, OpenRuntime, Sandbox};
 use crate::settings::Settings;
@@ -612,41 +612,27 @@ impl Drive<'_> {
         let outcome = self
             .harness
             .read_outcome(role, &output.stdout, output.status)?;
-        let id = format!("{started}-{}-{role_word}", item.id);
-        let log = receipts::log_path(&self.repo, &id);
-        receipts::write_durably(&log, &output.stdout)
-            .map_err(|e| CliError::failure(format!("cannot write {}: {e}", log.display())))?;
-        let receipt = Receipt {
-            id,
-            run: self.run.clone(),
-            item: item.id.clone(),
-            lane: lane.branch.clone(),
-            role: role_word.to_string(),
-            runtime: self.runtime_record.clone(),
-            runtime_reason: self.runtime.selection.reason.clone(),
-            harness: self.harness_record.clone(),
-            image: self.settings.image.clone(),
-            network,
-            started_unix_ms: started,
-            ended_unix_ms: ended,
-            exit_code: output.status.code.into_option(),
-            exit_signal: output.status.signal.into_option(),
-            outcome: harness::outcome_word(outcome.kind).to_string(),
-            detail: outcome.detail.to_string(),
-            retry_at_unix: outcome.retry_at_unix.into_option(),
-            cost_usd: outcome.cost_usd.into_option(),
-            usage: outcome
-                .usage
-                .iter()
-                .map(|f| (f.key.to_string(), f.value.to_string()))
-                .collect(),
-            commit_before,
-            commit_after: lane.head().unwrap_or_default(),
-            log,
-            session: output.session.clone(),
-        };
-        receipts::record(&self.repo, &receipt)
-            .map_err(|e| CliError::failure(format!("cannot record the receipt: {e}")))?;
+        harness::record_call(
+            &self.repo,
+            harness::CallContext {
+                id: format!("{started}-{}-{role_word}", item.id),
+                run: self.run.clone(),
+                item: item.id.clone(),
+                lane: lane.branch.clone(),
+                role: role_word,
+                runtime: &self.runtime_record,
+                runtime_reason: &self.runtime.selection.reason,
+                harness: &self.harness_record,
+                image: &self.settings.image,
+                network,
+                started_unix_ms: started,
+                ended_unix_ms: ended,
+                commit_before,
+                commit_after: lane.head().unwrap_or_default(),
+            },
+            &output,
+            &outcome,
+        )?;
         Ok((
             outcome.kind,
             outcome.detail.to_string(),

@@ -430,3 +430,80 @@ pub fn outcome_word(kind: stet_plugin_api::OutcomeKind) -> &'static str {
         OutcomeKind::NotLoggedIn => "not-logged-in",
     }
 }
+
+/// Who made an agent call and where, for its receipt.
+pub struct CallContext<'a> {
+    /// The receipt's id.
+    pub id: String,
+    /// The run (`drive-…`, `ask-…`).
+    pub run: String,
+    /// The item, or empty.
+    pub item: String,
+    /// The lane's branch, or empty.
+    pub lane: String,
+    /// The role's word.
+    pub role: &'static str,
+    /// The runtime and harness, as hashed when they were opened.
+    pub runtime: &'a crate::receipts::PluginRecord,
+    /// Why the runtime was chosen.
+    pub runtime_reason: &'a str,
+    /// The harness.
+    pub harness: &'a crate::receipts::PluginRecord,
+    /// The image.
+    pub image: &'a str,
+    /// The network route.
+    pub network: String,
+    /// Start and end, ms since the epoch.
+    pub started_unix_ms: u64,
+    /// End.
+    pub ended_unix_ms: u64,
+    /// The lane's commit before and after.
+    pub commit_before: String,
+    /// After.
+    pub commit_after: String,
+}
+
+/// Records one agent call: its full output first, then its receipt, each durable before
+/// this returns (and so before the caller's next move).
+pub fn record_call(
+    repo: &std::path::Path,
+    call: CallContext<'_>,
+    output: &LaunchOutput,
+    outcome: &Outcome,
+) -> Result<PathBuf, CliError> {
+    use crate::receipts;
+    let log = receipts::log_path(repo, &call.id);
+    receipts::write_durably(&log, &output.stdout)
+        .map_err(|e| CliError::failure(format!("cannot write {}: {e}", log.display())))?;
+    let receipt = receipts::Receipt {
+        id: call.id,
+        run: call.run,
+        item: call.item,
+        lane: call.lane,
+        role: call.role.to_string(),
+        runtime: call.runtime.clone(),
+        runtime_reason: call.runtime_reason.to_string(),
+        harness: call.harness.clone(),
+        image: call.image.to_string(),
+        network: call.network,
+        started_unix_ms: call.started_unix_ms,
+        ended_unix_ms: call.ended_unix_ms,
+        exit_code: output.status.code.into_option(),
+        exit_signal: output.status.signal.into_option(),
+        outcome: outcome_word(outcome.kind).to_string(),
+        detail: outcome.detail.to_string(),
+        retry_at_unix: outcome.retry_at_unix.into_option(),
+        cost_usd: outcome.cost_usd.into_option(),
+        usage: outcome
+            .usage
+            .iter()
+            .map(|f| (f.key.to_string(), f.value.to_string()))
+            .collect(),
+        commit_before: call.commit_before,
+        commit_after: call.commit_after,
+        log,
+        session: output.session.clone(),
+    };
+    receipts::record(repo, &receipt)
+        .map_err(|e| CliError::failure(format!("cannot record the receipt: {e}")))
+}

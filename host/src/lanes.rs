@@ -9,7 +9,6 @@
 //! and the host, never the sandbox, pushes it to the remote.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use crate::receipts::git_dir;
 
@@ -24,43 +23,7 @@ pub struct Lane {
     pub dir: PathBuf,
 }
 
-/// A git command that failed, with what it said.
-#[derive(Debug, thiserror::Error)]
-#[error("git {args} in {dir}: {detail}")]
-pub struct GitError {
-    /// The arguments.
-    pub args: String,
-    /// Where it ran.
-    pub dir: String,
-    /// What git said.
-    pub detail: String,
-}
-
-/// Runs git in `dir` with stet's identity for any commit it makes.
-pub fn git(dir: &Path, args: &[&str]) -> Result<String, GitError> {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "stet")
-        .env("GIT_AUTHOR_EMAIL", "stet@localhost")
-        .env("GIT_COMMITTER_NAME", "stet")
-        .env("GIT_COMMITTER_EMAIL", "stet@localhost")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .output()
-        .map_err(|e| GitError {
-            args: args.join(" "),
-            dir: dir.display().to_string(),
-            detail: format!("cannot run git: {e}"),
-        })?;
-    if !out.status.success() {
-        return Err(GitError {
-            args: args.join(" "),
-            dir: dir.display().to_string(),
-            detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        });
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
-}
+pub use crate::git::{run as git, GitError};
 
 /// The branch of `item`'s lane.
 pub fn branch_of(item: &str) -> String {

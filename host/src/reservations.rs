@@ -9,7 +9,6 @@
 //! its expiry; a peer may then take it over and continue from the lane's pushed branch.
 
 use std::path::Path;
-use std::process::Command;
 
 use serde::{Deserialize, Serialize};
 
@@ -72,26 +71,11 @@ pub struct Remote<'a> {
 
 impl Remote<'_> {
     fn git(&self, args: &[&str]) -> Result<String, ReservationError> {
-        let out = self.git_output(args)?;
-        if !out.status.success() {
-            return Err(self.unreachable(String::from_utf8_lossy(&out.stderr).trim().to_string()));
-        }
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        crate::git::run(self.repo, args).map_err(|e| self.unreachable(e.detail))
     }
 
     fn git_output(&self, args: &[&str]) -> Result<std::process::Output, ReservationError> {
-        Command::new("git")
-            .args(args)
-            .current_dir(self.repo)
-            // Reservation commits need an author; this one is stet's, whatever the
-            // person has configured.
-            .env("GIT_AUTHOR_NAME", "stet")
-            .env("GIT_AUTHOR_EMAIL", "stet@localhost")
-            .env("GIT_COMMITTER_NAME", "stet")
-            .env("GIT_COMMITTER_EMAIL", "stet@localhost")
-            .env("GIT_TERMINAL_PROMPT", "0")
-            .output()
-            .map_err(|e| self.unreachable(format!("cannot run git: {e}")))
+        crate::git::output(self.repo, args).map_err(|e| self.unreachable(e.detail))
     }
 
     fn unreachable(&self, detail: String) -> ReservationError {
@@ -247,6 +231,8 @@ impl Remote<'_> {
 
 #[cfg(test)]
 mod tests {
+    use std::process::Command;
+
     use super::*;
 
     fn run(dir: &Path, args: &[&str]) {

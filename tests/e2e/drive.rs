@@ -3,15 +3,32 @@
 
 use serde_json::json;
 use stet_e2e::fake_api::{FakeApi, Reply};
-use stet_e2e::{claude_binary, git, require_image, World, IMAGE};
+use stet_e2e::{claude_binary, dummy_login, git, require_image, World, IMAGE};
 
-/// A fake model that runs the wall proof's canary when asked, implements by writing
-/// FIXED.txt, and reviews with `verdict`.
-fn model(verdict: &'static str) -> FakeApi {
-    model_implementing(verdict, "printf 'fixed\\n' > FIXED.txt")
+/// How the fake model behaves in a drive test.
+#[derive(Clone, Copy)]
+struct Behaviour {
+    /// What the review role answers.
+    verdict: &'static str,
+    /// The shell command the implement role runs.
+    command: &'static str,
+    /// How long the implement role's first answer takes.
+    implement_delay_secs: u64,
+    /// Whether the first implement request meets a usage limit (reset 3 s later).
+    first_implement_rate_limited: bool,
 }
 
-fn model_implementing(verdict: &'static str, command: &'static str) -> FakeApi {
+const FIX: Behaviour = Behaviour {
+    verdict: "LAND\nIt does what was asked.",
+    command: "printf 'fixed\\n' > FIXED.txt",
+    implement_delay_secs: 0,
+    first_implement_rate_limited: false,
+};
+
+/// A fake model that runs the wall proof's canary when asked, implements with a shell
+/// command, and reviews with a verdict.
+fn scripted(behaviour: Behaviour) -> FakeApi {
+    let implements = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     FakeApi::start(move |request| {
         let body = request.body.to_string();
         if body.contains("This is a wall check") {
@@ -25,17 +42,47 @@ fn model_implementing(verdict: &'static str, command: &'static str) -> FakeApi {
             };
         }
         if body.contains("You are reviewing") {
-            return Reply::Text(verdict.into());
+            return Reply::Text(behaviour.verdict.into());
         }
-        if request.tool_results().is_empty() {
-            Reply::ToolUse {
-                name: "Bash".into(),
-                input: json!({"command": command, "description": "fix it"}),
-            }
-        } else {
-            Reply::Text("implemented".into())
+        if !request.tool_results().is_empty() {
+            return Reply::Text("implemented".into());
+        }
+        let n = implements.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if n == 0 && behaviour.first_implement_rate_limited {
+            let reset = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_secs()
+                + 3;
+            return Reply::Error {
+                status: 429,
+                headers: vec![
+                    (
+                        "anthropic-ratelimit-unified-status".into(),
+                        "rejected".into(),
+                    ),
+                    (
+                        "anthropic-ratelimit-unified-reset".into(),
+                        reset.to_string(),
+                    ),
+                ],
+                body: json!({"type": "error", "error": {"type": "rate_limit_error", "message": "usage limit reached"}}),
+            };
+        }
+        if n == 0 {
+            std::thread::sleep(std::time::Duration::from_secs(
+                behaviour.implement_delay_secs,
+            ));
+        }
+        Reply::ToolUse {
+            name: "Bash".into(),
+            input: json!({"command": behaviour.command, "description": "fix it"}),
         }
     })
+}
+
+fn model(verdict: &'static str) -> FakeApi {
+    scripted(Behaviour { verdict, ..FIX })
 }
 
 /// Every drive reaps the orphaned sandboxes of this host, so tests that make or count
@@ -52,18 +99,7 @@ fn drive_world(api: &FakeApi) -> World {
     world.install("claude");
     let profile = world.root.path().join("profiles/claude");
     std::fs::create_dir_all(&profile).unwrap();
-    let expires = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64
-        + 365 * 24 * 3600 * 1000;
-    std::fs::write(
-        profile.join(".credentials.json"),
-        json!({"claudeAiOauth": {"accessToken": "dummy-for-fake", "refreshToken": "dummy-for-fake",
-            "expiresAt": expires, "scopes": ["user:inference"], "subscriptionType": "max"}})
-        .to_string(),
-    )
-    .unwrap();
+    dummy_login(&profile);
     world.clone_of_fresh_remote();
     std::fs::write(
         world.work.join("stet.toml"),
@@ -216,7 +252,10 @@ fn a_drive_started_inside_a_sandbox_refuses() {
 #[test]
 fn settings_changed_during_the_drive_stop_it_before_the_next_stage() {
     let _serial = serial();
-    let api = model_implementing("LAND", "printf '{}' > \"$CLAUDE_CONFIG_DIR/settings.json\"");
+    let api = scripted(Behaviour {
+        command: "printf '{}' > \"$CLAUDE_CONFIG_DIR/settings.json\"",
+        ..FIX
+    });
     let world = drive_world(&api);
     world.run_stet(&["add", "Do something"]);
     let out = world.run_stet(&["drive", "--yes"]);
@@ -271,54 +310,9 @@ fn a_drive_reaps_what_a_killed_stet_left_behind_before_it_starts() {
 #[test]
 fn a_usage_limit_is_waited_out_and_the_item_still_lands() {
     let _serial = serial();
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::Arc;
-    let limited = Arc::new(AtomicUsize::new(0));
-    let seen = limited.clone();
-    let api = FakeApi::start(move |request| {
-        let body = request.body.to_string();
-        if body.contains("This is a wall check") {
-            return if request.tool_results().is_empty() {
-                Reply::ToolUse {
-                    name: "Bash".into(),
-                    input: json!({"command": "stet-wall-canary"}),
-                }
-            } else {
-                Reply::Text("refused".into())
-            };
-        }
-        if body.contains("You are reviewing") {
-            return Reply::Text("LAND".into());
-        }
-        if seen.fetch_add(1, Ordering::SeqCst) == 0 {
-            let reset = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_secs()
-                + 3;
-            return Reply::Error {
-                status: 429,
-                headers: vec![
-                    (
-                        "anthropic-ratelimit-unified-status".into(),
-                        "rejected".into(),
-                    ),
-                    (
-                        "anthropic-ratelimit-unified-reset".into(),
-                        reset.to_string(),
-                    ),
-                ],
-                body: json!({"type": "error", "error": {"type": "rate_limit_error", "message": "usage limit reached"}}),
-            };
-        }
-        if request.tool_results().is_empty() {
-            Reply::ToolUse {
-                name: "Bash".into(),
-                input: json!({"command": "printf 'fixed\\n' > FIXED.txt"}),
-            }
-        } else {
-            Reply::Text("implemented".into())
-        }
+    let api = scripted(Behaviour {
+        first_implement_rate_limited: true,
+        ..FIX
     });
     let world = drive_world(&api);
     world.run_stet(&["add", "Add a FIXED.txt file"]);
@@ -350,31 +344,9 @@ fn a_usage_limit_is_waited_out_and_the_item_still_lands() {
 #[test]
 fn a_stop_mid_lane_then_a_resume_lands_the_item() {
     let _serial = serial();
-    let api = FakeApi::start(|request| {
-        let body = request.body.to_string();
-        if body.contains("This is a wall check") {
-            return if request.tool_results().is_empty() {
-                Reply::ToolUse {
-                    name: "Bash".into(),
-                    input: json!({"command": "stet-wall-canary"}),
-                }
-            } else {
-                Reply::Text("refused".into())
-            };
-        }
-        if body.contains("You are reviewing") {
-            return Reply::Text("LAND".into());
-        }
-        if request.tool_results().is_empty() {
-            // Slow enough for the test to press Ctrl-C while the call is in flight.
-            std::thread::sleep(std::time::Duration::from_secs(2));
-            Reply::ToolUse {
-                name: "Bash".into(),
-                input: json!({"command": "printf 'fixed\\n' > FIXED.txt"}),
-            }
-        } else {
-            Reply::Text("implemented".into())
-        }
+    let api = scripted(Behaviour {
+        implement_delay_secs: 2,
+        ..FIX
     });
     let world = drive_world(&api);
     world.run_stet(&["add", "Add a FIXED.txt file"]);
@@ -440,30 +412,9 @@ fn a_stop_mid_lane_then_a_resume_lands_the_item() {
 #[test]
 fn a_second_signal_kills_at_once_and_the_next_drive_takes_the_lane_up() {
     let _serial = serial();
-    let api = FakeApi::start(|request| {
-        let body = request.body.to_string();
-        if body.contains("This is a wall check") {
-            return if request.tool_results().is_empty() {
-                Reply::ToolUse {
-                    name: "Bash".into(),
-                    input: json!({"command": "stet-wall-canary"}),
-                }
-            } else {
-                Reply::Text("refused".into())
-            };
-        }
-        if body.contains("You are reviewing") {
-            return Reply::Text("LAND".into());
-        }
-        if request.tool_results().is_empty() {
-            std::thread::sleep(std::time::Duration::from_secs(4));
-            Reply::ToolUse {
-                name: "Bash".into(),
-                input: json!({"command": "printf 'fixed\\n' > FIXED.txt"}),
-            }
-        } else {
-            Reply::Text("implemented".into())
-        }
+    let api = scripted(Behaviour {
+        implement_delay_secs: 4,
+        ..FIX
     });
     let world = drive_world(&api);
     world.run_stet(&["add", "Add a FIXED.txt file"]);

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use serde_json::{json, Value};
 use stet_e2e::fake_api::{FakeApi, Reply};
-use stet_e2e::{claude_binary, require_image, World, IMAGE};
+use stet_e2e::{claude_binary, dummy_login, require_image, World, IMAGE};
 
 struct Claude {
     world: World,
@@ -41,26 +41,6 @@ fn configure(world: &World, api: &FakeApi, binary: &str) {
         profiles = world.root.path().join("profiles").display(),
         url = api.url,
     ));
-}
-
-/// The stored-login shape Claude Code writes after /login, with dummy tokens that only the
-/// fake accepts. Written by the test, never read by stet.
-fn dummy_login(profile: &std::path::Path) {
-    let expires = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis()
-        + 365 * 24 * 3600 * 1000;
-    let path = profile.join(".credentials.json");
-    std::fs::write(
-        &path,
-        json!({"claudeAiOauth": {"accessToken": "dummy-for-fake", "refreshToken": "dummy-for-fake",
-            "expiresAt": expires as u64, "scopes": ["user:inference"], "subscriptionType": "max"}})
-        .to_string(),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
 }
 
 /// A fake model that asks for one Bash call of `command`, then ends the turn.

@@ -302,3 +302,24 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+/// Writes the stored-login shape Claude Code writes after /login into `profile`, with dummy
+/// tokens that only the fake API accepts. Written by the tests, never read by stet.
+pub fn dummy_login(profile: &Path) {
+    let expires = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+        + 365 * 24 * 3600 * 1000;
+    let path = profile.join(".credentials.json");
+    std::fs::write(
+        &path,
+        serde_json::json!({"claudeAiOauth": {"accessToken": "dummy-for-fake",
+            "refreshToken": "dummy-for-fake", "expiresAt": expires,
+            "scopes": ["user:inference"], "subscriptionType": "max"}})
+        .to_string(),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+}

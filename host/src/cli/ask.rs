@@ -188,7 +188,6 @@ struct Call<'a> {
     commit_after: String,
 }
 
-#[allow(clippy::too_many_arguments)]
 fn record_receipt(
     repo: &std::path::Path,
     harness: &harness::OpenHarness,
@@ -198,39 +197,29 @@ fn record_receipt(
     output: &harness::LaunchOutput,
     outcome: &stet_plugin_api::Outcome,
 ) -> Result<std::path::PathBuf, CliError> {
-    let id = format!("{}-ask-{}", call.started, std::process::id());
-    let log = receipts::log_path(repo, &id);
-    receipts::write_durably(&log, &output.stdout)
-        .map_err(|e| CliError::failure(format!("cannot write {}: {e}", log.display())))?;
-    let receipt = receipts::Receipt {
-        id: id.clone(),
-        run: format!("ask-{}", std::process::id()),
-        item: String::new(),
-        lane: String::new(),
-        role: call.role.to_string(),
-        runtime: receipts::PluginRecord::of(&runtime.name, &runtime.version, &runtime.library),
-        runtime_reason: runtime.selection.reason.clone(),
-        harness: receipts::PluginRecord::of(&harness.name, &harness.version, &harness.library),
-        image: settings.image.clone(),
-        network: call.network.to_string(),
-        started_unix_ms: call.started,
-        ended_unix_ms: call.ended,
-        exit_code: output.status.code.into_option(),
-        exit_signal: output.status.signal.into_option(),
-        outcome: harness::outcome_word(outcome.kind).to_string(),
-        detail: outcome.detail.to_string(),
-        retry_at_unix: outcome.retry_at_unix.into_option(),
-        cost_usd: outcome.cost_usd.into_option(),
-        usage: outcome
-            .usage
-            .iter()
-            .map(|f| (f.key.to_string(), f.value.to_string()))
-            .collect(),
-        commit_before: call.commit_before,
-        commit_after: call.commit_after,
-        log,
-        session: output.session.clone(),
-    };
-    receipts::record(repo, &receipt)
-        .map_err(|e| CliError::failure(format!("cannot record the receipt: {e}")))
+    let runtime_record =
+        receipts::PluginRecord::of(&runtime.name, &runtime.version, &runtime.library);
+    let harness_record =
+        receipts::PluginRecord::of(&harness.name, &harness.version, &harness.library);
+    harness::record_call(
+        repo,
+        harness::CallContext {
+            id: format!("{}-ask-{}", call.started, std::process::id()),
+            run: format!("ask-{}", std::process::id()),
+            item: String::new(),
+            lane: String::new(),
+            role: call.role,
+            runtime: &runtime_record,
+            runtime_reason: &runtime.selection.reason,
+            harness: &harness_record,
+            image: &settings.image,
+            network: call.network.to_string(),
+            started_unix_ms: call.started,
+            ended_unix_ms: call.ended,
+            commit_before: call.commit_before,
+            commit_after: call.commit_after,
+        },
+        output,
+        outcome,
+    )
 }
