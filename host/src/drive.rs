@@ -14,9 +14,14 @@
 //! call's processes and exits at once, naming when the reservation lapses. Sandboxes a
 //! crashed drive left behind are reaped at the start.
 //!
-//! Not in this cut (see the closing notes of issue 5): the outage schedule, pace and
-//! remote-unreachable waits, renewing a reservation during a long call, the live progress
-//! display and `--follow`, and the command harness.
+//! Outage: a judge failure, or three failures of the implementing agent in a row, enter the
+//! outage schedule (`--outage-schedule`, 1m,5m,10m,1h by default, the last repeating); when
+//! an outage has lasted `--outage-limit` (8h) the drive stops, handing nothing back: lanes
+//! stay on their pushed branches.
+//!
+//! Not in this cut (see the closing notes of issue 5): pace and remote-unreachable waits,
+//! renewing a reservation during a long call, the live progress display and `--follow`,
+//! and the command harness.
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -52,6 +57,11 @@ pub struct DriveOptions {
     pub check: Option<String>,
     /// No wait is shorter than this, in seconds.
     pub wait_floor_secs: i64,
+    /// The outage schedule: the waits after a judge failure or three runner failures in a
+    /// row, in seconds; the last one repeats.
+    pub outage_schedule_secs: Vec<i64>,
+    /// The drive stops when an outage has lasted this long, in seconds.
+    pub outage_limit_secs: i64,
 }
 
 /// A progress line on standard error, through the printer.
@@ -91,12 +101,22 @@ struct Drive<'a> {
     runtime_record: PluginRecord,
 }
 
+/// An outage in progress: when it began and how far along the schedule it is.
+struct Outage {
+    started_unix: i64,
+    step: u32,
+}
+
 /// What became of one item.
 enum ItemEnd {
     Landed,
     GaveUp(String),
     Stopped(Lane),
     RateLimited(Option<i64>),
+    /// The implementing agent failed (its lane stays; the item is taken again).
+    RunnerFailed(String),
+    /// The judge failed: the drive enters its outage schedule at once.
+    JudgeFailed(String),
 }
 
 pub fn run(
@@ -317,6 +337,8 @@ impl Drive<'_> {
         let mut landed = 0;
         let mut gave_up: Vec<String> = Vec::new();
         let mut done_here: Vec<String> = Vec::new();
+        let mut runner_failures = 0u32;
+        let mut outage: Option<Outage> = None;
         // Items are taken in queue order; an item that hit a usage limit is taken again
         // after the wait, one that landed or was given up is not taken again in this run.
         while landed < self.options.cap && !self.stop.load(Ordering::SeqCst) {
@@ -358,7 +380,62 @@ impl Drive<'_> {
             if let Some(h) = &current {
                 let _ = remote.release(h);
             }
-            match end? {
+            let end = end?;
+            let failed = match &end {
+                ItemEnd::RunnerFailed(why) => {
+                    runner_failures += 1;
+                    note!(
+                        self.printer,
+                        "{}: the agent failed ({why}); the lane stays",
+                        item.id
+                    );
+                    runner_failures >= 3
+                }
+                ItemEnd::JudgeFailed(why) => {
+                    note!(self.printer, "{}: the judge failed ({why})", item.id);
+                    true
+                }
+                _ => {
+                    runner_failures = 0;
+                    outage = None;
+                    false
+                }
+            };
+            if failed {
+                runner_failures = 0;
+                let state = outage.get_or_insert_with(|| Outage {
+                    started_unix: (now_ms() / 1000) as i64,
+                    step: 0,
+                });
+                let now = (now_ms() / 1000) as i64;
+                if now - state.started_unix >= self.options.outage_limit_secs {
+                    note!(
+                        self.printer,
+                        "outage for {}: the drive stops; nothing was handed back, the lanes stay on their branches",
+                        humantime::format_duration(std::time::Duration::from_secs((now - state.started_unix) as u64))
+                    );
+                    return Ok(Exit::Unusable);
+                }
+                let schedule = &self.options.outage_schedule_secs;
+                let wait = schedule[(state.step as usize).min(schedule.len() - 1)];
+                state.step += 1;
+                note!(
+                    self.printer,
+                    "outage: waiting {} before trying again",
+                    humantime::format_duration(std::time::Duration::from_secs(wait as u64))
+                );
+                if !self.sleep_until(now + wait) {
+                    note!(
+                        self.printer,
+                        "stopped during the outage: run {}; resume with: stet drive",
+                        self.run
+                    );
+                    return Ok(Exit::Success);
+                }
+                continue;
+            }
+            match end {
+                ItemEnd::RunnerFailed(_) | ItemEnd::JudgeFailed(_) => {}
                 ItemEnd::Landed => {
                     landed += 1;
                     done_here.push(item.id.clone());
@@ -493,7 +570,7 @@ impl Drive<'_> {
             match outcome.0 {
                 OutcomeKind::Done => {}
                 OutcomeKind::RateLimited => return Ok(ItemEnd::RateLimited(outcome.2)),
-                _ => return Ok(ItemEnd::GaveUp(format!("implement: {}", outcome.1))),
+                _ => return Ok(ItemEnd::RunnerFailed(format!("implement: {}", outcome.1))),
             }
             if self.stop.load(Ordering::SeqCst) {
                 return Ok(ItemEnd::Stopped(lane));
@@ -514,7 +591,7 @@ impl Drive<'_> {
             match outcome.0 {
                 OutcomeKind::Done => {}
                 OutcomeKind::RateLimited => return Ok(ItemEnd::RateLimited(outcome.2)),
-                _ => return Ok(ItemEnd::GaveUp(format!("review: {}", outcome.1))),
+                _ => return Ok(ItemEnd::JudgeFailed(format!("review: {}", outcome.1))),
             }
             let verdict = outcome.1.trim().to_string();
             if verdict.to_ascii_uppercase().starts_with("LAND") {

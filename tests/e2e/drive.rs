@@ -16,6 +16,8 @@ struct Behaviour {
     implement_delay_secs: u64,
     /// Whether the first implement request meets a usage limit (reset 3 s later).
     first_implement_rate_limited: bool,
+    /// Whether every implement request fails with an API error.
+    implement_fails: bool,
 }
 
 const FIX: Behaviour = Behaviour {
@@ -23,6 +25,7 @@ const FIX: Behaviour = Behaviour {
     command: "printf 'fixed\\n' > FIXED.txt",
     implement_delay_secs: 0,
     first_implement_rate_limited: false,
+    implement_fails: false,
 };
 
 /// A fake model that runs the wall proof's canary when asked, implements with a shell
@@ -46,6 +49,13 @@ fn scripted(behaviour: Behaviour) -> FakeApi {
         }
         if !request.tool_results().is_empty() {
             return Reply::Text("implemented".into());
+        }
+        if behaviour.implement_fails {
+            return Reply::Error {
+                status: 500,
+                headers: vec![],
+                body: json!({"type": "error", "error": {"type": "api_error", "message": "the fake is down"}}),
+            };
         }
         let n = implements.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         if n == 0 && behaviour.first_implement_rate_limited {
@@ -472,4 +482,56 @@ fn a_second_signal_kills_at_once_and_the_next_drive_takes_the_lane_up() {
         "{}",
         resumed.stderr
     );
+}
+
+/// Three agent failures in a row enter the outage schedule; when the outage has lasted its
+/// limit the drive stops, handing nothing back.
+#[test]
+fn repeated_agent_failures_enter_the_outage_schedule_and_stop_at_its_limit() {
+    let _serial = serial();
+    let api = scripted(Behaviour {
+        implement_fails: true,
+        ..FIX
+    });
+    let world = drive_world(&api);
+    world.run_stet(&["add", "Add a FIXED.txt file"]);
+    let out = world.run_stet(&[
+        "drive",
+        "--yes",
+        "--outage-schedule",
+        "1s",
+        "--outage-limit",
+        "2s",
+    ]);
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("the agent failed (implement: api_error"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr
+            .contains("outage: waiting 1s before trying again"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr
+            .contains("the drive stops; nothing was handed back"),
+        "{}",
+        out.stderr
+    );
+    let remote = world.root.path().join("remote.git");
+    assert!(git(&remote, &["for-each-ref", "refs/stet/landed"])
+        .trim()
+        .is_empty());
+    let receipts = world.run_stet(&["receipts", "--json"]).json();
+    let failed = receipts
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["outcome"] == "failed")
+        .count();
+    assert!(failed >= 6, "two rounds of three failures: {receipts:#}");
 }

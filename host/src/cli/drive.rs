@@ -25,6 +25,15 @@ pub fn run(settings: &Settings, args: &DriveArgs, printer: Printer) -> Result<Ex
             .map_err(|why| CliError::usage(format!("--wait-floor: {why}")))?
             .as_secs()
             .max(1) as i64,
+        outage_schedule_secs: args
+            .outage_schedule
+            .split(',')
+            .map(|d| parse_duration(d.trim()).map(|d| d.as_secs().max(1) as i64))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|why| CliError::usage(format!("--outage-schedule: {why}")))?,
+        outage_limit_secs: parse_duration(&args.outage_limit)
+            .map_err(|why| CliError::usage(format!("--outage-limit: {why}")))?
+            .as_secs() as i64,
     };
     drive::run(settings, &options, printer)
 }

@@ -264,6 +264,14 @@ pub struct DriveArgs {
     #[arg(long, default_value = "30s", value_name = "DURATION")]
     pub wait_floor: String,
 
+    /// Waits after a judge failure or three agent failures in a row (the last repeats).
+    #[arg(long, default_value = "1m,5m,10m,1h", value_name = "DURATIONS")]
+    pub outage_schedule: String,
+
+    /// Stop the drive when an outage has lasted this long.
+    #[arg(long, default_value = "8h", value_name = "DURATION")]
+    pub outage_limit: String,
+
     /// Use this runtime plugin.
     #[arg(long, value_name = "NAME")]
     pub runtime: Option<String>,
