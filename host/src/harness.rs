@@ -494,11 +494,7 @@ pub fn record_call(
         detail: outcome.detail.to_string(),
         retry_at_unix: outcome.retry_at_unix.into_option(),
         cost_usd: outcome.cost_usd.into_option(),
-        usage: outcome
-            .usage
-            .iter()
-            .map(|f| (f.key.to_string(), f.value.to_string()))
-            .collect(),
+        usage: usage_pairs(outcome),
         commit_before: call.commit_before,
         commit_after: call.commit_after,
         log,
@@ -506,4 +502,13 @@ pub fn record_call(
     };
     receipts::record(repo, &receipt)
         .map_err(|e| CliError::failure(format!("cannot record the receipt: {e}")))
+}
+
+/// An outcome's usage counters as `(key, value)` pairs, for reports and receipts.
+pub fn usage_pairs(outcome: &Outcome) -> Vec<(String, String)> {
+    outcome
+        .usage
+        .iter()
+        .map(|f| (f.key.to_string(), f.value.to_string()))
+        .collect()
 }

@@ -3,7 +3,7 @@
 
 use serde_json::json;
 use stet_e2e::fake_api::{FakeApi, Reply};
-use stet_e2e::{claude_binary, dummy_login, git, require_image, World, IMAGE};
+use stet_e2e::{claude_binary, git, walled_claude_setup, World};
 
 /// How the fake model behaves in a drive test.
 #[derive(Clone, Copy)]
@@ -103,25 +103,15 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 }
 
 fn drive_world(api: &FakeApi) -> World {
-    require_image();
     let world = World::new();
-    world.install("docker");
-    world.install("claude");
-    let profile = world.root.path().join("profiles/claude");
-    std::fs::create_dir_all(&profile).unwrap();
-    dummy_login(&profile);
+    let config = walled_claude_setup(
+        &world,
+        &claude_binary().display().to_string(),
+        &api.url,
+        "\n[drive]\ncheck = \"test -s FIXED.txt\"\n",
+    );
     world.clone_of_fresh_remote();
-    std::fs::write(
-        world.work.join("stet.toml"),
-        format!(
-            "[harness]\nprofiles = \"{}\"\n\n[sandbox]\nimage = \"{IMAGE}\"\n\n[drive]\ncheck = \"test -s FIXED.txt\"\n\n\
-             [plugins.claude]\nbinary = \"{}\"\napi_base_url = \"{}\"\nmodel = \"sonnet\"\n\n[plugins.docker]\nopen_network = \"host\"\n",
-            world.root.path().join("profiles").display(),
-            claude_binary().display(),
-            api.url
-        ),
-    )
-    .unwrap();
+    std::fs::write(world.work.join("stet.toml"), config).unwrap();
     git(&world.work, &["add", "stet.toml"]);
     git(&world.work, &["commit", "--quiet", "-m", "configure stet"]);
     world
@@ -349,24 +339,15 @@ fn a_usage_limit_is_waited_out_and_the_item_still_lands() {
     assert_eq!(outcomes, ["rate-limited", "done", "done"], "{receipts:#}");
 }
 
-/// The first Ctrl-C stops after the call in flight: its receipt is recorded, the
-/// reservation released, the lane's branch left pushed; the next drive takes it up.
-#[test]
-fn a_stop_mid_lane_then_a_resume_lands_the_item() {
-    let _serial = serial();
-    let api = scripted(Behaviour {
-        implement_delay_secs: 2,
-        ..FIX
-    });
-    let world = drive_world(&api);
-    world.run_stet(&["add", "Add a FIXED.txt file"]);
+/// Starts `stet drive --yes` and returns once its implement call has reached the model
+/// (the wall proof's requests come first), so a test can signal it mid-call.
+fn drive_until_implementing(world: &World, api: &FakeApi) -> std::process::Child {
     let child = world
         .stet(&["drive", "--yes"])
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     let started = std::time::Instant::now();
-    // Wait for the implement call to reach the model (the proof's requests come first).
     while !api
         .requests()
         .iter()
@@ -378,6 +359,21 @@ fn a_stop_mid_lane_then_a_resume_lands_the_item() {
         );
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
+    child
+}
+
+/// The first Ctrl-C stops after the call in flight: its receipt is recorded, the
+/// reservation released, the lane's branch left pushed; the next drive takes it up.
+#[test]
+fn a_stop_mid_lane_then_a_resume_lands_the_item() {
+    let _serial = serial();
+    let api = scripted(Behaviour {
+        implement_delay_secs: 2,
+        ..FIX
+    });
+    let world = drive_world(&api);
+    world.run_stet(&["add", "Add a FIXED.txt file"]);
+    let child = drive_until_implementing(&world, &api);
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
         nix::sys::signal::Signal::SIGINT,
@@ -428,23 +424,7 @@ fn a_second_signal_kills_at_once_and_the_next_drive_takes_the_lane_up() {
     });
     let world = drive_world(&api);
     world.run_stet(&["add", "Add a FIXED.txt file"]);
-    let child = world
-        .stet(&["drive", "--yes"])
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let started = std::time::Instant::now();
-    while !api
-        .requests()
-        .iter()
-        .any(|r| r.body.to_string().contains("Do what this work item asks"))
-    {
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(60),
-            "no implement call"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+    let child = drive_until_implementing(&world, &api);
     let pid = nix::unistd::Pid::from_raw(child.id() as i32);
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
     std::thread::sleep(std::time::Duration::from_millis(300));

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use serde_json::{json, Value};
 use stet_e2e::fake_api::{FakeApi, Reply};
-use stet_e2e::{claude_binary, dummy_login, require_image, World, IMAGE};
+use stet_e2e::{claude_binary, walled_claude_config, walled_claude_setup, World};
 
 struct Claude {
     world: World,
@@ -18,14 +18,10 @@ struct Claude {
 /// A world with docker and claude installed, one walled profile holding a dummy stored
 /// login, and stet.toml pointing the harness at `api`.
 fn claude_world(api: FakeApi) -> Claude {
-    require_image();
     let world = World::new();
-    world.install("docker");
-    world.install("claude");
+    let config = walled_claude_setup(&world, &claude_binary().display().to_string(), &api.url, "");
+    world.repo_config(&config);
     let profile = world.root.path().join("profiles/claude");
-    std::fs::create_dir_all(&profile).unwrap();
-    dummy_login(&profile);
-    configure(&world, &api, &claude_binary().display().to_string());
     Claude {
         world,
         api,
@@ -34,13 +30,7 @@ fn claude_world(api: FakeApi) -> Claude {
 }
 
 fn configure(world: &World, api: &FakeApi, binary: &str) {
-    world.repo_config(&format!(
-        "[harness]\nprofiles = \"{profiles}\"\n\n[sandbox]\nimage = \"{IMAGE}\"\n\n\
-         [plugins.claude]\nbinary = \"{binary}\"\napi_base_url = \"{url}\"\nmodel = \"sonnet\"\n\n\
-         [plugins.docker]\nopen_network = \"host\"\n",
-        profiles = world.root.path().join("profiles").display(),
-        url = api.url,
-    ));
+    world.repo_config(&walled_claude_config(world, binary, &api.url, ""));
 }
 
 /// A fake model that asks for one Bash call of `command`, then ends the turn.

@@ -323,3 +323,27 @@ pub fn dummy_login(profile: &Path) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
 }
+
+/// Installs docker and claude into `world`, makes one walled profile holding a dummy stored
+/// login, and returns the `stet.toml` text that points the claude harness (`binary`) at the
+/// fake API `api_url`, with the sandboxes on the host's network so they reach it on loopback.
+/// `extra` is appended (e.g. a `[drive]` table).
+pub fn walled_claude_setup(world: &World, binary: &str, api_url: &str, extra: &str) -> String {
+    require_image();
+    world.install("docker");
+    world.install("claude");
+    let profile = world.root.path().join("profiles/claude");
+    std::fs::create_dir_all(&profile).unwrap();
+    dummy_login(&profile);
+    walled_claude_config(world, binary, api_url, extra)
+}
+
+/// The `stet.toml` of [`walled_claude_setup`].
+pub fn walled_claude_config(world: &World, binary: &str, api_url: &str, extra: &str) -> String {
+    format!(
+        "[harness]\nprofiles = \"{profiles}\"\n\n[sandbox]\nimage = \"{IMAGE}\"\n\n\
+         [plugins.claude]\nbinary = \"{binary}\"\napi_base_url = \"{api_url}\"\nmodel = \"sonnet\"\n\n\
+         [plugins.docker]\nopen_network = \"host\"\n{extra}",
+        profiles = world.root.path().join("profiles").display(),
+    )
+}

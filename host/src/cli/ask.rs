@@ -113,11 +113,7 @@ pub fn run(settings: &Settings, args: &AskArgs, printer: Printer) -> Result<Exit
         detail: outcome.detail.to_string(),
         retry_at_unix: outcome.retry_at_unix.into_option(),
         cost_usd: outcome.cost_usd.into_option(),
-        usage: outcome
-            .usage
-            .iter()
-            .map(|f| (f.key.to_string(), f.value.to_string()))
-            .collect(),
+        usage: harness::usage_pairs(&outcome),
         exit_code: match output.status.code {
             ROption::RSome(c) => Some(c),
             ROption::RNone => None,

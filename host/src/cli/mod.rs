@@ -203,13 +203,8 @@ pub struct RunArgs {
 
 #[derive(Debug, Args)]
 pub struct WallsArgs {
-    /// Use this harness plugin instead of following preferences and priorities.
-    #[arg(long, value_name = "NAME")]
-    pub harness: Option<String>,
-
-    /// Use this runtime plugin for the live launch.
-    #[arg(long, value_name = "NAME")]
-    pub runtime: Option<String>,
+    #[command(flatten)]
+    pub choice: PluginChoice,
 
     /// The directory holding the one walled profile (default: [harness] profiles, else
     /// ~/.stet/profiles).
@@ -232,6 +227,18 @@ pub struct WallsArgs {
     /// Print JSON instead of lines.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Which runtime and harness to use, when not the selected ones.
+#[derive(Debug, Args)]
+pub struct PluginChoice {
+    /// Use this runtime plugin instead of following preferences and priorities.
+    #[arg(long, value_name = "NAME")]
+    pub runtime: Option<String>,
+
+    /// Use this harness plugin instead of following preferences and priorities.
+    #[arg(long, value_name = "NAME")]
+    pub harness: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -272,13 +279,8 @@ pub struct DriveArgs {
     #[arg(long, default_value = "8h", value_name = "DURATION")]
     pub outage_limit: String,
 
-    /// Use this runtime plugin.
-    #[arg(long, value_name = "NAME")]
-    pub runtime: Option<String>,
-
-    /// Use this harness plugin.
-    #[arg(long, value_name = "NAME")]
-    pub harness: Option<String>,
+    #[command(flatten)]
+    pub choice: PluginChoice,
 }
 
 #[derive(Debug, Args)]
@@ -325,13 +327,8 @@ pub enum ProfileCommand {
 
 #[derive(Debug, Args)]
 pub struct ProfileLoginArgs {
-    /// Use this harness plugin.
-    #[arg(long, value_name = "NAME")]
-    pub harness: Option<String>,
-
-    /// Use this runtime plugin.
-    #[arg(long, value_name = "NAME")]
-    pub runtime: Option<String>,
+    #[command(flatten)]
+    pub choice: PluginChoice,
 
     /// The directory holding the one walled profile.
     #[arg(long, value_name = "DIR")]
@@ -344,13 +341,8 @@ pub struct AskArgs {
     #[arg(long, value_enum, default_value = "implement")]
     pub role: AskRole,
 
-    /// Use this harness plugin.
-    #[arg(long, value_name = "NAME")]
-    pub harness: Option<String>,
-
-    /// Use this runtime plugin.
-    #[arg(long, value_name = "NAME")]
-    pub runtime: Option<String>,
+    #[command(flatten)]
+    pub choice: PluginChoice,
 
     /// The directory holding the one walled profile.
     #[arg(long, value_name = "DIR")]
@@ -531,26 +523,26 @@ impl Command {
                 ..Default::default()
             },
             Command::Drive(a) => Overrides {
-                runtime: a.runtime.clone(),
-                harness: a.harness.clone(),
+                runtime: a.choice.runtime.clone(),
+                harness: a.choice.harness.clone(),
                 ..Default::default()
             },
             Command::Ask(a) => Overrides {
-                runtime: a.runtime.clone(),
-                harness: a.harness.clone(),
+                runtime: a.choice.runtime.clone(),
+                harness: a.choice.harness.clone(),
                 profiles_root: a.profiles.clone(),
                 ..Default::default()
             },
             Command::Walls(a) => Overrides {
-                runtime: a.runtime.clone(),
-                harness: a.harness.clone(),
+                runtime: a.choice.runtime.clone(),
+                harness: a.choice.harness.clone(),
                 image: a.image.clone(),
                 profiles_root: a.profiles.clone(),
                 ..Default::default()
             },
             Command::Profile(ProfileCommand::Login(a)) => Overrides {
-                runtime: a.runtime.clone(),
-                harness: a.harness.clone(),
+                runtime: a.choice.runtime.clone(),
+                harness: a.choice.harness.clone(),
                 profiles_root: a.profiles.clone(),
                 ..Default::default()
             },
