@@ -17,6 +17,7 @@
 //!
 //! [drive]
 //! check = "cargo test"                      # run in a sandbox on each lane before review
+//! land = "gh pr create --fill --head $STET_BRANCH"   # on the host, after a lane lands
 //!
 //! [plugins.docker]                          # handed to the docker plugin as JSON
 //! host = "unix:///var/run/docker.sock"
@@ -52,6 +53,8 @@ pub struct ConfigFile {
     pub sandbox_image: Option<String>,
     /// `[drive] check`: the repository's check command.
     pub drive_check: Option<String>,
+    /// `[drive] land`: run on the host after a lane's branch is pushed.
+    pub drive_land: Option<String>,
     /// `[plugins.<name>]` tables, as JSON for the plugins.
     pub plugins: BTreeMap<String, serde_json::Value>,
 }
@@ -97,6 +100,7 @@ struct RawHarness {
 #[serde(deny_unknown_fields)]
 struct RawDrive {
     check: Option<String>,
+    land: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -165,7 +169,8 @@ pub fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
             .map(|p| expand_home(&p)),
         probe_timeout,
         sandbox_image: raw.sandbox.and_then(|s| s.image),
-        drive_check: raw.drive.and_then(|d| d.check),
+        drive_check: raw.drive.as_ref().and_then(|d| d.check.clone()),
+        drive_land: raw.drive.and_then(|d| d.land),
         plugins,
     })
 }

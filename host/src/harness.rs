@@ -4,6 +4,8 @@
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use serde::Serialize;
 use stet_plugin_api::{
@@ -201,6 +203,10 @@ pub enum SettingsMode {
     AsTheyAre,
 }
 
+/// The live proof is one short launch; one that has not answered in this time is killed
+/// and its walls reported as not proven.
+const PROOF_LIMIT: std::time::Duration = std::time::Duration::from_secs(300);
+
 /// Proves the walls: profile, settings (rewritten), static checks, then — when they all
 /// hold, or when diagnosing the settings as they are — one short live launch in a fresh
 /// sandbox of the selected runtime.
@@ -248,7 +254,17 @@ pub fn prove(
         profile_dir: profile.dir.clone(),
         workdir: lane_path.display().to_string().into(),
     })?;
-    let (output, network) = run_launch(settings, &runtime, &launch, &lane_path, "proof", None)?;
+    let (output, network) = run_launch(
+        settings,
+        &runtime,
+        &launch,
+        &lane_path,
+        "proof",
+        Watch {
+            time_limit: Some(PROOF_LIMIT),
+            ..Watch::default()
+        },
+    )?;
     proof.network = Some(network);
     proof.session = output.session.clone();
     proof.output = output.stdout.clone();
@@ -264,6 +280,22 @@ pub fn prove(
 /// The agent process running now, if any: where a second signal finds what to kill.
 pub type InFlight = std::sync::Mutex<Option<crate::sandbox::Process>>;
 
+/// What sees an agent's output as it comes.
+pub type Follow<'f> = dyn Fn(Stream, &[u8]) + Sync + 'f;
+
+/// How the host watches a launch while it runs.
+#[derive(Default)]
+pub struct Watch<'a> {
+    /// Where the running process is published, for a second signal to kill.
+    pub in_flight: Option<&'a InFlight>,
+    /// The call is killed when it has run this long (an agent that never answers).
+    pub time_limit: Option<std::time::Duration>,
+    /// Sees the agent's output as it comes (`stet drive --follow`).
+    pub follow: Option<&'a Follow<'a>>,
+    /// Variables the host adds to the agent's environment (the receipt's id).
+    pub env: Vec<EnvVar>,
+}
+
 /// What a launch printed.
 pub struct LaunchOutput {
     /// What the agent's hooks and approver recorded (JSON lines): session start and end,
@@ -275,6 +307,8 @@ pub struct LaunchOutput {
     pub stderr: Vec<u8>,
     /// How it ended.
     pub status: ExitStatus,
+    /// Set when the host killed it at its time limit.
+    pub timed_out: Option<std::time::Duration>,
 }
 
 /// Runs a harness's launch in a fresh sandbox with `lane` mounted read-write; returns what
@@ -285,7 +319,7 @@ pub fn run_launch(
     launch: &Launch,
     lane: &std::path::Path,
     role: &str,
-    in_flight: Option<&InFlight>,
+    watch: Watch<'_>,
 ) -> Result<(LaunchOutput, String), CliError> {
     let lane_text = lane.display().to_string();
     // The agent's hooks record its session here, outside the lane so the working copy
@@ -348,20 +382,44 @@ pub fn run_launch(
         session_log.display().to_string(),
     ));
     process.env.push(EnvVar::new(crate::drive::IN_SANDBOX, "1"));
+    process.env.extend(watch.env.iter().cloned());
     let running = sandbox.spawn(process)?;
     // Published while it runs, so that a second signal can kill it from another thread.
-    if let Some(slot) = in_flight {
+    if let Some(slot) = watch.in_flight {
         *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(running.clone());
     }
+    // An agent that never answers is killed at the time limit; the watchdog ends as soon
+    // as the call does (its channel closes).
+    let timed_out = Arc::new(AtomicBool::new(false));
+    let (done, watchdog) = std::sync::mpsc::channel::<()>();
+    if let Some(limit) = watch.time_limit {
+        let (running, timed_out) = (running.clone(), timed_out.clone());
+        std::thread::spawn(move || {
+            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = watchdog.recv_timeout(limit) {
+                timed_out.store(true, Ordering::SeqCst);
+                let _ = running.kill();
+            }
+        });
+    }
     let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
-    let status = running.wait(&mut |stream, bytes| match stream {
-        Stream::Stdout => stdout.extend_from_slice(bytes),
-        Stream::Stderr => stderr.extend_from_slice(bytes),
+    let status = running.wait(&mut |stream, bytes| {
+        if let Some(follow) = watch.follow {
+            follow(stream, bytes);
+        }
+        match stream {
+            Stream::Stdout => stdout.extend_from_slice(bytes),
+            Stream::Stderr => stderr.extend_from_slice(bytes),
+        }
     });
-    if let Some(slot) = in_flight {
+    drop(done);
+    if let Some(slot) = watch.in_flight {
         *slot.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }
     let status = status?;
+    let timed_out = timed_out
+        .load(Ordering::SeqCst)
+        .then_some(watch.time_limit)
+        .flatten();
     drop(sandbox);
     let session = std::fs::read_to_string(&session_log)
         .unwrap_or_default()
@@ -374,6 +432,7 @@ pub fn run_launch(
             stdout,
             stderr,
             status,
+            timed_out,
         },
         described,
     ))
@@ -432,6 +491,7 @@ pub fn outcome_word(kind: stet_plugin_api::OutcomeKind) -> &'static str {
 }
 
 /// Who made an agent call and where, for its receipt.
+#[derive(Clone)]
 pub struct CallContext<'a> {
     /// The receipt's id.
     pub id: String,
@@ -463,6 +523,21 @@ pub struct CallContext<'a> {
     pub commit_after: String,
 }
 
+/// Records that an agent call is starting: a receipt whose outcome is
+/// [`receipts::RUNNING`](crate::receipts::RUNNING), durable before the agent is launched, so
+/// that a drive killed during the call still leaves its trace (the next drive marks it
+/// interrupted). [`record_call`] replaces it when the call ends.
+pub fn record_start(repo: &std::path::Path, call: &CallContext<'_>) -> Result<PathBuf, CliError> {
+    use crate::receipts;
+    let log = receipts::log_path(repo, &call.id);
+    receipts::write_durably(&log, b"")
+        .map_err(|e| CliError::failure(format!("cannot write {}: {e}", log.display())))?;
+    let mut receipt = receipt_of(call.clone(), log);
+    receipt.outcome = receipts::RUNNING.to_string();
+    receipts::record(repo, &receipt)
+        .map_err(|e| CliError::failure(format!("cannot record the receipt: {e}")))
+}
+
 /// Records one agent call: its full output first, then its receipt, each durable before
 /// this returns (and so before the caller's next move).
 pub fn record_call(
@@ -476,8 +551,25 @@ pub fn record_call(
     receipts::write_durably(&log, &output.stdout)
         .map_err(|e| CliError::failure(format!("cannot write {}: {e}", log.display())))?;
     let receipt = receipts::Receipt {
+        exit_code: output.status.code.into_option(),
+        exit_signal: output.status.signal.into_option(),
+        outcome: outcome_word(outcome.kind).to_string(),
+        detail: outcome.detail.to_string(),
+        retry_at_unix: outcome.retry_at_unix.into_option(),
+        cost_usd: outcome.cost_usd.into_option(),
+        usage: usage_pairs(outcome),
+        session: output.session.clone(),
+        ..receipt_of(call, log)
+    };
+    receipts::record(repo, &receipt)
+        .map_err(|e| CliError::failure(format!("cannot record the receipt: {e}")))
+}
+
+fn receipt_of(call: CallContext<'_>, log: PathBuf) -> crate::receipts::Receipt {
+    crate::receipts::Receipt {
         id: call.id,
         run: call.run,
+        owner: crate::sandbox::owner_token(std::process::id()).unwrap_or_default(),
         item: call.item,
         lane: call.lane,
         role: call.role.to_string(),
@@ -488,20 +580,18 @@ pub fn record_call(
         network: call.network,
         started_unix_ms: call.started_unix_ms,
         ended_unix_ms: call.ended_unix_ms,
-        exit_code: output.status.code.into_option(),
-        exit_signal: output.status.signal.into_option(),
-        outcome: outcome_word(outcome.kind).to_string(),
-        detail: outcome.detail.to_string(),
-        retry_at_unix: outcome.retry_at_unix.into_option(),
-        cost_usd: outcome.cost_usd.into_option(),
-        usage: usage_pairs(outcome),
+        exit_code: None,
+        exit_signal: None,
+        outcome: String::new(),
+        detail: String::new(),
+        retry_at_unix: None,
+        cost_usd: None,
+        usage: Vec::new(),
         commit_before: call.commit_before,
         commit_after: call.commit_after,
         log,
-        session: output.session.clone(),
-    };
-    receipts::record(repo, &receipt)
-        .map_err(|e| CliError::failure(format!("cannot record the receipt: {e}")))
+        session: Vec::new(),
+    }
 }
 
 /// An outcome's usage counters as `(key, value)` pairs, for reports and receipts.

@@ -41,6 +41,7 @@ pub fn open(repo: &Path, remote: &str, item: &str, base: &str) -> Result<Lane, G
         dir: dir.clone(),
     };
     if dir.join(".git").is_dir() {
+        catch_up(repo, remote, &lane)?;
         return Ok(lane);
     }
     // A half-made lane from a crash is made again.
@@ -103,6 +104,44 @@ pub fn open(repo: &Path, remote: &str, item: &str, base: &str) -> Result<Lane, G
         detail: e.to_string(),
     })?;
     Ok(lane)
+}
+
+/// A working copy kept on this clone may be behind the branch on the remote (a peer took
+/// the lane over while this clone's drive was gone, and pushed): it moves to the pushed
+/// branch, fast-forward only. A remote that does not answer leaves the lane as it is.
+fn catch_up(repo: &Path, remote: &str, lane: &Lane) -> Result<(), GitError> {
+    let pushed_ref = format!("refs/stet/pushed/{}", lane.item);
+    let fetched = git(
+        repo,
+        &[
+            "fetch",
+            "--quiet",
+            remote,
+            &format!("+refs/heads/{}:{pushed_ref}", lane.branch),
+        ],
+    );
+    if fetched.is_err() {
+        return Ok(());
+    }
+    let pushed = git(repo, &["rev-parse", &pushed_ref])?;
+    let here = lane.head()?;
+    if pushed == here {
+        return Ok(());
+    }
+    git(
+        &lane.dir,
+        &[
+            "fetch",
+            "--quiet",
+            repo.to_str().unwrap_or("."),
+            &pushed_ref,
+        ],
+    )?;
+    // Only when the pushed branch contains everything here: a lane never moves back.
+    if git(&lane.dir, &["merge-base", "--is-ancestor", &here, &pushed]).is_ok() {
+        git(&lane.dir, &["reset", "--quiet", "--hard", &pushed])?;
+    }
+    Ok(())
 }
 
 impl Lane {

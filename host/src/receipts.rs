@@ -12,6 +12,11 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+/// The outcome of a receipt written as its call starts, until the call ends.
+pub const RUNNING: &str = "running";
+/// What a running receipt becomes when its drive died during the call.
+pub const INTERRUPTED: &str = "interrupted";
+
 /// Where receipts live, relative to the repository's git directory.
 const RECEIPTS: &str = "stet/receipts";
 /// Where the calls' full output lives.
@@ -35,6 +40,10 @@ pub struct Receipt {
     pub id: String,
     /// The drive run.
     pub run: String,
+    /// The stet process that made the call (pid:start-time), to tell a call still running
+    /// from one whose drive died.
+    #[serde(default)]
+    pub owner: String,
     /// The item.
     pub item: String,
     /// The lane's branch.
@@ -179,6 +188,28 @@ pub fn read_all(repo: &Path) -> (Vec<Receipt>, Vec<(PathBuf, String)>) {
     (receipts, unreadable)
 }
 
+/// Marks the running receipts whose stet process is gone (`owner_alive` says) as
+/// interrupted; returns them as marked.
+pub fn settle_interrupted(
+    repo: &Path,
+    owner_alive: impl Fn(&str) -> bool,
+) -> std::io::Result<Vec<Receipt>> {
+    let (all, _) = read_all(repo);
+    let mut settled = Vec::new();
+    for mut receipt in all {
+        if receipt.outcome != RUNNING || owner_alive(&receipt.owner) {
+            continue;
+        }
+        receipt.outcome = INTERRUPTED.to_string();
+        receipt.detail =
+            "the drive that made this call ended during it (killed or crashed); the call's output is lost"
+                .to_string();
+        record(repo, &receipt)?;
+        settled.push(receipt);
+    }
+    Ok(settled)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -192,6 +223,7 @@ mod tests {
         Receipt {
             id: id.into(),
             run: "run-1".into(),
+            owner: String::new(),
             item: "item".into(),
             lane: "stet/item".into(),
             role: "implement".into(),

@@ -16,8 +16,24 @@ use serde::{Deserialize, Serialize};
 pub const PREFIX: &str = "refs/stet/reservations/";
 /// Where landed items are marked on the remote.
 pub const LANDED: &str = "refs/stet/landed/";
+/// Where items a drive gave up on are marked on the remote, the commit message saying why.
+pub const FAILED: &str = "refs/stet/failed/";
+/// Where lanes' branches live on the remote.
+pub const LANES: &str = "refs/heads/stet/";
 /// Where this clone keeps the copies it fetched.
 const SEEN: &str = "refs/stet/seen/reservations/";
+const SEEN_FAILED: &str = "refs/stet/seen/failed/";
+
+/// What the remote says about items, beside reservations.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Marks {
+    /// Items marked landed.
+    pub landed: std::collections::HashSet<String>,
+    /// Items marked failed.
+    pub failed: std::collections::HashSet<String>,
+    /// Items whose lane has a pushed branch.
+    pub lanes: std::collections::HashSet<String>,
+}
 
 /// What a reservation says.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -121,12 +137,18 @@ impl Remote<'_> {
             .find(|h| h.reservation.item == item))
     }
 
-    /// Takes `item` for `holder`: free, lapsed or already ours. Returns what was written.
-    pub fn take(&self, wanted: Reservation, now_unix: i64) -> Result<Held, ReservationError> {
+    /// Takes `item` for `holder`: free, lapsed, already ours, or one `take_over` says may
+    /// be taken over before it lapses. Returns what was written.
+    pub fn take(
+        &self,
+        wanted: Reservation,
+        now_unix: i64,
+        take_over: impl Fn(&Reservation) -> bool,
+    ) -> Result<Held, ReservationError> {
         let current = self.get(&wanted.item)?;
         if let Some(current) = &current {
             let r = &current.reservation;
-            if r.holder != wanted.holder && r.expires_at_unix > now_unix {
+            if r.holder != wanted.holder && r.expires_at_unix > now_unix && !take_over(r) {
                 return Err(ReservationError::HeldByOther {
                     item: wanted.item.clone(),
                     holder: r.holder.clone(),
@@ -156,6 +178,26 @@ impl Remote<'_> {
     /// Marks `item` landed on the remote (`refs/stet/landed/<item>`, a commit whose message
     /// says where); the queue then shows it landed on every clone.
     pub fn mark_landed(&self, item: &str, note: &str) -> Result<(), ReservationError> {
+        self.mark(LANDED, item, note)
+    }
+
+    /// Marks `item` failed on the remote (`refs/stet/failed/<item>`, the message saying
+    /// why): no drive takes it again until someone clears the mark (`stet retry`).
+    pub fn mark_failed(&self, item: &str, why: &str) -> Result<(), ReservationError> {
+        self.mark(FAILED, item, why)
+    }
+
+    /// Clears `item`'s failed mark; returns whether there was one.
+    pub fn clear_failed(&self, item: &str) -> Result<bool, ReservationError> {
+        let marks = self.marks()?;
+        if !marks.failed.contains(item) {
+            return Ok(false);
+        }
+        self.git(&["push", "--quiet", self.name, &format!(":{FAILED}{item}")])?;
+        Ok(true)
+    }
+
+    fn mark(&self, prefix: &str, item: &str, note: &str) -> Result<(), ReservationError> {
         let tree = self.git(&["mktree"])?.trim().to_string();
         let oid = self
             .git(&["commit-tree", &tree, "-m", note])?
@@ -166,19 +208,71 @@ impl Remote<'_> {
             "--quiet",
             "--force",
             self.name,
-            &format!("{oid}:{LANDED}{item}"),
+            &format!("{oid}:{prefix}{item}"),
         ])
         .map(|_| ())
     }
 
     /// The items marked landed on the remote.
     pub fn landed(&self) -> Result<Vec<String>, ReservationError> {
-        let refs = self.git(&["ls-remote", self.name, &format!("{LANDED}*")])?;
+        Ok(self.marks()?.landed.into_iter().collect())
+    }
+
+    /// What the remote says about every item, in one round trip: landed and failed marks,
+    /// and which lanes have a pushed branch.
+    pub fn marks(&self) -> Result<Marks, ReservationError> {
+        self.marks_of(&[
+            &format!("{LANDED}*"),
+            &format!("{FAILED}*"),
+            &format!("{LANES}*"),
+        ])
+    }
+
+    /// The marks of one item only (after taking it: a peer may have landed it meanwhile).
+    pub fn marks_for(&self, item: &str) -> Result<Marks, ReservationError> {
+        self.marks_of(&[&format!("{LANDED}{item}"), &format!("{FAILED}{item}")])
+    }
+
+    fn marks_of(&self, patterns: &[&str]) -> Result<Marks, ReservationError> {
+        let mut args = vec!["ls-remote", self.name];
+        args.extend_from_slice(patterns);
+        let refs = self.git(&args)?;
+        let mut marks = Marks::default();
+        for reference in refs.lines().filter_map(|l| l.split('\t').nth(1)) {
+            if let Some(item) = reference.strip_prefix(LANDED) {
+                marks.landed.insert(item.to_string());
+            } else if let Some(item) = reference.strip_prefix(FAILED) {
+                marks.failed.insert(item.to_string());
+            } else if let Some(item) = reference.strip_prefix(LANES) {
+                marks.lanes.insert(item.to_string());
+            }
+        }
+        Ok(marks)
+    }
+
+    /// Why each failed item failed, as its mark's message says.
+    pub fn failure_reasons(
+        &self,
+    ) -> Result<std::collections::HashMap<String, String>, ReservationError> {
+        self.git(&[
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            "--prune",
+            self.name,
+            &format!("+{FAILED}*:{SEEN_FAILED}*"),
+        ])?;
+        let refs = self.git(&[
+            "for-each-ref",
+            "--format=%(refname)%09%(contents:subject)",
+            SEEN_FAILED,
+        ])?;
         Ok(refs
             .lines()
-            .filter_map(|l| l.split('\t').nth(1))
-            .filter_map(|r| r.strip_prefix(LANDED))
-            .map(str::to_string)
+            .filter_map(|l| l.split_once('\t'))
+            .filter_map(|(r, why)| {
+                Some((r.strip_prefix(SEEN_FAILED)?.to_string(), why.to_string()))
+            })
             .collect())
     }
 
@@ -317,9 +411,9 @@ mod tests {
                 name: "origin",
             },
         );
-        let held = ra.take(wanted("clone-a", 1000), 100).unwrap();
+        let held = ra.take(wanted("clone-a", 1000), 100, |_| false).unwrap();
         // B sees A's reservation and is refused while it is current.
-        match rb.take(wanted("clone-b", 1000), 100) {
+        match rb.take(wanted("clone-b", 1000), 100, |_| false) {
             Err(ReservationError::HeldByOther {
                 holder, until_unix, ..
             }) => {
@@ -329,7 +423,7 @@ mod tests {
         }
         // A renews; then the clock passes the expiry and B takes over the lapsed one.
         let renewed = ra.renew(&held, wanted("clone-a", 2000)).unwrap();
-        let taken = rb.take(wanted("clone-b", 5000), 3000).unwrap();
+        let taken = rb.take(wanted("clone-b", 5000), 3000, |_| false).unwrap();
         assert_eq!(
             rb.get(&taken.reservation.item)
                 .unwrap()
@@ -358,7 +452,7 @@ mod tests {
                     repo: &a,
                     name: "origin",
                 }
-                .take(wanted("clone-a", 1000), 100)
+                .take(wanted("clone-a", 1000), 100, |_| false)
                 .is_ok()
             });
             let hb = scope.spawn(|| {
@@ -366,7 +460,7 @@ mod tests {
                     repo: &b,
                     name: "origin",
                 }
-                .take(wanted("clone-b", 1000), 100)
+                .take(wanted("clone-b", 1000), 100, |_| false)
                 .is_ok()
             });
             vec![ha.join().unwrap(), hb.join().unwrap()]
@@ -390,5 +484,40 @@ mod tests {
             Err(ReservationError::Remote { remote, .. }) => assert_eq!(remote, "origin"),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_take_over_rule_takes_a_current_reservation_and_marks_are_read_in_one_trip() {
+        let (_root, a, b) = two_clones();
+        let (ra, rb) = (
+            Remote {
+                repo: &a,
+                name: "origin",
+            },
+            Remote {
+                repo: &b,
+                name: "origin",
+            },
+        );
+        ra.take(wanted("clone-a", 1000), 100, |_| false).unwrap();
+        // A rule that recognises the holder (its process gone) takes it before it lapses.
+        let taken = rb
+            .take(wanted("clone-b", 1000), 100, |r| r.holder == "clone-a")
+            .unwrap();
+        assert_eq!(taken.reservation.holder, "clone-b");
+
+        ra.mark_landed("one", "landed stet/one").unwrap();
+        ra.mark_failed("two", "not landed after 3 rounds").unwrap();
+        let marks = rb.marks().unwrap();
+        assert!(marks.landed.contains("one") && marks.failed.contains("two"));
+        assert!(!marks.failed.contains("one"));
+        assert_eq!(
+            rb.failure_reasons().unwrap().get("two").map(String::as_str),
+            Some("not landed after 3 rounds")
+        );
+        assert!(rb.marks_for("two").unwrap().failed.contains("two"));
+        assert!(rb.clear_failed("two").unwrap());
+        assert!(!ra.clear_failed("two").unwrap());
+        assert!(ra.marks().unwrap().failed.is_empty());
     }
 }

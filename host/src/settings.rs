@@ -53,6 +53,8 @@ pub struct Settings {
     pub profiles_root: PathBuf,
     /// The repository's check command (`[drive] check`).
     pub drive_check: Option<String>,
+    /// The command run on the host after a lane lands (`[drive] land`).
+    pub drive_land: Option<String>,
     /// The configuration files that were read, lowest precedence first.
     pub config_files: Vec<PathBuf>,
 }
@@ -149,9 +151,11 @@ pub fn resolve(global: &GlobalArgs, overrides: &Overrides) -> Result<Settings, C
         .unwrap_or_else(crate::harness::default_profiles_root);
 
     let drive_check = files.iter().rev().find_map(|f| f.drive_check.clone());
+    let drive_land = files.iter().rev().find_map(|f| f.drive_land.clone());
 
     Ok(Settings {
         drive_check,
+        drive_land,
         profiles_root,
         image,
         search_path,

@@ -77,7 +77,14 @@ pub fn run(settings: &Settings, args: &AskArgs, printer: Printer) -> Result<Exit
     };
     let commit_before = head(&cwd);
     let started = now_ms();
-    let (output, network) = harness::run_launch(settings, &runtime, &launch, &cwd, "ask", None)?;
+    let (output, network) = harness::run_launch(
+        settings,
+        &runtime,
+        &launch,
+        &cwd,
+        "ask",
+        harness::Watch::default(),
+    )?;
     let ended = now_ms();
     if let Some(log) = &args.log {
         std::fs::write(log, &output.stdout)

@@ -34,6 +34,18 @@ pub fn run(settings: &Settings, args: &DriveArgs, printer: Printer) -> Result<Ex
         outage_limit_secs: parse_duration(&args.outage_limit)
             .map_err(|why| CliError::usage(format!("--outage-limit: {why}")))?
             .as_secs() as i64,
+        pace_secs: match args.pace.trim() {
+            "0" | "0s" => 0,
+            pace => parse_duration(pace)
+                .map_err(|why| CliError::usage(format!("--pace: {why}")))?
+                .as_secs() as i64,
+        },
+        call_limit_secs: parse_duration(&args.call_limit)
+            .map_err(|why| CliError::usage(format!("--call-limit: {why}")))?
+            .as_secs()
+            .max(1),
+        follow: args.follow,
+        land: settings.drive_land.clone(),
     };
     drive::run(settings, &options, printer)
 }

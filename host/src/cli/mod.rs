@@ -97,9 +97,14 @@ pub enum Command {
     /// Add a work item to the queue (`.stet/queue/` in the repository).
     Add(AddArgs),
 
-    /// Show the queue: each item and whether it is open, reserved (by whom, at which
-    /// stage, until when) or lapsed, as the remote says.
+    /// Show the queue: each item and whether it is open (its lane pushed or not), in a lane
+    /// (at which stage, held by whom, until when), lapsed, landed or failed (and why), as the
+    /// remote says.
     Queue(QueueArgs),
+
+    /// Take a failed item up again: clears its failed mark on the remote, so the next drive
+    /// works it (resuming its lane when one was pushed).
+    Retry(RetryArgs),
 
     /// Summarise this clone: the queue, the receipts, the last agent call.
     Status,
@@ -267,7 +272,7 @@ pub struct DriveArgs {
     #[arg(long, default_value = "30m", value_name = "DURATION")]
     pub lease: String,
 
-    /// The shortest wait (for a usage limit's reset): never less than this.
+    /// The shortest wait a move names (pace, a usage limit's reset, an unreachable remote).
     #[arg(long, default_value = "30s", value_name = "DURATION")]
     pub wait_floor: String,
 
@@ -275,9 +280,21 @@ pub struct DriveArgs {
     #[arg(long, default_value = "1m,5m,10m,1h", value_name = "DURATIONS")]
     pub outage_schedule: String,
 
-    /// Stop the drive when an outage has lasted this long.
+    /// Stop the drive when an outage (or an unreachable remote) has lasted this long.
     #[arg(long, default_value = "8h", value_name = "DURATION")]
     pub outage_limit: String,
+
+    /// At least this long between two agent launches (`0s`: no pace).
+    #[arg(long, default_value = "0s", value_name = "DURATION")]
+    pub pace: String,
+
+    /// Kill an agent call (or a check) that has run this long without finishing.
+    #[arg(long, default_value = "1h", value_name = "DURATION")]
+    pub call_limit: String,
+
+    /// Stream the agent's output to standard error as it comes.
+    #[arg(long)]
+    pub follow: bool,
 
     #[command(flatten)]
     pub choice: PluginChoice,
@@ -310,6 +327,17 @@ pub struct QueueArgs {
     /// Print JSON instead of lines.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RetryArgs {
+    /// The item's id (as `stet queue` shows it).
+    #[arg(value_name = "ID")]
+    pub id: String,
+
+    /// The remote that holds the marks.
+    #[arg(long, default_value = "origin", value_name = "NAME")]
+    pub remote: String,
 }
 
 #[derive(Debug, Subcommand)]
@@ -437,6 +465,7 @@ pub fn main() -> ExitCode {
     let early = match &cli.command {
         Command::Add(args) => Some(queue::add(args, printer)),
         Command::Queue(args) => Some(queue::list(args, printer)),
+        Command::Retry(args) => Some(queue::retry(args, printer)),
         Command::Receipts(args) => Some(receipts::run(args, printer)),
         Command::Status => Some(receipts::status(printer)),
         _ => None,
@@ -506,6 +535,7 @@ fn run(cli: Cli, printer: Printer) -> Result<Exit, CliError> {
         | Command::Approver
         | Command::Add(_)
         | Command::Queue(_)
+        | Command::Retry(_)
         | Command::Receipts(_)
         | Command::Status => unreachable!("handled before settings are resolved"),
     }

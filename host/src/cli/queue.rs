@@ -10,7 +10,7 @@ use crate::printer::Printer;
 use crate::queue;
 use crate::reservations::{Remote, ReservationError};
 
-use super::{AddArgs, QueueArgs};
+use super::{AddArgs, QueueArgs, RetryArgs};
 
 fn repo() -> Result<std::path::PathBuf, CliError> {
     let cwd = std::env::current_dir()
@@ -51,14 +51,23 @@ pub fn add(args: &AddArgs, printer: Printer) -> Result<Exit, CliError> {
     Ok(Exit::Success)
 }
 
+/// One item as `stet queue` shows it.
 #[derive(Serialize)]
 struct Row {
     id: String,
     title: String,
+    /// `open`, `reserved`, `lapsed`, `landed`, `failed` or `unknown`.
     state: String,
+    /// Who holds the reservation, for `reserved` and `lapsed`.
     holder: Option<String>,
+    /// The lane's stage as its reservation says, for `reserved` and `lapsed`.
     stage: Option<String>,
+    /// When the reservation lapses, for `reserved` and `lapsed`.
     until_unix: Option<i64>,
+    /// The lane's branch, when it has been pushed to the remote.
+    lane: Option<String>,
+    /// Why the item failed, for `failed`.
+    why: Option<String>,
 }
 
 pub fn list(args: &QueueArgs, printer: Printer) -> Result<Exit, CliError> {
@@ -71,15 +80,25 @@ pub fn list(args: &QueueArgs, printer: Printer) -> Result<Exit, CliError> {
         repo: &repo,
         name: &args.remote,
     };
-    let on_remote = remote.list().and_then(|r| Ok((r, remote.landed()?)));
-    let (reservations, landed, remote_note) = match on_remote {
-        Ok((list, landed)) => (list, landed, None),
+    let on_remote = remote.list().and_then(|r| {
+        let marks = remote.marks()?;
+        let reasons = if marks.failed.is_empty() {
+            Default::default()
+        } else {
+            remote.failure_reasons()?
+        };
+        Ok((r, marks, reasons))
+    });
+    let (reservations, marks, reasons, remote_note) = match on_remote {
+        Ok((list, marks, reasons)) => (list, marks, reasons, None),
         Err(ReservationError::Remote { detail, .. }) => (
             Vec::new(),
-            Vec::new(),
+            Default::default(),
+            Default::default(),
             Some(format!(
-                "remote {} unreachable ({detail}); reservations unknown",
-                args.remote
+                "remote {} unreachable ({}); reservations unknown",
+                args.remote,
+                detail.lines().last().unwrap_or_default()
             )),
         ),
         Err(e) => return Err(CliError::failure(e.to_string())),
@@ -94,18 +113,31 @@ pub fn list(args: &QueueArgs, printer: Printer) -> Result<Exit, CliError> {
             let held = reservations.iter().find(|h| h.reservation.item == item.id);
             let state = match (&remote_note, held) {
                 (Some(_), _) => "unknown",
-                (None, _) if landed.contains(&item.id) => "landed",
+                (None, _) if marks.landed.contains(&item.id) => "landed",
+                (None, _) if marks.failed.contains(&item.id) => "failed",
                 (None, None) => "open",
                 (None, Some(h)) if h.reservation.expires_at_unix > now => "reserved",
                 (None, Some(_)) => "lapsed",
             };
+            let reserved = matches!(state, "reserved" | "lapsed");
             Row {
                 id: item.id.clone(),
                 title: item.title.clone(),
                 state: state.to_string(),
-                holder: held.map(|h| h.reservation.holder.clone()),
-                stage: held.map(|h| h.reservation.stage.clone()),
-                until_unix: held.map(|h| h.reservation.expires_at_unix),
+                holder: held
+                    .filter(|_| reserved)
+                    .map(|h| h.reservation.holder.clone()),
+                stage: held
+                    .filter(|_| reserved)
+                    .map(|h| h.reservation.stage.clone()),
+                until_unix: held
+                    .filter(|_| reserved)
+                    .map(|h| h.reservation.expires_at_unix),
+                lane: marks
+                    .lanes
+                    .contains(&item.id)
+                    .then(|| crate::lanes::branch_of(&item.id)),
+                why: reasons.get(&item.id).cloned(),
             }
         })
         .collect();
@@ -120,13 +152,27 @@ pub fn list(args: &QueueArgs, printer: Printer) -> Result<Exit, CliError> {
         printer.out("the queue is empty (add an item: stet add \"what to do\")");
     }
     for row in &rows {
-        let detail = match (&row.holder, &row.stage, row.until_unix) {
-            (Some(holder), Some(stage), Some(until)) => {
-                let until = humantime::format_rfc3339_seconds(
-                    std::time::UNIX_EPOCH + std::time::Duration::from_secs(until.max(0) as u64),
-                );
-                format!(" — {holder}, stage {stage}, until {until}")
-            }
+        let detail = match (row.state.as_str(), &row.holder, &row.stage, row.until_unix) {
+            ("reserved", Some(holder), Some(stage), Some(until)) => format!(
+                " — in lane {} at {stage}, held by {holder} until {}",
+                crate::lanes::branch_of(&row.id),
+                crate::drive::clock(until)
+            ),
+            ("lapsed", Some(holder), Some(stage), Some(until)) => format!(
+                " — lane {} left at {stage} by {holder}, lapsed at {}; the next drive takes it up",
+                crate::lanes::branch_of(&row.id),
+                crate::drive::clock(until)
+            ),
+            ("failed", ..) => format!(
+                " — {} (stet retry {} to take it up again)",
+                row.why.as_deref().unwrap_or("no reason recorded"),
+                row.id
+            ),
+            ("landed", ..) => format!(" — {}", crate::lanes::branch_of(&row.id)),
+            ("open", ..) if row.lane.is_some() => format!(
+                " — lane {} pushed; the next drive resumes it",
+                crate::lanes::branch_of(&row.id)
+            ),
             _ => String::new(),
         };
         printer.out(&format!(
@@ -135,4 +181,40 @@ pub fn list(args: &QueueArgs, printer: Printer) -> Result<Exit, CliError> {
         ));
     }
     Ok(Exit::Success)
+}
+
+/// `stet retry ID`: clears an item's failed mark so the next drive takes it up again.
+pub fn retry(args: &RetryArgs, printer: Printer) -> Result<Exit, CliError> {
+    let repo = repo()?;
+    if !queue::valid_id(&args.id) {
+        return Err(CliError::usage(format!("`{}` is not an item id", args.id))
+            .hint("stet queue lists the items and their ids"));
+    }
+    let (items, _) = queue::read(&repo);
+    if !items.iter().any(|i| i.id == args.id) {
+        return Err(
+            CliError::usage(format!("there is no item {} in the queue", args.id))
+                .hint("stet queue lists the items and their ids"),
+        );
+    }
+    let remote = Remote {
+        repo: &repo,
+        name: &args.remote,
+    };
+    match remote.clear_failed(&args.id) {
+        Ok(true) => {
+            printer.out(&format!(
+                "{}: no longer failed; the next stet drive takes it up (its lane, if pushed, resumes)",
+                args.id
+            ));
+            Ok(Exit::Success)
+        }
+        Ok(false) => Err(CliError::usage(format!("{} has not failed", args.id))
+            .hint("only a failed item can be retried; stet queue shows each item's state")),
+        Err(e) => Err(
+            CliError::new(Exit::Unusable, "the remote cannot be reached")
+                .caused_by(e.to_string())
+                .hint("check the network and the remote, then run stet retry again"),
+        ),
+    }
 }

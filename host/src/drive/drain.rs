@@ -1,0 +1,343 @@
+//! The drive's loop: pick the next item, work its lane, and deal with how that ended —
+//! landed, given up, stopped, a wait named by the move, or a failure that counts toward an
+//! outage.
+
+use std::sync::atomic::Ordering;
+
+use crate::error::{CliError, Exit};
+use crate::queue;
+use crate::reservations::{Marks, Remote, ReservationError};
+
+use super::{clock, note, now_ms, ours_to_take_over, Drive};
+
+/// What became of one item's lane.
+pub(super) enum ItemEnd {
+    Landed,
+    GaveUp(String),
+    Stopped(String),
+    RateLimited(Option<i64>),
+    /// The implementing agent failed (its lane stays; the item is taken again).
+    RunnerFailed(String),
+    /// The judge failed: the drive enters its outage schedule at once.
+    JudgeFailed(String),
+    /// The remote did not answer while the lane needed it; the lane stays here.
+    RemoteUnreachable(String),
+    /// Another drive took the reservation over (it lapsed); this drive leaves the lane.
+    Lost(String),
+}
+
+/// An outage in progress: when it began and how far along the schedule it is.
+struct Outage {
+    started_unix: i64,
+    step: u32,
+}
+
+/// How the search for the next item ended.
+enum Next<'q> {
+    Take(&'q queue::Item),
+    Nothing,
+    Unreachable(String),
+}
+
+fn now() -> i64 {
+    (now_ms() / 1000) as i64
+}
+
+fn duration(secs: i64) -> humantime::FormattedDuration {
+    humantime::format_duration(std::time::Duration::from_secs(secs.max(0) as u64))
+}
+
+impl Drive<'_> {
+    pub(super) fn remote(&self) -> Remote<'_> {
+        Remote {
+            repo: &self.repo,
+            name: &self.options.remote,
+        }
+    }
+
+    pub(super) fn drain(&self, items: &[queue::Item]) -> Result<Exit, CliError> {
+        let mut landed = 0;
+        let mut gave_up: Vec<String> = Vec::new();
+        // Items this run is done with (landed, given up, lost): not taken again.
+        let mut done_here: std::collections::HashSet<String> = Default::default();
+        let mut runner_failures = 0u32;
+        let mut outage: Option<Outage> = None;
+        let mut unreachable: Option<Outage> = None;
+        while landed < self.options.cap && !self.stop.load(Ordering::SeqCst) {
+            let item = match self.next_item(items, &done_here) {
+                Next::Take(item) => item,
+                Next::Nothing => break,
+                Next::Unreachable(detail) => {
+                    // A wait named by the move: back off from the floor, doubling to ten
+                    // minutes; give up when the remote has been gone for the outage limit.
+                    let state = unreachable.get_or_insert_with(|| Outage {
+                        started_unix: now(),
+                        step: 0,
+                    });
+                    if now() - state.started_unix >= self.options.outage_limit_secs {
+                        note!(
+                            self.progress,
+                            "the remote {} has not answered for {}: the drive stops; lanes stay on their branches",
+                            self.options.remote,
+                            duration(now() - state.started_unix)
+                        );
+                        return Ok(Exit::Unusable);
+                    }
+                    let backoff = (self.options.wait_floor_secs << state.step.min(16)).min(600);
+                    state.step += 1;
+                    if !self.wait(
+                        &format!(
+                            "the remote {} did not answer ({detail})",
+                            self.options.remote
+                        ),
+                        now() + backoff,
+                    ) {
+                        return Ok(self.stopped_while_waiting());
+                    }
+                    continue;
+                }
+            };
+            unreachable = None;
+            note!(
+                self.progress,
+                "{}: reserved; lane {}",
+                item.id,
+                crate::lanes::branch_of(&item.id)
+            );
+            let end = self.work(item);
+            // Whatever became of the item, its reservation is released: landed and given-up
+            // items are done, a stopped or waiting one goes back to the queue.
+            if let Err(e) = self.keeper.release() {
+                self.progress.warn(&format!(
+                    "{}: could not release the reservation ({e}); it lapses by itself",
+                    item.id
+                ));
+            }
+            let end = end?;
+            let failed = match &end {
+                ItemEnd::RunnerFailed(why) => {
+                    runner_failures += 1;
+                    note!(
+                        self.progress,
+                        "{}: the agent failed ({why}); the lane stays",
+                        item.id
+                    );
+                    runner_failures >= 3
+                }
+                ItemEnd::JudgeFailed(why) => {
+                    note!(self.progress, "{}: the judge failed ({why})", item.id);
+                    true
+                }
+                ItemEnd::RemoteUnreachable(_) => false,
+                _ => {
+                    runner_failures = 0;
+                    outage = None;
+                    false
+                }
+            };
+            if failed {
+                runner_failures = 0;
+                let state = outage.get_or_insert_with(|| Outage {
+                    started_unix: now(),
+                    step: 0,
+                });
+                if now() - state.started_unix >= self.options.outage_limit_secs {
+                    note!(
+                        self.progress,
+                        "outage for {}: the drive stops; nothing was handed back, the lanes stay on their branches",
+                        duration(now() - state.started_unix)
+                    );
+                    return Ok(Exit::Unusable);
+                }
+                let schedule = &self.options.outage_schedule_secs;
+                let wait = schedule[(state.step as usize).min(schedule.len() - 1)];
+                state.step += 1;
+                // The outage schedule is its own: the floor is for waits a move names.
+                let reason = format!("outage: trying again after {}", duration(wait));
+                if !self.sleep_until(&reason, now() + wait) {
+                    return Ok(self.stopped_while_waiting());
+                }
+                continue;
+            }
+            match end {
+                ItemEnd::RunnerFailed(_) | ItemEnd::JudgeFailed(_) => {}
+                ItemEnd::Landed => {
+                    landed += 1;
+                    done_here.insert(item.id.clone());
+                    note!(
+                        self.progress,
+                        "{}: landed on {} as {}",
+                        item.id,
+                        self.options.remote,
+                        crate::lanes::branch_of(&item.id)
+                    );
+                }
+                ItemEnd::GaveUp(why) => {
+                    note!(self.progress, "{}: given up: {why}", item.id);
+                    if let Err(e) = self.remote().mark_failed(&item.id, &why) {
+                        self.progress.warn(&format!(
+                            "{}: could not mark it failed on the remote ({e}); another drive may take it",
+                            item.id
+                        ));
+                    }
+                    done_here.insert(item.id.clone());
+                    gave_up.push(item.id.clone());
+                }
+                ItemEnd::Lost(why) => {
+                    note!(
+                        self.progress,
+                        "{}: another drive took the lane over ({why}); leaving it",
+                        item.id
+                    );
+                    done_here.insert(item.id.clone());
+                }
+                ItemEnd::Stopped(branch) => {
+                    note!(
+                        self.progress,
+                        "stopped: run {}, lane {branch} (pushed, reservation released); resume with: stet drive",
+                        self.run
+                    );
+                    return Ok(Exit::Success);
+                }
+                ItemEnd::RemoteUnreachable(detail) => {
+                    let backoff = self.options.wait_floor_secs;
+                    if !self.wait(
+                        &format!(
+                            "{}: the remote {} did not answer ({detail}); the lane stays here",
+                            item.id, self.options.remote
+                        ),
+                        now() + backoff,
+                    ) {
+                        return Ok(self.stopped_while_waiting());
+                    }
+                }
+                ItemEnd::RateLimited(until) => {
+                    if !self.wait(
+                        &format!(
+                            "{}: the agent hit its usage limit (reservation released)",
+                            item.id
+                        ),
+                        until.unwrap_or(0),
+                    ) {
+                        return Ok(self.stopped_while_waiting());
+                    }
+                }
+            }
+        }
+        note!(
+            self.progress,
+            "drive {}: landed {landed}{}",
+            self.run,
+            if gave_up.is_empty() {
+                String::new()
+            } else {
+                format!(", gave up on {}", gave_up.join(", "))
+            }
+        );
+        Ok(if gave_up.is_empty() {
+            Exit::Success
+        } else {
+            Exit::Failure
+        })
+    }
+
+    /// The next item to work: the first in queue order that is not landed, failed, done in
+    /// this run, or held by another drive, and that this drive could reserve. A take that
+    /// wins re-reads the item's marks: a peer may have landed it between the listing and
+    /// the take.
+    fn next_item<'q>(
+        &self,
+        items: &'q [queue::Item],
+        done_here: &std::collections::HashSet<String>,
+    ) -> Next<'q> {
+        let remote = self.remote();
+        let marks = match remote.marks() {
+            Ok(marks) => marks,
+            Err(e) => return Next::Unreachable(short(&e)),
+        };
+        let open = |m: &Marks, id: &str| !m.landed.contains(id) && !m.failed.contains(id);
+        for item in items
+            .iter()
+            .filter(|i| !done_here.contains(&i.id) && open(&marks, &i.id))
+        {
+            let _lock = match self.lock() {
+                Ok(lock) => lock,
+                Err(e) => {
+                    self.progress.warn(&e.to_string());
+                    return Next::Nothing;
+                }
+            };
+            let wanted = self.reservation(&item.id, "implement");
+            match remote.take(wanted, now(), |r| {
+                ours_to_take_over(&self.holder, &r.holder)
+            }) {
+                Ok(held) => {
+                    let still_open = remote.marks_for(&item.id).map(|m| open(&m, &item.id));
+                    match still_open {
+                        Ok(true) => {
+                            self.keeper.hold(held);
+                            return Next::Take(item);
+                        }
+                        Ok(false) => {
+                            let _ = remote.release(&held);
+                        }
+                        Err(e) => {
+                            let _ = remote.release(&held);
+                            return Next::Unreachable(short(&e));
+                        }
+                    }
+                }
+                Err(ReservationError::HeldByOther {
+                    holder, until_unix, ..
+                }) => {
+                    self.progress.detail(&format!(
+                        "{}: reserved by {holder} until {}; skipped",
+                        item.id,
+                        clock(until_unix)
+                    ));
+                }
+                Err(ReservationError::Raced { .. }) => {}
+                Err(e @ ReservationError::Remote { .. }) => return Next::Unreachable(short(&e)),
+            }
+        }
+        Next::Nothing
+    }
+
+    /// A wait named by a move: sleeps until `until` (seconds since the epoch), never less
+    /// than the wait floor from now. Returns whether the whole wait passed (not stopped).
+    pub(super) fn wait(&self, reason: &str, until: i64) -> bool {
+        let wake = until.max(now() + self.options.wait_floor_secs);
+        self.sleep_until(reason, wake)
+    }
+
+    /// Sleeps until `wake`, showing why; wakes early for a stop.
+    pub(super) fn sleep_until(&self, reason: &str, wake: i64) -> bool {
+        self.progress.wait(reason, wake);
+        while now() < wake {
+            if self.stop.load(Ordering::SeqCst) {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        !self.stop.load(Ordering::SeqCst)
+    }
+
+    fn stopped_while_waiting(&self) -> Exit {
+        note!(
+            self.progress,
+            "stopped during a wait: run {}; nothing is reserved; resume with: stet drive",
+            self.run
+        );
+        Exit::Success
+    }
+}
+
+/// A reservation error in a line.
+fn short(e: &ReservationError) -> String {
+    match e {
+        ReservationError::Remote { detail, .. } => {
+            detail.lines().last().unwrap_or_default().to_string()
+        }
+        other => other.to_string(),
+    }
+}

@@ -1,0 +1,190 @@
+//! The reservation keeper: holds the one reservation a drive works under and renews it
+//! while the lane is worked — during a long agent call, a check or a pace wait — so that it
+//! lapses only when the drive is gone.
+//!
+//! One thread renews; the drive's own thread moves the reservation's stage. Both write the
+//! same ref on the remote by compare-and-swap, so they take turns under one mutex: a CAS that
+//! raced the other writer would otherwise look like a takeover. A reservation lost to a peer
+//! (it lapsed while the remote was unreachable, and the peer took it) is remembered; the
+//! drive checks at each stage boundary and stops working that lane.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use crate::reservations::{Held, Remote, Reservation, ReservationError};
+
+#[derive(Default)]
+struct State {
+    held: Option<Held>,
+    /// Set when the reservation was lost to another drive.
+    lost: Option<String>,
+    /// The last renewal that could not reach the remote.
+    unreachable: Option<String>,
+    /// Set when the drive ends: the thread returns.
+    done: bool,
+}
+
+/// The reservation keeper; clones share it.
+#[derive(Clone)]
+pub struct Keeper {
+    shared: Arc<(Mutex<State>, Condvar)>,
+    repo: PathBuf,
+    remote: String,
+    lease_secs: i64,
+}
+
+impl Keeper {
+    /// Starts the keeper's thread for reservations on `remote` of `repo`, each lasting
+    /// `lease_secs` without renewal; it renews when a third of the lease is left.
+    pub fn start(repo: PathBuf, remote: String, lease_secs: i64) -> Keeper {
+        let keeper = Keeper {
+            shared: Arc::new((Mutex::new(State::default()), Condvar::new())),
+            repo,
+            remote,
+            lease_secs,
+        };
+        let worker = keeper.clone();
+        std::thread::spawn(move || worker.renew_loop());
+        keeper
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.shared.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn remote(&self) -> Remote<'_> {
+        Remote {
+            repo: &self.repo,
+            name: &self.remote,
+        }
+    }
+
+    /// From now on, keeps `held`.
+    pub fn hold(&self, held: Held) {
+        let mut state = self.state();
+        state.held = Some(held);
+        state.lost = None;
+        state.unreachable = None;
+        self.shared.1.notify_all();
+    }
+
+    /// Moves the reservation to `stage`, renewing it. An unreachable remote is not an
+    /// error here (the keeper tries again); a reservation taken over by another drive is.
+    pub fn set_stage(&self, stage: &str) -> Result<(), String> {
+        let mut state = self.state();
+        if let Some(why) = &state.lost {
+            return Err(why.clone());
+        }
+        let Some(held) = state.held.clone() else {
+            return Ok(());
+        };
+        let next = Reservation {
+            stage: stage.to_string(),
+            expires_at_unix: now() + self.lease_secs,
+            ..held.reservation.clone()
+        };
+        match self.remote().renew(&held, next) {
+            Ok(renewed) => {
+                state.held = Some(renewed);
+                state.unreachable = None;
+                Ok(())
+            }
+            Err(ReservationError::Remote { detail, .. }) => {
+                state.unreachable = Some(detail);
+                Ok(())
+            }
+            Err(e) => {
+                let why = e.to_string();
+                state.lost = Some(why.clone());
+                state.held = None;
+                Err(why)
+            }
+        }
+    }
+
+    /// The item held now and when its reservation lapses.
+    pub fn lapse(&self) -> Option<(String, i64)> {
+        self.state()
+            .held
+            .as_ref()
+            .map(|h| (h.reservation.item.clone(), h.reservation.expires_at_unix))
+    }
+
+    /// Stops keeping the reservation and releases it on the remote, if it is still ours.
+    pub fn release(&self) -> Result<(), ReservationError> {
+        let mut state = self.state();
+        let Some(held) = state.held.take() else {
+            return Ok(());
+        };
+        // Release what the remote holds now, if it is still ours (a renewal may have
+        // happened since `held` was read).
+        match self.remote().release(&held) {
+            Err(ReservationError::Raced { .. }) => {
+                match self.remote().get(&held.reservation.item) {
+                    Ok(Some(now)) if now.reservation.holder == held.reservation.holder => {
+                        self.remote().release(&now)
+                    }
+                    Ok(_) => Ok(()),
+                    Err(e) => Err(e),
+                }
+            }
+            other => other,
+        }
+    }
+
+    /// Ends the keeper's thread (the drive is over).
+    pub fn finish(&self) {
+        self.state().done = true;
+        self.shared.1.notify_all();
+    }
+
+    fn renew_loop(&self) {
+        // Renew when a third of the lease is left; look at least every few seconds so a
+        // short lease (in tests) is kept too.
+        let tick = Duration::from_secs((self.lease_secs / 6).clamp(1, 60) as u64);
+        let mut state = self.state();
+        loop {
+            if state.done {
+                return;
+            }
+            let due = state
+                .held
+                .as_ref()
+                .is_some_and(|h| h.reservation.expires_at_unix - now() <= self.lease_secs * 2 / 3);
+            if due && state.lost.is_none() {
+                let held = state.held.clone().expect("due implies held");
+                let next = Reservation {
+                    expires_at_unix: now() + self.lease_secs,
+                    ..held.reservation.clone()
+                };
+                match self.remote().renew(&held, next) {
+                    Ok(renewed) => {
+                        state.held = Some(renewed);
+                        state.unreachable = None;
+                    }
+                    Err(ReservationError::Remote { detail, .. }) => {
+                        state.unreachable = Some(detail)
+                    }
+                    Err(e) => {
+                        state.lost = Some(e.to_string());
+                        state.held = None;
+                    }
+                }
+            }
+            state = self
+                .shared
+                .1
+                .wait_timeout(state, tick)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}

@@ -1,0 +1,365 @@
+//! One lane's stages: implement → check → review → land, each a move under the drain lock,
+//! each agent call recorded before it starts and again before the next move.
+
+use std::sync::atomic::Ordering;
+
+use stet_plugin_api::{EnvVar, OutcomeKind, ROption, Role, RoleRequest};
+
+use crate::error::{CliError, Exit};
+use crate::harness;
+use crate::lanes::{self, Lane};
+use crate::queue;
+use crate::receipts;
+use crate::reservations::Reservation;
+use crate::sandbox::{self, Sandbox};
+
+use super::drain::ItemEnd;
+use super::{note, now_ms, Drive};
+
+/// How one agent call ended, as the drive needs it.
+struct Call {
+    kind: OutcomeKind,
+    detail: String,
+    retry_at: Option<i64>,
+}
+
+impl Drive<'_> {
+    pub(super) fn reservation(&self, item: &str, stage: &str) -> Reservation {
+        Reservation {
+            item: item.to_string(),
+            holder: self.holder.clone(),
+            lane: lanes::branch_of(item),
+            stage: stage.to_string(),
+            expires_at_unix: (now_ms() / 1000) as i64 + self.options.lease_secs,
+        }
+    }
+
+    /// The drain lock, held for one move.
+    pub(super) fn lock(&self) -> Result<nix::fcntl::Flock<std::fs::File>, CliError> {
+        let path = receipts::git_dir(&self.repo).join("stet/drain.lock");
+        let _ = std::fs::create_dir_all(path.parent().expect("in .git/stet"));
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| CliError::failure(format!("cannot open {}: {e}", path.display())))?;
+        nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
+            .map_err(|(_, e)| CliError::failure(format!("cannot take the drain lock: {e}")))
+    }
+
+    /// A new stage of `lane`: a move. The reservation says the stage (renewed with it);
+    /// a reservation another drive took over ends the lane's work here.
+    fn enter(&self, lane: &Lane, stage: &str) -> Result<(), String> {
+        self.moves.set(self.moves.get() + 1);
+        self.progress.stage(self.moves.get(), &lane.branch, stage);
+        self.keeper.set_stage(stage)
+    }
+
+    pub(super) fn work(&self, item: &queue::Item) -> Result<ItemEnd, CliError> {
+        let lane = {
+            let _lock = self.lock()?;
+            lanes::open(&self.repo, &self.options.remote, &item.id, "HEAD").map_err(|e| {
+                CliError::failure(format!("cannot open the lane of {}", item.id))
+                    .caused_by(e.to_string())
+            })?
+        };
+        let mut feedback: Option<String> = None;
+        for round in 1..=self.options.max_rounds {
+            // implement
+            if let Err(why) = self.enter(&lane, "implement") {
+                return Ok(ItemEnd::Lost(why));
+            }
+            let prompt = implement_prompt(item, feedback.as_deref());
+            let call = self.agent_call(item, &lane, Role::Implement, &prompt)?;
+            {
+                let _lock = self.lock()?;
+                let _ = lane.commit_all(&format!("stet: {} (round {round})", item.title));
+                if let Err(e) = lane.push(&self.repo, &self.options.remote) {
+                    return Ok(ItemEnd::RemoteUnreachable(e.detail));
+                }
+            }
+            match call.kind {
+                OutcomeKind::Done => {}
+                OutcomeKind::RateLimited => return Ok(ItemEnd::RateLimited(call.retry_at)),
+                _ => return Ok(ItemEnd::RunnerFailed(format!("implement: {}", call.detail))),
+            }
+            if self.stop.load(Ordering::SeqCst) {
+                return Ok(ItemEnd::Stopped(lane.branch));
+            }
+            // check
+            if let Some(check) = &self.options.check {
+                if let Err(why) = self.enter(&lane, "check") {
+                    return Ok(ItemEnd::Lost(why));
+                }
+                let (passed, output) = self.check(&lane, check)?;
+                if !passed {
+                    note!(self.progress, "{}: the check failed", item.id);
+                    feedback = Some(format!("The check `{check}` failed:\n{output}"));
+                    continue;
+                }
+            }
+            // review
+            if let Err(why) = self.enter(&lane, "review") {
+                return Ok(ItemEnd::Lost(why));
+            }
+            // What the reviewer judges: everything the lane adds to the repository's HEAD
+            // (the lane was brought back and pushed after implementing).
+            let base = lanes::git(
+                &self.repo,
+                &["merge-base", "HEAD", &format!("refs/heads/{}", lane.branch)],
+            )
+            .unwrap_or_else(|_| "HEAD~1".to_string());
+            let call = self.agent_call(item, &lane, Role::Review, &review_prompt(item, &base))?;
+            match call.kind {
+                OutcomeKind::Done => {}
+                OutcomeKind::RateLimited => return Ok(ItemEnd::RateLimited(call.retry_at)),
+                _ => return Ok(ItemEnd::JudgeFailed(format!("review: {}", call.detail))),
+            }
+            let verdict = call.detail.trim().to_string();
+            if verdict.to_ascii_uppercase().starts_with("LAND") {
+                if let Err(why) = self.enter(&lane, "land") {
+                    return Ok(ItemEnd::Lost(why));
+                }
+                return self.land(item, &lane);
+            }
+            note!(self.progress, "{}: the reviewer asked for changes", item.id);
+            feedback = Some(format!("The reviewer asked for changes:\n{verdict}"));
+            if self.stop.load(Ordering::SeqCst) {
+                return Ok(ItemEnd::Stopped(lane.branch));
+            }
+        }
+        Ok(ItemEnd::GaveUp(format!(
+            "not landed after {} rounds",
+            self.options.max_rounds
+        )))
+    }
+
+    /// Lands the lane: pushes its branch, runs the configured land command on the host,
+    /// marks the item landed on the remote, and removes the working copy.
+    fn land(&self, item: &queue::Item, lane: &Lane) -> Result<ItemEnd, CliError> {
+        let _lock = self.lock()?;
+        if let Err(e) = lane.push(&self.repo, &self.options.remote) {
+            return Ok(ItemEnd::RemoteUnreachable(e.detail));
+        }
+        if let Some(command) = &self.options.land {
+            // The land command runs on the host, as the person: it is the one step that may
+            // need the person's own credentials (to open a pull request, say).
+            let status = std::process::Command::new("sh")
+                .args(["-c", command])
+                .current_dir(&self.repo)
+                .env("STET_ITEM", &item.id)
+                .env("STET_BRANCH", &lane.branch)
+                .env("STET_REMOTE", &self.options.remote)
+                .status();
+            match status {
+                Ok(s) if s.success() => {}
+                Ok(s) => self.progress.warn(&format!(
+                    "{}: the land command `{command}` failed ({s}); the branch is pushed",
+                    item.id
+                )),
+                Err(e) => self.progress.warn(&format!(
+                    "{}: cannot run the land command `{command}`: {e}; the branch is pushed",
+                    item.id
+                )),
+            }
+        }
+        if let Err(e) = self.remote().mark_landed(
+            &item.id,
+            &format!("landed {} by run {}", lane.branch, self.run),
+        ) {
+            return Ok(ItemEnd::RemoteUnreachable(e.to_string()));
+        }
+        lane.remove();
+        Ok(ItemEnd::Landed)
+    }
+
+    /// Before a launch: the pace since the last one.
+    fn pace(&self) {
+        let pace = self.options.pace_secs;
+        if let Some(last) = self.last_launch.get().filter(|_| pace > 0) {
+            let next = last + pace;
+            if (now_ms() / 1000) as i64 <= next {
+                self.wait("pace between agent launches", next);
+            }
+        }
+        self.last_launch.set(Some((now_ms() / 1000) as i64));
+    }
+
+    /// One agent call, with its receipt recorded before it starts and when it ends.
+    fn agent_call(
+        &self,
+        item: &queue::Item,
+        lane: &Lane,
+        role: Role,
+        prompt: &str,
+    ) -> Result<Call, CliError> {
+        let role_word = match role {
+            Role::Implement => "implement",
+            Role::Review => "review",
+            Role::Proof => "proof",
+        };
+        // The walled settings must still be exactly what the drive wrote at its start.
+        if let Some(w) = self
+            .harness
+            .check_walls(&self.profile)?
+            .into_iter()
+            .find(|w| w.wall.as_str() == "settings-exact" && !w.held)
+        {
+            return Err(CliError::new(Exit::Unusable, "the walled settings changed during the drive; it stops")
+                .caused_by(w.detail.to_string())
+                .hint("do not edit the profile's settings while a drive runs; start the drive again to rewrite them"));
+        }
+        let launch = self.harness.launch(RoleRequest {
+            role,
+            prompt: prompt.into(),
+            profile_dir: self.profile_dir.clone().into(),
+            workdir: lane.dir.display().to_string().into(),
+        })?;
+        self.pace();
+        let started = now_ms();
+        let mut call = harness::CallContext {
+            id: format!("{started}-{}-{role_word}", item.id),
+            run: self.run.clone(),
+            item: item.id.clone(),
+            lane: lane.branch.clone(),
+            role: role_word,
+            runtime: &self.runtime_record,
+            runtime_reason: &self.runtime.selection.reason,
+            harness: &self.harness_record,
+            image: &self.settings.image,
+            network: describe(&launch.network),
+            started_unix_ms: started,
+            ended_unix_ms: started,
+            commit_before: lane.head().unwrap_or_default(),
+            commit_after: String::new(),
+        };
+        harness::record_start(&self.repo, &call)?;
+        let progress = &self.progress;
+        let follow = |_: stet_plugin_api::Stream, bytes: &[u8]| progress.follow(bytes);
+        let (output, network) = harness::run_launch(
+            self.settings,
+            &self.runtime,
+            &launch,
+            &lane.dir,
+            role_word,
+            harness::Watch {
+                in_flight: Some(&self.in_flight),
+                time_limit: Some(std::time::Duration::from_secs(self.options.call_limit_secs)),
+                follow: self.options.follow.then_some(&follow as _),
+                env: vec![EnvVar::new("STET_RECEIPT", call.id.clone())],
+            },
+        )?;
+        let mut outcome = self
+            .harness
+            .read_outcome(role, &output.stdout, output.status)?;
+        if let Some(limit) = output.timed_out {
+            // The harness saw a killed process; the host says why it was killed.
+            outcome.kind = OutcomeKind::Failed;
+            outcome.detail = format!(
+                "no answer within {} (--call-limit); the agent's processes were killed",
+                humantime::format_duration(limit)
+            )
+            .into();
+        }
+        call.network = network;
+        call.ended_unix_ms = now_ms();
+        call.commit_after = lane.head().unwrap_or_default();
+        harness::record_call(&self.repo, call, &output, &outcome)?;
+        Ok(Call {
+            kind: outcome.kind,
+            detail: outcome.detail.to_string(),
+            retry_at: outcome.retry_at_unix.into_option(),
+        })
+    }
+
+    /// The repository's check command in a fresh sandbox on the lane: passed, and output.
+    fn check(&self, lane: &Lane, command: &str) -> Result<(bool, String), CliError> {
+        let dir = lane.dir.display().to_string();
+        let mut labels = sandbox::ownership_labels(&self.run);
+        labels.push(stet_plugin_api::Label::new("stet.kind", "check"));
+        let spec = stet_plugin_api::SandboxSpec {
+            image: self.settings.image.clone().into(),
+            mounts: vec![stet_plugin_api::Mount {
+                source: dir.clone().into(),
+                target: dir.clone().into(),
+                writable: true,
+            }]
+            .into(),
+            env: sandbox::base_env().into(),
+            workdir: dir.into(),
+            network: stet_plugin_api::Network::None,
+            limits: Default::default(),
+            labels: labels.into(),
+            user: ROption::RSome(stet_plugin_api::UserIds {
+                uid: nix::unistd::getuid().as_raw(),
+                gid: nix::unistd::getgid().as_raw(),
+            }),
+        };
+        let sandbox = Sandbox::create(&self.runtime, spec)?;
+        let process = sandbox.spawn(stet_plugin_api::ProcessSpec {
+            argv: vec!["sh".into(), "-c".into(), command.into()].into(),
+            env: Default::default(),
+            workdir: ROption::RNone,
+            stdin: Default::default(),
+        })?;
+        *self.in_flight.lock().unwrap_or_else(|p| p.into_inner()) = Some(process.clone());
+        let mut output = Vec::new();
+        let (progress, follow) = (&self.progress, self.options.follow);
+        let status = process.wait(&mut |_, bytes| {
+            if follow {
+                progress.follow(bytes);
+            }
+            // Only the tail matters for the agent; keep memory bounded.
+            output.extend_from_slice(bytes);
+            if output.len() > 64 * 1024 {
+                output.drain(..output.len() - 64 * 1024);
+            }
+        });
+        *self.in_flight.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        Ok((
+            status?.success(),
+            String::from_utf8_lossy(&output).into_owned(),
+        ))
+    }
+}
+
+/// The network a launch asks for, as the receipt names it before the call.
+fn describe(network: &stet_plugin_api::Network) -> String {
+    match network {
+        stet_plugin_api::Network::None => "none".into(),
+        stet_plugin_api::Network::Open => "open".into(),
+        stet_plugin_api::Network::AllowHosts(hosts) => format!(
+            "open (the agent needs {})",
+            hosts
+                .iter()
+                .map(|h| h.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+fn implement_prompt(item: &queue::Item, feedback: Option<&str>) -> String {
+    let mut prompt = format!(
+        "You are working in a git working copy on its own branch. Do what this work item asks, \
+         and nothing else:\n\n{}\n",
+        item.text.trim()
+    );
+    if let Some(feedback) = feedback {
+        prompt.push_str(&format!(
+            "\nYour previous attempt was not accepted.\n{feedback}\n"
+        ));
+    }
+    prompt.push_str("\nLeave your changes in the working copy; stet commits and pushes them.");
+    prompt
+}
+
+fn review_prompt(item: &queue::Item, base: &str) -> String {
+    format!(
+        "You are reviewing a change made for this work item:\n\n{}\n\nSee it with `git diff {base}`. \
+         Answer with LAND on the first line if the change does what was asked and nothing else, \
+         or with REVISE on the first line followed by what must change.",
+        item.text.trim()
+    )
+}

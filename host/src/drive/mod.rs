@@ -1,0 +1,374 @@
+//! `stet drive`: drain the queue, one lane at a time, unattended.
+//!
+//! Preconditions (each refusing before anything is reserved) → the wall proof → consent →
+//! then the loop (`drain.rs`): for each eligible item, up to the cap, reserve it on the
+//! remote, open its lane, and work its stages (`lane.rs`): implement (the harness in a
+//! fresh sandbox) → check (the configured command, in a sandbox) → review (the judge role:
+//! LAND or REVISE, bounded rounds) → land (push the lane's branch, run the configured land
+//! command, mark the item landed, release the reservation). Every agent call leaves a
+//! receipt durable before it starts (`running`) and again before the next move; each move
+//! holds the drain lock; the reservation is renewed while the lane is worked (`keeper.rs`).
+//!
+//! Waits named by a move — the pace between launches, a usage limit's reset, an unreachable
+//! remote — are slept to the earliest time named, never below `--wait-floor`. Outage: a
+//! judge failure, or three failures of the implementing agent in a row, enter the outage
+//! schedule (1m,5m,10m,1h by default, the last repeating); when an outage has lasted
+//! `--outage-limit` (8h) the drive stops, handing nothing back: lanes stay on their pushed
+//! branches. Signals: the first SIGINT, SIGTERM or SIGHUP is a stop, honoured after the
+//! agent call in flight; the second kills the call's processes and exits at once, naming
+//! when the reservation lapses. Sandboxes and running receipts a crashed drive left behind
+//! are reaped and marked interrupted at the start.
+//!
+//! What the person sees while it runs is `progress.rs`.
+
+mod drain;
+mod keeper;
+mod lane;
+mod progress;
+
+pub use progress::clock;
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use crate::error::{CliError, Exit};
+use crate::harness::{self, OpenHarness};
+use crate::lanes;
+use crate::printer::Printer;
+use crate::queue;
+use crate::receipts::{self, PluginRecord};
+use crate::reservations::{Remote, ReservationError};
+use crate::sandbox::{self, OpenRuntime};
+use crate::settings::Settings;
+
+/// How a drive runs.
+#[derive(Debug, Clone)]
+pub struct DriveOptions {
+    /// At most this many items are landed.
+    pub cap: usize,
+    /// Consent given on the command line.
+    pub yes: bool,
+    /// The remote lanes land on and reservations live on.
+    pub remote: String,
+    /// How long a reservation lasts without renewal, in seconds.
+    pub lease_secs: i64,
+    /// Review rounds before an item is given up.
+    pub max_rounds: u32,
+    /// The repository's check command, run in a sandbox on the lane.
+    pub check: Option<String>,
+    /// No wait is shorter than this, in seconds.
+    pub wait_floor_secs: i64,
+    /// The outage schedule: the waits after a judge failure or three runner failures in a
+    /// row, in seconds; the last one repeats.
+    pub outage_schedule_secs: Vec<i64>,
+    /// The drive stops when an outage has lasted this long, in seconds.
+    pub outage_limit_secs: i64,
+    /// At least this long between two agent launches, in seconds (0: no pace).
+    pub pace_secs: i64,
+    /// An agent call (or a check) that has run this long is killed, in seconds.
+    pub call_limit_secs: u64,
+    /// Stream the agent's output to standard error.
+    pub follow: bool,
+    /// Run on the host after a lane's branch is pushed (e.g. to open a pull request).
+    pub land: Option<String>,
+}
+
+/// A line in the drive's log, through its display (or a printer, before it exists).
+macro_rules! note {
+    ($to:expr, $($arg:tt)*) => {
+        $to.note(&format!($($arg)*))
+    };
+}
+pub(crate) use note;
+
+/// The variable every stet sandbox carries, so a drive started inside one refuses.
+pub const IN_SANDBOX: &str = "STET_IN_SANDBOX";
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+struct Drive<'a> {
+    repo: PathBuf,
+    settings: &'a Settings,
+    options: &'a DriveOptions,
+    progress: progress::Progress,
+    harness: OpenHarness,
+    runtime: OpenRuntime,
+    profile: stet_plugin_api::Profile,
+    profile_dir: String,
+    run: String,
+    holder: String,
+    stop: Arc<AtomicBool>,
+    /// The agent process running now, for a second signal to kill.
+    in_flight: Arc<harness::InFlight>,
+    /// The reservation held now, renewed while its lane is worked.
+    keeper: keeper::Keeper,
+    harness_record: PluginRecord,
+    runtime_record: PluginRecord,
+    /// Moves made so far (each stage of a lane is one).
+    moves: std::cell::Cell<u64>,
+    /// When the last agent was launched, for the pace.
+    last_launch: std::cell::Cell<Option<i64>>,
+}
+
+pub fn run(
+    settings: &Settings,
+    options: &DriveOptions,
+    printer: Printer,
+) -> Result<Exit, CliError> {
+    // Preconditions, each before anything is reserved.
+    if std::env::var_os(IN_SANDBOX).is_some() {
+        return Err(
+            CliError::usage("stet drive was started inside a stet sandbox")
+                .hint("drive from your own shell; an agent never starts a drive"),
+        );
+    }
+    let cwd = std::env::current_dir()
+        .map_err(|e| CliError::failure(format!("cannot resolve the current directory: {e}")))?;
+    let repo = crate::config::repository_root(&cwd).ok_or_else(|| {
+        CliError::usage(format!("{} is not inside a git repository", cwd.display()))
+            .hint("cd into the repository whose queue you want drained")
+    })?;
+    if lanes::git(&repo, &["remote", "get-url", &options.remote]).is_err() {
+        return Err(CliError::usage(format!("the repository has no remote named {}", options.remote))
+            .hint("lanes land as branches on a remote: add one (git remote add origin URL) or pass --remote"));
+    }
+    let harness = harness::open_harness(settings)?;
+    let proof = harness::prove(settings, &harness, harness::SettingsMode::Rewrite)?;
+    if !proof.held() {
+        let mut error = CliError::new(
+            Exit::Unusable,
+            "the walls do not hold; nothing was reserved",
+        );
+        for w in proof.walls.iter().filter(|w| !w.held) {
+            error = error.caused_by(format!("{}: {}", w.wall, w.detail));
+        }
+        let remedy = proof
+            .walls
+            .iter()
+            .find(|w| !w.held)
+            .map(|w| w.remedy.clone())
+            .unwrap_or_default();
+        return Err(error.hint(remedy));
+    }
+    let runtime = sandbox::open_runtime(settings)?;
+    // What a crashed drive left behind is reaped before anything new starts.
+    let reaped = sandbox::reap(&runtime, false)?;
+    let reaped = reaped.iter().filter(|v| v.removed).count();
+    if reaped > 0 {
+        note!(
+            printer,
+            "reaped {reaped} sandbox(es) a crashed stet left behind"
+        );
+    }
+    let interrupted = receipts::settle_interrupted(&repo, sandbox::owner_alive)
+        .map_err(|e| CliError::failure(format!("cannot update the receipts: {e}")))?;
+    for r in &interrupted {
+        printer.warn(&format!(
+            "receipt {}: the {} call of {} was interrupted (its drive died during it)",
+            r.id, r.role, r.item
+        ));
+    }
+    let (items, malformed) = queue::read(&repo);
+    for m in &malformed {
+        printer.warn(&format!("skipped {}: {}", m.path.display(), m.why));
+    }
+    let remote = Remote {
+        repo: &repo,
+        name: &options.remote,
+    };
+    let marks = remote.marks().map_err(remote_error)?;
+    let eligible = items
+        .iter()
+        .filter(|i| !marks.landed.contains(&i.id) && !marks.failed.contains(&i.id))
+        .count();
+    if !marks.failed.is_empty() {
+        note!(
+            printer,
+            "{} item(s) failed before and are not taken (stet queue says why; stet retry ID takes one up again)",
+            items.iter().filter(|i| marks.failed.contains(&i.id)).count()
+        );
+    }
+
+    // Consent: once, before anything is reserved.
+    let estimate = estimate(&repo, options.cap.min(eligible));
+    note!(
+        printer,
+        "stet drive: up to {} of {} eligible items",
+        options.cap,
+        eligible
+    );
+    note!(printer, "  estimate: {estimate}");
+    note!(
+        printer,
+        "  runtime:  {} — {}",
+        runtime.name,
+        runtime.selection.reason
+    );
+    note!(
+        printer,
+        "  harness:  {} — {}",
+        harness.name,
+        harness.selection.reason
+    );
+    note!(
+        printer,
+        "  route:    {}; network {}",
+        proof.route,
+        proof.network.clone().unwrap_or_default()
+    );
+    if !options.yes {
+        if !std::io::stdin().is_terminal() {
+            return Err(
+                CliError::usage("no consent: there is no terminal to ask, and no --yes")
+                    .hint("pass --yes to drive from a script"),
+            );
+        }
+        eprint!("drive? [y/N] ");
+        let _ = std::io::stderr().flush();
+        let mut answer = String::new();
+        let _ = std::io::stdin().read_line(&mut answer);
+        if !matches!(answer.trim(), "y" | "Y" | "yes") {
+            note!(printer, "not driving; nothing was reserved");
+            return Ok(Exit::Success);
+        }
+    }
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let in_flight: Arc<harness::InFlight> = Arc::new(std::sync::Mutex::new(None));
+    let keeper = keeper::Keeper::start(repo.clone(), options.remote.clone(), options.lease_secs);
+    watch_signals(printer, stop.clone(), in_flight.clone(), keeper.clone())?;
+    let run = format!("drive-{}-{}", std::process::id(), now_ms());
+    let profile = harness.profile()?;
+    let live = std::io::stderr().is_terminal();
+    let drive = Drive {
+        profile,
+        holder: holder(&repo),
+        harness_record: PluginRecord::of(&harness.name, &harness.version, &harness.library),
+        runtime_record: PluginRecord::of(&runtime.name, &runtime.version, &runtime.library),
+        profile_dir: proof.profile.clone(),
+        repo: repo.clone(),
+        settings,
+        options,
+        progress: progress::Progress::new(printer, live),
+        harness,
+        runtime,
+        run,
+        stop,
+        in_flight,
+        keeper,
+        moves: std::cell::Cell::new(0),
+        last_launch: std::cell::Cell::new(None),
+    };
+    let exit = drive.drain(&items);
+    drive.progress.finish();
+    drive.keeper.finish();
+    exit
+}
+
+/// The first SIGINT, SIGTERM or SIGHUP asks the drive to stop after the agent call in
+/// flight; the second kills that call's processes and exits at once, naming when the
+/// reservation lapses (the next drive reaps the sandbox and takes the lane up).
+fn watch_signals(
+    printer: Printer,
+    stop: Arc<AtomicBool>,
+    in_flight: Arc<harness::InFlight>,
+    keeper: keeper::Keeper,
+) -> Result<(), CliError> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
+        .map_err(|e| CliError::failure(format!("cannot watch for signals: {e}")))?;
+    std::thread::spawn(move || {
+        for _ in signals.forever() {
+            if !stop.swap(true, Ordering::SeqCst) {
+                note!(
+                    printer,
+                    "stopping after the agent call in flight (press again to kill it)"
+                );
+                continue;
+            }
+            if let Some(process) = in_flight.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                let _ = process.kill();
+            }
+            // Renewals stop with this process, so the reservation lapses at its expiry.
+            let what = match keeper.lapse() {
+                Some((item, lapse)) => {
+                    format!("the reservation of {item} lapses at {}", clock(lapse))
+                }
+                None => "nothing was reserved".to_string(),
+            };
+            note!(
+                printer,
+                "killed the agent's processes; {what}; the next stet drive reaps the sandbox and takes the lane up"
+            );
+            std::process::exit(130);
+        }
+    });
+    Ok(())
+}
+
+fn remote_error(e: ReservationError) -> CliError {
+    CliError::new(Exit::Unusable, "the remote cannot be reached")
+        .caused_by(e.to_string())
+        .hint("check the network and the remote; nothing was reserved")
+}
+
+/// Who holds this drive's reservations: this host, this clone, this process. A drive on
+/// the same clone takes over a reservation whose process is gone at once (see
+/// [`ours_to_take_over`]); a peer waits for it to lapse.
+fn holder(repo: &Path) -> String {
+    format!(
+        "{}:{}:{}",
+        sandbox::host_name(),
+        clone_id(repo),
+        sandbox::owner_token(std::process::id()).unwrap_or_default()
+    )
+}
+
+/// Whether a reservation held by `holder` may be taken over by this drive before it
+/// lapses: it was made on this host and clone by a stet process that is gone.
+fn ours_to_take_over(mine: &str, holder: &str) -> bool {
+    let prefix = |h: &str| h.splitn(3, ':').take(2).collect::<Vec<_>>().join(":");
+    let Some(owner) = holder.splitn(3, ':').nth(2) else {
+        return false;
+    };
+    prefix(mine) == prefix(holder) && !sandbox::owner_alive(owner)
+}
+
+/// A stable id for this clone, kept in its git directory.
+fn clone_id(repo: &Path) -> String {
+    let path = receipts::git_dir(repo).join("stet/clone-id");
+    if let Ok(id) = std::fs::read_to_string(&path) {
+        return id.trim().to_string();
+    }
+    let id = format!("{:x}{:x}", now_ms(), std::process::id());
+    let _ = receipts::write_durably(&path, id.as_bytes());
+    id
+}
+
+/// The estimate from past receipts: average cost per landed item.
+fn estimate(repo: &Path, items: usize) -> String {
+    let (past, _) = receipts::read_all(repo);
+    let costs: Vec<f64> = past.iter().filter_map(|r| r.cost_usd).collect();
+    let items_seen = past
+        .iter()
+        .filter(|r| !r.item.is_empty())
+        .map(|r| r.item.as_str())
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
+    if costs.is_empty() || items_seen == 0 {
+        return format!("{items} item(s); no past receipts to estimate cost from");
+    }
+    let per_item = costs.iter().sum::<f64>() / items_seen as f64;
+    format!(
+        "{items} item(s) at about ${per_item:.4} each (from {} past receipts), about ${:.4}",
+        past.len(),
+        per_item * items as f64
+    )
+}
