@@ -248,6 +248,10 @@ pub fn prove(
         .path()
         .canonicalize()
         .unwrap_or_else(|_| lane.path().to_path_buf());
+    // A lane is a git working copy with no remote; the proof's scratch lane is one too, so
+    // that what the proof reports about git in the lane is what a drive's lane would show.
+    crate::git::run(&lane_path, &["init", "--quiet"])
+        .map_err(|e| CliError::failure(format!("cannot make a scratch lane: {e}")))?;
     let launch = harness.launch(RoleRequest {
         role: Role::Proof,
         prompt: "".into(),

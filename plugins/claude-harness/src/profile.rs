@@ -31,7 +31,13 @@ pub fn find(root: &Path) -> Result<PathBuf, PluginError> {
     let mut dirs: Vec<PathBuf> = entries
         .filter_map(Result::ok)
         .map(|e| e.path())
-        .filter(|p| p.is_dir())
+        // Hidden directories are not profiles (another harness keeps its home there).
+        .filter(|p| {
+            p.is_dir()
+                && !p
+                    .file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+        })
         .collect();
     dirs.sort();
     match dirs.len() {
@@ -69,6 +75,7 @@ mod tests {
         let err = find(&root).unwrap_err();
         assert!(err.remedy.contains("CLAUDE_CONFIG_DIR="), "{}", err.remedy);
         std::fs::create_dir_all(root.join("a")).unwrap();
+        std::fs::create_dir_all(root.join(".command")).unwrap();
         assert_eq!(find(&root).unwrap(), root.join("a"));
         std::fs::create_dir_all(root.join("b")).unwrap();
         let err = find(&root).unwrap_err();

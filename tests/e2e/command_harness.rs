@@ -1,0 +1,565 @@
+//! The command harness through the real `stet` binary and the real Docker Engine, with the
+//! example agent (`examples/agent/agent.sh`, no model) and stand-in agents written here.
+//!
+//! When these tests run as root, stet is run as an unprivileged uid in the Docker socket's
+//! group, with the world handed to it, as a person would run it; one test runs it as root
+//! on purpose and sees the agent run as the lane's owner, root, and the wall say so.
+
+use std::os::unix::fs::MetadataExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+use stet_e2e::{require_image, Output, World, IMAGE};
+
+/// The uid stet runs as when the tests run as root.
+const UNPRIVILEGED_UID: u32 = 4242;
+
+/// The example agent, by absolute path.
+fn example_agent() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/agent/agent.sh")
+        .canonicalize()
+        .expect("examples/agent/agent.sh exists")
+}
+
+fn running_as_root() -> bool {
+    let out = Command::new("id").arg("-u").output().expect("run id");
+    String::from_utf8_lossy(&out.stdout).trim() == "0"
+}
+
+/// The group that may use the Docker socket (the engine's address is the one thing stet
+/// needs from outside).
+fn docker_group() -> u32 {
+    let socket = std::env::var("DOCKER_HOST")
+        .ok()
+        .and_then(|h| h.strip_prefix("unix://").map(str::to_string))
+        .unwrap_or_else(|| "/var/run/docker.sock".to_string());
+    std::fs::metadata(&socket).map(|m| m.gid()).unwrap_or(0)
+}
+
+fn chown_all(path: &Path, uid: u32, gid: u32) {
+    std::os::unix::fs::lchown(path, Some(uid), Some(gid)).unwrap();
+    if std::fs::symlink_metadata(path).unwrap().is_dir() {
+        for entry in std::fs::read_dir(path).unwrap() {
+            chown_all(&entry.unwrap().path(), uid, gid);
+        }
+    }
+}
+
+/// A world with docker and command installed and the repository's stet.toml pointing the
+/// command harness at `[plugins.command]` lines `table`.
+struct Cmd {
+    world: World,
+    /// Who stet runs as, when not the test's own user.
+    who: Option<(u32, u32)>,
+}
+
+impl Cmd {
+    /// Runs as an unprivileged user (the test's own, or 4242 when the test is root).
+    fn new(table: &str) -> Cmd {
+        let who = running_as_root().then(|| (UNPRIVILEGED_UID, docker_group()));
+        Cmd::with(table, who)
+    }
+
+    fn with(table: &str, who: Option<(u32, u32)>) -> Cmd {
+        require_image();
+        let world = World::new();
+        world.install("docker");
+        world.install("command");
+        let cmd = Cmd { world, who };
+        cmd.configure(table);
+        cmd
+    }
+
+    fn configure(&self, table: &str) {
+        self.world.repo_config(&format!(
+            "[harness]\nprofiles = \"{}\"\n\n[sandbox]\nimage = \"{IMAGE}\"\n\n[plugins.command]\n{table}\n",
+            self.profiles().display()
+        ));
+    }
+
+    fn profiles(&self) -> PathBuf {
+        self.world.root.path().join("profiles")
+    }
+
+    /// Runs `stet args…` in the world, as `who`; the world is handed to `who` first.
+    fn run(&self, args: &[&str]) -> Output {
+        let mut command = self.world.stet(args);
+        if let Some((uid, gid)) = self.who {
+            chown_all(self.world.root.path(), uid, gid);
+            command.uid(uid).gid(gid);
+        }
+        self.world.run(&mut command)
+    }
+
+    /// A stand-in agent: a shell script at `<root>/bin/NAME`.
+    fn stand_in(&self, name: &str, body: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let path = self.world.root.path().join("bin").join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+}
+
+fn implement(agent: &Path) -> String {
+    format!("implement = [\"{}\"]", agent.display())
+}
+
+fn wall<'a>(json: &'a Value, name: &str) -> &'a Value {
+    json["walls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["wall"] == name)
+        .unwrap_or_else(|| panic!("no wall {name} in {json:#}"))
+}
+
+const STATIC_WALLS: [&str; 3] = ["command-found", "profile-alone", "no-credential-in-env"];
+const LIVE_WALLS: [&str; 6] = [
+    "env-from-scratch",
+    "runs-as-lane-owner",
+    "network-as-configured",
+    "mounts-read-only",
+    "no-remote-in-lane",
+    "command-in-sandbox",
+];
+
+/// Runs git in `dir` with a fixed identity, as the test's own user (before the world is
+/// handed over).
+fn git(dir: &Path, args: &[&str]) -> String {
+    stet_e2e::git(dir, args)
+}
+
+#[test]
+fn probe_shows_command_available_when_configured_and_the_remedy_when_not() {
+    let c = Cmd::new("");
+    let out = c.run(&["plugins", "probe", "command"]);
+    assert_eq!(out.code, 3, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout
+            .contains("command  harness  unavailable  no agent command is configured"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains(
+            "hint: set implement = [\"/path/to/agent\"] under [plugins.command] in stet.toml"
+        ),
+        "{}",
+        out.stdout
+    );
+
+    c.configure(&implement(&example_agent()));
+    let out = c.run(&["plugins", "probe", "command"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let agent = example_agent().display().to_string();
+    assert!(
+        out.stdout.contains(&format!(
+            "command  harness  available    {agent}, priority 10"
+        )),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains(&format!("implement: [\"{agent}\"]")),
+        "{}",
+        out.stdout
+    );
+
+    // A host path that is not there makes it unavailable, naming it.
+    c.configure("implement = [\"/nonexistent/agent.sh\"]");
+    let out = c.run(&["plugins", "probe", "--json", "command"]);
+    assert_eq!(out.code, 3);
+    let probe = &out.json()["plugins"][0]["probe"];
+    assert_eq!(probe["available"], false);
+    assert_eq!(
+        probe["reason"],
+        "the implement command /nonexistent/agent.sh does not exist"
+    );
+}
+
+#[test]
+fn a_relative_command_is_resolved_against_the_repository_root() {
+    let c = Cmd::new("implement = [\"tools/agent.sh\", \"--quiet\"]");
+    let tools = c.world.work.join("tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    std::fs::copy(example_agent(), tools.join("agent.sh")).unwrap();
+    let deeper = c.world.work.join("src/deeper");
+    std::fs::create_dir_all(&deeper).unwrap();
+    let mut command = c.world.stet(&["plugins", "probe", "--json", "command"]);
+    command.current_dir(&deeper);
+    if let Some((uid, gid)) = c.who {
+        chown_all(c.world.root.path(), uid, gid);
+        command.uid(uid).gid(gid);
+    }
+    let out = c.world.run(&mut command);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let probe = &out.json()["plugins"][0]["probe"];
+    let resolved = c.world.work.join("tools/agent.sh").display().to_string();
+    assert_eq!(probe["backend_version"], resolved.as_str(), "{probe:#}");
+}
+
+#[test]
+fn every_wall_holds_with_the_example_agent() {
+    let c = Cmd::new(&implement(&example_agent()));
+    let out = c.run(&["walls", "--harness", "command", "--json"]);
+    let json = out.json();
+    assert_eq!(out.code, 0, "{json:#}\n{}", out.stderr);
+    for name in STATIC_WALLS.iter().chain(LIVE_WALLS.iter()) {
+        assert_eq!(wall(&json, name)["held"], true, "{name}: {json:#}");
+    }
+    assert_eq!(json["harness"], "command");
+    assert_eq!(json["runtime"], "docker");
+    assert_eq!(json["network"], "none");
+    let profile = c.profiles().join(".command");
+    assert_eq!(json["profile"], profile.display().to_string());
+    assert!(
+        json["route"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("the command `{}`", example_agent().display())),
+        "{json:#}"
+    );
+    // The profile was made private, and nothing was written into it.
+    let meta = std::fs::metadata(&profile).unwrap();
+    assert_eq!(meta.mode() & 0o077, 0, "{:o}", meta.mode());
+    assert_eq!(std::fs::read_dir(&profile).unwrap().count(), 0);
+    // The proof saw the launch's own environment and nothing of stet's.
+    let env = wall(&json, "env-from-scratch")["detail"].as_str().unwrap();
+    assert!(env.contains("STET_ROLE") && env.contains("HOME"), "{env}");
+    assert_eq!(
+        wall(&json, "network-as-configured")["detail"],
+        "network none: interfaces lo"
+    );
+
+    // The text form, as a person sees it.
+    let out = c.run(&["walls", "--harness", "command"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout
+            .contains("live proof: runtime docker, network none"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("  held    runs-as-lane-owner     the agent runs as the lane's owner, uid"),
+        "{}",
+        out.stdout
+    );
+    assert!(!out.stdout.contains("BROKEN"), "{}", out.stdout);
+}
+
+#[test]
+fn as_root_the_agent_runs_as_the_lanes_owner_root_and_the_wall_says_so() {
+    if !running_as_root() {
+        eprintln!("skipped: these tests do not run as root, so stet cannot either");
+        return;
+    }
+    let c = Cmd::with(&implement(&example_agent()), None);
+    let out = c.run(&["walls", "--harness", "command", "--json"]);
+    let json = out.json();
+    assert_eq!(out.code, 0, "{json:#}");
+    let owner = wall(&json, "runs-as-lane-owner");
+    assert_eq!(
+        owner["detail"],
+        "the agent runs as the lane's owner, uid 0: stet itself runs as root"
+    );
+    for name in STATIC_WALLS.iter().chain(LIVE_WALLS.iter()) {
+        assert_eq!(wall(&json, name)["held"], true, "{name}: {json:#}");
+    }
+}
+
+#[test]
+fn a_credential_in_env_is_refused_before_any_launch() {
+    let c = Cmd::new(&format!(
+        "{}\nenv = {{ MODEL = \"small\", API_TOKEN = \"value-of-the-token\" }}",
+        implement(&example_agent())
+    ));
+    let out = c.run(&["walls", "--harness", "command"]);
+    assert_eq!(out.code, 3, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains(
+            "BROKEN  no-credential-in-env  env names that look like credentials: API_TOKEN"
+        ),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("hint: remove them from [plugins.command] env: keep the agent's login in its profile directory (its HOME)"),
+        "{}",
+        out.stdout
+    );
+    // Stopped at the static walls: no live launch was made.
+    assert!(!out.stdout.contains("live proof"), "{}", out.stdout);
+    assert!(!out.stdout.contains("value-of-the-token"));
+
+    let out = c.run(&["ask", "--harness", "command", "write hello.txt: hi"]);
+    assert_eq!(out.code, 3, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr
+            .contains("no-credential-in-env: env names that look like credentials: API_TOKEN"),
+        "{}",
+        out.stderr
+    );
+    assert!(!c.world.work.join("hello.txt").exists());
+}
+
+#[test]
+fn a_command_missing_from_the_sandbox_breaks_the_live_wall() {
+    // A bare name is left to the sandbox's PATH; the image has no such program.
+    let c = Cmd::new("implement = [\"no-such-agent\", \"exec\"]");
+    let out = c.run(&["walls", "--harness", "command", "--json"]);
+    let json = out.json();
+    assert_eq!(out.code, 3, "{json:#}");
+    let found = wall(&json, "command-found");
+    assert_eq!(found["held"], true);
+    assert_eq!(
+        found["detail"],
+        "implement: `no-such-agent` looked up on the sandbox's PATH"
+    );
+    let live = wall(&json, "command-in-sandbox");
+    assert_eq!(live["held"], false, "{json:#}");
+    assert_eq!(
+        live["detail"],
+        "not found or not executable in the sandbox: no-such-agent"
+    );
+}
+
+#[test]
+fn ask_makes_the_example_agent_write_the_file() {
+    let c = Cmd::new(&implement(&example_agent()));
+    let out = c.run(&[
+        "ask",
+        "--harness",
+        "command",
+        "--json",
+        "write hello.txt: hi",
+    ]);
+    let json = out.json();
+    assert_eq!(out.code, 0, "{json:#}\n{}", out.stderr);
+    assert_eq!(json["harness"], "command");
+    assert_eq!(json["outcome"], "done");
+    assert_eq!(json["detail"], "wrote hello.txt");
+    assert_eq!(json["usage"], serde_json::json!([["instructions", "1"]]));
+    assert_eq!(
+        std::fs::read_to_string(c.world.work.join("hello.txt")).unwrap(),
+        "hi\n"
+    );
+    // The call left a receipt with its full output.
+    let receipts = c.run(&["receipts", "--json"]).json();
+    let receipt = &receipts.as_array().unwrap()[0];
+    assert_eq!(receipt["harness"]["name"], "command");
+    assert_eq!(receipt["outcome"], "done");
+    let log = std::fs::read_to_string(receipt["log"].as_str().unwrap()).unwrap();
+    assert!(log.contains("stet-usage: instructions=1"), "{log}");
+
+    // A prompt with no instruction it understands is a failure quoting its last line.
+    let out = c.run(&[
+        "ask",
+        "--harness",
+        "command",
+        "--json",
+        "make",
+        "it",
+        "nice",
+    ]);
+    let json = out.json();
+    assert_eq!(out.code, 1, "{json:#}");
+    assert_eq!(json["outcome"], "failed");
+    assert!(
+        json["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("exit code 1; its last line: no instruction I understand"),
+        "{json:#}"
+    );
+    // So is a path outside the working copy.
+    let out = c.run(&[
+        "ask",
+        "--harness",
+        "command",
+        "--json",
+        "write ../escape.txt: x",
+    ]);
+    assert_eq!(out.code, 1);
+    assert!(!c.world.root.path().join("escape.txt").exists());
+}
+
+#[test]
+fn the_example_reviewer_lands_a_change_and_asks_to_revise_none() {
+    let c = Cmd::new(&implement(&example_agent()));
+    git(&c.world.work, &["add", "stet.toml"]);
+    git(&c.world.work, &["commit", "--quiet", "-m", "base"]);
+    let base = git(&c.world.work, &["rev-parse", "HEAD"])
+        .trim()
+        .to_string();
+    std::fs::write(c.world.work.join("hello.txt"), "hi\n").unwrap();
+    git(&c.world.work, &["add", "hello.txt"]);
+    git(&c.world.work, &["commit", "--quiet", "-m", "change"]);
+    // The sentence stet's review prompt ends with.
+    let prompt =
+        |base: &str| format!("You are reviewing a change.\n\nSee it with `git diff {base}`.");
+    let out = c.run(&[
+        "ask",
+        "--harness",
+        "command",
+        "--role",
+        "review",
+        "--json",
+        &prompt(&base),
+    ]);
+    let json = out.json();
+    assert_eq!(out.code, 0, "{json:#}\n{}", out.stderr);
+    assert_eq!(json["outcome"], "done");
+    let detail = json["detail"].as_str().unwrap();
+    assert!(detail.starts_with("LAND\n"), "{detail}");
+    assert!(detail.contains("hello.txt"), "{detail}");
+
+    let out = c.run(&[
+        "ask",
+        "--harness",
+        "command",
+        "--role",
+        "review",
+        "--json",
+        &prompt("HEAD"),
+    ]);
+    let json = out.json();
+    assert_eq!(out.code, 0, "{json:#}");
+    assert_eq!(
+        json["detail"],
+        "REVISE\nthere is no change since HEAD: the work item was not done"
+    );
+}
+
+#[test]
+fn the_outcome_protocol_through_the_real_binary() {
+    let c = Cmd::new("");
+    let limited = c.stand_in(
+        "limited.sh",
+        "cat >/dev/null\necho 'stet-cost-usd: 0.5'\necho 'stet-retry-at: 1893456000'\necho 'the quota is used up'\nexit 75",
+    );
+    let chatty = c.stand_in(
+        "chatty.sh",
+        "cat >/dev/null\necho \"role $STET_ROLE\"\necho 'stet-usage: turns=2'\necho 'stet-usage: broken'\necho 'looks fine to me'",
+    );
+    c.configure(&format!(
+        "implement = [\"{}\"]\nreview = [\"{}\"]",
+        limited.display(),
+        chatty.display()
+    ));
+    let out = c.run(&["ask", "--harness", "command", "--json", "anything"]);
+    let json = out.json();
+    assert_eq!(out.code, 3, "{json:#}\n{}", out.stderr);
+    assert_eq!(json["outcome"], "rate-limited");
+    assert_eq!(json["retry_at_unix"], 1893456000);
+    assert_eq!(json["cost_usd"], 0.5);
+    assert_eq!(
+        json["detail"],
+        "the agent reported a usage limit (exit code 75): the quota is used up"
+    );
+
+    let out = c.run(&[
+        "ask",
+        "--harness",
+        "command",
+        "--role",
+        "review",
+        "--json",
+        "judge",
+    ]);
+    let json = out.json();
+    assert_eq!(out.code, 1, "{json:#}\n{}", out.stderr);
+    assert_eq!(json["outcome"], "out-of-shape");
+    assert_eq!(
+        json["detail"],
+        "the review's first line was `role review`; expected LAND, or REVISE followed by what must change, on the first line"
+    );
+    assert_eq!(json["usage"], serde_json::json!([["turns", "2"]]));
+}
+
+/// Runs git in `dir` whoever owns it (the world may have been handed to another uid).
+fn git_any_owner(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(["-c", "safe.directory=*"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run git");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The whole path: a queued item implemented by the example agent in its lane, committed
+/// by stet, reviewed against the lane's base (LAND), and landed on the remote.
+#[test]
+fn a_drive_lands_an_item_with_the_example_agent() {
+    let c = Cmd::new(&implement(&example_agent()));
+    let config = std::fs::read_to_string(c.world.work.join("stet.toml")).unwrap();
+    let remote = c.world.clone_of_fresh_remote();
+    std::fs::write(c.world.work.join("stet.toml"), config).unwrap();
+    git(&c.world.work, &["add", "stet.toml"]);
+    git(
+        &c.world.work,
+        &["commit", "--quiet", "-m", "configure stet"],
+    );
+    git(&c.world.work, &["push", "--quiet", "origin", "HEAD"]);
+    let out = c.run(&["add", "write hello.txt: hi from the drive"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let out = c.run(&["drive", "--yes", "--harness", "command"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+
+    let branches = git_any_owner(
+        &remote,
+        &["for-each-ref", "--format=%(refname)", "refs/heads/stet/"],
+    );
+    let branch = branches.lines().next().unwrap_or_else(|| {
+        panic!("no lane landed on the remote:\n{}", out.stderr);
+    });
+    assert_eq!(
+        git_any_owner(&remote, &["show", &format!("{branch}:hello.txt")]),
+        "hi from the drive\n"
+    );
+    let landed = git_any_owner(&remote, &["for-each-ref", "refs/stet/landed/"]);
+    assert_eq!(landed.lines().count(), 1, "{landed}");
+
+    // One receipt per call: implement done, then the review's verdict.
+    let receipts = c.run(&["receipts", "--json"]).json();
+    let mut calls: Vec<(String, String, String)> = receipts
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["role"].as_str().unwrap().to_string(),
+                r["outcome"].as_str().unwrap().to_string(),
+                r["detail"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    calls.sort();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert_eq!(
+        (
+            calls[0].0.as_str(),
+            calls[0].1.as_str(),
+            calls[0].2.as_str()
+        ),
+        ("implement", "done", "wrote hello.txt")
+    );
+    assert_eq!(
+        (calls[1].0.as_str(), calls[1].1.as_str()),
+        ("review", "done")
+    );
+    assert!(calls[1].2.starts_with("LAND\n"), "{calls:?}");
+}
