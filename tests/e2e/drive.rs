@@ -320,7 +320,8 @@ fn a_usage_limit_is_waited_out_and_the_item_still_lands() {
     let out = world.run_stet(&["drive", "--yes", "--wait-floor", "1s"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
-        out.stderr.contains("the agent hit its usage limit (reservation released)")
+        out.stderr
+            .contains("the agent hit its usage limit (reservation released)")
             && out.stderr.contains("waiting until"),
         "{}",
         out.stderr
@@ -492,8 +493,7 @@ fn repeated_agent_failures_enter_the_outage_schedule_and_stop_at_its_limit() {
         out.stderr
     );
     assert!(
-        out.stderr
-            .contains("outage: trying again after 1s"),
+        out.stderr.contains("outage: trying again after 1s"),
         "{}",
         out.stderr
     );

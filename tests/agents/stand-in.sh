@@ -1,0 +1,67 @@
+#!/bin/sh
+# The stand-in agent of the drive tests, run by the command harness inside a real sandbox.
+#
+# It reads its prompt on stdin (the work item's text is in it) and obeys directives written
+# in the item:
+#
+#   file: NAME              implement writes NAME (the lane's change)
+#   implement: late N       implement answers after N seconds
+#   implement: silent       implement never answers (the host's call limit kills it)
+#   implement: fail         implement exits 1
+#   review: out-of-shape    review answers neither LAND nor REVISE
+#   review: revise-once     review asks for changes once, then lands
+#   review: late N          review answers after N seconds
+#
+# Without a review directive it answers LAND when the lane changed anything since the base
+# the prompt names, REVISE otherwise. Every call is logged, with the receipt id the host
+# gave it, to $HOME/invocations.log ($HOME is the harness's profile directory, on the host),
+# so a test can check that no call went without a receipt.
+set -eu
+
+prompt=$(cat)
+role=${STET_ROLE:-implement}
+echo "${STET_RECEIPT:-none} $role" >>"$HOME/invocations.log"
+
+directive() { printf '%s\n' "$prompt" | sed -n "s/^$1: *//p" | head -n 1; }
+title=$(printf '%s\n' "$prompt" | sed -n '3p')
+key=$(printf '%s' "$title" | tr -c 'A-Za-z0-9' '_')
+
+case "$role" in
+implement)
+    case "$(directive implement)" in
+    silent) sleep 100000 ;;
+    fail) echo "stand-in: told to fail" >&2; exit 1 ;;
+    late\ *) sleep "$(directive implement | cut -d' ' -f2)" ;;
+    esac
+    file=$(directive file)
+    [ -n "$file" ] || { echo "stand-in: no file: directive in the item" >&2; exit 1; }
+    echo "$title" >>"$file"
+    echo "wrote $file"
+    echo "stet-cost-usd: 0.0010"
+    echo "stet-usage: turns=1"
+    ;;
+review)
+    verdict=$(directive review)
+    case "$verdict" in
+    late\ *) sleep "$(echo "$verdict" | cut -d' ' -f2)" ;;
+    esac
+    case "$verdict" in
+    out-of-shape) echo "Looks fine to me."; exit 0 ;;
+    revise-once)
+        if [ ! -e "$HOME/revised-$key" ]; then
+            touch "$HOME/revised-$key"
+            echo "REVISE"
+            echo "Say it twice."
+            exit 0
+        fi
+        ;;
+    esac
+    base=$(printf '%s\n' "$prompt" | sed -n 's/.*git diff \([0-9a-f]*\).*/\1/p' | head -n 1)
+    if [ -n "$(git diff "$base" --stat)" ]; then
+        echo "LAND"
+    else
+        echo "REVISE"
+        echo "Nothing changed."
+    fi
+    ;;
+esac

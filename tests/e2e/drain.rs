@@ -1,0 +1,457 @@
+//! `stet drive` draining a queue through the real binary, the real Docker runtime, real git
+//! with a bare remote, and the command harness running the stand-in agent
+//! (`tests/agents/stand-in.sh`), which answers in shape, out of shape, late or not at all as
+//! each item tells it. Two clones drive at once; drives are stopped mid-lane and killed
+//! with SIGKILL at seeded random instants, and the next drive picks everything up.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use stet_e2e::{git, require_image, Output, World};
+
+/// Every drive reaps the sandboxes of dead stets: drives in this file run one at a time.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn stand_in() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("agents/stand-in.sh")
+}
+
+/// A world whose working directory is a clone of a fresh bare remote, configured for the
+/// Docker runtime and the command harness running the stand-in, with `items` queued,
+/// committed and pushed (so that other clones see the same queue).
+fn world_with_items(items: &[&str]) -> World {
+    require_image();
+    let world = World::new();
+    world.install("docker");
+    world.install("command");
+    world.clone_of_fresh_remote();
+    std::fs::write(
+        world.work.join("stet.toml"),
+        format!(
+            "[harness]\nprefer = [\"command\"]\n\n[plugins.command]\nimplement = [\"{}\"]\n",
+            stand_in().display()
+        ),
+    )
+    .unwrap();
+    for item in items {
+        let added = world.run_stet(&["add", item]);
+        assert_eq!(added.code, 0, "{}", added.stderr);
+        // Ids are time-ordered to the millisecond: keep the queue's order the given one.
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    git(&world.work, &["add", "stet.toml", ".stet"]);
+    git(
+        &world.work,
+        &["commit", "--quiet", "-m", "configure stet, queue items"],
+    );
+    git(&world.work, &["push", "--quiet", "origin", "HEAD"]);
+    world
+}
+
+fn remote(world: &World) -> PathBuf {
+    world.root.path().join("remote.git")
+}
+
+/// A second clone of the world's remote, beside the first.
+fn second_clone(world: &World, name: &str) -> PathBuf {
+    let dir = world.root.path().join(name);
+    git(
+        world.root.path(),
+        &[
+            "clone",
+            "--quiet",
+            remote(world).to_str().unwrap(),
+            dir.to_str().unwrap(),
+        ],
+    );
+    dir
+}
+
+/// Items marked landed on the remote.
+fn landed(world: &World) -> Vec<String> {
+    let refs = git(
+        &remote(world),
+        &["for-each-ref", "--format=%(refname)", "refs/stet/landed"],
+    );
+    refs.lines()
+        .map(|r| r.trim_start_matches("refs/stet/landed/").to_string())
+        .collect()
+}
+
+fn drive_in(world: &World, dir: &Path, args: &[&str]) -> Child {
+    let mut command = world.stet(&["drive", "--yes"]);
+    command
+        .args(args)
+        .current_dir(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    command.spawn().expect("start stet drive")
+}
+
+fn finish(child: Child) -> Output {
+    let out = child.wait_with_output().unwrap();
+    Output {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn receipts_in(world: &World, dir: &Path) -> Vec<serde_json::Value> {
+    let mut command = world.stet(&["receipts", "--json"]);
+    command.current_dir(dir);
+    let out = world.run(&mut command);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    out.json().as_array().unwrap().clone()
+}
+
+/// The stand-in's log of its calls: (receipt id, role), one per call it started.
+fn invocations(world: &World) -> Vec<(String, String)> {
+    let log = world
+        .root
+        .path()
+        .join("home/.stet/profiles/.command/invocations.log");
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .map(|(id, role)| (id.to_string(), role.to_string()))
+        .collect()
+}
+
+fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Stet's sandboxes still in the engine whose owning process is one of `pids`.
+fn sandboxes_of(pids: &[u32]) -> usize {
+    pids.iter()
+        .map(|pid| stet_e2e::sandboxes_owned_by(*pid))
+        .sum()
+}
+
+#[test]
+fn three_seeded_items_land_on_the_bare_remote_with_a_receipt_for_every_call() {
+    let _serial = serial();
+    let world = world_with_items(&[
+        "Write a.txt\n\nfile: a.txt",
+        "Write b.txt, slowly\n\nfile: b.txt\nimplement: late 2\nreview: late 1",
+        "Write c.txt, after one revision\n\nfile: c.txt\nreview: revise-once",
+    ]);
+    let child = drive_in(&world, &world.work, &["--follow"]);
+    let pid = child.id();
+    let out = finish(child);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("stet drive: up to 8 of 3 eligible items"),
+        "{}",
+        out.stderr
+    );
+    // Plain lines off a terminal: the moves, and the agent's own output with --follow.
+    assert!(out.stderr.contains("move 1 · stet/"), "{}", out.stderr);
+    assert!(out.stderr.contains("· implement"), "{}", out.stderr);
+    assert!(out.stderr.contains("wrote a.txt"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("the reviewer asked for changes"),
+        "{}",
+        out.stderr
+    );
+
+    let mut items = landed(&world);
+    items.sort();
+    assert_eq!(items.len(), 3, "{items:?}\n{}", out.stderr);
+    for (item, file) in items.iter().zip(["a.txt", "b.txt", "c.txt"]) {
+        let tree = git(
+            &remote(&world),
+            &["ls-tree", "--name-only", &format!("stet/{item}")],
+        );
+        assert!(tree.lines().any(|f| f == file), "{item}: {tree}");
+    }
+    // c was revised once: its file holds the title twice.
+    let c = git(
+        &remote(&world),
+        &["show", &format!("stet/{}:c.txt", items[2])],
+    );
+    assert_eq!(c.lines().count(), 2, "{c}");
+
+    let receipts = receipts_in(&world, &world.work);
+    let roles: Vec<&str> = receipts
+        .iter()
+        .map(|r| r["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles.iter().filter(|r| **r == "implement").count(),
+        4,
+        "{roles:?}"
+    );
+    assert_eq!(
+        roles.iter().filter(|r| **r == "review").count(),
+        4,
+        "{roles:?}"
+    );
+    for r in &receipts {
+        assert_eq!(r["outcome"], "done", "{r}");
+        assert_eq!(r["harness"]["name"], "command");
+        assert_eq!(r["runtime"]["name"], "docker");
+        assert_eq!(r["harness"]["library_sha256"].as_str().unwrap().len(), 64);
+        assert_eq!(
+            r["cost_usd"].as_f64(),
+            (r["role"] == "implement").then_some(0.001)
+        );
+        assert!(Path::new(r["log"].as_str().unwrap()).is_file(), "{r}");
+    }
+    // Every call the stand-in saw has its receipt, under the id the host gave it.
+    let ids: Vec<&str> = receipts.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    for (id, role) in invocations(&world) {
+        assert!(
+            ids.contains(&id.as_str()),
+            "the {role} call {id} has no receipt"
+        );
+    }
+    let queue = world.run_stet(&["queue", "--json"]).json();
+    assert!(
+        queue
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["state"] == "landed"),
+        "{queue}"
+    );
+    assert_eq!(sandboxes_of(&[pid]), 0, "sandboxes left behind");
+    // Nothing left to do: a second drive finds nothing eligible and reserves nothing.
+    let again = world.run_stet(&["drive", "--yes"]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert!(
+        again.stderr.contains("of 0 eligible items"),
+        "{}",
+        again.stderr
+    );
+}
+
+#[test]
+fn a_stand_in_that_never_answers_is_killed_at_the_call_limit_and_the_outage_stops_the_drive() {
+    let _serial = serial();
+    let world = world_with_items(&["Hang\n\nfile: h.txt\nimplement: silent"]);
+    let out = world.run_stet(&[
+        "drive",
+        "--yes",
+        "--call-limit",
+        "2s",
+        "--outage-schedule",
+        "1s",
+        "--outage-limit",
+        "2s",
+    ]);
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    assert!(out.stderr.contains("no answer within 2s"), "{}", out.stderr);
+    assert!(out.stderr.contains("outage for"), "{}", out.stderr);
+    let receipts = receipts_in(&world, &world.work);
+    assert!(receipts.len() >= 3, "three failures in a row: {receipts:?}");
+    assert!(
+        receipts.iter().all(|r| r["outcome"] == "failed"),
+        "{receipts:?}"
+    );
+    // Nothing handed back, nothing held: the item is open again for the next drive.
+    let queue = world.run_stet(&["queue", "--json"]).json();
+    assert_eq!(queue[0]["state"], "open", "{queue}");
+}
+
+#[test]
+fn a_judge_answering_out_of_shape_is_a_judge_failure() {
+    let _serial = serial();
+    let world = world_with_items(&["Shapeless\n\nfile: s.txt\nreview: out-of-shape"]);
+    let out = world.run_stet(&[
+        "drive",
+        "--yes",
+        "--outage-schedule",
+        "1s",
+        "--outage-limit",
+        "1s",
+    ]);
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    assert!(out.stderr.contains("the judge failed"), "{}", out.stderr);
+    let receipts = receipts_in(&world, &world.work);
+    let review = receipts.iter().find(|r| r["role"] == "review").unwrap();
+    assert_eq!(review["outcome"], "out-of-shape", "{review}");
+    assert!(landed(&world).is_empty());
+}
+
+#[test]
+fn a_stop_mid_lane_is_resumed_and_landed_by_a_second_clone() {
+    let _serial = serial();
+    let world = world_with_items(&["Slow\n\nfile: slow.txt\nimplement: late 3"]);
+    let child = drive_in(&world, &world.work, &[]);
+    wait_for("the implementing call", Duration::from_secs(60), || {
+        !invocations(&world).is_empty()
+    });
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let stopped = finish(child);
+    assert_eq!(stopped.code, 0, "{}", stopped.stderr);
+    assert!(
+        stopped.stderr.contains("stopped: run drive-"),
+        "{}",
+        stopped.stderr
+    );
+    assert!(
+        stopped.stderr.contains("resume with: stet drive"),
+        "{}",
+        stopped.stderr
+    );
+    // The call in flight finished and was recorded; the lane is pushed, nothing is held.
+    let first = receipts_in(&world, &world.work);
+    assert_eq!(first.len(), 1, "{first:?}");
+    assert_eq!(first[0]["outcome"], "done");
+    let pushed = git(
+        &remote(&world),
+        &["for-each-ref", "--format=%(objectname) %(refname)"],
+    );
+    assert!(!pushed.contains("refs/stet/reservations/"), "{pushed}");
+    let queue = world.run_stet(&["queue"]);
+    assert!(
+        queue.stdout.contains("pushed; the next drive resumes it"),
+        "{}",
+        queue.stdout
+    );
+
+    let peer = second_clone(&world, "peer");
+    let child = drive_in(&world, &peer, &[]);
+    let resumed = finish(child);
+    assert_eq!(resumed.code, 0, "{}", resumed.stderr);
+    assert_eq!(landed(&world).len(), 1, "{}", resumed.stderr);
+    // The peer continued from the pushed lane: its first call started at that commit.
+    let peer_receipts = receipts_in(&world, &peer);
+    assert_eq!(peer_receipts[0]["commit_before"], first[0]["commit_after"]);
+}
+
+#[test]
+fn two_drives_on_two_clones_at_once_never_work_the_same_item() {
+    let _serial = serial();
+    let world = world_with_items(&[
+        "One\n\nfile: 1.txt\nimplement: late 1",
+        "Two\n\nfile: 2.txt\nimplement: late 1",
+        "Three\n\nfile: 3.txt\nimplement: late 1",
+        "Four\n\nfile: 4.txt\nimplement: late 1",
+    ]);
+    let peer = second_clone(&world, "peer");
+    let a = drive_in(&world, &world.work, &[]);
+    let b = drive_in(&world, &peer, &[]);
+    let (a, b) = (finish(a), finish(b));
+    assert_eq!(a.code, 0, "{}", a.stderr);
+    assert_eq!(b.code, 0, "{}", b.stderr);
+    assert_eq!(landed(&world).len(), 4, "{}\n{}", a.stderr, b.stderr);
+    let items = |dir: &Path| -> std::collections::BTreeSet<String> {
+        receipts_in(&world, dir)
+            .iter()
+            .map(|r| r["item"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let (in_a, in_b) = (items(&world.work), items(&peer));
+    assert!(
+        in_a.is_disjoint(&in_b),
+        "worked on both clones: {:?}",
+        in_a.intersection(&in_b).collect::<Vec<_>>()
+    );
+    assert_eq!(in_a.len() + in_b.len(), 4, "{in_a:?} {in_b:?}");
+}
+
+/// A small repeatable generator (the seed is printed; set STET_KILL_SEED to replay one).
+struct Lcg(u64);
+
+impl Lcg {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % n
+    }
+}
+
+#[test]
+fn kill_9_at_seeded_random_instants_then_resume_lands_every_item_once_and_loses_no_receipt() {
+    let _serial = serial();
+    let seed: u64 = std::env::var("STET_KILL_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20261130);
+    eprintln!("kill -9 seed: {seed} (STET_KILL_SEED={seed} replays it)");
+    let mut random = Lcg(seed);
+    let world = world_with_items(&[
+        "Alpha\n\nfile: alpha.txt\nimplement: late 1",
+        "Beta\n\nfile: beta.txt\nreview: late 1",
+        "Gamma\n\nfile: gamma.txt\nreview: revise-once",
+    ]);
+    let mut pids = Vec::new();
+    for round in 0..6 {
+        let child = drive_in(&world, &world.work, &[]);
+        pids.push(child.id());
+        let after = Duration::from_millis(300 + random.below(5000));
+        std::thread::sleep(after);
+        let mut child = child;
+        let _ = child.kill(); // SIGKILL
+        let out = finish(child);
+        eprintln!(
+            "round {round}: killed after {after:?} (exit {}), {} landed so far",
+            out.code,
+            landed(&world).len()
+        );
+    }
+    let last = drive_in(&world, &world.work, &[]);
+    pids.push(last.id());
+    let out = finish(last);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+
+    let mut items = landed(&world);
+    items.sort();
+    assert_eq!(items.len(), 3, "{items:?}\n{}", out.stderr);
+    let receipts = receipts_in(&world, &world.work);
+    // No call without a receipt: every call the stand-in started is recorded, and none is
+    // still "running" (the calls killed with their drive are marked interrupted).
+    let ids: Vec<&str> = receipts.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    for (id, role) in invocations(&world) {
+        assert!(
+            ids.contains(&id.as_str()),
+            "the {role} call {id} has no receipt"
+        );
+    }
+    assert!(
+        receipts.iter().all(|r| r["outcome"] != "running"),
+        "{receipts:?}"
+    );
+    // Landed once: no agent call on an item started after its landing mark was written.
+    for item in &items {
+        let marked_at: u64 = git(
+            &remote(&world),
+            &[
+                "log",
+                "-1",
+                "--format=%ct",
+                &format!("refs/stet/landed/{item}"),
+            ],
+        )
+        .trim()
+        .parse()
+        .unwrap();
+        for r in receipts.iter().filter(|r| r["item"] == item.as_str()) {
+            let started = r["started_unix_ms"].as_u64().unwrap() / 1000;
+            assert!(started <= marked_at, "{item} worked after it landed: {r}");
+        }
+    }
+    // Nothing of any of these drives is left in the engine.
+    assert_eq!(sandboxes_of(&pids), 0, "sandboxes left behind");
+    let held = git(&remote(&world), &["for-each-ref", "refs/stet/reservations"]);
+    assert!(held.trim().is_empty(), "reservations left: {held}");
+}
