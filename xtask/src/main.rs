@@ -31,9 +31,16 @@ enum Task {
     Docs,
     /// Build the release plugins and run the plugin-host benchmarks.
     Bench,
-    /// Set up this checkout and run the main job: build dist/, install the pinned Claude
-    /// Code into target/tools, then `dist/bin/stet plugins probe` with it on PATH.
-    Demo,
+    /// Set up this checkout and run the main job: build dist/ and the lane image, make a
+    /// scratch demo repository (three seeded items, a bare remote) under target/demo, and
+    /// drive it with `dist/bin/stet drive --yes` and the example agent; then show where the
+    /// landed branches and the receipts are.
+    Demo {
+        /// Drive with this harness instead (`claude`: the pinned Claude Code, installed into
+        /// target/tools, on your walled profile; stet says how to log in when there is none).
+        #[arg(long, value_name = "NAME")]
+        harness: Option<String>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -43,7 +50,7 @@ fn main() -> ExitCode {
         Task::Test { cargo_args } => test(&root, &cargo_args),
         Task::Docs => std::fs::write(root.join("docs/cli.md"), xtask::cli_reference())
             .map_err(|e| format!("cannot write docs/cli.md: {e}")),
-        Task::Demo => return demo(&root),
+        Task::Demo { harness } => return demo(&root, harness.as_deref()),
         Task::Bench => bench(&root),
     };
     match result {
@@ -145,31 +152,117 @@ fn install_claude(root: &std::path::Path) -> Result<PathBuf, String> {
     Ok(PathBuf::from(path))
 }
 
-fn demo(root: &std::path::Path) -> ExitCode {
-    let prepared = dist(root, &root.join("dist")).and_then(|()| install_claude(root));
-    let claude = match prepared {
-        Ok(claude) => claude,
+fn demo(root: &std::path::Path, harness: Option<&str>) -> ExitCode {
+    match demo_drive(root, harness) {
+        Ok(code) => code,
         Err(message) => {
             eprintln!("error: {message}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let mut path: Vec<PathBuf> =
-        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()).collect();
-    path.insert(0, claude.parent().unwrap_or(root).to_path_buf());
-    let stet = root.join("dist/bin/stet");
-    eprintln!("running: {} plugins probe", stet.display());
-    match Command::new(&stet)
-        .args(["plugins", "probe"])
-        .env("PATH", std::env::join_paths(path).unwrap_or_default())
-        .status()
-    {
-        Ok(status) => ExitCode::from(status.code().unwrap_or(1) as u8),
-        Err(e) => {
-            eprintln!("error: cannot run {}: {e}", stet.display());
             ExitCode::FAILURE
         }
     }
+}
+
+/// The three items of the demo, in the example agent's instruction language.
+const DEMO_ITEMS: [&str; 3] = [
+    "Add a greeting\n\nwrite GREETING.md: Hello from a lane stet drove.",
+    "Start a changelog\n\nwrite CHANGELOG.md: # Changelog\nappend CHANGELOG.md: - The demo drive landed this.",
+    "Say in the README who drove it\n\nappend README.md: This repository was driven by stet.",
+];
+
+fn demo_drive(root: &std::path::Path, harness: Option<&str>) -> Result<ExitCode, String> {
+    dist(root, &root.join("dist"))?;
+    run(&mut Command::new(root.join("scripts/build-image.sh")))?;
+    let mut path: Vec<PathBuf> =
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()).collect();
+    if harness == Some("claude") {
+        let claude = install_claude(root)?;
+        path.insert(0, claude.parent().unwrap_or(root).to_path_buf());
+    }
+    let path = std::env::join_paths(path).map_err(|e| e.to_string())?;
+    let stet = root.join("dist/bin/stet");
+
+    // A scratch repository and its bare remote, made afresh each time.
+    let demo = root.join("target/demo");
+    if demo.exists() {
+        std::fs::remove_dir_all(&demo)
+            .map_err(|e| format!("cannot clear {}: {e}", demo.display()))?;
+    }
+    let (remote, repo) = (demo.join("remote.git"), demo.join("repo"));
+    std::fs::create_dir_all(&demo).map_err(|e| e.to_string())?;
+    let git = |dir: &std::path::Path, args: &[&str]| {
+        run(Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_AUTHOR_NAME", "stet demo")
+            .env("GIT_AUTHOR_EMAIL", "demo@stet.localhost")
+            .env("GIT_COMMITTER_NAME", "stet demo")
+            .env("GIT_COMMITTER_EMAIL", "demo@stet.localhost"))
+    };
+    git(&demo, &["init", "--quiet", "--bare", "remote.git"])?;
+    git(&demo, &["clone", "--quiet", "remote.git", "repo"])?;
+    std::fs::write(repo.join("README.md"), "# A demo repository\n").map_err(|e| e.to_string())?;
+    // The example agent drives by default, with its profile (its HOME) kept in the demo;
+    // another harness runs on your own walled profile.
+    let config = match harness {
+        None | Some("command") => format!(
+            "[harness]\nprefer = [\"command\"]\nprofiles = \"{profiles}\"\n\n\
+             [plugins.command]\nimplement = [\"{agent}\"]\n\n\
+             [drive]\ncheck = \"git diff --check HEAD~1\"\n",
+            profiles = demo.join("profiles").display(),
+            agent = root.join("examples/agent/agent.sh").display(),
+        ),
+        Some(_) => "[drive]\ncheck = \"git diff --check HEAD~1\"\n".to_string(),
+    };
+    std::fs::write(repo.join("stet.toml"), config).map_err(|e| e.to_string())?;
+    for item in DEMO_ITEMS {
+        run(Command::new(&stet).args(["add", item]).current_dir(&repo))?;
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    git(&repo, &["add", "."])?;
+    git(
+        &repo,
+        &[
+            "commit",
+            "--quiet",
+            "-m",
+            "a demo repository with three items",
+        ],
+    )?;
+    git(&repo, &["push", "--quiet", "origin", "HEAD"])?;
+
+    let mut drive = Command::new(&stet);
+    drive
+        .args(["drive", "--yes"])
+        .current_dir(&repo)
+        .env("PATH", &path);
+    if let Some(harness) = harness {
+        drive.args(["--harness", harness]);
+    }
+    eprintln!(
+        "\nrunning: stet drive --yes{} (in {})",
+        harness
+            .map(|h| format!(" --harness {h}"))
+            .unwrap_or_default(),
+        repo.display()
+    );
+    let status = drive
+        .status()
+        .map_err(|e| format!("cannot run {}: {e}", stet.display()))?;
+    eprintln!();
+    let _ = Command::new(&stet).arg("queue").current_dir(&repo).status();
+    let _ = Command::new(&stet)
+        .arg("receipts")
+        .current_dir(&repo)
+        .status();
+    eprintln!(
+        "\nthe remote:   {}  (git -C {} branch --list 'stet/*')\n\
+         the receipts: {}  (stet receipts --json, in {})",
+        remote.display(),
+        remote.display(),
+        repo.join(".git/stet/receipts").display(),
+        repo.display()
+    );
+    Ok(ExitCode::from(status.code().unwrap_or(1) as u8))
 }
 
 fn test(root: &std::path::Path, cargo_args: &[String]) -> Result<(), String> {
