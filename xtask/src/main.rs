@@ -199,7 +199,9 @@ fn demo_drive(root: &std::path::Path, harness: Option<&str>) -> Result<ExitCode,
             .env("GIT_COMMITTER_EMAIL", "demo@stet.localhost"))
     };
     git(&demo, &["init", "--quiet", "--bare", "remote.git"])?;
-    git(&demo, &["clone", "--quiet", "remote.git", "repo"])?;
+    std::fs::create_dir_all(&repo).map_err(|e| e.to_string())?;
+    git(&repo, &["init", "--quiet"])?;
+    git(&repo, &["remote", "add", "origin", &remote.display().to_string()])?;
     std::fs::write(repo.join("README.md"), "# A demo repository\n").map_err(|e| e.to_string())?;
     // The example agent drives by default, with its profile (its HOME) kept in the demo;
     // another harness runs on your own walled profile.
@@ -228,7 +230,7 @@ fn demo_drive(root: &std::path::Path, harness: Option<&str>) -> Result<ExitCode,
             "a demo repository with three items",
         ],
     )?;
-    git(&repo, &["push", "--quiet", "origin", "HEAD"])?;
+    git(&repo, &["push", "--quiet", "--set-upstream", "origin", "HEAD"])?;
 
     let mut drive = Command::new(&stet);
     drive

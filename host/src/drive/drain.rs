@@ -56,6 +56,7 @@ impl Drive<'_> {
     }
 
     pub(super) fn drain(&self, items: &[queue::Item]) -> Result<Exit, CliError> {
+        self.release_leftovers();
         let mut landed = 0;
         let mut gave_up: Vec<String> = Vec::new();
         // Items this run is done with (landed, given up, lost): not taken again.
@@ -301,6 +302,23 @@ impl Drive<'_> {
             }
         }
         Next::Nothing
+    }
+
+    /// Releases reservations a drive of this clone left on items that are landed or failed
+    /// (it died between marking the item and releasing): nobody would release them else.
+    fn release_leftovers(&self) {
+        let remote = self.remote();
+        let (Ok(marks), Ok(held)) = (remote.marks(), remote.list()) else {
+            return;
+        };
+        for h in held {
+            let item = &h.reservation.item;
+            let done = marks.landed.contains(item) || marks.failed.contains(item);
+            let lapsed = h.reservation.expires_at_unix <= now();
+            if done && (lapsed || ours_to_take_over(&self.holder, &h.reservation.holder)) {
+                let _ = remote.release(&h);
+            }
+        }
     }
 
     /// A wait named by a move: sleeps until `until` (seconds since the epoch), never less

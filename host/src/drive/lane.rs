@@ -71,10 +71,10 @@ impl Drive<'_> {
                 return Ok(ItemEnd::Lost(why));
             }
             let prompt = implement_prompt(item, feedback.as_deref());
-            let call = self.agent_call(item, &lane, Role::Implement, &prompt)?;
+            let message = format!("stet: {} (round {round})", item.title);
+            let call = self.agent_call(item, &lane, Role::Implement, &prompt, Some(&message))?;
             {
                 let _lock = self.lock()?;
-                let _ = lane.commit_all(&format!("stet: {} (round {round})", item.title));
                 if let Err(e) = lane.push(&self.repo, &self.options.remote) {
                     return Ok(ItemEnd::RemoteUnreachable(e.detail));
                 }
@@ -110,7 +110,8 @@ impl Drive<'_> {
                 &["merge-base", "HEAD", &format!("refs/heads/{}", lane.branch)],
             )
             .unwrap_or_else(|_| "HEAD~1".to_string());
-            let call = self.agent_call(item, &lane, Role::Review, &review_prompt(item, &base))?;
+            let call =
+                self.agent_call(item, &lane, Role::Review, &review_prompt(item, &base), None)?;
             match call.kind {
                 OutcomeKind::Done => {}
                 OutcomeKind::RateLimited => return Ok(ItemEnd::RateLimited(call.retry_at)),
@@ -186,13 +187,16 @@ impl Drive<'_> {
         self.last_launch.set(Some((now_ms() / 1000) as i64));
     }
 
-    /// One agent call, with its receipt recorded before it starts and when it ends.
+    /// One agent call, with its receipt recorded before it starts and when it ends. With
+    /// `commit`, what the agent left in the working copy is committed with that message
+    /// before the receipt, so the receipt's commit-after holds the call's work.
     fn agent_call(
         &self,
         item: &queue::Item,
         lane: &Lane,
         role: Role,
         prompt: &str,
+        commit: Option<&str>,
     ) -> Result<Call, CliError> {
         let role_word = match role {
             Role::Implement => "implement",
@@ -264,6 +268,13 @@ impl Drive<'_> {
         }
         call.network = network;
         call.ended_unix_ms = now_ms();
+        if let Some(message) = commit {
+            let _lock = self.lock()?;
+            if let Err(e) = lane.commit_all(message) {
+                self.progress
+                    .warn(&format!("{}: cannot commit the agent's work: {e}", item.id));
+            }
+        }
         call.commit_after = lane.head().unwrap_or_default();
         harness::record_call(&self.repo, call, &output, &outcome)?;
         Ok(Call {
