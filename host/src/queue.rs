@@ -50,6 +50,59 @@ pub fn valid_id(id: &str) -> bool {
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
 }
 
+/// An item as its file name shows it: enough to order, reserve and skip items without
+/// reading them, so a drive's memory does not grow with the queue's text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// The id (the file name without `.md`).
+    pub id: String,
+    /// The file.
+    pub path: PathBuf,
+}
+
+impl Entry {
+    /// Reads the item; a malformed file says why.
+    pub fn load(&self) -> Result<Item, String> {
+        read_item(&self.path, &format!("{}.md", self.id))
+    }
+}
+
+/// The queue's entries in id order, from file names alone; names that cannot be items are
+/// reported as malformed. (What is inside a file is read when the item is taken.)
+pub fn scan(repo: &Path) -> (Vec<Entry>, Vec<Malformed>) {
+    let dir = repo.join(QUEUE_DIR);
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return (Vec::new(), Vec::new());
+    };
+    let mut found = Vec::new();
+    let mut malformed = Vec::new();
+    for entry in entries.filter_map(Result::ok) {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') || name.ends_with('~') {
+            continue;
+        }
+        match name.strip_suffix(".md") {
+            Some(id) if valid_id(id) => found.push(Entry {
+                id: id.to_string(),
+                path,
+            }),
+            Some(id) => malformed.push(Malformed {
+                path,
+                why: format!(
+                    "`{id}` is not a valid item id: use lowercase letters, digits and `-` (at most 80)"
+                ),
+            }),
+            None => malformed.push(Malformed {
+                path,
+                why: "not an item: item files end in .md".to_string(),
+            }),
+        }
+    }
+    found.sort_by(|a, b| a.id.cmp(&b.id));
+    (found, malformed)
+}
+
 /// Reads every item, in id order, and every file that is not one.
 pub fn read(repo: &Path) -> (Vec<Item>, Vec<Malformed>) {
     let dir = repo.join(QUEUE_DIR);
@@ -240,6 +293,22 @@ mod tests {
         assert_eq!(items[0].title, "Fix the typo in README");
         assert_eq!(malformed.len(), 3, "{malformed:?}");
         assert!(add(repo.path(), "  \n ").is_err());
+    }
+
+    #[test]
+    fn scan_reads_names_only_and_load_reports_what_is_inside() {
+        let repo = tempfile::tempdir().unwrap();
+        let item = add(repo.path(), "Fix the typo").unwrap();
+        let dir = repo.path().join(QUEUE_DIR);
+        std::fs::write(dir.join("Bad Name.md"), "x").unwrap();
+        std::fs::write(dir.join("empty.md"), "\n\n").unwrap();
+        let (entries, malformed) = scan(repo.path());
+        // The empty file has a good name: it is found by the scan, refused by the load.
+        let ids: Vec<&str> = entries.iter().map(|e| e.id.as_str()).collect();
+        assert_eq!(ids, [item.id.as_str(), "empty"]);
+        assert_eq!(malformed.len(), 1, "{malformed:?}");
+        assert_eq!(entries[0].load().unwrap(), item);
+        assert!(entries[1].load().unwrap_err().starts_with("empty"));
     }
 
     #[test]

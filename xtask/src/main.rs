@@ -201,7 +201,10 @@ fn demo_drive(root: &std::path::Path, harness: Option<&str>) -> Result<ExitCode,
     git(&demo, &["init", "--quiet", "--bare", "remote.git"])?;
     std::fs::create_dir_all(&repo).map_err(|e| e.to_string())?;
     git(&repo, &["init", "--quiet"])?;
-    git(&repo, &["remote", "add", "origin", &remote.display().to_string()])?;
+    git(
+        &repo,
+        &["remote", "add", "origin", &remote.display().to_string()],
+    )?;
     std::fs::write(repo.join("README.md"), "# A demo repository\n").map_err(|e| e.to_string())?;
     // The example agent drives by default, with its profile (its HOME) kept in the demo;
     // another harness runs on your own walled profile.
@@ -230,7 +233,10 @@ fn demo_drive(root: &std::path::Path, harness: Option<&str>) -> Result<ExitCode,
             "a demo repository with three items",
         ],
     )?;
-    git(&repo, &["push", "--quiet", "--set-upstream", "origin", "HEAD"])?;
+    git(
+        &repo,
+        &["push", "--quiet", "--set-upstream", "origin", "HEAD"],
+    )?;
 
     let mut drive = Command::new(&stet);
     drive

@@ -33,8 +33,10 @@ struct Outage {
 }
 
 /// How the search for the next item ended.
-enum Next<'q> {
-    Take(&'q queue::Item),
+enum Next {
+    Take(queue::Item),
+    /// An item whose file cannot be read as one: reported and skipped.
+    Malformed(String, String),
     Nothing,
     Unreachable(String),
 }
@@ -55,7 +57,7 @@ impl Drive<'_> {
         }
     }
 
-    pub(super) fn drain(&self, items: &[queue::Item]) -> Result<Exit, CliError> {
+    pub(super) fn drain(&self, items: &[queue::Entry]) -> Result<Exit, CliError> {
         self.release_leftovers();
         let mut landed = 0;
         let mut gave_up: Vec<String> = Vec::new();
@@ -67,6 +69,11 @@ impl Drive<'_> {
         while landed < self.options.cap && !self.stop.load(Ordering::SeqCst) {
             let item = match self.next_item(items, &done_here) {
                 Next::Take(item) => item,
+                Next::Malformed(id, why) => {
+                    self.progress.warn(&format!("skipped {id}: {why}"));
+                    done_here.insert(id);
+                    continue;
+                }
                 Next::Nothing => break,
                 Next::Unreachable(detail) => {
                     // A wait named by the move: back off from the floor, doubling to ten
@@ -105,7 +112,7 @@ impl Drive<'_> {
                 item.id,
                 crate::lanes::branch_of(&item.id)
             );
-            let end = self.work(item);
+            let end = self.work(&item);
             // Whatever became of the item, its reservation is released: landed and given-up
             // items are done, a stopped or waiting one goes back to the queue.
             if let Err(e) = self.keeper.release() {
@@ -246,11 +253,11 @@ impl Drive<'_> {
     /// this run, or held by another drive, and that this drive could reserve. A take that
     /// wins re-reads the item's marks: a peer may have landed it between the listing and
     /// the take.
-    fn next_item<'q>(
+    fn next_item(
         &self,
-        items: &'q [queue::Item],
+        items: &[queue::Entry],
         done_here: &std::collections::HashSet<String>,
-    ) -> Next<'q> {
+    ) -> Next {
         let remote = self.remote();
         let marks = match remote.marks() {
             Ok(marks) => marks,
@@ -275,10 +282,16 @@ impl Drive<'_> {
                 Ok(held) => {
                     let still_open = remote.marks_for(&item.id).map(|m| open(&m, &item.id));
                     match still_open {
-                        Ok(true) => {
-                            self.keeper.hold(held);
-                            return Next::Take(item);
-                        }
+                        Ok(true) => match item.load() {
+                            Ok(loaded) => {
+                                self.keeper.hold(held);
+                                return Next::Take(loaded);
+                            }
+                            Err(why) => {
+                                let _ = remote.release(&held);
+                                return Next::Malformed(item.id.clone(), why);
+                            }
+                        },
                         Ok(false) => {
                             let _ = remote.release(&held);
                         }

@@ -175,7 +175,9 @@ pub fn run(
             r.id, r.role, r.item
         ));
     }
-    let (items, malformed) = queue::read(&repo);
+    // File names only: an item's text is read when it is taken, so the drive's memory does
+    // not grow with the queue.
+    let (items, malformed) = queue::scan(&repo);
     for m in &malformed {
         printer.warn(&format!("skipped {}: {}", m.path.display(), m.why));
     }
