@@ -1,0 +1,283 @@
+//! Drive benchmarks (run with `cargo xtask bench`, which builds the release plugins and
+//! needs stet's lane image loaded).
+//!
+//! 1. The host's bookkeeping per move with 10,000 queued items, half of them landed: in
+//!    process, the pieces a move is made of — picking the next eligible item, writing a
+//!    receipt durably — and, separately, the remote round trips a move makes (reading the
+//!    marks, taking and releasing a reservation), which are git processes talking to a bare
+//!    remote and so grow with the remote, not with stet.
+//! 2. A whole `stet drive --cap 1` (Docker, the command harness, the example agent) on
+//!    queues of 100 and 10,000 items: wall time and the stet process's peak memory.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use stet::queue;
+use stet::receipts;
+use stet::reservations::{Remote, Reservation};
+
+const ITEMS: usize = 10_000;
+
+fn release_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    exe.parent().and_then(Path::parent).unwrap().to_path_buf()
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "b")
+        .env("GIT_AUTHOR_EMAIL", "b@b")
+        .env("GIT_COMMITTER_NAME", "b")
+        .env("GIT_COMMITTER_EMAIL", "b@b")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A clone of a fresh bare remote with `items` queued (written directly, as a person's
+/// editor would), the first `landed` of them marked landed on the remote.
+fn scratch(root: &Path, items: usize, landed: usize) -> PathBuf {
+    let bare = root.join("remote.git");
+    let work = root.join("work");
+    git(root, &["init", "--quiet", "--bare", bare.to_str().unwrap()]);
+    std::fs::create_dir_all(work.join(queue::QUEUE_DIR)).unwrap();
+    git(&work, &["init", "--quiet"]);
+    git(&work, &["remote", "add", "origin", bare.to_str().unwrap()]);
+    for n in 0..items {
+        std::fs::write(
+            work.join(queue::QUEUE_DIR)
+                .join(format!("20261130-000000-{n:05}-item.md")),
+            format!("Item {n}\n\nwrite out-{n}.txt: item {n} was here\n"),
+        )
+        .unwrap();
+    }
+    std::fs::write(work.join("README"), "bench\n").unwrap();
+    git(&work, &["add", "."]);
+    git(&work, &["commit", "--quiet", "-m", "queue"]);
+    git(
+        &work,
+        &["push", "--quiet", "origin", "HEAD:refs/heads/main"],
+    );
+    if landed > 0 {
+        // One empty-tree commit for every mark, pushed in batches.
+        let tree = git(&work, &["mktree"]);
+        let oid = git(&work, &["commit-tree", &tree, "-m", "landed"]);
+        let specs: Vec<String> = (0..landed)
+            .map(|n| format!("{oid}:refs/stet/landed/20261130-000000-{n:05}-item"))
+            .collect();
+        for chunk in specs.chunks(1000) {
+            let mut args = vec!["push", "--quiet", "origin"];
+            args.extend(chunk.iter().map(String::as_str));
+            git(&work, &args);
+        }
+    }
+    work
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.3} ms", d.as_secs_f64() * 1000.0)
+}
+
+fn bookkeeping() {
+    let root = tempfile::tempdir().unwrap();
+    let work = scratch(root.path(), ITEMS, ITEMS / 2);
+    let remote = Remote {
+        repo: &work,
+        name: "origin",
+    };
+
+    let start = Instant::now();
+    let (entries, malformed) = queue::scan(&work);
+    let scan = start.elapsed();
+    assert_eq!((entries.len(), malformed.len()), (ITEMS, 0));
+
+    let mut marks_t = Vec::new();
+    let mut pick_t = Vec::new();
+    let mut take_t = Vec::new();
+    let mut release_t = Vec::new();
+    let mut receipt_t = Vec::new();
+    let done: std::collections::HashSet<String> = Default::default();
+    for round in 0..15 {
+        let t = Instant::now();
+        let marks = remote.marks().unwrap();
+        marks_t.push(t.elapsed());
+        assert_eq!(marks.landed.len(), ITEMS / 2);
+
+        // What a move does in process: the first item not landed, failed or done here.
+        let t = Instant::now();
+        let next = entries
+            .iter()
+            .find(|e| {
+                !done.contains(&e.id)
+                    && !marks.landed.contains(&e.id)
+                    && !marks.failed.contains(&e.id)
+            })
+            .unwrap();
+        let item = next.load().unwrap();
+        pick_t.push(t.elapsed());
+
+        let t = Instant::now();
+        let held = remote
+            .take(
+                Reservation {
+                    item: item.id.clone(),
+                    holder: "bench".into(),
+                    lane: format!("stet/{}", item.id),
+                    stage: "implement".into(),
+                    expires_at_unix: 4_000_000_000,
+                },
+                0,
+                |_| false,
+            )
+            .unwrap();
+        take_t.push(t.elapsed());
+        let t = Instant::now();
+        remote.release(&held).unwrap();
+        release_t.push(t.elapsed());
+
+        let t = Instant::now();
+        let path = receipts::git_dir(&work)
+            .join("stet/receipts")
+            .join(format!("bench-{round}.json"));
+        receipts::write_durably(&path, &[b'x'; 2048]).unwrap();
+        receipt_t.push(t.elapsed());
+    }
+    let in_process = median(pick_t.clone()) + median(receipt_t.clone());
+    println!(
+        "bookkeeping with {ITEMS} queued items, {} landed (median of 15 moves):",
+        ITEMS / 2
+    );
+    println!("  scan the queue (once per drive)      {}", ms(scan));
+    println!(
+        "  pick the next item + read it         {}",
+        ms(median(pick_t))
+    );
+    println!(
+        "  write a receipt durably (fsync)      {}",
+        ms(median(receipt_t))
+    );
+    println!("  = in-process bookkeeping per move    {}", ms(in_process));
+    println!(
+        "  remote: read the marks (ls-remote)   {}",
+        ms(median(marks_t))
+    );
+    println!(
+        "  remote: take a reservation (CAS)     {}",
+        ms(median(take_t))
+    );
+    println!(
+        "  remote: release it (CAS)             {}",
+        ms(median(release_t))
+    );
+}
+
+fn install(plugins: &Path, name: &str, library: &str) {
+    let dir = plugins.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(release_dir().join(library), dir.join(library)).unwrap_or_else(|_| {
+        panic!("{library} is not built in release mode: run `cargo xtask bench`")
+    });
+    let crate_dir = match name {
+        "command" => "command-harness",
+        other => other,
+    };
+    let manifest = std::fs::read_to_string(
+        repo_root()
+            .join("plugins")
+            .join(crate_dir)
+            .join("plugin.toml"),
+    )
+    .unwrap();
+    std::fs::write(dir.join("plugin.toml"), manifest).unwrap();
+}
+
+/// The peak resident memory of process `pid` so far (VmHWM), in KiB.
+fn peak_rss_kib(pid: u32) -> Option<i64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+fn whole_drive(items: usize) -> (Duration, i64) {
+    let root = tempfile::tempdir().unwrap();
+    let work = scratch(root.path(), items, 0);
+    let plugins = root.path().join("plugins");
+    install(&plugins, "docker", "libstet_plugin_docker.so");
+    install(&plugins, "command", "libstet_plugin_command.so");
+    std::fs::write(
+        work.join("stet.toml"),
+        format!(
+            "[harness]\nprefer = [\"command\"]\nprofiles = \"{}\"\n\n[plugins.command]\nimplement = [\"{}\"]\n",
+            root.path().join("profiles").display(),
+            repo_root().join("examples/agent/agent.sh").display()
+        ),
+    )
+    .unwrap();
+    let start = Instant::now();
+    let mut child = Command::new(release_dir().join("stet"))
+        .env_clear()
+        .env("HOME", root.path())
+        .env("PATH", "/usr/bin:/bin")
+        .current_dir(&work)
+        .arg("--plugins-dir")
+        .arg(&plugins)
+        .args(["drive", "--yes", "--cap", "1"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // The stet process's own high-water mark (not its git and docker children's), read
+    // until it exits; the mark only grows, so the last reading is the peak to 10 ms.
+    let mut peak = 0;
+    let status = loop {
+        if let Some(rss) = peak_rss_kib(child.id()) {
+            peak = peak.max(rss);
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let took = start.elapsed();
+    assert!(status.success(), "stet drive failed on {items} items");
+    (took, peak)
+}
+
+fn main() {
+    bookkeeping();
+    let (small_t, small_rss) = whole_drive(100);
+    let (large_t, large_rss) = whole_drive(ITEMS);
+    println!("stet drive --cap 1 (docker, command harness, example agent):");
+    println!(
+        "  100 queued items     {:>8.0} ms  peak RSS {:.1} MiB",
+        small_t.as_secs_f64() * 1000.0,
+        small_rss as f64 / 1024.0
+    );
+    println!(
+        "  {ITEMS} queued items  {:>8.0} ms  peak RSS {:.1} MiB",
+        large_t.as_secs_f64() * 1000.0,
+        large_rss as f64 / 1024.0
+    );
+}
