@@ -42,6 +42,7 @@ fn the_host_does_not_depend_on_any_backend_library() {
         "stet-plugin-docker",
         "stet-plugin-apple-container",
         "stet-plugin-claude",
+        "stet-plugin-command",
     ] {
         assert!(
             !names.contains(&backend),
@@ -67,6 +68,7 @@ fn only_the_docker_plugin_depends_on_bollard() {
     for package in [
         "stet-plugin-apple-container",
         "stet-plugin-claude",
+        "stet-plugin-command",
         "stet-plugin-support",
     ] {
         let tree = normal_dependencies(package);
