@@ -455,3 +455,69 @@ fn kill_9_at_seeded_random_instants_then_resume_lands_every_item_once_and_loses_
     let held = git(&remote(&world), &["for-each-ref", "refs/stet/reservations"]);
     assert!(held.trim().is_empty(), "reservations left: {held}");
 }
+
+#[test]
+fn a_reservation_is_renewed_during_a_long_call_so_a_peer_does_not_take_it() {
+    let _serial = serial();
+    let world = world_with_items(&["Long\n\nfile: long.txt\nimplement: late 7"]);
+    let peer = second_clone(&world, "peer");
+    let a = drive_in(&world, &world.work, &["--lease", "2s"]);
+    wait_for("the implementing call", Duration::from_secs(60), || {
+        !invocations(&world).is_empty()
+    });
+    // Well past the 2 s lease while A's agent is still working: A has renewed it.
+    std::thread::sleep(Duration::from_secs(4));
+    let b = finish(drive_in(&world, &peer, &["--lease", "2s"]));
+    assert_eq!(b.code, 0, "{}", b.stderr);
+    assert!(b.stderr.contains("landed 0"), "{}", b.stderr);
+    assert!(receipts_in(&world, &peer).is_empty(), "the peer worked it");
+    let a = finish(a);
+    assert_eq!(a.code, 0, "{}", a.stderr);
+    assert_eq!(landed(&world).len(), 1, "{}", a.stderr);
+}
+
+#[test]
+fn an_unreachable_remote_is_waited_out_and_the_lane_lands_when_it_is_back() {
+    let _serial = serial();
+    let world = world_with_items(&["Away\n\nfile: away.txt\nimplement: late 2"]);
+    let child = drive_in(&world, &world.work, &["--wait-floor", "1s"]);
+    wait_for("the implementing call", Duration::from_secs(60), || {
+        !invocations(&world).is_empty()
+    });
+    // The remote goes away while the agent works, and comes back a few seconds later.
+    let away = world.root.path().join("remote.git.away");
+    std::fs::rename(remote(&world), &away).unwrap();
+    std::thread::sleep(Duration::from_secs(5));
+    std::fs::rename(&away, remote(&world)).unwrap();
+    let out = finish(child);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stderr.contains("did not answer"), "{}", out.stderr);
+    assert!(out.stderr.contains("waiting until"), "{}", out.stderr);
+    assert_eq!(landed(&world).len(), 1, "{}", out.stderr);
+}
+
+#[test]
+fn on_a_terminal_the_drive_shows_a_live_line_with_move_lane_and_stage() {
+    let _serial = serial();
+    let world = world_with_items(&["Shown\n\nfile: shown.txt\nimplement: late 1"]);
+    let mut command = world.stet_on_terminal(&["drive", "--yes"]);
+    command.env("TERM", "xterm").stdin(Stdio::null());
+    let out = world.run(&mut command);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    // `script` puts the terminal's output on stdout: the live line is redrawn in place
+    // (carriage returns and erase-line sequences) and names the move, lane and stage.
+    let screen = &out.stdout;
+    assert!(screen.contains("move 1 · stet/"), "{screen}");
+    assert!(screen.contains("· implement"), "{screen}");
+    assert!(screen.contains("\x1b[2K"), "no live redraw: {screen:?}");
+    assert!(screen.contains("landed on origin"), "{screen}");
+
+    // A terminal that cannot redraw a line gets the plain lines instead.
+    let world = world_with_items(&["Plain\n\nfile: plain.txt"]);
+    let mut command = world.stet_on_terminal(&["drive", "--yes"]);
+    command.env("TERM", "dumb").stdin(Stdio::null());
+    let out = world.run(&mut command);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("move 1 · stet/"), "{:?}", out.stdout);
+    assert!(!out.stdout.contains("\x1b[2K"), "{:?}", out.stdout);
+}

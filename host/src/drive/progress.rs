@@ -21,9 +21,10 @@ pub struct Progress {
 }
 
 impl Progress {
-    /// A display on standard error; live when `live` (standard error is a terminal).
+    /// A display on standard error; live when `live` (standard error is a terminal) and
+    /// the terminal can redraw a line (a `dumb` or unnamed terminal gets plain lines).
     pub fn new(printer: Printer, live: bool) -> Progress {
-        let bar = live.then(|| {
+        let bar = (live && !ProgressDrawTarget::stderr().is_hidden()).then(|| {
             let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
             bar.set_style(
                 ProgressStyle::with_template("{spinner} {msg} [{elapsed}]")
