@@ -10,6 +10,7 @@
 #   implement: fail         implement exits 1
 #   review: out-of-shape    review answers neither LAND nor REVISE
 #   review: revise-once     review asks for changes once, then lands
+#   review: never           review always asks for changes
 #   review: late N          review answers after N seconds
 #
 # Without a review directive it answers LAND when the lane changed anything since the base
@@ -47,6 +48,7 @@ review)
     esac
     case "$verdict" in
     out-of-shape) echo "Looks fine to me."; exit 0 ;;
+    never) echo "REVISE"; echo "Not like this."; exit 0 ;;
     revise-once)
         if [ ! -e "$HOME/revised-$key" ]; then
             touch "$HOME/revised-$key"

@@ -521,3 +521,62 @@ fn on_a_terminal_the_drive_shows_a_live_line_with_move_lane_and_stage() {
     assert!(out.stdout.contains("move 1 · stet/"), "{:?}", out.stdout);
     assert!(!out.stdout.contains("\x1b[2K"), "{:?}", out.stdout);
 }
+
+#[test]
+fn an_item_given_up_is_marked_failed_with_why_skipped_by_the_next_drive_and_retried_on_request() {
+    let _serial = serial();
+    let world = world_with_items(&["Never good enough\n\nfile: n.txt\nreview: never"]);
+    let out = world.run_stet(&["drive", "--yes", "--rounds", "2"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("given up: not landed after 2 rounds"),
+        "{}",
+        out.stderr
+    );
+    let queue = world.run_stet(&["queue", "--json"]).json();
+    let row = &queue[0];
+    assert_eq!(row["state"], "failed", "{queue}");
+    assert_eq!(row["why"], "not landed after 2 rounds", "{queue}");
+    let id = row["id"].as_str().unwrap().to_string();
+    let text = world.run_stet(&["queue"]);
+    assert!(
+        text.stdout.contains(&format!(
+            "not landed after 2 rounds (stet retry {id} to take it up again)"
+        )),
+        "{}",
+        text.stdout
+    );
+
+    // The next drive does not take it again.
+    let again = world.run_stet(&["drive", "--yes"]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert!(
+        again.stderr.contains("1 item(s) failed before"),
+        "{}",
+        again.stderr
+    );
+    assert!(
+        again.stderr.contains("of 0 eligible items"),
+        "{}",
+        again.stderr
+    );
+
+    // Until someone says to.
+    let retried = world.run_stet(&["retry", &id]);
+    assert_eq!(retried.code, 0, "{}", retried.stderr);
+    assert_eq!(
+        world.run_stet(&["queue", "--json"]).json()[0]["state"],
+        "open"
+    );
+    let twice = world.run_stet(&["retry", &id]);
+    assert_eq!(twice.code, 2, "{}", twice.stderr);
+    assert!(twice.stderr.contains("has not failed"), "{}", twice.stderr);
+    assert!(twice.stderr.contains("hint: "), "{}", twice.stderr);
+    let unknown = world.run_stet(&["retry", "no-such-item"]);
+    assert_eq!(unknown.code, 2);
+    assert!(
+        unknown.stderr.contains("there is no item no-such-item"),
+        "{}",
+        unknown.stderr
+    );
+}
