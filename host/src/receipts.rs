@@ -91,22 +91,11 @@ pub struct Receipt {
 impl PluginRecord {
     /// Names a loaded plugin, hashing its library.
     pub fn of(name: &str, version: &str, library: &Path) -> PluginRecord {
-        use sha2::{Digest, Sha256};
-        let library_sha256 = std::fs::File::open(library)
-            .and_then(|mut f| {
-                let mut hasher = Sha256::new();
-                std::io::copy(&mut f, &mut hasher)?;
-                Ok(hasher
-                    .finalize()
-                    .iter()
-                    .map(|b| format!("{b:02x}"))
-                    .collect::<String>())
-            })
-            .unwrap_or_else(|e| format!("unreadable: {e}"));
         PluginRecord {
             name: name.to_string(),
             version: version.to_string(),
-            library_sha256,
+            library_sha256: crate::plugins::trust::sha256_cached(library)
+                .unwrap_or_else(|e| format!("unreadable: {e}")),
         }
     }
 }

@@ -453,7 +453,16 @@ fn discovery_order_flag_then_env_then_user_data_then_beside_the_executable() {
     let user_dir = world.root.path().join("home/.local/share/stet/plugins");
     world.install_into("docker", &env_dir);
     world.install_into("docker", &user_dir);
-    world.install_into("claude", &user_dir);
+    // The user plugins directory holds what `stet plugins install` put there (its
+    // checksums are locked); the shadowed docker copy is never looked at further.
+    let source = world.root.path().join("source");
+    world.install_into("claude", &source);
+    let installed = world.run_stet(&[
+        "plugins",
+        "install",
+        source.join("claude").to_str().unwrap(),
+    ]);
+    assert_eq!(installed.code, 0, "{}", installed.stderr);
     world.install("fixture-older-minor");
     let out = world.run(
         world

@@ -15,6 +15,7 @@ mod ask;
 mod drive;
 mod gc;
 mod plugins_conformance;
+mod plugins_install;
 mod plugins_list;
 mod plugins_probe;
 mod profile;
@@ -169,6 +170,39 @@ pub enum PluginsCommand {
     /// label. Exit status: 0 when every check passes, 1 when one fails, 3 when the plugin
     /// or the image is unavailable.
     Conformance(ConformanceArgs),
+
+    /// Install a plugin into the user plugins directory, after checking it.
+    ///
+    /// DIR holds the plugin's plugin.toml and the library it names. The manifest, the
+    /// platform, the plugin-API version and the files' permissions are checked, then the
+    /// library is loaded and probed in an isolated child; only then are both copied into
+    /// the user plugins directory and the library's sha256 recorded in plugins.lock beside
+    /// it. A library there that no longer matches its checksum is refused until it is
+    /// trusted again (`stet plugins trust NAME`). Exit status: 0 installed; 2 bad input;
+    /// 3 built for another platform or API, or it failed its probe.
+    Install(InstallArgs),
+
+    /// Trust an installed plugin's library as it is now: record its current sha256 in the
+    /// lock (after a rebuild in place, say). Refused when others can write it.
+    Trust(TrustArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct InstallArgs {
+    /// The plugin directory (or its plugin.toml).
+    #[arg(value_name = "DIR")]
+    pub path: std::path::PathBuf,
+
+    /// Print JSON instead of a line.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TrustArgs {
+    /// The installed plugin's name.
+    #[arg(value_name = "NAME")]
+    pub name: String,
 }
 
 #[derive(Debug, Args)]
@@ -523,6 +557,12 @@ fn run(cli: Cli, printer: Printer) -> Result<Exit, CliError> {
         Command::Profile(ProfileCommand::Login(args)) => profile::login(&settings, &args, printer),
         Command::Plugins(PluginsCommand::Conformance(args)) => {
             plugins_conformance::run(&settings, &args, printer)
+        }
+        Command::Plugins(PluginsCommand::Install(args)) => {
+            plugins_install::install(&settings, &args, printer)
+        }
+        Command::Plugins(PluginsCommand::Trust(args)) => {
+            plugins_install::trust(&settings, &args, printer)
         }
         Command::Plugins(PluginsCommand::List(args)) => {
             plugins_list::run(&settings, &args, printer)

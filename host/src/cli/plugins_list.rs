@@ -81,6 +81,13 @@ fn entry(found: &Found, host: &semver::Version) -> Entry {
                 .unwrap_or_default()
         )),
         Status::ShadowedBy(winner) => Some(format!("shadowed by {}", winner.display())),
+        Status::UnsafePermissions(why) => Some(format!(
+            "{why}; a library others can write runs code as you: chmod go-w it, or install it again"
+        )),
+        Status::Untrusted(why) => Some(format!(
+            "{why}; if you trust it: stet plugins trust {}",
+            found.display_name()
+        )),
     };
     Entry {
         name: found.display_name(),

@@ -34,6 +34,10 @@ struct Selections {
 struct PluginReport {
     name: String,
     kind: Option<&'static str>,
+    /// The plugin's own version, from its manifest.
+    version: Option<String>,
+    /// The sha256 of its library, as it is on disk now.
+    library_sha256: Option<String>,
     dir: String,
     /// available, unavailable, failed, or not-probed.
     status: &'static str,
@@ -140,6 +144,12 @@ fn plugin_report(f: &Found, probed: &[Probed], host: &semver::Version) -> Plugin
     PluginReport {
         name: f.display_name(),
         kind: f.manifest.as_ref().map(|m| m.kind.as_str()),
+        version: f.manifest.as_ref().map(|m| m.version.to_string()),
+        library_sha256: f
+            .manifest
+            .as_ref()
+            .filter(|m| m.library.is_file())
+            .and_then(|m| crate::plugins::trust::sha256_cached(&m.library).ok()),
         dir: f.dir.display().to_string(),
         status,
         identity: result.and_then(|p| p.identity.clone()),

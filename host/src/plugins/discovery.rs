@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::manifest::{self, Manifest, ManifestError, MANIFEST_FILE};
+use super::trust;
 use super::version::api_compatible;
 
 /// Why a directory is on the search path. Earlier sources win.
@@ -84,6 +85,10 @@ pub enum Status {
     LibraryMissing,
     /// An earlier directory holds a plugin of the same name.
     ShadowedBy(PathBuf),
+    /// Its directory, manifest or library can be written by someone else.
+    UnsafePermissions(String),
+    /// Its library is not the one `stet plugins install` recorded in the lock.
+    Untrusted(String),
 }
 
 impl Status {
@@ -96,6 +101,8 @@ impl Status {
             Status::IncompatibleApi => "incompatible-api",
             Status::LibraryMissing => "library-missing",
             Status::ShadowedBy(_) => "shadowed",
+            Status::UnsafePermissions(_) => "unsafe-permissions",
+            Status::Untrusted(_) => "untrusted",
         }
     }
 }
@@ -141,6 +148,12 @@ impl Found {
 pub fn discover(search: &[SearchDir], host_api: &semver::Version) -> Vec<Found> {
     let mut found = Vec::new();
     let mut winners: HashMap<String, PathBuf> = HashMap::new();
+    // The lock of the user plugins directory (see `trust.rs`); an unreadable lock trusts
+    // nothing in that directory.
+    let lock = search
+        .iter()
+        .find(|d| d.source == DirSource::UserData)
+        .map(|d| trust::Lock::read(&trust::lock_path(&d.path)));
     for search_dir in search {
         for dir in plugin_dirs(&search_dir.path) {
             let manifest = manifest::read(&dir.join(MANIFEST_FILE));
@@ -151,7 +164,15 @@ pub fn discover(search: &[SearchDir], host_api: &semver::Version) -> Vec<Found> 
                         Status::ShadowedBy(winner.clone())
                     } else {
                         winners.insert(m.name.clone(), dir.clone());
-                        status_of(&m, host_api)
+                        match status_of(&m, host_api) {
+                            Status::Ok => trust_status(
+                                &dir,
+                                &m,
+                                lock.as_ref(),
+                                search_dir.source == DirSource::UserData,
+                            ),
+                            other => other,
+                        }
                     };
                     (Some(m), status)
                 }
@@ -176,6 +197,31 @@ fn status_of(manifest: &Manifest, host_api: &semver::Version) -> Status {
         Status::LibraryMissing
     } else {
         Status::Ok
+    }
+}
+
+/// Whether a plugin's files may be trusted: permissions first (cheap), then, for a plugin
+/// in the user plugins directory or one the lock names, its library's checksum.
+fn trust_status(
+    dir: &Path,
+    manifest: &Manifest,
+    lock: Option<&Result<trust::Lock, String>>,
+    in_user_dir: bool,
+) -> Status {
+    if let Some(why) = trust::plugin_permissions(dir, &manifest.path, &manifest.library) {
+        return Status::UnsafePermissions(why);
+    }
+    match lock {
+        Some(Ok(lock)) => {
+            match trust::check_locked(lock, &manifest.name, &manifest.library, in_user_dir) {
+                Some(why) => Status::Untrusted(why),
+                None => Status::Ok,
+            }
+        }
+        Some(Err(why)) if in_user_dir => {
+            Status::Untrusted(format!("the lock cannot be read: {why}"))
+        }
+        _ => Status::Ok,
     }
 }
 

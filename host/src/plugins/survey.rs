@@ -138,5 +138,12 @@ pub fn not_probed_reason(f: &Found, host: &semver::Version) -> String {
                 .unwrap_or_default()
         ),
         Status::ShadowedBy(winner) => format!("shadowed by {}", winner.display()),
+        Status::UnsafePermissions(why) => {
+            format!("refused: {why} (chmod go-w it, or install it again with stet plugins install)")
+        }
+        Status::Untrusted(why) => format!(
+            "refused: {why} (if you trust it: stet plugins trust {})",
+            f.display_name()
+        ),
     }
 }

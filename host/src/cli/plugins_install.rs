@@ -1,0 +1,60 @@
+//! `stet plugins install` and `stet plugins trust`: thin glue over
+//! [`crate::plugins::install`].
+
+use serde::Serialize;
+
+use crate::error::{CliError, Exit};
+use crate::plugins::install;
+use crate::printer::Printer;
+use crate::settings::Settings;
+
+use super::{InstallArgs, TrustArgs};
+
+#[derive(Serialize)]
+struct Report<'a> {
+    name: &'a str,
+    kind: &'a str,
+    version: String,
+    dir: String,
+    library_sha256: &'a str,
+    probe: &'a str,
+}
+
+pub fn install(
+    settings: &Settings,
+    args: &InstallArgs,
+    printer: Printer,
+) -> Result<Exit, CliError> {
+    let installed = install::install(settings, &args.path)?;
+    let m = &installed.manifest;
+    if args.json {
+        printer.json(&Report {
+            name: &m.name,
+            kind: m.kind.as_str(),
+            version: m.version.to_string(),
+            dir: installed.dir.display().to_string(),
+            library_sha256: &installed.sha256,
+            probe: &installed.probe,
+        });
+    } else {
+        printer.out(&format!(
+            "installed {} {} ({}) into {}",
+            m.name,
+            m.version,
+            m.kind.as_str(),
+            installed.dir.display()
+        ));
+        printer.out(&format!("  sha256 {}", installed.sha256));
+        printer.out(&format!("  probe: {}", installed.probe));
+    }
+    Ok(Exit::Success)
+}
+
+pub fn trust(settings: &Settings, args: &TrustArgs, printer: Printer) -> Result<Exit, CliError> {
+    let entry = install::trust(settings, &args.name)?;
+    printer.out(&format!(
+        "trusted {} {} as it is now: sha256 {}",
+        entry.name, entry.version, entry.sha256
+    ));
+    Ok(Exit::Success)
+}

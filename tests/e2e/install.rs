@@ -1,0 +1,162 @@
+//! `stet plugins install` and `stet plugins trust` through the real binary: a plugin is
+//! checked, probed, copied into the user plugins directory and its checksum locked; a
+//! library that changes, one dropped in by hand, and files others can write are refused,
+//! each naming what to do.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use stet_e2e::{Output, World};
+
+/// `stet` without `--plugins-dir`: only the user plugins directory (and beside the
+/// executable, where the test binaries have none) is searched.
+fn stet(world: &World, args: &[&str]) -> Output {
+    let binary = stet_e2e::artifacts().join("stet");
+    world.run(&mut world.command(&binary, args, false))
+}
+
+fn user_plugins(world: &World) -> PathBuf {
+    world.root.path().join("home/.local/share/stet/plugins")
+}
+
+fn entry<'a>(json: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    json.as_array()
+        .or_else(|| json["plugins"].as_array())
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == name)
+        .unwrap_or_else(|| panic!("{name} missing from {json:#}"))
+}
+
+/// A built plugin laid out as a directory to install from.
+fn built(world: &World, name: &str) -> PathBuf {
+    let source = world.root.path().join("source");
+    world.install_into(name, &source);
+    source.join(name)
+}
+
+fn chmod(path: &Path, mode: u32) {
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+#[test]
+fn an_installed_plugin_is_locked_by_checksum_and_a_changed_library_is_refused_until_trusted() {
+    let world = World::new();
+    let source = built(&world, "fixture-slow");
+    let out = stet(
+        &world,
+        &["plugins", "install", "--json", source.to_str().unwrap()],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let installed = out.json();
+    assert_eq!(installed["name"], "fixture-slow");
+    let sha = installed["library_sha256"].as_str().unwrap().to_string();
+    assert_eq!(sha.len(), 64);
+    let dir = user_plugins(&world).join("fixture-slow");
+    assert!(dir.join("plugin.toml").is_file());
+    let lock = std::fs::read_to_string(user_plugins(&world).parent().unwrap().join("plugins.lock"))
+        .unwrap();
+    assert!(lock.contains(&sha), "{lock}");
+    assert!(lock.contains("name = \"fixture-slow\""), "{lock}");
+
+    // Probe names its version and checksum.
+    let probe = stet(&world, &["plugins", "probe", "--json", "fixture-slow"]).json();
+    let p = entry(&probe, "fixture-slow");
+    assert_eq!(p["status"], "available", "{p:#}");
+    assert_eq!(p["library_sha256"], sha.as_str());
+    assert_eq!(p["version"], "0.1.0");
+
+    // The library changes behind stet's back: refused, naming the command that trusts it.
+    let library = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "so"))
+        .unwrap();
+    let mut bytes = std::fs::read(&library).unwrap();
+    bytes.push(0);
+    std::fs::write(&library, bytes).unwrap();
+    let list = stet(&world, &["plugins", "list", "--json"]).json();
+    let p = entry(&list, "fixture-slow");
+    assert_eq!(p["status"], "untrusted", "{p:#}");
+    let detail = p["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("changed since it was installed"),
+        "{detail}"
+    );
+    assert!(
+        detail.contains("stet plugins trust fixture-slow"),
+        "{detail}"
+    );
+    let probe = stet(&world, &["plugins", "probe", "fixture-slow"]);
+    assert_eq!(probe.code, 3, "{}", probe.stdout);
+    assert!(probe.stdout.contains("refused"), "{}", probe.stdout);
+
+    let trusted = stet(&world, &["plugins", "trust", "fixture-slow"]);
+    assert_eq!(trusted.code, 0, "{}", trusted.stderr);
+    assert!(
+        trusted.stdout.starts_with("trusted fixture-slow 0.1.0"),
+        "{}",
+        trusted.stdout
+    );
+    let list = stet(&world, &["plugins", "list", "--json"]).json();
+    assert_eq!(entry(&list, "fixture-slow")["status"], "ok");
+}
+
+#[test]
+fn a_plugin_dropped_in_by_hand_and_files_others_can_write_are_refused() {
+    let world = World::new();
+    // By hand, not through install: nothing in the lock.
+    world.install_into("fixture-slow", &user_plugins(&world));
+    let list = stet(&world, &["plugins", "list", "--json"]).json();
+    let p = entry(&list, "fixture-slow");
+    assert_eq!(p["status"], "untrusted", "{p:#}");
+    assert!(
+        p["detail"]
+            .as_str()
+            .unwrap()
+            .contains("not installed through"),
+        "{p:#}"
+    );
+
+    // A group-writable source is not installed; a group-writable installed copy is refused.
+    let source = built(&world, "fixture-slow");
+    chmod(&source, 0o775);
+    let out = stet(&world, &["plugins", "install", source.to_str().unwrap()]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("writable by its group"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("hint: "), "{}", out.stderr);
+    chmod(&source, 0o755);
+    let out = stet(&world, &["plugins", "install", source.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    chmod(&user_plugins(&world).join("fixture-slow"), 0o777);
+    let list = stet(&world, &["plugins", "list", "--json"]).json();
+    let p = entry(&list, "fixture-slow");
+    assert_eq!(p["status"], "unsafe-permissions", "{p:#}");
+    assert!(
+        p["detail"]
+            .as_str()
+            .unwrap()
+            .contains("writable by everyone"),
+        "{p:#}"
+    );
+}
+
+#[test]
+fn a_plugin_that_fails_its_probe_or_is_not_a_plugin_is_not_installed() {
+    let world = World::new();
+    let source = built(&world, "fixture-panics");
+    let out = stet(&world, &["plugins", "install", source.to_str().unwrap()]);
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    assert!(out.stderr.contains("failed its probe"), "{}", out.stderr);
+    assert!(!user_plugins(&world).join("fixture-panics").exists());
+
+    let empty = world.root.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = stet(&world, &["plugins", "install", empty.to_str().unwrap()]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("is not a plugin"), "{}", out.stderr);
+}
