@@ -277,6 +277,8 @@ fn test(root: &std::path::Path, cargo_args: &[String]) -> Result<(), String> {
     let claude = install_claude(root)?;
     // The lane image the sandbox tests run in; the script returns at once when it is loaded.
     run(&mut Command::new(root.join("scripts/build-image.sh")))?;
+    // The bubblewrap runtime (an out-of-tree plugin in examples/) runs on bwrap.
+    run(&mut Command::new(root.join("scripts/install-bwrap.sh")))?;
     run(cargo(root).args(["build", "--workspace", "--all-targets"]))?;
     let mut child = cargo(root)
         .args(["test", "--workspace"])
