@@ -1,0 +1,427 @@
+//! Everything about the `bwrap` command: finding it, the arguments of one sandboxed
+//! process, the network namespace made for it, and bounded runs for the probe.
+
+use std::ffi::CStr;
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{sync_channel, SyncSender};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use crate::images::{self, Image};
+use crate::records::Record;
+
+/// Finds `bwrap`: the configured path, else the first `bwrap` on `PATH`.
+pub fn find(configured: Option<&Path>) -> Result<PathBuf, String> {
+    if let Some(path) = configured {
+        return if is_executable(path) {
+            Ok(path.to_path_buf())
+        } else {
+            Err(format!(
+                "[plugins.bubblewrap] bwrap = {} is not an executable file",
+                path.display()
+            ))
+        };
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join("bwrap"))
+        .find(|candidate| is_executable(candidate))
+        .ok_or_else(|| {
+            format!(
+                "bwrap (bubblewrap) is not installed: it is not on PATH ({})",
+                path.to_string_lossy()
+            )
+        })
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// What one sandboxed process is launched with.
+pub struct Launch<'a> {
+    pub record: &'a Record,
+    pub image: &'a Image,
+    /// The sandbox's directory bound at `/tmp`; `None`: a fresh tmpfs (for the probe).
+    pub tmp: Option<&'a Path>,
+    pub argv: &'a [String],
+    /// The whole environment (the sandbox's and the process's).
+    pub env: &'a [(String, String)],
+    pub workdir: &'a str,
+}
+
+fn push(args: &mut Vec<String>, items: &[&str]) {
+    args.extend(items.iter().map(|s| s.to_string()));
+}
+
+impl Launch<'_> {
+    /// bwrap's arguments, in order (bwrap applies them in order: a mount's parent comes
+    /// before the mount, and `/` is made read-only last).
+    pub fn args(&self) -> Vec<String> {
+        let record = self.record;
+        let open = record.network == "open";
+        let (uid, gid) = record.user;
+        let mut args = Vec::new();
+        // New user namespace with exactly the requested ids mapped (to the caller's own
+        // ids outside: bwrap is not setuid); new pid, ipc, uts, cgroup namespaces. The
+        // network namespace, unless open, is made before bwrap runs (see `enter_netns`).
+        push(
+            &mut args,
+            &[
+                "--unshare-user",
+                "--uid",
+                &uid.to_string(),
+                "--gid",
+                &gid.to_string(),
+                "--unshare-pid",
+                "--unshare-ipc",
+                "--unshare-uts",
+                "--unshare-cgroup-try",
+                "--hostname",
+                &record.id,
+                // The process dies with the stet that started it; it cannot reach the
+                // caller's terminal (TIOCSTI); no capabilities, even for uid 0 inside.
+                "--die-with-parent",
+                "--new-session",
+                "--cap-drop",
+                "ALL",
+                "--clearenv",
+            ],
+        );
+        for (name, value) in self.env {
+            push(&mut args, &["--setenv", name, value]);
+        }
+        args.extend(images::root_args(self.image, open));
+        push(
+            &mut args,
+            &[
+                "--proc",
+                "/proc",
+                "--dev",
+                "/dev",
+                // With network none, this is a sysfs of the sandbox's own network
+                // namespace (only `lo` under /sys/class/net), mounted by `enter_netns`.
+                "--ro-bind",
+                "/sys",
+                "/sys",
+            ],
+        );
+        match self.tmp {
+            Some(tmp) => push(&mut args, &["--bind", &tmp.display().to_string(), "/tmp"]),
+            None => push(&mut args, &["--tmpfs", "/tmp"]),
+        }
+        let mut mounts: Vec<_> = record.mounts.iter().collect();
+        mounts.sort_by_key(|m| Path::new(&m.target).components().count());
+        for m in mounts {
+            let how = if m.writable { "--bind" } else { "--ro-bind" };
+            push(&mut args, &[how, &m.source, &m.target]);
+        }
+        push(
+            &mut args,
+            &["--remount-ro", "/", "--chdir", self.workdir, "--"],
+        );
+        args.extend(self.argv.iter().cloned());
+        args
+    }
+
+    /// The `bwrap` command for this launch, with the network namespace prepared for it
+    /// when the network is none. Stdio is left to the caller.
+    pub fn command(&self, bwrap: &Path) -> Command {
+        let mut command = Command::new(bwrap);
+        command.args(self.args()).env_clear().current_dir("/");
+        if self.record.network != "open" {
+            let setup = NetnsSetup::new();
+            // SAFETY: `enter_netns` makes only async-signal-safe system calls on memory
+            // prepared before the fork.
+            unsafe {
+                command.pre_exec(move || setup.enter());
+            }
+        }
+        command
+    }
+}
+
+/// What the child needs, prepared before `fork` (no allocation after it).
+struct NetnsSetup {
+    uid_map: Vec<u8>,
+    gid_map: Vec<u8>,
+}
+
+impl NetnsSetup {
+    fn new() -> Self {
+        // SAFETY: plain syscalls without arguments.
+        let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+        NetnsSetup {
+            uid_map: format!("0 {uid} 1\n").into_bytes(),
+            gid_map: format!("0 {gid} 1\n").into_bytes(),
+        }
+    }
+
+    /// Runs in the forked child just before it executes bwrap: enters a new user, network
+    /// and mount namespace (the caller mapped to root there, as `unshare -r` does), mounts
+    /// a fresh read-only sysfs on `/sys` so that it shows this network namespace, and
+    /// brings up its loopback. bwrap then binds that `/sys` into the sandbox and shares
+    /// the network namespace.
+    ///
+    /// Why not `bwrap --unshare-net`: bwrap cannot mount sysfs, so a sandbox made that way
+    /// either shows the *host's* interfaces under `/sys/class/net` (sysfs shows the network
+    /// namespace of whoever mounted it) or no `/sys` at all.
+    fn enter(&self) -> std::io::Result<()> {
+        // SAFETY: system calls on valid, NUL-terminated paths and prepared buffers.
+        unsafe {
+            check(libc::unshare(
+                libc::CLONE_NEWUSER | libc::CLONE_NEWNET | libc::CLONE_NEWNS,
+            ))?;
+            // Needed before an unprivileged gid_map; absent on kernels before 3.19.
+            if let Err(e) = write_file(c"/proc/self/setgroups", b"deny") {
+                if e.raw_os_error() != Some(libc::ENOENT) {
+                    return Err(e);
+                }
+            }
+            write_file(c"/proc/self/uid_map", &self.uid_map)?;
+            write_file(c"/proc/self/gid_map", &self.gid_map)?;
+            // Nothing mounted here may reach the host's mount namespace.
+            check(libc::mount(
+                std::ptr::null(),
+                c"/".as_ptr(),
+                std::ptr::null(),
+                libc::MS_REC | libc::MS_PRIVATE,
+                std::ptr::null(),
+            ))?;
+            let flags = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+            if libc::mount(
+                c"sysfs".as_ptr(),
+                c"/sys".as_ptr(),
+                c"sysfs".as_ptr(),
+                flags,
+                std::ptr::null(),
+            ) != 0
+            {
+                // The kernel refuses a new sysfs where the host's is partly hidden (in
+                // some containers): then an empty /sys rather than the host's interfaces.
+                check(libc::mount(
+                    c"tmpfs".as_ptr(),
+                    c"/sys".as_ptr(),
+                    c"tmpfs".as_ptr(),
+                    flags,
+                    std::ptr::null(),
+                ))?;
+            }
+            loopback_up()
+        }
+    }
+}
+
+fn check(result: libc::c_int) -> std::io::Result<()> {
+    if result == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// Writes `bytes` to `path` with raw system calls (async-signal-safe).
+unsafe fn write_file(path: &CStr, bytes: &[u8]) -> std::io::Result<()> {
+    let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let written = libc::write(fd, bytes.as_ptr().cast(), bytes.len());
+    let result = if written == bytes.len() as isize {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    };
+    libc::close(fd);
+    result
+}
+
+/// Brings up `lo` in the current network namespace (a new one has it down).
+unsafe fn loopback_up() -> std::io::Result<()> {
+    let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let mut request: libc::ifreq = std::mem::zeroed();
+    request.ifr_name[0] = b'l' as libc::c_char;
+    request.ifr_name[1] = b'o' as libc::c_char;
+    let mut result = check(libc::ioctl(fd, libc::SIOCGIFFLAGS as _, &mut request));
+    if result.is_ok() {
+        request.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
+        result = check(libc::ioctl(fd, libc::SIOCSIFFLAGS as _, &request));
+    }
+    libc::close(fd);
+    result
+}
+
+type SpawnRequest = (Command, SyncSender<std::io::Result<Child>>);
+
+/// Starts `command` on a thread that lives as long as the process.
+///
+/// `--die-with-parent` is the parent-death signal, and Linux sends it when the *thread*
+/// that forked the child ends, not the process. The host calls `spawn` from threads that
+/// may end while the sandboxed process still runs; forking from this one thread means the
+/// signal comes only when stet itself is gone.
+pub fn spawn_from_keeper(command: Command) -> std::io::Result<Child> {
+    static KEEPER: OnceLock<Mutex<SyncSender<SpawnRequest>>> = OnceLock::new();
+    let keeper = KEEPER.get_or_init(|| {
+        let (tx, rx) = sync_channel::<SpawnRequest>(0);
+        std::thread::Builder::new()
+            .name("stet-bwrap-spawner".into())
+            .spawn(move || {
+                for (mut command, answer) in rx {
+                    let _ = answer.send(command.spawn());
+                }
+            })
+            .expect("start the bwrap spawner thread");
+        Mutex::new(tx)
+    });
+    let (answer, child) = sync_channel(1);
+    keeper
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .send((command, answer))
+        .map_err(|_| std::io::Error::other("the bwrap spawner thread is gone"))?;
+    child
+        .recv()
+        .map_err(|_| std::io::Error::other("the bwrap spawner thread is gone"))?
+}
+
+/// What a bounded run printed and how it ended.
+#[derive(Debug)]
+pub struct Ran {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Ran {
+    pub fn success(&self) -> bool {
+        self.code == Some(0)
+    }
+
+    /// Its standard error, or its exit, for a message.
+    pub fn why(&self) -> String {
+        let stderr = self.stderr.trim();
+        match (stderr.is_empty(), self.code) {
+            (false, _) => stderr.to_string(),
+            (true, Some(code)) => format!("it exited with code {code}"),
+            (true, None) => "it was killed by a signal".to_string(),
+        }
+    }
+}
+
+/// Runs `command` with stdin closed and a wall-clock limit, collecting its output; kills
+/// its process group at the limit.
+pub fn run_bounded(mut command: Command, limit: Duration) -> Result<Ran, String> {
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let mut child = command
+        .spawn()
+        .map_err(|e| format!("could not start it: {e}"))?;
+    let collect = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            if let Some(mut pipe) = pipe {
+                let mut bytes = Vec::new();
+                let _ = pipe.read_to_end(&mut bytes);
+                text = String::from_utf8_lossy(&bytes).into_owned();
+            }
+            text
+        })
+    };
+    let stdout = collect(child.stdout.take().map(|p| Box::new(p) as _));
+    let stderr = collect(child.stderr.take().map(|p| Box::new(p) as _));
+    let started = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if started.elapsed() < limit => std::thread::sleep(Duration::from_millis(2)),
+            Ok(None) | Err(_) => {
+                // SAFETY: plain syscall on our own child's group (not reaped yet).
+                unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+                let _ = child.wait();
+                return Err(format!(
+                    "it did not finish within {} s and was killed",
+                    limit.as_secs_f32()
+                ));
+            }
+        }
+    };
+    Ok(Ran {
+        code: status.code(),
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::records::MountRecord;
+
+    fn record(network: &str) -> Record {
+        Record {
+            id: "bw-0123456789abcdef".into(),
+            image: "host".into(),
+            mounts: vec![
+                MountRecord {
+                    source: "/src/tools".into(),
+                    target: "/lane/tools".into(),
+                    writable: false,
+                },
+                MountRecord {
+                    source: "/src/lane".into(),
+                    target: "/lane".into(),
+                    writable: true,
+                },
+            ],
+            env: vec![],
+            workdir: "/lane".into(),
+            network: network.into(),
+            user: (1000, 1001),
+            labels: vec![],
+            created: 0,
+        }
+    }
+
+    #[test]
+    fn arguments_drop_everything_and_mount_parents_first() {
+        let record = record("none");
+        let env = vec![("PATH".to_string(), "/usr/bin".to_string())];
+        let argv = vec!["sh".to_string(), "-c".to_string(), "echo hi".to_string()];
+        let launch = Launch {
+            record: &record,
+            image: &Image::Host,
+            tmp: Some(Path::new("/state/bw-1/tmp")),
+            argv: &argv,
+            env: &env,
+            workdir: "/lane",
+        };
+        let args = launch.args().join(" ");
+        for needed in [
+            "--unshare-user --uid 1000 --gid 1001 --unshare-pid",
+            "--die-with-parent --new-session --cap-drop ALL --clearenv --setenv PATH /usr/bin",
+            "--bind /state/bw-1/tmp /tmp --bind /src/lane /lane --ro-bind /src/tools /lane/tools",
+            "--remount-ro / --chdir /lane -- sh -c echo hi",
+        ] {
+            assert!(args.contains(needed), "{needed:?} missing from {args}");
+        }
+        assert!(!args.contains("--unshare-net"), "{args}");
+        assert!(args.ends_with("-- sh -c echo hi"), "{args}");
+    }
+
+    #[test]
+    fn bwrap_is_found_on_path_or_where_configured() {
+        let missing = find(Some(Path::new("/nonexistent/bwrap"))).unwrap_err();
+        assert!(missing.contains("not an executable"), "{missing}");
+    }
+}

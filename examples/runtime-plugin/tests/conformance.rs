@@ -1,0 +1,63 @@
+//! The runtime conformance kit, with the plugin in-process (no library boundary, no stet
+//! needed). `stet plugins conformance example --image host` runs the same kit through the
+//! installed library.
+//!
+//! The kit needs `git` on the host; its image must hold `sh`, `git`, coreutils and
+//! `sleep`. This template's one image is the host itself.
+
+use stet_plugin_api::conformance::{self, Direct, Options};
+use stet_plugin_api::RuntimePlugin;
+use stet_runtime_example::ExampleRuntime;
+
+/// The checks this template fails, by design: it has no isolation. A runtime made from it
+/// must pass them: empty this list once yours does.
+const EXPECTED_FAILURES: &[&str] = &[
+    "with network none only loopback exists",
+    "host files outside the mounts are not visible",
+];
+
+#[test]
+fn the_runtime_conformance_kit() {
+    let state = tempfile::tempdir().unwrap();
+    let config = serde_json::json!({ "state_dir": state.path(), "no_isolation": true }).to_string();
+    let runtime = ExampleRuntime::from_config(&config).unwrap();
+    let probe = runtime.probe().unwrap();
+    assert!(probe.available, "{} ({})", probe.reason, probe.remedy);
+
+    let image = std::env::var("STET_TEST_IMAGE").unwrap_or_else(|_| "host".into());
+    let scratch = tempfile::tempdir().unwrap();
+    let checks = conformance::run(&Direct(&runtime), &Options::new(image, scratch.path()));
+    let report: Vec<String> = checks
+        .iter()
+        .map(|c| {
+            format!(
+                "{} {} ({} ms): {}",
+                if c.passed { "pass" } else { "FAIL" },
+                c.name,
+                c.elapsed.as_millis(),
+                c.detail
+            )
+        })
+        .collect();
+    println!("{}", report.join("\n"));
+    assert!(checks.len() >= 14, "only {} checks ran", checks.len());
+    for check in &checks {
+        let expected_to_fail = EXPECTED_FAILURES.contains(&check.name);
+        assert!(
+            check.passed != expected_to_fail,
+            "{}: {}\n\n{}",
+            check.name,
+            if expected_to_fail {
+                "passed, but is listed in EXPECTED_FAILURES: remove it from the list"
+            } else {
+                "failed"
+            },
+            report.join("\n")
+        );
+    }
+    // Everything the kit created was torn down.
+    assert!(
+        std::fs::read_dir(state.path()).unwrap().next().is_none(),
+        "records left in the state directory"
+    );
+}
