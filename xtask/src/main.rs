@@ -280,16 +280,46 @@ fn test(root: &std::path::Path, cargo_args: &[String]) -> Result<(), String> {
     // The bubblewrap runtime (an out-of-tree plugin in examples/) runs on bwrap.
     run(&mut Command::new(root.join("scripts/install-bwrap.sh")))?;
     run(cargo(root).args(["build", "--workspace", "--all-targets"]))?;
-    let mut child = cargo(root)
+    // The workspace, then the out-of-tree examples' own tests (their conformance kits run
+    // in process there), sharing one target directory of their own.
+    let mut totals = [0u64; 3];
+    let mut failed = Vec::new();
+    let mut workspace = cargo(root);
+    workspace
         .args(["test", "--workspace"])
         .args(cargo_args)
-        .env("STET_TEST_CLAUDE", claude)
+        .env("STET_TEST_CLAUDE", &claude);
+    if !counted(&mut workspace, &mut totals)? {
+        failed.push("the workspace".to_string());
+    }
+    for example in ["examples/runtime-plugin", "examples/bubblewrap-runtime"] {
+        let mut tests = cargo(root);
+        tests
+            .args(["test", "--manifest-path", &format!("{example}/Cargo.toml")])
+            .env("CARGO_TARGET_DIR", root.join("target/examples"));
+        if !counted(&mut tests, &mut totals)? {
+            failed.push(example.to_string());
+        }
+    }
+    println!(
+        "tests: {} passed, {} failed, {} skipped",
+        totals[0], totals[1], totals[2]
+    );
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("tests failed in {}", failed.join(", ")))
+    }
+}
+
+/// Runs `cargo test`, passing its output through and adding its per-binary `test result:`
+/// lines to `totals` (passed, failed, ignored), so a run ends on one line that counts every
+/// test. Returns whether it succeeded.
+fn counted(command: &mut Command, totals: &mut [u64; 3]) -> Result<bool, String> {
+    let mut child = command
         .stdout(std::process::Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot run cargo test: {e}"))?;
-    // Pass the output through and add up cargo's per-binary `test result:` lines, so the
-    // run ends on one line that counts every test (the last binary alone may have none).
-    let mut totals = [0u64; 3];
     let stdout = child.stdout.take().expect("piped");
     for line in std::io::BufRead::lines(std::io::BufReader::new(stdout)) {
         let line = line.map_err(|e| format!("reading cargo test output: {e}"))?;
@@ -311,13 +341,5 @@ fn test(root: &std::path::Path, cargo_args: &[String]) -> Result<(), String> {
         }
     }
     let status = child.wait().map_err(|e| format!("cargo test: {e}"))?;
-    println!(
-        "tests: {} passed, {} failed, {} skipped",
-        totals[0], totals[1], totals[2]
-    );
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("cargo test failed with {status}"))
-    }
+    Ok(status.success())
 }
