@@ -388,6 +388,13 @@ mod tests {
         (root, a, b)
     }
 
+    fn origin(repo: &Path) -> Remote<'_> {
+        Remote {
+            repo,
+            name: "origin",
+        }
+    }
+
     fn wanted(holder: &str, expires: i64) -> Reservation {
         Reservation {
             item: "20261130-fix-typo".into(),
@@ -401,16 +408,7 @@ mod tests {
     #[test]
     fn one_clone_wins_and_a_lapsed_reservation_is_taken_over() {
         let (_root, a, b) = two_clones();
-        let (ra, rb) = (
-            Remote {
-                repo: &a,
-                name: "origin",
-            },
-            Remote {
-                repo: &b,
-                name: "origin",
-            },
-        );
+        let (ra, rb) = (origin(&a), origin(&b));
         let held = ra.take(wanted("clone-a", 1000), 100, |_| false).unwrap();
         // B sees A's reservation and is refused while it is current.
         match rb.take(wanted("clone-b", 1000), 100, |_| false) {
@@ -489,16 +487,7 @@ mod tests {
     #[test]
     fn a_take_over_rule_takes_a_current_reservation_and_marks_are_read_in_one_trip() {
         let (_root, a, b) = two_clones();
-        let (ra, rb) = (
-            Remote {
-                repo: &a,
-                name: "origin",
-            },
-            Remote {
-                repo: &b,
-                name: "origin",
-            },
-        );
+        let (ra, rb) = (origin(&a), origin(&b));
         ra.take(wanted("clone-a", 1000), 100, |_| false).unwrap();
         // A rule that recognises the holder (its process gone) takes it before it lapses.
         let taken = rb
