@@ -1,0 +1,111 @@
+//! The apple-container runtime through the real `stet` binary, against the stand-in for
+//! Apple's `container` CLI (`tests/container-stand-in`; no Mac is available here), beside
+//! the real Docker runtime: selection, the conformance kit through the host, a run, and the
+//! service being down.
+
+use std::path::{Path, PathBuf};
+
+use stet_e2e::{artifacts, require_image, World};
+
+/// The stand-in, copied into the world with its settings beside it; returns its path.
+fn stand_in(world: &World, settings: &str) -> PathBuf {
+    let dir = world.root.path().join("container-cli");
+    std::fs::create_dir_all(&dir).unwrap();
+    let binary = dir.join("container");
+    std::fs::copy(artifacts().join("container"), &binary)
+        .expect("the stand-in is built (cargo build --workspace)");
+    std::fs::write(dir.join("stand-in.toml"), settings).unwrap();
+    binary
+}
+
+fn configure(world: &World, binary: &Path) {
+    world.repo_config(&format!(
+        "[plugins.apple-container]\nbinary = \"{}\"\nskip_platform_check = true\n",
+        binary.display()
+    ));
+}
+
+fn plugin<'a>(json: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    json["plugins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == name)
+        .unwrap_or_else(|| panic!("{name} missing from {json:#}"))
+}
+
+/// Removes the Docker containers the stand-in made for this world, whatever happened.
+struct Cleanup(PathBuf);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        for id in stet_e2e::containers_with_label("stet.stand-in=1") {
+            let out = std::process::Command::new("docker")
+                .args([
+                    "inspect",
+                    "--format",
+                    "{{index .Config.Labels \"stet.stand-in.state\"}}",
+                    &id,
+                ])
+                .output()
+                .unwrap();
+            if String::from_utf8_lossy(&out.stdout).contains(&self.0.display().to_string()) {
+                let _ = std::process::Command::new("docker")
+                    .args(["rm", "--force", &id])
+                    .output();
+            }
+        }
+    }
+}
+
+#[test]
+fn with_both_runtimes_the_native_one_is_selected_and_passes_the_kit_through_the_host() {
+    require_image();
+    let world = World::new();
+    world.install("docker");
+    world.install("apple-container");
+    let binary = stand_in(&world, "shape = \"1.x\"\nstart_delay_ms = 800\n");
+    let _cleanup = Cleanup(world.root.path().to_path_buf());
+    configure(&world, &binary);
+
+    let probe = world.run_stet(&["plugins", "probe", "--json"]);
+    let json = probe.json();
+    let apple = plugin(&json, "apple-container");
+    assert_eq!(apple["status"], "available", "{apple:#}");
+    assert_eq!(apple["probe"]["priority"], 100, "{apple:#}");
+    assert_eq!(
+        apple["probe"]["backend_version"], "container 1.2.2",
+        "{apple:#}"
+    );
+    let runtime = &json["selection"]["runtime"];
+    assert_eq!(runtime["chosen"], "apple-container", "{runtime:#}");
+
+    let kit = world.run_stet(&["plugins", "conformance", "apple-container"]);
+    assert_eq!(kit.code, 0, "{}\n{}", kit.stdout, kit.stderr);
+
+    let run = world.run_stet(&["run", "--", "sh", "-c", "echo hi; exit 3"]);
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert_eq!(run.stdout, "hi\n");
+}
+
+#[test]
+fn the_service_down_is_named_with_its_remedy_and_docker_is_selected_instead() {
+    require_image();
+    let world = World::new();
+    world.install("docker");
+    world.install("apple-container");
+    let binary = stand_in(&world, "service = \"down\"\n");
+    configure(&world, &binary);
+    let probe = world.run_stet(&["plugins", "probe", "--json"]);
+    let json = probe.json();
+    let apple = plugin(&json, "apple-container");
+    assert_eq!(apple["status"], "unavailable", "{apple:#}");
+    assert!(
+        apple["probe"]["remedy"]
+            .as_str()
+            .unwrap()
+            .contains("container system start"),
+        "{apple:#}"
+    );
+    assert_eq!(json["selection"]["runtime"]["chosen"], "docker", "{json:#}");
+}
