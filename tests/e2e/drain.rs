@@ -227,6 +227,18 @@ fn three_seeded_items_land_on_the_bare_remote_with_a_receipt_for_every_call() {
         "{queue}"
     );
     assert_eq!(sandboxes_of(&[pid]), 0, "sandboxes left behind");
+    let status = world.run_stet(&["status", "--json"]).json();
+    assert_eq!(status["calls"], 8, "{status:#}");
+    assert_eq!(status["outcomes"]["done"], 8, "{status:#}");
+    assert_eq!(
+        status["lanes_here"].as_array().unwrap().len(),
+        0,
+        "{status:#}"
+    );
+    assert!(
+        (status["cost_usd"].as_f64().unwrap() - 0.004).abs() < 1e-9,
+        "{status:#}"
+    );
     // Nothing left to do: a second drive finds nothing eligible and reserves nothing.
     let again = world.run_stet(&["drive", "--yes"]);
     assert_eq!(again.code, 0, "{}", again.stderr);

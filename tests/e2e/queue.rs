@@ -89,3 +89,40 @@ fn outside_a_repository_and_without_text_the_refusal_says_what_to_do() {
         out.stderr
     );
 }
+
+#[test]
+fn completions_are_printed_for_each_shell_and_a_wrong_shell_is_named() {
+    let world = World::new();
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let out = world.run_stet(&["completions", shell]);
+        assert_eq!(out.code, 0, "{shell}: {}", out.stderr);
+        assert!(out.stdout.contains("drive"), "{shell}: no subcommands");
+    }
+    let out = world.run_stet(&["completions", "tcsh"]);
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr.contains("possible values: bash"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn status_summarises_the_clone_as_lines_and_as_json() {
+    let world = World::new();
+    cloned(&world);
+    world.run_stet(&["add", "Something"]);
+    let out = world.run_stet(&["status"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.starts_with("queue: 1 item(s)"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("receipts: 0 agent call(s) in 0 run(s), $0.0000"),
+        "{}",
+        out.stdout
+    );
+    let json = world.run_stet(&["status", "--json"]).json();
+    assert_eq!(json["items"], 1);
+    assert_eq!(json["calls"], 0);
+    assert!(json["last"].is_null());
+}

@@ -107,8 +107,17 @@ pub enum Command {
     /// works it (resuming its lane when one was pushed).
     Retry(RetryArgs),
 
-    /// Summarise this clone: the queue, the receipts, the last agent call.
-    Status,
+    /// Summarise this clone: the queue, lanes kept here, the receipts by outcome, the last
+    /// agent call.
+    Status(StatusArgs),
+
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to standard
+    /// output, e.g. `stet completions bash > ~/.local/share/bash-completion/completions/stet`.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 
     /// Show the receipts of this clone: one per agent call (role, outcome, cost, plugins),
     /// with the path of each call's full output under -v.
@@ -353,6 +362,13 @@ pub struct ReceiptsArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// Print JSON instead of lines.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
 pub struct QueueArgs {
     /// The remote that holds reservations.
     #[arg(long, default_value = "origin", value_name = "NAME")]
@@ -501,7 +517,12 @@ pub fn main() -> ExitCode {
         Command::Queue(args) => Some(queue::list(args, printer)),
         Command::Retry(args) => Some(queue::retry(args, printer)),
         Command::Receipts(args) => Some(receipts::run(args, printer)),
-        Command::Status => Some(receipts::status(printer)),
+        Command::Status(args) => Some(receipts::status(args, printer)),
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            clap_complete::generate(*shell, &mut Cli::command(), "stet", &mut std::io::stdout());
+            Some(Ok(Exit::Success))
+        }
         _ => None,
     };
     if let Some(result) = early {
@@ -577,7 +598,8 @@ fn run(cli: Cli, printer: Printer) -> Result<Exit, CliError> {
         | Command::Queue(_)
         | Command::Retry(_)
         | Command::Receipts(_)
-        | Command::Status => unreachable!("handled before settings are resolved"),
+        | Command::Status(_)
+        | Command::Completions { .. } => unreachable!("handled before settings are resolved"),
     }
 }
 
