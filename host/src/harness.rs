@@ -278,6 +278,10 @@ pub fn prove(
             .into_iter()
             .map(Wall::from),
     );
+    // The runtime's own walls, in a sandbox made as the agent's would be.
+    proof
+        .walls
+        .extend(crate::runtime_walls::prove(settings, &runtime, &launch)?);
     Ok(proof)
 }
 

@@ -17,5 +17,6 @@ pub mod printer;
 pub mod queue;
 pub mod receipts;
 pub mod reservations;
+pub mod runtime_walls;
 pub mod sandbox;
 pub mod settings;

@@ -119,6 +119,8 @@ fn wall<'a>(json: &'a Value, name: &str) -> &'a Value {
 }
 
 const STATIC_WALLS: [&str; 3] = ["command-found", "profile-alone", "no-credential-in-env"];
+/// The runtime's own walls, which the host proves for every harness.
+const RUNTIME_WALLS: [&str; 3] = ["lane-only", "env-from-launch", "network-as-launched"];
 const LIVE_WALLS: [&str; 6] = [
     "env-from-scratch",
     "runs-as-lane-owner",
@@ -209,9 +211,17 @@ fn every_wall_holds_with_the_example_agent() {
     let out = c.run(&["walls", "--harness", "command", "--json"]);
     let json = out.json();
     assert_eq!(out.code, 0, "{json:#}\n{}", out.stderr);
-    for name in STATIC_WALLS.iter().chain(LIVE_WALLS.iter()) {
+    for name in STATIC_WALLS
+        .iter()
+        .chain(LIVE_WALLS.iter())
+        .chain(RUNTIME_WALLS.iter())
+    {
         assert_eq!(wall(&json, name)["held"], true, "{name}: {json:#}");
     }
+    assert_eq!(
+        wall(&json, "lane-only")["detail"],
+        "the lane is writable and seen by the host; a file outside every mount is not visible"
+    );
     assert_eq!(json["harness"], "command");
     assert_eq!(json["runtime"], "docker");
     assert_eq!(json["network"], "none");

@@ -227,6 +227,41 @@ fn the_template_builds_out_of_tree_installs_and_loads_and_the_kit_names_what_it_
             kit.stdout
         );
     }
+
+    // The host proves the runtime's walls before a drive, whatever the harness: on this
+    // runtime they break, and say what leaked (a negative control for `lane-only`).
+    let source = world.root.path().join("harness-source");
+    world.install_into("command", &source);
+    install(&world, &source.join("command"), "command");
+    world.repo_config(&format!(
+        "[plugins.example]\nno_isolation = true\n\n[sandbox]\nimage = \"host\"\n\n\
+         [plugins.command]\nimplement = [\"{}\"]\n",
+        repo_root().join("examples/agent/agent.sh").display()
+    ));
+    let walls = stet(
+        &world,
+        &[
+            "walls",
+            "--runtime",
+            "example",
+            "--harness",
+            "command",
+            "--json",
+        ],
+    );
+    assert_eq!(walls.code, 3, "{}\n{}", walls.stdout, walls.stderr);
+    let json = walls.json();
+    let lane_only = json["walls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["wall"] == "lane-only")
+        .unwrap_or_else(|| panic!("no lane-only wall: {json:#}"));
+    assert_eq!(lane_only["held"], false, "{lane_only:#}");
+    assert_eq!(
+        lane_only["detail"],
+        "a file outside every mount is visible inside the sandbox"
+    );
 }
 
 #[test]

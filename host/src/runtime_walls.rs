@@ -1,0 +1,285 @@
+//! The runtime's walls, proven live before a drive's first move, whatever the harness: in a
+//! real sandbox of the selected runtime, made exactly as an agent's would be (the lane, the
+//! session directory, the harness's mounts, network and environment), a short script
+//! reports what it can see, and each wall is a check that fails when the runtime leaks:
+//!
+//! - `lane-only`: the lane is there and writable, and a canary file the host made outside
+//!   every mount is not visible;
+//! - `env-from-launch`: no variable the launch did not set (beyond what a shell or the
+//!   runtime sets by itself), and none whose name looks like a credential;
+//! - `network-as-launched`: with no network, loopback only.
+
+use std::collections::BTreeSet;
+
+use stet_plugin_api::{EnvVar, Launch, Network, ProcessSpec};
+
+use crate::error::CliError;
+use crate::harness::{self, Wall};
+use crate::sandbox::OpenRuntime;
+use crate::settings::Settings;
+
+/// What a shell or a runtime sets by itself, beside what the launch sets.
+const INHERENT: [&str; 8] = [
+    "HOSTNAME", "PWD", "OLDPWD", "SHLVL", "_", "PATH", "HOME", "TERM",
+];
+
+/// What the host adds to every launch.
+const HOST_ADDED: [&str; 3] = ["STET_SESSION_LOG", "STET_IN_SANDBOX", "STET_RECEIPT"];
+
+/// Words in a variable's name that mark a credential.
+const CREDENTIAL_WORDS: [&str; 6] = ["KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "PASSWD"];
+
+const BEGIN: &str = "stet-runtime-walls 1";
+const END: &str = "stet-runtime-walls-end";
+
+/// Proves the runtime's walls for `launch` (the harness's proof launch, whose mounts,
+/// network and environment an agent's launch shares).
+pub fn prove(
+    settings: &Settings,
+    runtime: &OpenRuntime,
+    launch: &Launch,
+) -> Result<Vec<Wall>, CliError> {
+    let scratch = |prefix: &str| {
+        tempfile::Builder::new()
+            .prefix(prefix)
+            .tempdir()
+            .map_err(|e| CliError::failure(format!("cannot make a scratch directory: {e}")))
+    };
+    let lane = scratch("stet-walls-lane-")?;
+    let lane_path = lane
+        .path()
+        .canonicalize()
+        .unwrap_or_else(|_| lane.path().to_path_buf());
+    let outside = scratch("stet-walls-canary-")?;
+    let canary = outside.path().join("canary");
+    std::fs::write(&canary, stet_plugin_api::WALL_CANARY)
+        .map_err(|e| CliError::failure(format!("cannot write the canary: {e}")))?;
+
+    let script = format!(
+        "echo '{BEGIN}'\n\
+         env | sed -n 's/^\\([A-Za-z_][A-Za-z0-9_]*\\)=.*/env \\1/p'\n\
+         ls -1 /sys/class/net 2>/dev/null | sed 's/^/net /'\n\
+         if [ -e '{canary}' ]; then echo 'canary seen'; else echo 'canary unseen'; fi\n\
+         if echo written > '{lane}/.stet-walls'; then echo 'lane writable'; fi\n\
+         echo '{END}'\n",
+        canary = canary.display(),
+        lane = lane_path.display(),
+    );
+    let probe = Launch {
+        process: ProcessSpec {
+            argv: vec!["/bin/sh".into(), "-c".into(), script.into()].into(),
+            env: launch.process.env.clone(),
+            workdir: stet_plugin_api::ROption::RNone,
+            stdin: Default::default(),
+        },
+        mounts: launch.mounts.clone(),
+        network: launch.network.clone(),
+    };
+    let (output, _) = harness::run_launch(
+        settings,
+        runtime,
+        &probe,
+        &lane_path,
+        "walls",
+        harness::Watch {
+            time_limit: Some(std::time::Duration::from_secs(120)),
+            ..harness::Watch::default()
+        },
+    )?;
+    let seen_on_host = std::fs::read_to_string(lane_path.join(".stet-walls")).is_ok();
+    Ok(read(
+        &String::from_utf8_lossy(&output.stdout),
+        &launch.process.env,
+        &launch.network,
+        seen_on_host,
+    ))
+}
+
+fn wall(name: &str, held: bool, detail: String, remedy: &str) -> Wall {
+    Wall {
+        wall: name.to_string(),
+        held,
+        detail,
+        remedy: if held {
+            String::new()
+        } else {
+            remedy.to_string()
+        },
+    }
+}
+
+/// Reads the script's report into walls.
+fn read(
+    output: &str,
+    launch_env: &[EnvVar],
+    network: &Network,
+    lane_seen_on_host: bool,
+) -> Vec<Wall> {
+    let Some(report) = output
+        .split_once(BEGIN)
+        .and_then(|(_, rest)| rest.split_once(END))
+        .map(|(report, _)| report)
+    else {
+        return vec![wall(
+            "runtime-walls-reported",
+            false,
+            "the sandbox did not report what it can see".into(),
+            "run `stet run -- sh -c 'env; ls /sys/class/net'` to see what the runtime gives",
+        )];
+    };
+    let lines: Vec<&str> = report.lines().map(str::trim).collect();
+    let names: BTreeSet<&str> = lines
+        .iter()
+        .filter_map(|l| l.strip_prefix("env "))
+        .collect();
+    let nets: Vec<&str> = lines
+        .iter()
+        .filter_map(|l| l.strip_prefix("net "))
+        .collect();
+    let mut walls = Vec::new();
+
+    let canary_unseen = lines.contains(&"canary unseen");
+    let writable = lines.contains(&"lane writable") && lane_seen_on_host;
+    walls.push(wall(
+        "lane-only",
+        canary_unseen && writable,
+        match (canary_unseen, writable) {
+            (true, true) => "the lane is writable and seen by the host; a file outside every mount is not visible".into(),
+            (false, _) => "a file outside every mount is visible inside the sandbox".into(),
+            (true, false) => "the lane is not writable inside the sandbox, or the host does not see what was written".into(),
+        },
+        "the runtime shows the sandbox more than its mounts: use another runtime, or report this with its version",
+    ));
+
+    let allowed: BTreeSet<&str> = launch_env
+        .iter()
+        .map(|v| v.name.as_str())
+        .chain(INHERENT)
+        .chain(HOST_ADDED)
+        .collect();
+    let extra: Vec<&str> = names.difference(&allowed).copied().collect();
+    let credentials: Vec<&str> = names
+        .iter()
+        .copied()
+        .filter(|n| {
+            let upper = n.to_ascii_uppercase();
+            CREDENTIAL_WORDS.iter().any(|w| upper.contains(w))
+        })
+        .collect();
+    walls.push(wall(
+        "env-from-launch",
+        extra.is_empty() && credentials.is_empty(),
+        if !credentials.is_empty() {
+            format!("credential-like variables reached the sandbox: {}", credentials.join(" "))
+        } else if !extra.is_empty() {
+            format!("variables the launch did not set reached the sandbox: {}", extra.join(" "))
+        } else {
+            format!("{} variables, each set by the launch or the shell", names.len())
+        },
+        "the runtime adds variables of its own, or the harness passes a credential: report this with both plugins' versions",
+    ));
+
+    let only_loopback = nets.iter().all(|n| *n == "lo");
+    walls.push(match network {
+        Network::None => wall(
+            "network-as-launched",
+            only_loopback,
+            if only_loopback {
+                "no network: loopback only".into()
+            } else {
+                format!(
+                    "no network was asked for, yet the sandbox has {}",
+                    nets.join(", ")
+                )
+            },
+            "the runtime ignores `network none`: use another runtime",
+        ),
+        _ => wall(
+            "network-as-launched",
+            true,
+            format!(
+                "open, as the harness asks for its model API: {}",
+                nets.join(", ")
+            ),
+            "",
+        ),
+    });
+    walls
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(body: &str) -> String {
+        format!("noise\n{BEGIN}\n{body}\n{END}\n")
+    }
+
+    fn env(names: &[&str]) -> Vec<EnvVar> {
+        names.iter().map(|n| EnvVar::new(*n, "x")).collect()
+    }
+
+    #[test]
+    fn a_clean_sandbox_holds_every_wall() {
+        let out =
+            report("env PATH\nenv STET_ROLE\nenv HOSTNAME\nnet lo\ncanary unseen\nlane writable");
+        let walls = read(&out, &env(&["PATH", "STET_ROLE"]), &Network::None, true);
+        assert!(walls.iter().all(|w| w.held), "{walls:?}");
+    }
+
+    #[test]
+    fn each_leak_breaks_its_wall() {
+        let launch = env(&["STET_ROLE"]);
+        let held = |out: &str, net: &Network, seen: bool, name: &str| {
+            read(&report(out), &launch, net, seen)
+                .into_iter()
+                .find(|w| w.wall == name)
+                .unwrap()
+                .held
+        };
+        let clean = "env STET_ROLE\nnet lo\ncanary unseen\nlane writable";
+        assert!(held(clean, &Network::None, true, "lane-only"));
+        assert!(!held(
+            &clean.replace("canary unseen", "canary seen"),
+            &Network::None,
+            true,
+            "lane-only"
+        ));
+        assert!(!held(clean, &Network::None, false, "lane-only"));
+        assert!(!held(
+            &format!("{clean}\nenv SSH_AUTH_SOCK"),
+            &Network::None,
+            true,
+            "env-from-launch"
+        ));
+        let with_key = env(&["STET_ROLE", "OPENAI_API_KEY"]);
+        let walls = read(
+            &report(&format!("{clean}\nenv OPENAI_API_KEY")),
+            &with_key,
+            &Network::None,
+            true,
+        );
+        assert!(
+            !walls
+                .iter()
+                .find(|w| w.wall == "env-from-launch")
+                .unwrap()
+                .held
+        );
+        assert!(!held(
+            &format!("{clean}\nnet eth0"),
+            &Network::None,
+            true,
+            "network-as-launched"
+        ));
+        assert!(held(
+            &format!("{clean}\nnet eth0"),
+            &Network::Open,
+            true,
+            "network-as-launched"
+        ));
+        let none = read("no report", &launch, &Network::None, true);
+        assert_eq!(none.len(), 1);
+        assert!(!none[0].held);
+    }
+}
