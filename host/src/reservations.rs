@@ -111,13 +111,17 @@ impl Remote<'_> {
             self.name,
             &format!("+{PREFIX}*:{SEEN}*"),
         ])?;
-        let refs = self.git(&["for-each-ref", "--format=%(objectname) %(refname)", SEEN])?;
+        // One process for every reservation: each commit's message is one line of JSON.
+        let refs = self.git(&[
+            "for-each-ref",
+            "--format=%(objectname) %(contents:subject)",
+            SEEN,
+        ])?;
         let mut held = Vec::new();
         for line in refs.lines() {
-            let Some((oid, _)) = line.split_once(' ') else {
+            let Some((oid, message)) = line.split_once(' ') else {
                 continue;
             };
-            let message = self.git(&["log", "-1", "--format=%B", oid])?;
             // A ref someone else wrote by hand is not ours to interpret; it is skipped.
             if let Ok(reservation) = serde_json::from_str::<Reservation>(message.trim()) {
                 held.push(Held {
