@@ -109,3 +109,49 @@ fn the_service_down_is_named_with_its_remedy_and_docker_is_selected_instead() {
     );
     assert_eq!(json["selection"]["runtime"]["chosen"], "docker", "{json:#}");
 }
+
+#[test]
+fn a_drive_lands_an_item_through_the_native_runtime_with_the_command_harness() {
+    require_image();
+    let world = World::new();
+    world.install("apple-container");
+    world.install("command");
+    let binary = stand_in(&world, "shape = \"1.x\"\n");
+    let _cleanup = Cleanup(world.root.path().to_path_buf());
+    world.clone_of_fresh_remote();
+    let agent = stet_e2e::repo_root().join("examples/agent/agent.sh");
+    std::fs::write(
+        world.work.join("stet.toml"),
+        format!(
+            "[harness]\nprefer = [\"command\"]\n\n[plugins.command]\nimplement = [\"{}\"]\n\n\
+             [plugins.apple-container]\nbinary = \"{}\"\nskip_platform_check = true\n",
+            agent.display(),
+            binary.display()
+        ),
+    )
+    .unwrap();
+    stet_e2e::git(&world.work, &["add", "stet.toml"]);
+    stet_e2e::git(&world.work, &["commit", "--quiet", "-m", "configure stet"]);
+    let added = world.run_stet(&["add", "Say hello\n\nwrite hello.txt: hello from a VM"]);
+    assert_eq!(added.code, 0, "{}", added.stderr);
+
+    let out = world.run_stet(&["drive", "--yes"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("runtime:  apple-container"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("landed on origin"), "{}", out.stderr);
+    let remote = world.root.path().join("remote.git");
+    let branch = stet_e2e::git(&remote, &["branch", "--list", "stet/*"]);
+    let branch = branch.trim().trim_start_matches("* ").trim();
+    let hello = stet_e2e::git(&remote, &["show", &format!("{branch}:hello.txt")]);
+    assert_eq!(hello.trim(), "hello from a VM");
+    let receipts = world.run_stet(&["receipts", "--json"]).json();
+    assert!(receipts
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["runtime"]["name"] == "apple-container"));
+}
