@@ -4,8 +4,6 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
 use serde::Serialize;
 use stet_plugin_api::{
@@ -396,19 +394,10 @@ pub fn run_launch(
     if let Some(slot) = watch.in_flight {
         *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(running.clone());
     }
-    // An agent that never answers is killed at the time limit; the watchdog ends as soon
-    // as the call does (its channel closes).
-    let timed_out = Arc::new(AtomicBool::new(false));
-    let (done, watchdog) = std::sync::mpsc::channel::<()>();
-    if let Some(limit) = watch.time_limit {
-        let (running, timed_out) = (running.clone(), timed_out.clone());
-        std::thread::spawn(move || {
-            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = watchdog.recv_timeout(limit) {
-                timed_out.store(true, Ordering::SeqCst);
-                let _ = running.kill();
-            }
-        });
-    }
+    // An agent that never answers is killed at the time limit.
+    let watchdog = watch
+        .time_limit
+        .map(|limit| crate::sandbox::Watchdog::start(&running, limit));
     let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
     let status = running.wait(&mut |stream, bytes| {
         if let Some(follow) = watch.follow {
@@ -419,15 +408,11 @@ pub fn run_launch(
             Stream::Stderr => stderr.extend_from_slice(bytes),
         }
     });
-    drop(done);
     if let Some(slot) = watch.in_flight {
         *slot.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }
     let status = status?;
-    let timed_out = timed_out
-        .load(Ordering::SeqCst)
-        .then_some(watch.time_limit)
-        .flatten();
+    let timed_out = watchdog.filter(|w| w.fired()).and(watch.time_limit);
     drop(sandbox);
     let session = std::fs::read_to_string(&session_log)
         .unwrap_or_default()

@@ -370,6 +370,35 @@ impl Process {
     }
 }
 
+/// Kills a process that is still running when its time limit passes; stands down as soon
+/// as it is dropped (the process ended first).
+pub struct Watchdog {
+    _done: std::sync::mpsc::Sender<()>,
+    fired: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Watchdog {
+    /// Watches `process` for `limit`.
+    pub fn start(process: &Process, limit: std::time::Duration) -> Watchdog {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let (done, watch) = std::sync::mpsc::channel::<()>();
+        let fired = Arc::new(AtomicBool::new(false));
+        let (process, flag) = (process.clone(), fired.clone());
+        std::thread::spawn(move || {
+            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = watch.recv_timeout(limit) {
+                flag.store(true, Ordering::SeqCst);
+                let _ = process.kill();
+            }
+        });
+        Watchdog { _done: done, fired }
+    }
+
+    /// Whether the limit passed and the process was killed.
+    pub fn fired(&self) -> bool {
+        self.fired.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
 /// A loaded runtime, driven by the conformance kit.
 pub struct Conformance<'a>(pub &'a RuntimeHandle);
 

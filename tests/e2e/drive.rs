@@ -320,8 +320,7 @@ fn a_usage_limit_is_waited_out_and_the_item_still_lands() {
     let out = world.run_stet(&["drive", "--yes", "--wait-floor", "1s"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
-        out.stderr
-            .contains("the agent hit its usage limit (reservation released)")
+        out.stderr.contains("the agent hit its usage limit")
             && out.stderr.contains("waiting until"),
         "{}",
         out.stderr

@@ -67,7 +67,7 @@ impl Drive<'_> {
         let mut outage: Option<Outage> = None;
         let mut unreachable: Option<Outage> = None;
         while landed < self.options.cap && !self.stop.load(Ordering::SeqCst) {
-            let item = match self.next_item(items, &done_here) {
+            let item = match self.next_item(items, &done_here)? {
                 Next::Take(item) => item,
                 Next::Malformed(id, why) => {
                     self.progress.warn(&format!("skipped {id}: {why}"));
@@ -221,16 +221,20 @@ impl Drive<'_> {
                 }
                 ItemEnd::RateLimited(until) => {
                     if !self.wait(
-                        &format!(
-                            "{}: the agent hit its usage limit (reservation released)",
-                            item.id
-                        ),
+                        &format!("{}: the agent hit its usage limit", item.id),
                         until.unwrap_or(0),
                     ) {
                         return Ok(self.stopped_while_waiting());
                     }
                 }
             }
+        }
+        if self.stop.load(Ordering::SeqCst) {
+            note!(
+                self.progress,
+                "stopped: run {}; nothing is reserved; resume with: stet drive",
+                self.run
+            );
         }
         note!(
             self.progress,
@@ -257,24 +261,18 @@ impl Drive<'_> {
         &self,
         items: &[queue::Entry],
         done_here: &std::collections::HashSet<String>,
-    ) -> Next {
+    ) -> Result<Next, CliError> {
         let remote = self.remote();
         let marks = match remote.marks() {
             Ok(marks) => marks,
-            Err(e) => return Next::Unreachable(short(&e)),
+            Err(e) => return Ok(Next::Unreachable(short(&e))),
         };
         let open = |m: &Marks, id: &str| !m.landed.contains(id) && !m.failed.contains(id);
         for item in items
             .iter()
             .filter(|i| !done_here.contains(&i.id) && open(&marks, &i.id))
         {
-            let _lock = match self.lock() {
-                Ok(lock) => lock,
-                Err(e) => {
-                    self.progress.warn(&e.to_string());
-                    return Next::Nothing;
-                }
-            };
+            let _lock = self.lock()?;
             let wanted = self.reservation(&item.id, "implement");
             match remote.take(wanted, now(), |r| {
                 ours_to_take_over(&self.holder, &r.holder)
@@ -285,11 +283,11 @@ impl Drive<'_> {
                         Ok(true) => match item.load() {
                             Ok(loaded) => {
                                 self.keeper.hold(held);
-                                return Next::Take(loaded);
+                                return Ok(Next::Take(loaded));
                             }
                             Err(why) => {
                                 let _ = remote.release(&held);
-                                return Next::Malformed(item.id.clone(), why);
+                                return Ok(Next::Malformed(item.id.clone(), why));
                             }
                         },
                         Ok(false) => {
@@ -297,7 +295,7 @@ impl Drive<'_> {
                         }
                         Err(e) => {
                             let _ = remote.release(&held);
-                            return Next::Unreachable(short(&e));
+                            return Ok(Next::Unreachable(short(&e)));
                         }
                     }
                 }
@@ -311,10 +309,12 @@ impl Drive<'_> {
                     ));
                 }
                 Err(ReservationError::Raced { .. }) => {}
-                Err(e @ ReservationError::Remote { .. }) => return Next::Unreachable(short(&e)),
+                Err(e @ ReservationError::Remote { .. }) => {
+                    return Ok(Next::Unreachable(short(&e)))
+                }
             }
         }
-        Next::Nothing
+        Ok(Next::Nothing)
     }
 
     /// Releases reservations a drive of this clone left on items that are landed or failed

@@ -29,6 +29,9 @@ struct State {
 #[derive(Clone)]
 pub struct Keeper {
     shared: Arc<(Mutex<State>, Condvar)>,
+    /// The item held and when it lapses, for a second signal's last words: kept apart from
+    /// `shared`, whose lock is held across git pushes, so reading it never waits on one.
+    lapse: Arc<Mutex<Option<(String, i64)>>>,
     repo: PathBuf,
     remote: String,
     lease_secs: i64,
@@ -36,10 +39,12 @@ pub struct Keeper {
 
 impl Keeper {
     /// Starts the keeper's thread for reservations on `remote` of `repo`, each lasting
-    /// `lease_secs` without renewal; it renews when a third of the lease is left.
+    /// `lease_secs` without renewal; it renews once a third of the lease has passed (two
+    /// thirds left), looking every sixth of it.
     pub fn start(repo: PathBuf, remote: String, lease_secs: i64) -> Keeper {
         let keeper = Keeper {
             shared: Arc::new((Mutex::new(State::default()), Condvar::new())),
+            lapse: Arc::new(Mutex::new(None)),
             repo,
             remote,
             lease_secs,
@@ -53,6 +58,11 @@ impl Keeper {
         self.shared.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    fn publish(&self, held: Option<&Held>) {
+        *self.lapse.lock().unwrap_or_else(|p| p.into_inner()) =
+            held.map(|h| (h.reservation.item.clone(), h.reservation.expires_at_unix));
+    }
+
     fn remote(&self) -> Remote<'_> {
         Remote {
             repo: &self.repo,
@@ -63,6 +73,7 @@ impl Keeper {
     /// From now on, keeps `held`.
     pub fn hold(&self, held: Held) {
         let mut state = self.state();
+        self.publish(Some(&held));
         state.held = Some(held);
         state.lost = None;
         state.unreachable = None;
@@ -86,6 +97,7 @@ impl Keeper {
         };
         match self.remote().renew(&held, next) {
             Ok(renewed) => {
+                self.publish(Some(&renewed));
                 state.held = Some(renewed);
                 state.unreachable = None;
                 Ok(())
@@ -98,17 +110,25 @@ impl Keeper {
                 let why = e.to_string();
                 state.lost = Some(why.clone());
                 state.held = None;
+                self.publish(None);
                 Err(why)
             }
         }
     }
 
+    /// Why the last renewal could not reach the remote, if it could not.
+    pub fn unreachable(&self) -> Option<String> {
+        self.state().unreachable.clone()
+    }
+
+    /// Why the reservation was lost to another drive, if it was (no remote call).
+    pub fn lost(&self) -> Option<String> {
+        self.state().lost.clone()
+    }
+
     /// The item held now and when its reservation lapses.
     pub fn lapse(&self) -> Option<(String, i64)> {
-        self.state()
-            .held
-            .as_ref()
-            .map(|h| (h.reservation.item.clone(), h.reservation.expires_at_unix))
+        self.lapse.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// Stops keeping the reservation and releases it on the remote, if it is still ours.
@@ -117,6 +137,7 @@ impl Keeper {
         let Some(held) = state.held.take() else {
             return Ok(());
         };
+        self.publish(None);
         // Release what the remote holds now, if it is still ours (a renewal may have
         // happened since `held` was read).
         match self.remote().release(&held) {
@@ -140,8 +161,8 @@ impl Keeper {
     }
 
     fn renew_loop(&self) {
-        // Renew when a third of the lease is left; look at least every few seconds so a
-        // short lease (in tests) is kept too.
+        // Renew once two thirds of the lease are left, looking every sixth of it (at least
+        // every second, at most every minute), so a short lease (in tests) is kept too.
         let tick = Duration::from_secs((self.lease_secs / 6).clamp(1, 60) as u64);
         let mut state = self.state();
         loop {
@@ -160,6 +181,7 @@ impl Keeper {
                 };
                 match self.remote().renew(&held, next) {
                     Ok(renewed) => {
+                        self.publish(Some(&renewed));
                         state.held = Some(renewed);
                         state.unreachable = None;
                     }
@@ -169,6 +191,7 @@ impl Keeper {
                     Err(e) => {
                         state.lost = Some(e.to_string());
                         state.held = None;
+                        self.publish(None);
                     }
                 }
             }

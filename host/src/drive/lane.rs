@@ -53,7 +53,19 @@ impl Drive<'_> {
     fn enter(&self, lane: &Lane, stage: &str) -> Result<(), String> {
         self.moves.set(self.moves.get() + 1);
         self.progress.stage(self.moves.get(), &lane.branch, stage);
-        self.keeper.set_stage(stage)
+        self.keeper.set_stage(stage)?;
+        if let Some(why) = self.keeper.unreachable() {
+            let until = self
+                .keeper
+                .lapse()
+                .map(|(_, at)| super::clock(at))
+                .unwrap_or_default();
+            self.progress.warn(&format!(
+                "cannot renew the reservation of {} ({why}); it lapses at {until} unless the remote answers",
+                lane.item
+            ));
+        }
+        Ok(())
     }
 
     pub(super) fn work(&self, item: &queue::Item) -> Result<ItemEnd, CliError> {
@@ -64,20 +76,32 @@ impl Drive<'_> {
                     .caused_by(e.to_string())
             })?
         };
+        // A landing that was cut short (the branch pushed and the land command run, the
+        // mark not yet written) is finished, not done again.
+        if self.landing_marker(item).exists() {
+            if let Err(why) = self.enter(&lane, "land") {
+                return Ok(ItemEnd::Lost(why));
+            }
+            let _lock = self.lock()?;
+            return Ok(self.finish_landing(item, &lane));
+        }
         let mut feedback: Option<String> = None;
         for round in 1..=self.options.max_rounds {
+            if round > 1 && self.stop.load(Ordering::SeqCst) {
+                return Ok(ItemEnd::Stopped(lane.branch));
+            }
             // implement
             if let Err(why) = self.enter(&lane, "implement") {
                 return Ok(ItemEnd::Lost(why));
             }
+            if !self.pace() {
+                return Ok(ItemEnd::Stopped(lane.branch));
+            }
             let prompt = implement_prompt(item, feedback.as_deref());
             let message = format!("stet: {} (round {round})", item.title);
             let call = self.agent_call(item, &lane, Role::Implement, &prompt, Some(&message))?;
-            {
-                let _lock = self.lock()?;
-                if let Err(e) = lane.push(&self.repo, &self.options.remote) {
-                    return Ok(ItemEnd::RemoteUnreachable(e.detail));
-                }
+            if let Some(end) = self.push(&lane)? {
+                return Ok(end);
             }
             match call.kind {
                 OutcomeKind::Done => {}
@@ -92,7 +116,12 @@ impl Drive<'_> {
                 if let Err(why) = self.enter(&lane, "check") {
                     return Ok(ItemEnd::Lost(why));
                 }
-                let (passed, output) = self.check(&lane, check)?;
+                let (passed, output) = match self.check(&lane, check) {
+                    Ok(checked) => checked,
+                    // The check could not run at all (the runtime failed): a runner failure,
+                    // which counts toward an outage, not the end of the drive.
+                    Err(e) => return Ok(ItemEnd::RunnerFailed(format!("check: {e}"))),
+                };
                 if !passed {
                     note!(self.progress, "{}: the check failed", item.id);
                     feedback = Some(format!("The check `{check}` failed:\n{output}"));
@@ -102,6 +131,9 @@ impl Drive<'_> {
             // review
             if let Err(why) = self.enter(&lane, "review") {
                 return Ok(ItemEnd::Lost(why));
+            }
+            if !self.pace() {
+                return Ok(ItemEnd::Stopped(lane.branch));
             }
             // What the reviewer judges: everything the lane adds to the repository's HEAD
             // (the lane was brought back and pushed after implementing).
@@ -126,9 +158,6 @@ impl Drive<'_> {
             }
             note!(self.progress, "{}: the reviewer asked for changes", item.id);
             feedback = Some(format!("The reviewer asked for changes:\n{verdict}"));
-            if self.stop.load(Ordering::SeqCst) {
-                return Ok(ItemEnd::Stopped(lane.branch));
-            }
         }
         Ok(ItemEnd::GaveUp(format!(
             "not landed after {} rounds",
@@ -136,13 +165,40 @@ impl Drive<'_> {
         )))
     }
 
-    /// Lands the lane: pushes its branch, runs the configured land command on the host,
-    /// marks the item landed on the remote, and removes the working copy.
-    fn land(&self, item: &queue::Item, lane: &Lane) -> Result<ItemEnd, CliError> {
+    /// Pushes the lane's branch under the drain lock, if the reservation is still this
+    /// drive's. `Some` ends the lane's work: the reservation was taken over, the remote
+    /// refused the push (someone else moved the branch), or it did not answer.
+    fn push(&self, lane: &Lane) -> Result<Option<ItemEnd>, CliError> {
         let _lock = self.lock()?;
-        if let Err(e) = lane.push(&self.repo, &self.options.remote) {
-            return Ok(ItemEnd::RemoteUnreachable(e.detail));
+        if let Some(why) = self.keeper.lost() {
+            return Ok(Some(ItemEnd::Lost(why)));
         }
+        Ok(match lane.push(&self.repo, &self.options.remote) {
+            Ok(()) => None,
+            Err(e) if lanes::push_refused(&e) => Some(ItemEnd::Lost(format!(
+                "the remote refused the push of {}: another drive moved the branch",
+                lane.branch
+            ))),
+            Err(e) => Some(ItemEnd::RemoteUnreachable(e.detail)),
+        })
+    }
+
+    /// Where this clone remembers a landing in progress, so that a landing cut short (a
+    /// crash, an unreachable remote) is finished by the next attempt instead of redone.
+    fn landing_marker(&self, item: &queue::Item) -> std::path::PathBuf {
+        receipts::git_dir(&self.repo)
+            .join("stet/landing")
+            .join(&item.id)
+    }
+
+    /// Lands the lane: pushes its branch, runs the configured land command on the host
+    /// (once: a marker remembers it ran), marks the item landed on the remote, and removes
+    /// the working copy.
+    fn land(&self, item: &queue::Item, lane: &Lane) -> Result<ItemEnd, CliError> {
+        if let Some(end) = self.push(lane)? {
+            return Ok(end);
+        }
+        let _lock = self.lock()?;
         if let Some(command) = &self.options.land {
             // The land command runs on the host, as the person: it is the one step that may
             // need the person's own credentials (to open a pull request, say).
@@ -165,26 +221,43 @@ impl Drive<'_> {
                 )),
             }
         }
+        let marker = self.landing_marker(item);
+        if let Err(e) = receipts::write_durably(&marker, lane.branch.as_bytes()) {
+            self.progress.warn(&format!(
+                "{}: cannot remember the landing in {}: {e}",
+                item.id,
+                marker.display()
+            ));
+        }
+        Ok(self.finish_landing(item, lane))
+    }
+
+    /// Marks the item landed on the remote and forgets the lane (under the drain lock).
+    fn finish_landing(&self, item: &queue::Item, lane: &Lane) -> ItemEnd {
         if let Err(e) = self.remote().mark_landed(
             &item.id,
             &format!("landed {} by run {}", lane.branch, self.run),
         ) {
-            return Ok(ItemEnd::RemoteUnreachable(e.to_string()));
+            // The marker stays: the next attempt only writes the mark.
+            return ItemEnd::RemoteUnreachable(e.to_string());
         }
+        let _ = std::fs::remove_file(self.landing_marker(item));
         lane.remove();
-        Ok(ItemEnd::Landed)
+        ItemEnd::Landed
     }
 
-    /// Before a launch: the pace since the last one.
-    fn pace(&self) {
+    /// Before a launch: the pace since the last one. Returns false when a stop cut the
+    /// wait short (no agent is launched then).
+    fn pace(&self) -> bool {
         let pace = self.options.pace_secs;
         if let Some(last) = self.last_launch.get().filter(|_| pace > 0) {
             let next = last + pace;
-            if (now_ms() / 1000) as i64 <= next {
-                self.wait("pace between agent launches", next);
+            if (now_ms() / 1000) as i64 <= next && !self.wait("pace between agent launches", next) {
+                return false;
             }
         }
         self.last_launch.set(Some((now_ms() / 1000) as i64));
+        true
     }
 
     /// One agent call, with its receipt recorded before it starts and when it ends. With
@@ -220,7 +293,6 @@ impl Drive<'_> {
             profile_dir: self.profile_dir.clone().into(),
             workdir: lane.dir.display().to_string().into(),
         })?;
-        self.pace();
         let started = now_ms();
         let mut call = harness::CallContext {
             id: format!("{started}-{}-{role_word}", item.id),
@@ -241,7 +313,7 @@ impl Drive<'_> {
         harness::record_start(&self.repo, &call)?;
         let progress = &self.progress;
         let follow = |_: stet_plugin_api::Stream, bytes: &[u8]| progress.follow(bytes);
-        let (output, network) = harness::run_launch(
+        let ran = harness::run_launch(
             self.settings,
             &self.runtime,
             &launch,
@@ -253,10 +325,40 @@ impl Drive<'_> {
                 follow: self.options.follow.then_some(&follow as _),
                 env: vec![EnvVar::new("STET_RECEIPT", call.id.clone())],
             },
-        )?;
-        let mut outcome = self
-            .harness
-            .read_outcome(role, &output.stdout, output.status)?;
+        )
+        .and_then(|(output, network)| {
+            let outcome = self
+                .harness
+                .read_outcome(role, &output.stdout, output.status)?;
+            Ok((output, network, outcome))
+        });
+        // The runtime or the harness failing (a sandbox that cannot start, an output the
+        // harness cannot read) is this call failing: recorded, and counted toward an
+        // outage by the caller, not the end of the drive.
+        let (output, network, mut outcome) = match ran {
+            Ok(ran) => ran,
+            Err(e) => (
+                harness::LaunchOutput {
+                    session: Vec::new(),
+                    stdout: Vec::new(),
+                    stderr: Vec::new(),
+                    status: stet_plugin_api::ExitStatus {
+                        code: ROption::RNone,
+                        signal: ROption::RNone,
+                        out_of_memory: false,
+                    },
+                    timed_out: None,
+                },
+                call.network.clone(),
+                stet_plugin_api::Outcome {
+                    kind: OutcomeKind::Failed,
+                    detail: e.to_string().lines().collect::<Vec<_>>().join("; ").into(),
+                    retry_at_unix: ROption::RNone,
+                    cost_usd: ROption::RNone,
+                    usage: Default::default(),
+                },
+            ),
+        };
         if let Some(limit) = output.timed_out {
             // The harness saw a killed process; the host says why it was killed.
             outcome.kind = OutcomeKind::Failed;
@@ -315,6 +417,8 @@ impl Drive<'_> {
             stdin: Default::default(),
         })?;
         *self.in_flight.lock().unwrap_or_else(|p| p.into_inner()) = Some(process.clone());
+        let limit = std::time::Duration::from_secs(self.options.call_limit_secs);
+        let watchdog = sandbox::Watchdog::start(&process, limit);
         let mut output = Vec::new();
         let (progress, follow) = (&self.progress, self.options.follow);
         let status = process.wait(&mut |_, bytes| {
@@ -328,8 +432,19 @@ impl Drive<'_> {
             }
         });
         *self.in_flight.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        let status = status?;
+        if watchdog.fired() {
+            return Ok((
+                false,
+                format!(
+                    "the check did not finish within {} (--call-limit) and was killed\n{}",
+                    humantime::format_duration(limit),
+                    String::from_utf8_lossy(&output)
+                ),
+            ));
+        }
         Ok((
-            status?.success(),
+            status.success(),
             String::from_utf8_lossy(&output).into_owned(),
         ))
     }

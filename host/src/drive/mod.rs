@@ -340,18 +340,40 @@ fn ours_to_take_over(mine: &str, holder: &str) -> bool {
     let Some(owner) = holder.splitn(3, ':').nth(2) else {
         return false;
     };
+    // Without a process to ask about, nothing says the holder is gone: wait for the lapse.
+    if owner.split(':').next().unwrap_or_default().is_empty() {
+        return false;
+    }
     prefix(mine) == prefix(holder) && !sandbox::owner_alive(owner)
 }
 
-/// A stable id for this clone, kept in its git directory.
+/// A stable id for this clone: kept in its git directory, bound to where it is and to this
+/// boot of this machine.
 fn clone_id(repo: &Path) -> String {
-    let path = receipts::git_dir(repo).join("stet/clone-id");
-    if let Ok(id) = std::fs::read_to_string(&path) {
-        return id.trim().to_string();
-    }
-    let id = format!("{:x}{:x}", now_ms(), std::process::id());
-    let _ = receipts::write_durably(&path, id.as_bytes());
-    id
+    let git_dir = receipts::git_dir(repo);
+    let path = git_dir.join("stet/clone-id");
+    let stored = match std::fs::read_to_string(&path) {
+        Ok(id) => id.trim().to_string(),
+        Err(_) => {
+            let id = format!("{:x}{:x}", now_ms(), std::process::id());
+            let _ = receipts::write_durably(&path, id.as_bytes());
+            id
+        }
+    };
+    // The stored id travels with a copied repository, and host names repeat (containers,
+    // CI): where the clone is and which boot of which machine it is on are part of its
+    // identity too, so a copy elsewhere never passes for this clone.
+    let place = git_dir
+        .canonicalize()
+        .unwrap_or(git_dir)
+        .display()
+        .to_string();
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .or_else(|_| std::fs::read_to_string("/etc/machine-id"))
+        .unwrap_or_default();
+    let digest =
+        crate::plugins::trust::sha256_bytes(format!("{place}\n{}", boot.trim()).as_bytes());
+    format!("{stored}-{}", &digest[..12])
 }
 
 /// The estimate from past receipts: average cost per landed item.
@@ -373,4 +395,42 @@ fn estimate(repo: &Path, items: usize) -> String {
         past.len(),
         per_item * items as f64
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_gone_process_of_this_very_clone_is_taken_over_before_the_lapse() {
+        let me = format!(
+            "host:clone-1:{}",
+            sandbox::owner_token(std::process::id()).unwrap()
+        );
+        // A process that cannot exist, on this clone: gone, so taken over.
+        assert!(ours_to_take_over(&me, "host:clone-1:4194999:1"));
+        // Alive (this very process): not taken over.
+        assert!(!ours_to_take_over(&me, &me));
+        // Another clone, or another host: wait for the lapse.
+        assert!(!ours_to_take_over(&me, "host:clone-2:4194999:1"));
+        assert!(!ours_to_take_over(&me, "other:clone-1:4194999:1"));
+        // No process named: nothing says it is gone.
+        assert!(!ours_to_take_over(&me, "host:clone-1:"));
+        assert!(!ours_to_take_over(&me, "host:clone-1"));
+    }
+
+    #[test]
+    fn a_clone_id_is_bound_to_where_the_clone_is() {
+        let a = tempfile::tempdir().unwrap();
+        crate::git::run(a.path(), &["init", "--quiet"]).unwrap();
+        let first = clone_id(a.path());
+        assert_eq!(clone_id(a.path()), first, "stable");
+        // A copy of the repository (its stored id included) elsewhere is another clone.
+        let b = tempfile::tempdir().unwrap();
+        let stored = receipts::git_dir(a.path()).join("stet/clone-id");
+        let copy = receipts::git_dir(b.path()).join("stet/clone-id");
+        std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
+        std::fs::copy(&stored, &copy).unwrap();
+        assert_ne!(clone_id(b.path()), first);
+    }
 }
