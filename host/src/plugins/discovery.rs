@@ -211,17 +211,21 @@ fn trust_status(
     if let Some(why) = trust::plugin_permissions(dir, &manifest.path, &manifest.library) {
         return Status::UnsafePermissions(why);
     }
+    // The lock speaks for the user plugins directory only: a plugin elsewhere (a
+    // --plugins-dir, beside the executable) is trusted as part of that installation, and a
+    // development build of an installed plugin is not refused for differing from it.
+    if !in_user_dir {
+        return Status::Ok;
+    }
     match lock {
         Some(Ok(lock)) => {
-            match trust::check_locked(lock, &manifest.name, &manifest.library, in_user_dir) {
+            match trust::check_locked(lock, &manifest.name, &manifest.library, true) {
                 Some(why) => Status::Untrusted(why),
                 None => Status::Ok,
             }
         }
-        Some(Err(why)) if in_user_dir => {
-            Status::Untrusted(format!("the lock cannot be read: {why}"))
-        }
-        _ => Status::Ok,
+        Some(Err(why)) => Status::Untrusted(format!("the lock cannot be read: {why}")),
+        None => Status::Ok,
     }
 }
 
@@ -234,6 +238,11 @@ fn plugin_dirs(dir: &Path) -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = entries
         .filter_map(Result::ok)
         .map(|e| e.path())
+        // Hidden directories are an install's staging and previous copies, not plugins.
+        .filter(|p| {
+            !p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+        })
         .filter(|p| p.join(MANIFEST_FILE).is_file())
         .collect();
     dirs.sort();

@@ -6,7 +6,9 @@
 //! isolated child exactly as `plugins probe` does: a library that is not a stet plugin,
 //! crashes or hangs is refused before anything is copied. The copy is made beside the
 //! destination and renamed into place, so an interrupted install leaves the old plugin or
-//! the new one, never half of one; the lock is written durably after it.
+//! the new one — or, for the instant between its two renames, neither, with the old one kept
+//! beside it as `.NAME.old` — never half of one; the lock is written durably after it, one
+//! installer at a time.
 
 use std::path::{Path, PathBuf};
 
@@ -195,6 +197,8 @@ fn record(
     sha256: &str,
 ) -> Result<Locked, CliError> {
     let path = trust::lock_path(user_dir);
+    // One installer at a time reads, changes and writes the lock (held until return).
+    let _guard = guard(&path)?;
     let mut lock = Lock::read(&path).map_err(|why| {
         CliError::failure("the plugin lock cannot be read")
             .caused_by(why)
@@ -212,6 +216,21 @@ fn record(
         CliError::failure(format!("cannot write {}", path.display())).caused_by(e.to_string())
     })?;
     Ok(entry)
+}
+
+/// An exclusive lock on `<lock>.guard`, so that two installs never interleave their
+/// read-modify-write of the lock file.
+fn guard(lock: &Path) -> Result<nix::fcntl::Flock<std::fs::File>, CliError> {
+    let path = lock.with_extension("lock.guard");
+    let _ = std::fs::create_dir_all(path.parent().expect("in a directory"));
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| CliError::failure(format!("cannot open {}: {e}", path.display())))?;
+    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
+        .map_err(|(_, e)| CliError::failure(format!("cannot lock {}: {e}", path.display())))
 }
 
 /// Copies the manifest and library into `dir` (made beside it, then renamed over it).

@@ -11,7 +11,7 @@
 //!   library no longer has that checksum, or that was never installed through stet, is
 //!   refused, naming the command that trusts it again. Plugins found elsewhere (a
 //!   `--plugins-dir`, `STET_PLUGINS_DIR`, beside the executable) are trusted as part of that
-//!   installation, unless the lock has an entry for them, which is then checked too.
+//!   installation; the lock does not speak for them.
 
 use std::io::Read;
 use std::os::unix::fs::MetadataExt;
@@ -94,6 +94,15 @@ impl Lock {
         self.plugins
             .sort_by(|a, b| (&a.name, &a.platform).cmp(&(&b.name, &b.platform)));
     }
+}
+
+/// The sha256 of some bytes, lowercase hex.
+pub fn sha256_bytes(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// The sha256 of a file, lowercase hex.
