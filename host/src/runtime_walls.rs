@@ -58,7 +58,7 @@ pub fn prove(
     let script = format!(
         "echo '{BEGIN}'\n\
          env | sed -n 's/^\\([A-Za-z_][A-Za-z0-9_]*\\)=.*/env \\1/p'\n\
-         ls -1 /sys/class/net 2>/dev/null | sed 's/^/net /'\n\
+         {{ ls -1 /sys/class/net 2>/dev/null | grep . || sed -n 's/^ *\\([^: ]*\\):.*/\\1/p' /proc/net/dev 2>/dev/null; }} | sed 's/^/net /'\n\
          if [ -e '{canary}' ]; then echo 'canary seen'; else echo 'canary unseen'; fi\n\
          if echo written > '{lane}/.stet-walls'; then echo 'lane writable'; fi\n\
          echo '{END}'\n",
@@ -179,7 +179,9 @@ fn read(
         "the runtime adds variables of its own, or the harness passes a credential: report this with both plugins' versions",
     ));
 
-    let only_loopback = nets.iter().all(|n| *n == "lo");
+    // Loopback and nothing else; no interfaces at all means the sandbox could not show them
+    // (no /sys, no /proc/net), which proves nothing.
+    let only_loopback = nets == ["lo"];
     walls.push(match network {
         Network::None => wall(
             "network-as-launched",

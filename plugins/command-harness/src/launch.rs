@@ -175,7 +175,7 @@ echo 'stet-proof 1'
 env -0 | tr '\n\000' ' \n' | sed -e 's/=.*//' -e 's/^/env /'
 echo "uid $(id -u)"
 echo "lane-owner $(stat -c %u . 2>/dev/null)"
-ls -1 /sys/class/net 2>/dev/null | sed 's/^/net /'
+{ ls -1 /sys/class/net 2>/dev/null | grep . || sed -n 's/^ *\([^: ]*\):.*/\1/p' /proc/net/dev 2>/dev/null; } | sed 's/^/net /'
 while read -r _ _ _ _ point opts _; do
   case "$opts" in rw|rw,*) echo "rw $point";; esac
 done < /proc/self/mountinfo
