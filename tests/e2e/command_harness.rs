@@ -494,6 +494,32 @@ fn the_outcome_protocol_through_the_real_binary() {
     assert_eq!(json["usage"], serde_json::json!([["turns", "2"]]));
 }
 
+/// The sandbox, not the agent's good manners, keeps an agent in its lane: one that writes
+/// outside it on purpose reaches nothing of the host's.
+#[test]
+fn an_agent_writing_outside_its_lane_reaches_nothing_of_the_host() {
+    let c = Cmd::new("");
+    let outside = c.world.root.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let escaping = c.stand_in(
+        "escaping.sh",
+        &format!(
+            "cat >/dev/null
+             echo x > ../escape.txt 2>/dev/null && echo wrote-parent
+             echo x > '{outside}/escape.txt' 2>/dev/null && echo wrote-outside
+             echo x > inside.txt && echo wrote-inside",
+            outside = outside.display()
+        ),
+    );
+    c.configure(&format!("implement = [\"{}\"]", escaping.display()));
+    let out = c.run(&["ask", "--harness", "command", "--json", "escape"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    // Inside the lane it works; outside, whatever the sandbox let it write stayed there.
+    assert!(c.world.work.join("inside.txt").is_file());
+    assert!(!c.world.root.path().join("escape.txt").exists());
+    assert!(!outside.join("escape.txt").exists());
+}
+
 /// Runs git in `dir` whoever owns it (the world may have been handed to another uid).
 fn git_any_owner(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")

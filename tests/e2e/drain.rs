@@ -402,21 +402,37 @@ fn kill_9_at_seeded_random_instants_then_resume_lands_every_item_once_and_loses_
     eprintln!("kill -9 seed: {seed} (STET_KILL_SEED={seed} replays it)");
     let mut random = Lcg(seed);
     let world = world_with_items(&[
-        "Alpha\n\nfile: alpha.txt\nimplement: late 1",
-        "Beta\n\nfile: beta.txt\nreview: late 1",
-        "Gamma\n\nfile: gamma.txt\nreview: revise-once",
+        "Alpha\n\nfile: alpha.txt\nimplement: late 1\nreview: late 1",
+        "Beta\n\nfile: beta.txt\nimplement: late 1\nreview: late 1",
+        "Gamma\n\nfile: gamma.txt\nimplement: late 1\nreview: revise-once",
     ]);
     let mut pids = Vec::new();
     for round in 0..6 {
-        let child = drive_in(&world, &world.work, &[]);
+        let calls_before = invocations(&world).len();
+        let mut child = drive_in(&world, &world.work, &[]);
         pids.push(child.id());
-        let after = Duration::from_millis(300 + random.below(5000));
-        std::thread::sleep(after);
-        let mut child = child;
+        // Even rounds kill at any instant from the start (the proof, reaping, a take, a
+        // push...); odd rounds while an agent call is in flight (each lasts at least 1 s).
+        let when = if round % 2 == 0 {
+            let after = Duration::from_millis(300 + random.below(5000));
+            std::thread::sleep(after);
+            format!("{after:?} after the start")
+        } else {
+            let start = Instant::now();
+            while invocations(&world).len() == calls_before
+                && start.elapsed() < Duration::from_secs(60)
+                && child.try_wait().unwrap().is_none()
+            {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let after = Duration::from_millis(random.below(800));
+            std::thread::sleep(after);
+            format!("{after:?} into a call")
+        };
         let _ = child.kill(); // SIGKILL
         let out = finish(child);
         eprintln!(
-            "round {round}: killed after {after:?} (exit {}), {} landed so far",
+            "round {round}: killed {when} (exit {}), {} landed so far",
             out.code,
             landed(&world).len()
         );
@@ -442,6 +458,11 @@ fn kill_9_at_seeded_random_instants_then_resume_lands_every_item_once_and_loses_
     assert!(
         receipts.iter().all(|r| r["outcome"] != "running"),
         "{receipts:?}"
+    );
+    // Some kills did land inside a call: their receipts say so.
+    assert!(
+        receipts.iter().any(|r| r["outcome"] == "interrupted"),
+        "no kill landed inside a call: {receipts:#?}"
     );
     // Landed once: no agent call on an item started after its landing mark was written.
     for item in &items {

@@ -338,6 +338,11 @@ fn bubblewrap_builds_out_of_tree_installs_passes_the_kit_through_the_host_and_ru
     assert_eq!(meta.uid(), nix::unistd::getuid().as_raw());
     // Each sandbox is a record under the state directory while it exists; none is left.
     let state = world.root.path().join("home/.local/state/stet/bubblewrap");
+    assert!(
+        state.is_dir(),
+        "sandboxes were recorded in {}",
+        state.display()
+    );
     let left: Vec<_> = std::fs::read_dir(&state)
         .map(|entries| entries.filter_map(Result::ok).map(|e| e.path()).collect())
         .unwrap_or_default();

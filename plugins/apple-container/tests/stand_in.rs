@@ -56,6 +56,13 @@ impl StandIn {
     /// `None` (after saying so on stderr) when the stand-in has not been built.
     fn new(settings: &str) -> Option<StandIn> {
         let Some(built) = built_stand_in() else {
+            // Loud, never silent: a missing stand-in fails the test unless skipping was
+            // asked for by name.
+            assert!(
+                std::env::var_os("STET_SKIP_STAND_IN").is_some(),
+                "the `container` stand-in is not built: run `cargo build -p stet-container-stand-in` \
+                 (or set STET_SKIP_STAND_IN=1 to skip these tests)"
+            );
             eprintln!(
                 "\n\n!!! SKIPPED: the `container` stand-in is not built; \
                  run `cargo build -p stet-container-stand-in` (or set STET_CONTAINER_STAND_IN) \
