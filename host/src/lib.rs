@@ -8,6 +8,7 @@ pub mod cli;
 pub mod config;
 pub mod drive;
 pub mod error;
+pub mod files;
 pub mod git;
 pub mod guard;
 pub mod harness;

@@ -37,15 +37,12 @@ impl Drive<'_> {
     /// The drain lock, held for one move.
     pub(super) fn lock(&self) -> Result<nix::fcntl::Flock<std::fs::File>, CliError> {
         let path = receipts::git_dir(&self.repo).join("stet/drain.lock");
-        let _ = std::fs::create_dir_all(path.parent().expect("in .git/stet"));
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| CliError::failure(format!("cannot open {}: {e}", path.display())))?;
-        nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
-            .map_err(|(_, e)| CliError::failure(format!("cannot take the drain lock: {e}")))
+        crate::files::lock_exclusive(&path).map_err(|e| {
+            CliError::failure(format!(
+                "cannot take the drain lock {}: {e}",
+                path.display()
+            ))
+        })
     }
 
     /// A new stage of `lane`: a move. The reservation says the stage (renewed with it);

@@ -222,15 +222,8 @@ fn record(
 /// read-modify-write of the lock file.
 fn guard(lock: &Path) -> Result<nix::fcntl::Flock<std::fs::File>, CliError> {
     let path = lock.with_extension("lock.guard");
-    let _ = std::fs::create_dir_all(path.parent().expect("in a directory"));
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(|e| CliError::failure(format!("cannot open {}: {e}", path.display())))?;
-    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
-        .map_err(|(_, e)| CliError::failure(format!("cannot lock {}: {e}", path.display())))
+    crate::files::lock_exclusive(&path)
+        .map_err(|e| CliError::failure(format!("cannot lock {}: {e}", path.display())))
 }
 
 /// Copies the manifest and library into `dir` (made beside it, then renamed over it).
