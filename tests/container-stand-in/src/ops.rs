@@ -771,22 +771,43 @@ pub fn run_or_create(ctx: &Ctx, v: &Values, run: bool) -> CliResult<i32> {
     if plain {
         eprintln!("[6/{total}] Starting container [0s]");
     }
-    if v.flag("detach") {
+    start_container(
+        ctx,
+        &id,
+        &record,
+        v.flag("detach"),
+        interactive,
+        delete_quietly,
+    )
+}
+
+/// Starts a made container: detached, it prints the id; attached, it streams the init
+/// process and exits with its code. When it cannot start, or the foreground run fails,
+/// `undo` puts the record back (`run` deletes what it made; `start` marks it exited).
+fn start_container(
+    ctx: &Ctx,
+    id: &str,
+    record: &Record,
+    detach: bool,
+    interactive: bool,
+    undo: fn(&Ctx, &str),
+) -> CliResult<i32> {
+    if detach {
         let out = ctx
             .docker
             .output(&["start".into(), record.docker_name.clone()])?;
         if !out.status.success() {
-            delete_quietly(ctx, &id);
+            undo(ctx, id);
             return Err(start_error(
                 &String::from_utf8_lossy(&out.stderr),
                 &record.init_process.executable,
             ));
         }
-        mark_running(ctx, &id)?;
-        stdout_line(&id);
+        mark_running(ctx, id)?;
+        stdout_line(id);
         return Ok(0);
     }
-    mark_running_now(ctx, &id)?;
+    mark_running_now(ctx, id)?;
     let mut cmd = ctx.docker.command();
     cmd.args(["start", "-a"]);
     if interactive {
@@ -805,11 +826,11 @@ pub fn run_or_create(ctx: &Ctx, v: &Values, run: bool) -> CliResult<i32> {
     );
     match result {
         Ok(code) => {
-            mark_exited(ctx, &id);
+            mark_exited(ctx, id);
             Err(CliError::Exit(code))
         }
         Err(e) => {
-            delete_quietly(ctx, &id);
+            undo(ctx, id);
             Err(e)
         }
     }
@@ -871,43 +892,7 @@ pub fn start(ctx: &Ctx, v: &Values) -> CliResult<i32> {
         }
     }
     ctx.start_delay();
-    if detach {
-        let out = ctx
-            .docker
-            .output(&["start".into(), record.docker_name.clone()])?;
-        if !out.status.success() {
-            mark_exited(ctx, &id);
-            return Err(start_error(
-                &String::from_utf8_lossy(&out.stderr),
-                &record.init_process.executable,
-            ));
-        }
-        mark_running(ctx, &id)?;
-        stdout_line(&id);
-        return Ok(0);
-    }
-    mark_running_now(ctx, &id)?;
-    let mut cmd = ctx.docker.command();
-    cmd.args(["start", "-a"]);
-    if interactive {
-        cmd.arg("-i");
-    }
-    cmd.arg(&record.docker_name);
-    let result = foreground(
-        cmd,
-        Target::Init {
-            docker_bin: ctx.docker.bin.clone(),
-            name: record.docker_name.clone(),
-        },
-        record.init_process.terminal,
-        interactive,
-        &record.init_process.executable,
-    );
-    mark_exited(ctx, &id);
-    match result {
-        Ok(code) => Err(CliError::Exit(code)),
-        Err(e) => Err(e),
-    }
+    start_container(ctx, &id, &record, detach, interactive, mark_exited)
 }
 
 /// `container exec`.

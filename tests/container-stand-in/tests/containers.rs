@@ -18,6 +18,23 @@ fn kill(pid: u32, sig: &str) {
     assert!(status.success());
 }
 
+/// Waits for the child's `ready` line, sends the CLI a TERM, and returns how it ended and
+/// the rest of its output.
+fn terminate_when_ready(
+    child: &mut std::process::Child,
+) -> (
+    std::process::ExitStatus,
+    BufReader<std::process::ChildStdout>,
+) {
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    out.read_line(&mut line).expect("read");
+    assert_eq!(line, "ready\n");
+    kill(child.id(), "TERM");
+    let status = wait_for(child, Duration::from_secs(10)).expect("exits");
+    (status, out)
+}
+
 #[test]
 fn exec_streams_separately_passes_exit_codes_and_stdin() {
     let s = StandIn::new("");
@@ -108,12 +125,7 @@ fn signals_are_forwarded_and_the_third_one_ends_the_cli() {
         "-c",
         "trap 'echo got-term; exit 42' TERM; echo ready; while true; do sleep 0.1; done",
     ]);
-    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut line = String::new();
-    out.read_line(&mut line).expect("read");
-    assert_eq!(line, "ready\n");
-    kill(child.id(), "TERM");
-    let status = wait_for(&mut child, Duration::from_secs(10)).expect("exits");
+    let (status, mut out) = terminate_when_ready(&mut child);
     assert_eq!(status.code(), Some(42));
     let mut rest = String::new();
     out.read_to_string(&mut rest).expect("read");
@@ -459,12 +471,7 @@ fn foreground_run_rm_and_images() {
         "-c",
         "trap 'echo bye; exit 9' TERM; echo ready; while true; do sleep 0.1; done",
     ]);
-    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut line = String::new();
-    out.read_line(&mut line).expect("read");
-    assert_eq!(line, "ready\n");
-    kill(child.id(), "TERM");
-    let status = wait_for(&mut child, Duration::from_secs(10)).expect("exits");
+    let (status, _) = terminate_when_ready(&mut child);
     assert_eq!(status.code(), Some(9));
     // The name is free again once a --rm container is gone.
     let o = s.run(&[
