@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use stet_e2e::{artifacts, require_image, World};
+use stet_e2e::{artifacts, plugin_entry, require_image, World};
 
 /// The stand-in, copied into the world with its settings beside it; returns its path.
 fn stand_in(world: &World, settings: &str) -> PathBuf {
@@ -23,15 +23,6 @@ fn configure(world: &World, binary: &Path) {
         "[plugins.apple-container]\nbinary = \"{}\"\nskip_platform_check = true\n",
         binary.display()
     ));
-}
-
-fn plugin<'a>(json: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
-    json["plugins"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["name"] == name)
-        .unwrap_or_else(|| panic!("{name} missing from {json:#}"))
 }
 
 /// Removes the Docker containers the stand-in made for this world, whatever happened.
@@ -70,7 +61,7 @@ fn with_both_runtimes_the_native_one_is_selected_and_passes_the_kit_through_the_
 
     let probe = world.run_stet(&["plugins", "probe", "--json"]);
     let json = probe.json();
-    let apple = plugin(&json, "apple-container");
+    let apple = plugin_entry(&json, "apple-container");
     assert_eq!(apple["status"], "available", "{apple:#}");
     assert_eq!(apple["probe"]["priority"], 100, "{apple:#}");
     assert_eq!(
@@ -98,7 +89,7 @@ fn the_service_down_is_named_with_its_remedy_and_docker_is_selected_instead() {
     configure(&world, &binary);
     let probe = world.run_stet(&["plugins", "probe", "--json"]);
     let json = probe.json();
-    let apple = plugin(&json, "apple-container");
+    let apple = plugin_entry(&json, "apple-container");
     assert_eq!(apple["status"], "unavailable", "{apple:#}");
     assert!(
         apple["probe"]["remedy"]

@@ -8,13 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use stet_e2e::{git, require_image, Output, World};
-
-/// Every drive reaps the sandboxes of dead stets: drives in this file run one at a time.
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock().unwrap_or_else(|p| p.into_inner())
-}
+use stet_e2e::{git, require_image, serial_drives, Output, World};
 
 fn stand_in() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("agents/stand-in.sh")
@@ -92,15 +86,6 @@ fn drive_in(world: &World, dir: &Path, args: &[&str]) -> Child {
     command.spawn().expect("start stet drive")
 }
 
-fn finish(child: Child) -> Output {
-    let out = child.wait_with_output().unwrap();
-    Output {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
 fn receipts_in(world: &World, dir: &Path) -> Vec<serde_json::Value> {
     let mut command = world.stet(&["receipts", "--json"]);
     command.current_dir(dir);
@@ -140,7 +125,7 @@ fn sandboxes_of(pids: &[u32]) -> usize {
 
 #[test]
 fn three_seeded_items_land_on_the_bare_remote_with_a_receipt_for_every_call() {
-    let _serial = serial();
+    let _serial = serial_drives();
     let world = world_with_items(&[
         "Write a.txt\n\nfile: a.txt",
         "Write b.txt, slowly\n\nfile: b.txt\nimplement: late 2\nreview: late 1",
@@ -148,7 +133,7 @@ fn three_seeded_items_land_on_the_bare_remote_with_a_receipt_for_every_call() {
     ]);
     let child = drive_in(&world, &world.work, &["--follow"]);
     let pid = child.id();
-    let out = finish(child);
+    let out = Output::finish(child);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
         out.stderr
@@ -251,7 +236,7 @@ fn three_seeded_items_land_on_the_bare_remote_with_a_receipt_for_every_call() {
 
 #[test]
 fn a_stand_in_that_never_answers_is_killed_at_the_call_limit_and_the_outage_stops_the_drive() {
-    let _serial = serial();
+    let _serial = serial_drives();
     let world = world_with_items(&["Hang\n\nfile: h.txt\nimplement: silent"]);
     let out = world.run_stet(&[
         "drive",
@@ -279,7 +264,7 @@ fn a_stand_in_that_never_answers_is_killed_at_the_call_limit_and_the_outage_stop
 
 #[test]
 fn a_judge_answering_out_of_shape_is_a_judge_failure() {
-    let _serial = serial();
+    let _serial = serial_drives();
     let world = world_with_items(&["Shapeless\n\nfile: s.txt\nreview: out-of-shape"]);
     let out = world.run_stet(&[
         "drive",
@@ -299,7 +284,7 @@ fn a_judge_answering_out_of_shape_is_a_judge_failure() {
 
 #[test]
 fn a_stop_mid_lane_is_resumed_and_landed_by_a_second_clone() {
-    let _serial = serial();
+    let _serial = serial_drives();
     let world = world_with_items(&["Slow\n\nfile: slow.txt\nimplement: late 3"]);
     let child = drive_in(&world, &world.work, &[]);
     wait_for("the implementing call", Duration::from_secs(60), || {
@@ -310,7 +295,7 @@ fn a_stop_mid_lane_is_resumed_and_landed_by_a_second_clone() {
         nix::sys::signal::Signal::SIGTERM,
     )
     .unwrap();
-    let stopped = finish(child);
+    let stopped = Output::finish(child);
     assert_eq!(stopped.code, 0, "{}", stopped.stderr);
     assert!(
         stopped.stderr.contains("stopped: run drive-"),
@@ -340,7 +325,7 @@ fn a_stop_mid_lane_is_resumed_and_landed_by_a_second_clone() {
 
     let peer = second_clone(&world, "peer");
     let child = drive_in(&world, &peer, &[]);
-    let resumed = finish(child);
+    let resumed = Output::finish(child);
     assert_eq!(resumed.code, 0, "{}", resumed.stderr);
     assert_eq!(landed(&world).len(), 1, "{}", resumed.stderr);
     // The peer continued from the pushed lane: its first call started at that commit.
@@ -350,7 +335,7 @@ fn a_stop_mid_lane_is_resumed_and_landed_by_a_second_clone() {
 
 #[test]
 fn two_drives_on_two_clones_at_once_never_work_the_same_item() {
-    let _serial = serial();
+    let _serial = serial_drives();
     let world = world_with_items(&[
         "One\n\nfile: 1.txt\nimplement: late 1",
         "Two\n\nfile: 2.txt\nimplement: late 1",
@@ -360,7 +345,7 @@ fn two_drives_on_two_clones_at_once_never_work_the_same_item() {
     let peer = second_clone(&world, "peer");
     let a = drive_in(&world, &world.work, &[]);
     let b = drive_in(&world, &peer, &[]);
-    let (a, b) = (finish(a), finish(b));
+    let (a, b) = (Output::finish(a), Output::finish(b));
     assert_eq!(a.code, 0, "{}", a.stderr);
     assert_eq!(b.code, 0, "{}", b.stderr);
     assert_eq!(landed(&world).len(), 4, "{}\n{}", a.stderr, b.stderr);
@@ -394,7 +379,7 @@ impl Lcg {
 
 #[test]
 fn kill_9_at_seeded_random_instants_then_resume_lands_every_item_once_and_loses_no_receipt() {
-    let _serial = serial();
+    let _serial = serial_drives();
     let seed: u64 = std::env::var("STET_KILL_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -430,7 +415,7 @@ fn kill_9_at_seeded_random_instants_then_resume_lands_every_item_once_and_loses_
             format!("{after:?} into a call")
         };
         let _ = child.kill(); // SIGKILL
-        let out = finish(child);
+        let out = Output::finish(child);
         eprintln!(
             "round {round}: killed {when} (exit {}), {} landed so far",
             out.code,
@@ -439,7 +424,7 @@ fn kill_9_at_seeded_random_instants_then_resume_lands_every_item_once_and_loses_
     }
     let last = drive_in(&world, &world.work, &[]);
     pids.push(last.id());
-    let out = finish(last);
+    let out = Output::finish(last);
     assert_eq!(out.code, 0, "{}", out.stderr);
 
     let mut items = landed(&world);
@@ -491,7 +476,7 @@ fn kill_9_at_seeded_random_instants_then_resume_lands_every_item_once_and_loses_
 
 #[test]
 fn a_reservation_is_renewed_during_a_long_call_so_a_peer_does_not_take_it() {
-    let _serial = serial();
+    let _serial = serial_drives();
     let world = world_with_items(&["Long\n\nfile: long.txt\nimplement: late 7"]);
     let peer = second_clone(&world, "peer");
     let a = drive_in(&world, &world.work, &["--lease", "2s"]);
@@ -500,18 +485,18 @@ fn a_reservation_is_renewed_during_a_long_call_so_a_peer_does_not_take_it() {
     });
     // Well past the 2 s lease while A's agent is still working: A has renewed it.
     std::thread::sleep(Duration::from_secs(4));
-    let b = finish(drive_in(&world, &peer, &["--lease", "2s"]));
+    let b = Output::finish(drive_in(&world, &peer, &["--lease", "2s"]));
     assert_eq!(b.code, 0, "{}", b.stderr);
     assert!(b.stderr.contains("landed 0"), "{}", b.stderr);
     assert!(receipts_in(&world, &peer).is_empty(), "the peer worked it");
-    let a = finish(a);
+    let a = Output::finish(a);
     assert_eq!(a.code, 0, "{}", a.stderr);
     assert_eq!(landed(&world).len(), 1, "{}", a.stderr);
 }
 
 #[test]
 fn an_unreachable_remote_is_waited_out_and_the_lane_lands_when_it_is_back() {
-    let _serial = serial();
+    let _serial = serial_drives();
     let world = world_with_items(&["Away\n\nfile: away.txt\nimplement: late 2"]);
     let child = drive_in(&world, &world.work, &["--wait-floor", "1s"]);
     wait_for("the implementing call", Duration::from_secs(60), || {
@@ -522,7 +507,7 @@ fn an_unreachable_remote_is_waited_out_and_the_lane_lands_when_it_is_back() {
     std::fs::rename(remote(&world), &away).unwrap();
     std::thread::sleep(Duration::from_secs(5));
     std::fs::rename(&away, remote(&world)).unwrap();
-    let out = finish(child);
+    let out = Output::finish(child);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stderr.contains("did not answer"), "{}", out.stderr);
     assert!(out.stderr.contains("waiting until"), "{}", out.stderr);
@@ -531,7 +516,7 @@ fn an_unreachable_remote_is_waited_out_and_the_lane_lands_when_it_is_back() {
 
 #[test]
 fn on_a_terminal_the_drive_shows_a_live_line_with_move_lane_and_stage() {
-    let _serial = serial();
+    let _serial = serial_drives();
     let world = world_with_items(&["Shown\n\nfile: shown.txt\nimplement: late 1"]);
     let mut command = world.stet_on_terminal(&["drive", "--yes"]);
     command.env("TERM", "xterm").stdin(Stdio::null());
@@ -557,7 +542,7 @@ fn on_a_terminal_the_drive_shows_a_live_line_with_move_lane_and_stage() {
 
 #[test]
 fn an_item_given_up_is_marked_failed_with_why_skipped_by_the_next_drive_and_retried_on_request() {
-    let _serial = serial();
+    let _serial = serial_drives();
     let world = world_with_items(&["Never good enough\n\nfile: n.txt\nreview: never"]);
     let out = world.run_stet(&["drive", "--yes", "--rounds", "2"]);
     assert_eq!(out.code, 1, "{}", out.stderr);

@@ -3,7 +3,7 @@
 
 use serde_json::json;
 use stet_e2e::fake_api::{FakeApi, Reply};
-use stet_e2e::{claude_binary, git, walled_claude_setup, World};
+use stet_e2e::{claude_binary, git, serial_drives, walled_claude_setup, World};
 
 /// How the fake model behaves in a drive test.
 #[derive(Clone, Copy)]
@@ -95,13 +95,6 @@ fn model(verdict: &'static str) -> FakeApi {
     scripted(Behaviour { verdict, ..FIX })
 }
 
-/// Every drive reaps the orphaned sandboxes of this host, so tests that make or count
-/// orphans would see each other's: the drive tests run one at a time.
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 fn drive_world(api: &FakeApi) -> World {
     let world = World::new();
     let config = walled_claude_setup(
@@ -119,7 +112,7 @@ fn drive_world(api: &FakeApi) -> World {
 
 #[test]
 fn two_items_are_driven_to_landings_on_the_remote() {
-    let _serial = serial();
+    let _serial = serial_drives();
     let api = model("LAND\nIt does what was asked.");
     let world = drive_world(&api);
     assert_eq!(world.run_stet(&["add", "Add a FIXED.txt file"]).code, 0);
@@ -193,7 +186,7 @@ fn two_items_are_driven_to_landings_on_the_remote() {
 
 #[test]
 fn a_reviewer_that_never_lands_gives_the_item_up_after_the_rounds() {
-    let _serial = serial();
+    let _serial = serial_drives();
     let api = model("REVISE\nNot like this.");
     let world = drive_world(&api);
     world.run_stet(&["add", "Add a FIXED.txt file"]);
@@ -219,7 +212,7 @@ fn a_reviewer_that_never_lands_gives_the_item_up_after_the_rounds() {
 
 #[test]
 fn no_terminal_and_no_yes_refuses_before_reserving_anything() {
-    let _serial = serial();
+    let _serial = serial_drives();
     let api = model("LAND");
     let world = drive_world(&api);
     world.run_stet(&["add", "Add a FIXED.txt file"]);
@@ -234,7 +227,7 @@ fn no_terminal_and_no_yes_refuses_before_reserving_anything() {
 
 #[test]
 fn a_drive_started_inside_a_sandbox_refuses() {
-    let _serial = serial();
+    let _serial = serial_drives();
     let api = model("LAND");
     let world = drive_world(&api);
     let out = world.run(world.stet(&["drive", "--yes"]).env("STET_IN_SANDBOX", "1"));
@@ -251,7 +244,7 @@ fn a_drive_started_inside_a_sandbox_refuses() {
 /// hands the item back.
 #[test]
 fn settings_changed_during_the_drive_stop_it_before_the_next_stage() {
-    let _serial = serial();
+    let _serial = serial_drives();
     let api = scripted(Behaviour {
         command: "printf '{}' > \"$CLAUDE_CONFIG_DIR/settings.json\"",
         ..FIX
@@ -280,7 +273,7 @@ fn settings_changed_during_the_drive_stop_it_before_the_next_stage() {
 
 #[test]
 fn a_drive_reaps_what_a_killed_stet_left_behind_before_it_starts() {
-    let _serial = serial();
+    let _serial = serial_drives();
     let api = model("LAND");
     let world = drive_world(&api);
     let mut orphan_maker = world.stet(&["run", "--", "sleep", "120"]).spawn().unwrap();
@@ -309,7 +302,7 @@ fn a_drive_reaps_what_a_killed_stet_left_behind_before_it_starts() {
 /// reservation released meanwhile, and then carry on.
 #[test]
 fn a_usage_limit_is_waited_out_and_the_item_still_lands() {
-    let _serial = serial();
+    let _serial = serial_drives();
     let api = scripted(Behaviour {
         first_implement_rate_limited: true,
         ..FIX
@@ -367,7 +360,7 @@ fn drive_until_implementing(world: &World, api: &FakeApi) -> std::process::Child
 /// reservation released, the lane's branch left pushed; the next drive takes it up.
 #[test]
 fn a_stop_mid_lane_then_a_resume_lands_the_item() {
-    let _serial = serial();
+    let _serial = serial_drives();
     let api = scripted(Behaviour {
         implement_delay_secs: 2,
         ..FIX
@@ -418,7 +411,7 @@ fn a_stop_mid_lane_then_a_resume_lands_the_item() {
 /// drive on this clone reaps the sandbox, takes its own reservation up and lands the item.
 #[test]
 fn a_second_signal_kills_at_once_and_the_next_drive_takes_the_lane_up() {
-    let _serial = serial();
+    let _serial = serial_drives();
     let api = scripted(Behaviour {
         implement_delay_secs: 4,
         ..FIX
@@ -469,7 +462,7 @@ fn a_second_signal_kills_at_once_and_the_next_drive_takes_the_lane_up() {
 /// limit the drive stops, handing nothing back.
 #[test]
 fn repeated_agent_failures_enter_the_outage_schedule_and_stop_at_its_limit() {
-    let _serial = serial();
+    let _serial = serial_drives();
     let api = scripted(Behaviour {
         implement_fails: true,
         ..FIX

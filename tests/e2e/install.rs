@@ -6,26 +6,10 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use stet_e2e::{Output, World};
-
-/// `stet` without `--plugins-dir`: only the user plugins directory (and beside the
-/// executable, where the test binaries have none) is searched.
-fn stet(world: &World, args: &[&str]) -> Output {
-    let binary = stet_e2e::artifacts().join("stet");
-    world.run(&mut world.command(&binary, args, false))
-}
+use stet_e2e::{plugin_entry, World};
 
 fn user_plugins(world: &World) -> PathBuf {
     world.root.path().join("home/.local/share/stet/plugins")
-}
-
-fn entry<'a>(json: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
-    json.as_array()
-        .or_else(|| json["plugins"].as_array())
-        .unwrap()
-        .iter()
-        .find(|p| p["name"] == name)
-        .unwrap_or_else(|| panic!("{name} missing from {json:#}"))
 }
 
 /// A built plugin laid out as a directory to install from.
@@ -43,10 +27,7 @@ fn chmod(path: &Path, mode: u32) {
 fn an_installed_plugin_is_locked_by_checksum_and_a_changed_library_is_refused_until_trusted() {
     let world = World::new();
     let source = built(&world, "fixture-slow");
-    let out = stet(
-        &world,
-        &["plugins", "install", "--json", source.to_str().unwrap()],
-    );
+    let out = world.run_stet_installed(&["plugins", "install", "--json", source.to_str().unwrap()]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let installed = out.json();
     assert_eq!(installed["name"], "fixture-slow");
@@ -60,8 +41,10 @@ fn an_installed_plugin_is_locked_by_checksum_and_a_changed_library_is_refused_un
     assert!(lock.contains("name = \"fixture-slow\""), "{lock}");
 
     // Probe names its version and checksum.
-    let probe = stet(&world, &["plugins", "probe", "--json", "fixture-slow"]).json();
-    let p = entry(&probe, "fixture-slow");
+    let probe = world
+        .run_stet_installed(&["plugins", "probe", "--json", "fixture-slow"])
+        .json();
+    let p = plugin_entry(&probe, "fixture-slow");
     assert_eq!(p["status"], "available", "{p:#}");
     assert_eq!(p["library_sha256"], sha.as_str());
     assert_eq!(p["version"], "0.1.0");
@@ -75,8 +58,10 @@ fn an_installed_plugin_is_locked_by_checksum_and_a_changed_library_is_refused_un
     let mut bytes = std::fs::read(&library).unwrap();
     bytes.push(0);
     std::fs::write(&library, bytes).unwrap();
-    let list = stet(&world, &["plugins", "list", "--json"]).json();
-    let p = entry(&list, "fixture-slow");
+    let list = world
+        .run_stet_installed(&["plugins", "list", "--json"])
+        .json();
+    let p = plugin_entry(&list, "fixture-slow");
     assert_eq!(p["status"], "untrusted", "{p:#}");
     let detail = p["detail"].as_str().unwrap();
     assert!(
@@ -87,19 +72,21 @@ fn an_installed_plugin_is_locked_by_checksum_and_a_changed_library_is_refused_un
         detail.contains("stet plugins trust fixture-slow"),
         "{detail}"
     );
-    let probe = stet(&world, &["plugins", "probe", "fixture-slow"]);
+    let probe = world.run_stet_installed(&["plugins", "probe", "fixture-slow"]);
     assert_eq!(probe.code, 3, "{}", probe.stdout);
     assert!(probe.stdout.contains("refused"), "{}", probe.stdout);
 
-    let trusted = stet(&world, &["plugins", "trust", "fixture-slow"]);
+    let trusted = world.run_stet_installed(&["plugins", "trust", "fixture-slow"]);
     assert_eq!(trusted.code, 0, "{}", trusted.stderr);
     assert!(
         trusted.stdout.starts_with("trusted fixture-slow 0.1.0"),
         "{}",
         trusted.stdout
     );
-    let list = stet(&world, &["plugins", "list", "--json"]).json();
-    assert_eq!(entry(&list, "fixture-slow")["status"], "ok");
+    let list = world
+        .run_stet_installed(&["plugins", "list", "--json"])
+        .json();
+    assert_eq!(plugin_entry(&list, "fixture-slow")["status"], "ok");
 }
 
 #[test]
@@ -107,8 +94,10 @@ fn a_plugin_dropped_in_by_hand_and_files_others_can_write_are_refused() {
     let world = World::new();
     // By hand, not through install: nothing in the lock.
     world.install_into("fixture-slow", &user_plugins(&world));
-    let list = stet(&world, &["plugins", "list", "--json"]).json();
-    let p = entry(&list, "fixture-slow");
+    let list = world
+        .run_stet_installed(&["plugins", "list", "--json"])
+        .json();
+    let p = plugin_entry(&list, "fixture-slow");
     assert_eq!(p["status"], "untrusted", "{p:#}");
     assert!(
         p["detail"]
@@ -121,7 +110,7 @@ fn a_plugin_dropped_in_by_hand_and_files_others_can_write_are_refused() {
     // A group-writable source is not installed; a group-writable installed copy is refused.
     let source = built(&world, "fixture-slow");
     chmod(&source, 0o775);
-    let out = stet(&world, &["plugins", "install", source.to_str().unwrap()]);
+    let out = world.run_stet_installed(&["plugins", "install", source.to_str().unwrap()]);
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(
         out.stderr.contains("writable by its group"),
@@ -130,11 +119,13 @@ fn a_plugin_dropped_in_by_hand_and_files_others_can_write_are_refused() {
     );
     assert!(out.stderr.contains("hint: "), "{}", out.stderr);
     chmod(&source, 0o755);
-    let out = stet(&world, &["plugins", "install", source.to_str().unwrap()]);
+    let out = world.run_stet_installed(&["plugins", "install", source.to_str().unwrap()]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     chmod(&user_plugins(&world).join("fixture-slow"), 0o777);
-    let list = stet(&world, &["plugins", "list", "--json"]).json();
-    let p = entry(&list, "fixture-slow");
+    let list = world
+        .run_stet_installed(&["plugins", "list", "--json"])
+        .json();
+    let p = plugin_entry(&list, "fixture-slow");
     assert_eq!(p["status"], "unsafe-permissions", "{p:#}");
     assert!(
         p["detail"]
@@ -149,14 +140,14 @@ fn a_plugin_dropped_in_by_hand_and_files_others_can_write_are_refused() {
 fn a_plugin_that_fails_its_probe_or_is_not_a_plugin_is_not_installed() {
     let world = World::new();
     let source = built(&world, "fixture-panics");
-    let out = stet(&world, &["plugins", "install", source.to_str().unwrap()]);
+    let out = world.run_stet_installed(&["plugins", "install", source.to_str().unwrap()]);
     assert_eq!(out.code, 3, "{}", out.stderr);
     assert!(out.stderr.contains("failed its probe"), "{}", out.stderr);
     assert!(!user_plugins(&world).join("fixture-panics").exists());
 
     let empty = world.root.path().join("empty");
     std::fs::create_dir_all(&empty).unwrap();
-    let out = stet(&world, &["plugins", "install", empty.to_str().unwrap()]);
+    let out = world.run_stet_installed(&["plugins", "install", empty.to_str().unwrap()]);
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("is not a plugin"), "{}", out.stderr);
 }

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use stet_e2e::{artifacts, World};
+use stet_e2e::{artifacts, plugin_entry, World};
 
 const REAL: [&str; 3] = ["apple-container", "claude", "docker"];
 
@@ -12,15 +12,6 @@ fn install_real(world: &World) {
     for name in REAL {
         world.install(name);
     }
-}
-
-fn plugin<'a>(json: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
-    json["plugins"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["name"] == name)
-        .unwrap_or_else(|| panic!("{name} missing from {json:#}"))
 }
 
 #[test]
@@ -31,13 +22,13 @@ fn real_plugins_are_listed_from_their_manifests() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     let json = out.json();
     for name in REAL {
-        let p = plugin(&json, name);
+        let p = plugin_entry(&json, name);
         assert_eq!(p["status"], "ok", "{p:#}");
         assert_eq!(p["api"], "1.2.0");
         assert_eq!(p["found_in"], "flag");
     }
-    assert_eq!(plugin(&json, "docker")["kind"], "runtime");
-    assert_eq!(plugin(&json, "claude")["kind"], "harness");
+    assert_eq!(plugin_entry(&json, "docker")["kind"], "runtime");
+    assert_eq!(plugin_entry(&json, "claude")["kind"], "harness");
 }
 
 #[test]
@@ -47,7 +38,7 @@ fn real_plugins_are_probed_and_docker_is_selected_on_this_machine() {
     let out = world.run_stet(&["plugins", "probe", "--json"]);
     let json = out.json();
 
-    let docker = plugin(&json, "docker");
+    let docker = plugin_entry(&json, "docker");
     assert_eq!(docker["status"], "available", "{docker:#}");
     let version = docker["probe"]["backend_version"].as_str().unwrap();
     assert!(
@@ -55,14 +46,14 @@ fn real_plugins_are_probed_and_docker_is_selected_on_this_machine() {
         "{version}"
     );
 
-    let apple = plugin(&json, "apple-container");
+    let apple = plugin_entry(&json, "apple-container");
     assert_eq!(apple["status"], "unavailable");
     assert!(apple["probe"]["reason"]
         .as_str()
         .unwrap()
         .contains("macOS 26 on Apple silicon"));
 
-    let claude = plugin(&json, "claude");
+    let claude = plugin_entry(&json, "claude");
     assert_eq!(claude["status"], "available", "{claude:#}");
     assert_eq!(claude["probe"]["backend_version"], "2.1.332 (Claude Code)");
     let facts = claude["probe"]["facts"].as_array().unwrap();
@@ -254,7 +245,7 @@ fn every_broken_plugin_gets_its_own_message_while_the_others_still_work() {
         ],
     );
     // The healthy plugin is still found and selected; its shadowed copy is named.
-    assert_eq!(plugin(&json, "docker")["status"], "available");
+    assert_eq!(plugin_entry(&json, "docker")["status"], "available");
     let shadow = json["plugins"]
         .as_array()
         .unwrap()
@@ -275,7 +266,12 @@ fn every_broken_plugin_gets_its_own_message_while_the_others_still_work() {
     );
     assert_eq!(json["selection"]["runtime"]["chosen"], "docker");
     // The probe as a whole was bounded by the hanging plugin's limit, not serialised.
-    assert!(plugin(&json, "docker")["elapsed_ms"].as_u64().unwrap() < 2000);
+    assert!(
+        plugin_entry(&json, "docker")["elapsed_ms"]
+            .as_u64()
+            .unwrap()
+            < 2000
+    );
 }
 
 #[test]
@@ -319,7 +315,7 @@ fn a_plugin_built_for_1_1_loads_and_works() {
     let out = world.run_stet(&["plugins", "probe", "fixture-older-minor-1-1", "--json"]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     let json = out.json();
-    let p = plugin(&json, "fixture-older-minor-1-1");
+    let p = plugin_entry(&json, "fixture-older-minor-1-1");
     assert_eq!(p["interface"], "1.1");
     assert_eq!(p["identity"]["api_version"], "1.1.0");
     assert_eq!(p["probe"]["backend_version"], "older-minor backend 1.1");
@@ -332,7 +328,7 @@ fn older_minor_plugin_loads_and_works() {
     let out = world.run_stet(&["plugins", "probe", "fixture-older-minor", "--json"]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     let json = out.json();
-    let p = plugin(&json, "fixture-older-minor");
+    let p = plugin_entry(&json, "fixture-older-minor");
     assert_eq!(p["status"], "available");
     assert_eq!(p["interface"], "1.0");
     assert_eq!(p["identity"]["api_version"], "1.0.0");
@@ -507,7 +503,7 @@ fn dist_tree_finds_its_plugins_with_no_flags() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     let json = out.json();
     for name in REAL {
-        let p = plugin(&json, name);
+        let p = plugin_entry(&json, name);
         assert_eq!(p["found_in"], "beside-executable");
         assert_eq!(p["status"], "ok");
         assert!(Path::new(p["dir"].as_str().unwrap()).starts_with(&dist));

@@ -12,15 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Mutex, OnceLock};
 
-use stet_e2e::{artifacts, repo_root, Output, World};
-
-/// `stet` without `--plugins-dir`: only the user plugins directory (and beside the
-/// executable, where the test binaries have none) is searched, so what is found was
-/// installed by `stet plugins install`.
-fn stet(world: &World, args: &[&str]) -> Output {
-    let binary = artifacts().join("stet");
-    world.run(&mut world.command(&binary, args, false))
-}
+use stet_e2e::{artifacts, plugin_entry, repo_root, World};
 
 /// Builds `examples/<example>` out of tree and returns its library. Both examples share
 /// the target directory, so their common crates compile once.
@@ -99,10 +91,7 @@ fn plugin_dir(world: &World, example: &str) -> PathBuf {
 /// `stet plugins install DIR`, which must succeed, put the plugin into the user plugins
 /// directory and lock its library's checksum.
 fn install(world: &World, dir: &Path, name: &str) {
-    let out = stet(
-        world,
-        &["plugins", "install", "--json", dir.to_str().unwrap()],
-    );
+    let out = world.run_stet_installed(&["plugins", "install", "--json", dir.to_str().unwrap()]);
     assert_eq!(
         out.code,
         0,
@@ -130,15 +119,6 @@ fn install(world: &World, dir: &Path, name: &str) {
     assert!(lock.contains(sha), "{lock}");
 }
 
-fn plugin<'a>(json: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
-    json["plugins"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["name"] == name)
-        .unwrap_or_else(|| panic!("{name} missing from {json:#}"))
-}
-
 fn require_bwrap() {
     let found = Command::new("bwrap").arg("--version").output();
     assert!(
@@ -153,17 +133,17 @@ fn the_template_builds_out_of_tree_installs_and_loads_and_the_kit_names_what_it_
     let dir = plugin_dir(&world, "runtime-plugin");
     install(&world, &dir, "example");
 
-    let list = stet(&world, &["plugins", "list", "--json"]);
+    let list = world.run_stet_installed(&["plugins", "list", "--json"]);
     assert_eq!(list.code, 0, "{}", list.stderr);
-    let listed = plugin(&list.json(), "example").clone();
+    let listed = plugin_entry(&list.json(), "example").clone();
     assert_eq!(listed["status"], "ok", "{listed:#}");
     assert_eq!(listed["kind"], "runtime");
     assert_eq!(listed["api"], "1.2.0");
 
     // It isolates nothing, so it is not available until the person says they know.
-    let probe = stet(&world, &["plugins", "probe", "--json"]);
+    let probe = world.run_stet_installed(&["plugins", "probe", "--json"]);
     let json = probe.json();
-    let example = plugin(&json, "example");
+    let example = plugin_entry(&json, "example");
     assert_eq!(example["status"], "unavailable", "{example:#}");
     assert!(
         example["probe"]["remedy"]
@@ -173,9 +153,9 @@ fn the_template_builds_out_of_tree_installs_and_loads_and_the_kit_names_what_it_
         "{example:#}"
     );
     world.repo_config("[plugins.example]\nno_isolation = true\n");
-    let probe = stet(&world, &["plugins", "probe", "--json"]);
+    let probe = world.run_stet_installed(&["plugins", "probe", "--json"]);
     let json = probe.json();
-    let example = plugin(&json, "example");
+    let example = plugin_entry(&json, "example");
     assert_eq!(example["status"], "available", "{example:#}");
     assert_eq!(example["probe"]["priority"], -100, "{example:#}");
     assert!(
@@ -186,29 +166,23 @@ fn the_template_builds_out_of_tree_installs_and_loads_and_the_kit_names_what_it_
         "{example:#}"
     );
 
-    let run = stet(
-        &world,
-        &[
-            "run",
-            "--runtime",
-            "example",
-            "--image",
-            "host",
-            "--",
-            "sh",
-            "-c",
-            "echo hi",
-        ],
-    );
+    let run = world.run_stet_installed(&[
+        "run",
+        "--runtime",
+        "example",
+        "--image",
+        "host",
+        "--",
+        "sh",
+        "-c",
+        "echo hi",
+    ]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(run.stdout, "hi\n");
 
     // The kit, through the host, fails it on the isolation it does not have, and on
     // nothing else (network none also fails wherever the host has more than loopback).
-    let kit = stet(
-        &world,
-        &["plugins", "conformance", "example", "--image", "host"],
-    );
+    let kit = world.run_stet_installed(&["plugins", "conformance", "example", "--image", "host"]);
     assert_eq!(kit.code, 1, "{}\n{}", kit.stdout, kit.stderr);
     assert!(
         kit.stdout
@@ -238,17 +212,14 @@ fn the_template_builds_out_of_tree_installs_and_loads_and_the_kit_names_what_it_
          [plugins.command]\nimplement = [\"{}\"]\n",
         repo_root().join("examples/agent/agent.sh").display()
     ));
-    let walls = stet(
-        &world,
-        &[
-            "walls",
-            "--runtime",
-            "example",
-            "--harness",
-            "command",
-            "--json",
-        ],
-    );
+    let walls = world.run_stet_installed(&[
+        "walls",
+        "--runtime",
+        "example",
+        "--harness",
+        "command",
+        "--json",
+    ]);
     assert_eq!(walls.code, 3, "{}\n{}", walls.stdout, walls.stderr);
     let json = walls.json();
     let lane_only = json["walls"]
@@ -271,13 +242,13 @@ fn bubblewrap_builds_out_of_tree_installs_passes_the_kit_through_the_host_and_ru
     let dir = plugin_dir(&world, "bubblewrap-runtime");
     install(&world, &dir, "bubblewrap");
 
-    let list = stet(&world, &["plugins", "list", "--json"]);
+    let list = world.run_stet_installed(&["plugins", "list", "--json"]);
     assert_eq!(list.code, 0, "{}", list.stderr);
-    assert_eq!(plugin(&list.json(), "bubblewrap")["status"], "ok");
+    assert_eq!(plugin_entry(&list.json(), "bubblewrap")["status"], "ok");
 
-    let probe = stet(&world, &["plugins", "probe", "--json"]);
+    let probe = world.run_stet_installed(&["plugins", "probe", "--json"]);
     let json = probe.json();
-    let bubblewrap = plugin(&json, "bubblewrap");
+    let bubblewrap = plugin_entry(&json, "bubblewrap");
     assert_eq!(bubblewrap["status"], "available", "{bubblewrap:#}");
     assert!(
         bubblewrap["probe"]["backend_version"]
@@ -289,10 +260,8 @@ fn bubblewrap_builds_out_of_tree_installs_passes_the_kit_through_the_host_and_ru
     assert_eq!(bubblewrap["probe"]["priority"], 40, "{bubblewrap:#}");
     assert_eq!(json["selection"]["runtime"]["chosen"], "bubblewrap");
 
-    let kit = stet(
-        &world,
-        &["plugins", "conformance", "bubblewrap", "--image", "host"],
-    );
+    let kit =
+        world.run_stet_installed(&["plugins", "conformance", "bubblewrap", "--image", "host"]);
     assert_eq!(kit.code, 0, "{}\n{}", kit.stdout, kit.stderr);
     assert!(
         kit.stdout.trim_end().ends_with("14 passed, 0 failed"),
@@ -302,35 +271,29 @@ fn bubblewrap_builds_out_of_tree_installs_passes_the_kit_through_the_host_and_ru
 
     // The image from the repository's configuration, as a person would set it.
     world.repo_config("[sandbox]\nimage = \"host\"\n");
-    let run = stet(
-        &world,
-        &[
-            "run",
-            "--runtime",
-            "bubblewrap",
-            "--",
-            "sh",
-            "-c",
-            "echo hi",
-        ],
-    );
+    let run = world.run_stet_installed(&[
+        "run",
+        "--runtime",
+        "bubblewrap",
+        "--",
+        "sh",
+        "-c",
+        "echo hi",
+    ]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(run.stdout, "hi\n");
 
     // The current directory is mounted read-write, files belong to the caller, the exit
     // status passes through, and nothing is left behind.
-    let run = stet(
-        &world,
-        &[
-            "run",
-            "--runtime",
-            "bubblewrap",
-            "--",
-            "sh",
-            "-c",
-            "echo made-inside > inside.txt; ls /sys/class/net; exit 7",
-        ],
-    );
+    let run = world.run_stet_installed(&[
+        "run",
+        "--runtime",
+        "bubblewrap",
+        "--",
+        "sh",
+        "-c",
+        "echo made-inside > inside.txt; ls /sys/class/net; exit 7",
+    ]);
     assert_eq!(run.code, 7, "{}", run.stderr);
     assert_eq!(run.stdout, "lo\n");
     use std::os::unix::fs::MetadataExt;
@@ -347,7 +310,7 @@ fn bubblewrap_builds_out_of_tree_installs_passes_the_kit_through_the_host_and_ru
         .map(|entries| entries.filter_map(Result::ok).map(|e| e.path()).collect())
         .unwrap_or_default();
     assert!(left.is_empty(), "left in {}: {left:?}", state.display());
-    let gc = stet(&world, &["gc", "--json"]);
+    let gc = world.run_stet_installed(&["gc", "--json"]);
     assert_eq!(gc.code, 0, "{}", gc.stderr);
     assert!(
         gc.json()["removed"].as_array().unwrap().is_empty(),
@@ -365,7 +328,11 @@ fn docker_outranks_bubblewrap_when_both_are_available() {
     install(&world, &dir, "bubblewrap");
     let probe = world.run_stet(&["plugins", "probe", "--json"]);
     let json = probe.json();
-    assert_eq!(plugin(&json, "docker")["status"], "available", "{json:#}");
-    assert_eq!(plugin(&json, "bubblewrap")["status"], "available");
+    assert_eq!(
+        plugin_entry(&json, "docker")["status"],
+        "available",
+        "{json:#}"
+    );
+    assert_eq!(plugin_entry(&json, "bubblewrap")["status"], "available");
     assert_eq!(json["selection"]["runtime"]["chosen"], "docker", "{json:#}");
 }

@@ -127,6 +127,40 @@ impl Output {
     }
 }
 
+impl Output {
+    /// What a finished process did.
+    pub fn of(out: std::process::Output) -> Output {
+        Output {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// Waits for a child started with piped output, and collects what it did.
+    pub fn finish(child: std::process::Child) -> Output {
+        Output::of(child.wait_with_output().expect("wait for stet"))
+    }
+}
+
+/// The entry named `name` in a JSON listing of plugins (`plugins list`/`probe --json`, or
+/// a bare array).
+pub fn plugin_entry<'a>(json: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    json.as_array()
+        .or_else(|| json["plugins"].as_array())
+        .expect("a listing of plugins")
+        .iter()
+        .find(|p| p["name"] == name)
+        .unwrap_or_else(|| panic!("{name} missing from {json:#}"))
+}
+
+/// Every drive reaps the orphaned sandboxes of this host, so the tests of one binary that
+/// drive, or make and count sandboxes, take turns.
+pub fn serial_drives() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 impl Default for World {
     fn default() -> Self {
         Self::new()
@@ -219,12 +253,14 @@ impl World {
 
     /// Runs a command and collects what it did.
     pub fn run(&self, command: &mut Command) -> Output {
-        let out = command.output().expect("run stet");
-        Output {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
+        Output::of(command.output().expect("run stet"))
+    }
+
+    /// Runs `stet args…` without `--plugins-dir`: only the user plugins directory (and
+    /// beside the executable, where the test binaries have none) is searched, so what is
+    /// found was installed by `stet plugins install`.
+    pub fn run_stet_installed(&self, args: &[&str]) -> Output {
+        self.run(&mut self.command(&artifacts().join("stet"), args, false))
     }
 
     /// Runs `stet args…` in the world.
