@@ -120,6 +120,24 @@ pub fn all_passed(checks: &[Check]) -> bool {
     checks.iter().all(|c| c.passed)
 }
 
+/// Every check on a line of its own (`pass`/`FAIL`, name, time, what was seen), for a
+/// plugin's test to print and to fail with.
+pub fn report(checks: &[Check]) -> String {
+    checks
+        .iter()
+        .map(|c| {
+            format!(
+                "{} {} ({} ms): {}",
+                if c.passed { "pass" } else { "FAIL" },
+                c.name,
+                c.elapsed.as_millis(),
+                c.detail
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// What a process printed and how it ended.
 struct Ran {
     stdout: Vec<u8>,

@@ -29,20 +29,9 @@ fn bubblewrap_passes_the_runtime_conformance_kit() {
     let (runtime, image) = runtime(state.path());
     let scratch = tempfile::tempdir().unwrap();
     let checks = conformance::run(&Direct(&runtime), &Options::new(image, scratch.path()));
-    let report: Vec<String> = checks
-        .iter()
-        .map(|c| {
-            format!(
-                "{} {} ({} ms): {}",
-                if c.passed { "pass" } else { "FAIL" },
-                c.name,
-                c.elapsed.as_millis(),
-                c.detail
-            )
-        })
-        .collect();
-    println!("{}", report.join("\n"));
-    assert!(conformance::all_passed(&checks), "\n{}", report.join("\n"));
+    let report = conformance::report(&checks);
+    println!("{report}");
+    assert!(conformance::all_passed(&checks), "\n{}", report);
     assert!(checks.len() >= 14, "only {} checks ran", checks.len());
     assert!(
         std::fs::read_dir(state.path()).unwrap().next().is_none(),

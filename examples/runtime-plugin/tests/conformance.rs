@@ -27,19 +27,8 @@ fn the_runtime_conformance_kit() {
     let image = std::env::var("STET_TEST_IMAGE").unwrap_or_else(|_| "host".into());
     let scratch = tempfile::tempdir().unwrap();
     let checks = conformance::run(&Direct(&runtime), &Options::new(image, scratch.path()));
-    let report: Vec<String> = checks
-        .iter()
-        .map(|c| {
-            format!(
-                "{} {} ({} ms): {}",
-                if c.passed { "pass" } else { "FAIL" },
-                c.name,
-                c.elapsed.as_millis(),
-                c.detail
-            )
-        })
-        .collect();
-    println!("{}", report.join("\n"));
+    let report = conformance::report(&checks);
+    println!("{report}");
     assert!(checks.len() >= 14, "only {} checks ran", checks.len());
     for check in &checks {
         let expected_to_fail = EXPECTED_FAILURES.contains(&check.name);
@@ -52,7 +41,7 @@ fn the_runtime_conformance_kit() {
             } else {
                 "failed"
             },
-            report.join("\n")
+            report
         );
     }
     // Everything the kit created was torn down.

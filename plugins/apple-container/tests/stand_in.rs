@@ -156,24 +156,9 @@ fn conformance_with(what: &str, settings: &str) {
     );
 
     let checks = conformance::run(&Direct(&runtime), &Options::new(IMAGE, stand_in.work()));
-    let report: Vec<String> = checks
-        .iter()
-        .map(|c| {
-            format!(
-                "{} {} ({} ms): {}",
-                if c.passed { "pass" } else { "FAIL" },
-                c.name,
-                c.elapsed.as_millis(),
-                c.detail
-            )
-        })
-        .collect();
-    println!("{what}:\n{}", report.join("\n"));
-    assert!(
-        conformance::all_passed(&checks),
-        "{what}:\n{}",
-        report.join("\n")
-    );
+    let report = conformance::report(&checks);
+    println!("{what}:\n{}", report);
+    assert!(conformance::all_passed(&checks), "{what}:\n{}", report);
     assert!(checks.len() >= 14, "only {} checks ran", checks.len());
     if let Some(left) = left_in_docker(&stand_in) {
         assert!(left.is_empty(), "left behind: {left:?}");

@@ -25,20 +25,9 @@ fn docker_passes_the_runtime_conformance_kit() {
 
     let scratch = tempfile::tempdir().unwrap();
     let checks = conformance::run(&Direct(&runtime), &Options::new(image, scratch.path()));
-    let report: Vec<String> = checks
-        .iter()
-        .map(|c| {
-            format!(
-                "{} {} ({} ms): {}",
-                if c.passed { "pass" } else { "FAIL" },
-                c.name,
-                c.elapsed.as_millis(),
-                c.detail
-            )
-        })
-        .collect();
-    println!("{}", report.join("\n"));
-    assert!(conformance::all_passed(&checks), "\n{}", report.join("\n"));
+    let report = conformance::report(&checks);
+    println!("{report}");
+    assert!(conformance::all_passed(&checks), "\n{}", report);
     assert!(checks.len() >= 14, "only {} checks ran", checks.len());
 }
 
