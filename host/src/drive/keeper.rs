@@ -87,11 +87,24 @@ impl Keeper {
         if let Some(why) = &state.lost {
             return Err(why.clone());
         }
-        let Some(held) = state.held.clone() else {
+        if state.held.is_none() {
             return Ok(());
+        }
+        self.renew(&mut state, Some(stage));
+        match &state.lost {
+            Some(why) => Err(why.clone()),
+            None => Ok(()),
+        }
+    }
+
+    /// Renews the held reservation for another lease (at `stage` when given), under the
+    /// state's lock: renewed, the remote unreachable (tried again later), or lost.
+    fn renew(&self, state: &mut State, stage: Option<&str>) {
+        let Some(held) = state.held.clone() else {
+            return;
         };
         let next = Reservation {
-            stage: stage.to_string(),
+            stage: stage.map_or_else(|| held.reservation.stage.clone(), str::to_string),
             expires_at_unix: now() + self.lease_secs,
             ..held.reservation.clone()
         };
@@ -100,18 +113,12 @@ impl Keeper {
                 self.publish(Some(&renewed));
                 state.held = Some(renewed);
                 state.unreachable = None;
-                Ok(())
             }
-            Err(ReservationError::Remote { detail, .. }) => {
-                state.unreachable = Some(detail);
-                Ok(())
-            }
+            Err(ReservationError::Remote { detail, .. }) => state.unreachable = Some(detail),
             Err(e) => {
-                let why = e.to_string();
-                state.lost = Some(why.clone());
+                state.lost = Some(e.to_string());
                 state.held = None;
                 self.publish(None);
-                Err(why)
             }
         }
     }
@@ -174,26 +181,7 @@ impl Keeper {
                 .as_ref()
                 .is_some_and(|h| h.reservation.expires_at_unix - now() <= self.lease_secs * 2 / 3);
             if due && state.lost.is_none() {
-                let held = state.held.clone().expect("due implies held");
-                let next = Reservation {
-                    expires_at_unix: now() + self.lease_secs,
-                    ..held.reservation.clone()
-                };
-                match self.remote().renew(&held, next) {
-                    Ok(renewed) => {
-                        self.publish(Some(&renewed));
-                        state.held = Some(renewed);
-                        state.unreachable = None;
-                    }
-                    Err(ReservationError::Remote { detail, .. }) => {
-                        state.unreachable = Some(detail)
-                    }
-                    Err(e) => {
-                        state.lost = Some(e.to_string());
-                        state.held = None;
-                        self.publish(None);
-                    }
-                }
+                self.renew(&mut state, None);
             }
             state = self
                 .shared
