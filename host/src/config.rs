@@ -14,6 +14,10 @@
 //!
 //! [sandbox]
 //! image = "stet-lane:1"                     # the image sandboxes start from
+//! pids = 4096                               # limits of every drive, ask and run sandbox
+//! memory = "4GiB"
+//! cpus = 2.0
+//! disk = "10GiB"                            # how far a lane may grow
 //!
 //! [drive]
 //! check = "cargo test"                      # run in a sandbox on each lane before review
@@ -25,6 +29,11 @@
 //!
 //! Unknown keys and wrong types are errors naming the file, the line and the key: a
 //! misspelt key silently ignored is a setting the person thinks they made.
+//!
+//! The repository's file is written by whoever can commit — a landed agent branch
+//! included — so settings in it that act on the host or widen what a sandbox gets take
+//! effect only once the person trusts its content (`trust.rs`); `settings.rs` applies
+//! that rule.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -41,6 +50,10 @@ pub const REPO_CONFIG_FILE: &str = "stet.toml";
 pub struct ConfigFile {
     /// Where it was read from.
     pub path: PathBuf,
+    /// Whether it is the repository's file (written by whoever can commit).
+    pub from_repository: bool,
+    /// The bytes read, for trusting exactly this content.
+    pub content: Vec<u8>,
     /// `[runtime] prefer`.
     pub runtime_prefer: Option<Vec<String>>,
     /// `[harness] prefer`.
@@ -51,12 +64,27 @@ pub struct ConfigFile {
     pub probe_timeout: Option<Duration>,
     /// `[sandbox] image`.
     pub sandbox_image: Option<String>,
+    /// `[sandbox]` limits.
+    pub limits: LimitSettings,
     /// `[drive] check`: the repository's check command.
     pub drive_check: Option<String>,
     /// `[drive] land`: run on the host after a lane's branch is pushed.
     pub drive_land: Option<String>,
     /// `[plugins.<name>]` tables, as JSON for the plugins.
     pub plugins: BTreeMap<String, serde_json::Value>,
+}
+
+/// Sandbox limits as a configuration file sets them; each one absent means "not set here".
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct LimitSettings {
+    /// `pids`: processes (threads included).
+    pub pids: Option<u32>,
+    /// `memory`, in bytes.
+    pub memory_bytes: Option<u64>,
+    /// `cpus`, in thousandths of a core.
+    pub millicpus: Option<u32>,
+    /// `disk`: how far a lane's working tree may grow, in bytes.
+    pub disk_bytes: Option<u64>,
 }
 
 /// A configuration file that could not be used.
@@ -106,7 +134,11 @@ struct RawDrive {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawSandbox {
-    image: Option<String>,
+    image: Option<Spanned<String>>,
+    pids: Option<Spanned<i64>>,
+    memory: Option<Spanned<String>>,
+    cpus: Option<Spanned<f64>>,
+    disk: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -115,10 +147,61 @@ struct RawProbe {
     timeout: Option<Spanned<String>>,
 }
 
+/// The largest configuration file read.
+const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// Reads the repository's file `path` (in `root`) if it exists. It is written by whoever
+/// can commit, so a symbolic link is followed only to a file inside the repository, and
+/// only a regular file of reasonable size is read.
+pub fn read_repository(root: &Path, path: &Path) -> Result<Option<ConfigFile>, ConfigError> {
+    let refuse = |message: String| ConfigError {
+        path: path.to_path_buf(),
+        line: None,
+        message,
+    };
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(refuse(format!("cannot be read: {e}"))),
+        Ok(meta) if meta.file_type().is_symlink() => {
+            let target = path
+                .canonicalize()
+                .map_err(|e| refuse(format!("is a symbolic link that cannot be followed: {e}")))?;
+            let inside = root.canonicalize().is_ok_and(|r| target.starts_with(r));
+            if !inside {
+                return Err(refuse(format!(
+                    "is a symbolic link to {}, outside the repository; stet reads a repository's configuration only from inside it",
+                    target.display()
+                )));
+            }
+        }
+        Ok(_) => {}
+    }
+    let mut file = read_optional(path)?;
+    if let Some(file) = &mut file {
+        file.from_repository = true;
+    }
+    Ok(file)
+}
+
 /// Reads `path` if it exists; a missing file is no configuration.
 pub fn read_optional(path: &Path) -> Result<Option<ConfigFile>, ConfigError> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => parse(path, &text).map(Some),
+    let read = std::fs::metadata(path).and_then(|meta| {
+        if !meta.is_file() {
+            return Err(std::io::Error::other("it is not a regular file"));
+        }
+        if meta.len() > MAX_CONFIG_BYTES {
+            return Err(std::io::Error::other(format!(
+                "it is {} bytes, more than a configuration file holds ({MAX_CONFIG_BYTES})",
+                meta.len()
+            )));
+        }
+        std::fs::read_to_string(path)
+    });
+    match read {
+        Ok(text) => parse(path, &text).map(|mut f| {
+            f.content = text.into_bytes();
+            Some(f)
+        }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(ConfigError {
             path: path.to_path_buf(),
@@ -146,6 +229,70 @@ pub fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
             )
         })?),
     };
+    let mut sandbox_image = None;
+    let mut limits = LimitSettings::default();
+    if let Some(sandbox) = raw.sandbox {
+        if let Some(image) = sandbox.image {
+            if image.get_ref().trim().is_empty() {
+                return Err(error(
+                    Some(image.span().start),
+                    "key `sandbox.image` is empty: name an image (e.g. \"stet-lane:1\"), or leave the key out".into(),
+                ));
+            }
+            sandbox_image = Some(image.into_inner());
+        }
+        if let Some(pids) = sandbox.pids {
+            let n = *pids.get_ref();
+            if !(16..=1_000_000).contains(&n) {
+                return Err(error(
+                    Some(pids.span().start),
+                    format!(
+                        "key `sandbox.pids`: {n} is not a process limit between 16 and 1000000"
+                    ),
+                ));
+            }
+            limits.pids = Some(n as u32);
+        }
+        if let Some(cpus) = sandbox.cpus {
+            let n = *cpus.get_ref();
+            if !(0.01..=1024.0).contains(&n) {
+                return Err(error(
+                    Some(cpus.span().start),
+                    format!("key `sandbox.cpus`: {n} is not a number of cores (e.g. 2 or 1.5)"),
+                ));
+            }
+            limits.millicpus = Some((n * 1000.0).round() as u32);
+        }
+        for (key, value, slot, least) in [
+            (
+                "memory",
+                sandbox.memory,
+                &mut limits.memory_bytes,
+                64u64 << 20,
+            ),
+            ("disk", sandbox.disk, &mut limits.disk_bytes, 1u64 << 20),
+        ] {
+            if let Some(value) = value {
+                let bytes = parse_size(value.get_ref()).map_err(|why| {
+                    error(
+                        Some(value.span().start),
+                        format!("key `sandbox.{key}`: {why}"),
+                    )
+                })?;
+                if bytes < least {
+                    return Err(error(
+                        Some(value.span().start),
+                        format!(
+                            "key `sandbox.{key}`: {} is below the least stet allows ({})",
+                            value.get_ref(),
+                            bytesize::ByteSize::b(least).display().iec()
+                        ),
+                    ));
+                }
+                *slot = Some(bytes);
+            }
+        }
+    }
     let plugins = raw
         .plugins
         .into_iter()
@@ -161,6 +308,8 @@ pub fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
         .collect::<Result<_, ConfigError>>()?;
     Ok(ConfigFile {
         path: path.to_path_buf(),
+        from_repository: false,
+        content: Vec::new(),
         runtime_prefer: raw.runtime.and_then(|r| r.prefer),
         harness_prefer: raw.harness.as_ref().and_then(|h| h.prefer.clone()),
         profiles_root: raw
@@ -168,11 +317,29 @@ pub fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
             .and_then(|h| h.profiles)
             .map(|p| expand_home(&p)),
         probe_timeout,
-        sandbox_image: raw.sandbox.and_then(|s| s.image),
+        sandbox_image,
+        limits,
         drive_check: raw.drive.as_ref().and_then(|d| d.check.clone()),
         drive_land: raw.drive.and_then(|d| d.land),
         plugins,
     })
+}
+
+/// Parses a size such as `4GiB`, `512 MiB` or `10G` (powers of 1024 for `K`, `M`, `G`
+/// with or without `iB`; `KB`, `MB`, `GB` are powers of 1000).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let normal = text.trim();
+    // A bare K/M/G/T suffix means the binary unit, as in `docker run --memory 4g`.
+    let normal = match normal.char_indices().last() {
+        Some((i, c)) if "kKmMgGtT".contains(c) => {
+            format!("{}{}iB", &normal[..i], c.to_ascii_uppercase())
+        }
+        _ => normal.to_string(),
+    };
+    normal
+        .parse::<bytesize::ByteSize>()
+        .map(|b| b.as_u64())
+        .map_err(|_| format!("`{text}` is not a size; write it like `4GiB` or `512MiB`"))
 }
 
 /// `~/x` → `$HOME/x`; other paths as they are.
@@ -234,6 +401,28 @@ mod tests {
     fn wrong_type_names_the_line() {
         let err = parse_str("[runtime]\nprefer = \"docker\"\n").unwrap_err();
         assert_eq!(err.line, Some(2));
+    }
+
+    #[test]
+    fn sandbox_limits_and_their_errors() {
+        let c = parse_str("[sandbox]\npids = 512\nmemory = \"2GiB\"\ncpus = 1.5\ndisk = \"10g\"\n")
+            .unwrap();
+        assert_eq!(
+            c.limits,
+            LimitSettings {
+                pids: Some(512),
+                memory_bytes: Some(2 << 30),
+                millicpus: Some(1500),
+                disk_bytes: Some(10 << 30),
+            }
+        );
+        let err = parse_str("[sandbox]\nimage = \"stet-lane:1\"\nmemory = \"lots\"\n").unwrap_err();
+        assert_eq!(err.line, Some(3));
+        assert!(err.message.contains("sandbox.memory"), "{err}");
+        let err = parse_str("[sandbox]\nimage = \"\"\n").unwrap_err();
+        assert!(err.message.contains("sandbox.image"), "{err}");
+        assert!(parse_str("[sandbox]\npids = 3\n").is_err());
+        assert!(parse_str("[sandbox]\ncpus = 0\n").is_err());
     }
 
     #[test]

@@ -17,3 +17,134 @@ pub fn lock_exclusive(path: &Path) -> std::io::Result<nix::fcntl::Flock<std::fs:
     nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
         .map_err(|(_, e)| std::io::Error::from(e))
 }
+
+/// Reads a file a sandbox (or whoever can commit) may have written, as data and no more:
+/// a symbolic link is not followed, a FIFO or device is not waited on or touched (it is
+/// opened non-blocking and refused unless it is a regular file), and more than `limit`
+/// bytes is refused by size.
+pub fn read_untrusted(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let meta = std::fs::symlink_metadata(path)?;
+    if !meta.file_type().is_file() {
+        return Err(std::io::Error::other(kind_of(&meta.file_type())));
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc_flags::NOFOLLOW | libc_flags::NONBLOCK)
+        .open(path)?;
+    // The file could have been swapped between the look and the open: look again at what
+    // was opened.
+    let opened = file.metadata()?;
+    if !opened.file_type().is_file() {
+        return Err(std::io::Error::other(kind_of(&opened.file_type())));
+    }
+    if opened.len() > limit {
+        return Err(std::io::Error::other(format!(
+            "it is {} bytes, more than the {limit} read",
+            opened.len()
+        )));
+    }
+    let mut bytes = Vec::with_capacity(opened.len() as usize);
+    file.take(limit + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(std::io::Error::other(format!(
+            "it grew past the {limit} bytes read"
+        )));
+    }
+    Ok(bytes)
+}
+
+/// What a file that is not a regular one is, in words.
+pub fn kind_of(kind: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_symlink() {
+        "it is a symbolic link (not followed)"
+    } else if kind.is_dir() {
+        "it is a directory"
+    } else if kind.is_fifo() {
+        "it is a FIFO"
+    } else if kind.is_socket() {
+        "it is a socket"
+    } else if kind.is_block_device() || kind.is_char_device() {
+        "it is a device"
+    } else {
+        "it is not a regular file"
+    }
+}
+
+/// `open(2)` flags, from nix's re-export of libc.
+mod libc_flags {
+    pub const NOFOLLOW: i32 = nix::fcntl::OFlag::O_NOFOLLOW.bits();
+    pub const NONBLOCK: i32 = nix::fcntl::OFlag::O_NONBLOCK.bits();
+}
+
+/// The disk space the files under `root` take (blocks actually allocated, each inode once,
+/// symbolic links not followed, other file systems not entered), stopping early once it
+/// passes `stop_at`.
+pub fn tree_size(root: &Path, stop_at: u64) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(top) = std::fs::symlink_metadata(root) else {
+        return 0;
+    };
+    let device = top.dev();
+    let mut total = 0u64;
+    let mut linked = std::collections::HashSet::new();
+    let mut pending = vec![root.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.filter_map(Result::ok) {
+            let Ok(meta) = entry.metadata() else {
+                continue;
+            };
+            if meta.dev() != device {
+                continue;
+            }
+            if meta.nlink() > 1 && !meta.is_dir() && !linked.insert(meta.ino()) {
+                continue;
+            }
+            total = total.saturating_add(meta.blocks().saturating_mul(512));
+            if total > stop_at {
+                return total;
+            }
+            if meta.is_dir() {
+                pending.push(entry.path());
+            }
+        }
+    }
+    total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn untrusted_files_are_read_as_data_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let secret = dir.path().join("secret");
+        std::fs::write(&secret, "host secret").unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&secret, &link).unwrap();
+        let err = read_untrusted(&link, 100).unwrap_err();
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        let fifo = dir.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let err = read_untrusted(&fifo, 100).unwrap_err();
+        assert!(err.to_string().contains("FIFO"), "{err}");
+        assert!(read_untrusted(&secret, 5).is_err(), "too big");
+        assert_eq!(read_untrusted(&secret, 100).unwrap(), b"host secret");
+    }
+
+    #[test]
+    fn a_tree_is_measured_without_following_links() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a"), vec![1u8; 64 * 1024]).unwrap();
+        std::fs::hard_link(dir.path().join("a"), dir.path().join("b")).unwrap();
+        std::os::unix::fs::symlink("/", dir.path().join("root")).unwrap();
+        let size = tree_size(dir.path(), u64::MAX);
+        assert!((64 * 1024..128 * 1024).contains(&size), "{size}");
+    }
+}

@@ -1,9 +1,28 @@
-//! Running git: one place that sets stet's identity for the commits it makes (lanes,
-//! reservation and landing markers), whatever the person has configured, and never lets
-//! git prompt for credentials.
+//! Running git, in two ways that must not be confused.
+//!
+//! - [`run`]/[`output`]: **the person's git**, for their own repository and its remote
+//!   (reservations, marks, pushing a landed branch). It keeps the person's environment and
+//!   configuration, because reaching the remote may need their credentials; nothing a
+//!   sandbox wrote is ever its configuration (a lane's files reach the repository only as
+//!   objects fetched by [`Inert`]).
+//! - [`Inert`]: **git that obeys nothing a sandbox could have written**, for every command
+//!   on a lane (and for fetching a lane's branch into the repository). Its environment is
+//!   built from scratch (no credentials, no SSH agent, no `HOME`), it reads no system or
+//!   global configuration, and the command-line level of git's configuration — which beats
+//!   the repository's own file and is inherited by every git process it starts — turns off
+//!   hooks, fsmonitor, pagers, editors, signing, credential helpers, external diff, every
+//!   transport but local files, and submodule recursion. Filter, textconv and merge drivers
+//!   the lane's configuration defines are emptied per command, and diffs run with
+//!   `--no-ext-diff --no-textconv`. (The lane's git directory is also out of the sandbox's
+//!   reach for writing — see `lanes.rs`; this is the second layer, which holds even if the
+//!   first did not.)
+//!
+//! Both set stet's identity for the commits stet makes and never let git prompt.
 
-use std::path::Path;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::OnceLock;
 
 /// A git command that failed, with what it said.
 #[derive(Debug, thiserror::Error)]
@@ -17,27 +36,39 @@ pub struct GitError {
     pub detail: String,
 }
 
-/// Runs git in `dir` and returns its output whatever its exit status.
+const IDENTITY: [(&str, &str); 4] = [
+    ("GIT_AUTHOR_NAME", "stet"),
+    ("GIT_AUTHOR_EMAIL", "stet@localhost"),
+    ("GIT_COMMITTER_NAME", "stet"),
+    ("GIT_COMMITTER_EMAIL", "stet@localhost"),
+];
+
+/// Runs the person's git in `dir` and returns its output whatever its exit status.
 pub fn output(dir: &Path, args: &[&str]) -> Result<Output, GitError> {
-    Command::new("git")
+    let mut command = Command::new("git");
+    command
         .args(args)
         .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "stet")
-        .env("GIT_AUTHOR_EMAIL", "stet@localhost")
-        .env("GIT_COMMITTER_NAME", "stet")
-        .env("GIT_COMMITTER_EMAIL", "stet@localhost")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .output()
-        .map_err(|e| GitError {
-            args: args.join(" "),
-            dir: dir.display().to_string(),
-            detail: format!("cannot run git: {e}"),
-        })
+        .envs(IDENTITY)
+        .env("GIT_TERMINAL_PROMPT", "0");
+    finish(command, dir, args)
 }
 
-/// Runs git in `dir`; a failure carries what git said on stderr. Returns stdout, trimmed.
+/// Runs the person's git in `dir`; a failure carries what git said on stderr. Returns
+/// stdout, trimmed.
 pub fn run(dir: &Path, args: &[&str]) -> Result<String, GitError> {
-    let out = output(dir, args)?;
+    checked(output(dir, args)?, dir, args)
+}
+
+fn finish(mut command: Command, dir: &Path, args: &[&str]) -> Result<Output, GitError> {
+    command.output().map_err(|e| GitError {
+        args: args.join(" "),
+        dir: dir.display().to_string(),
+        detail: format!("cannot run git: {e}"),
+    })
+}
+
+fn checked(out: Output, dir: &Path, args: &[&str]) -> Result<String, GitError> {
     if !out.status.success() {
         return Err(GitError {
             args: args.join(" "),
@@ -46,4 +77,281 @@ pub fn run(dir: &Path, args: &[&str]) -> Result<String, GitError> {
         });
     }
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// Configuration given on git's command-line level for every inert command. It overrides
+/// the repository's own file, and git passes it on to the git processes it starts.
+const INERT_CONFIG: [(&str, &str); 30] = [
+    ("core.fsmonitor", "false"),
+    ("core.hooksPath", "/dev/null"),
+    ("core.pager", "cat"),
+    ("core.editor", "false"),
+    ("sequence.editor", "false"),
+    ("core.askPass", ""),
+    ("core.sshCommand", "false"),
+    ("core.gitProxy", ""),
+    ("core.attributesFile", "/dev/null"),
+    ("core.excludesFile", "/dev/null"),
+    ("core.untrackedCache", "false"),
+    ("core.alternateRefsCommand", ""),
+    ("commit.gpgSign", "false"),
+    ("tag.gpgSign", "false"),
+    ("push.gpgSign", "false"),
+    ("gpg.program", "false"),
+    ("gpg.ssh.program", "false"),
+    ("gpg.x509.program", "false"),
+    ("credential.helper", ""),
+    ("protocol.allow", "never"),
+    ("protocol.file.allow", "always"),
+    ("transfer.fsckObjects", "true"),
+    ("submodule.recurse", "false"),
+    ("diff.ignoreSubmodules", "all"),
+    ("status.submoduleSummary", "false"),
+    ("fetch.recurseSubmodules", "false"),
+    ("gc.auto", "0"),
+    ("maintenance.auto", "false"),
+    ("advice.detachedHead", "false"),
+    ("init.defaultBranch", "main"),
+];
+
+/// The attributes every lane's git directory holds (`info/attributes`, which beats every
+/// `.gitattributes` in the working tree): no filter, diff or merge driver, no conversion.
+pub const INERT_ATTRIBUTES: &str =
+    "* -filter -diff -merge -text -eol -ident -working-tree-encoding -export-subst\n";
+
+/// The git binary the person's PATH names, found once; inert commands run it by absolute
+/// path with a PATH of their own.
+fn git_binary() -> &'static Path {
+    static GIT: OnceLock<PathBuf> = OnceLock::new();
+    GIT.get_or_init(|| {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        std::env::split_paths(&path)
+            .map(|d| d.join("git"))
+            .find(|p| {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::metadata(p)
+                    .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            })
+            .unwrap_or_else(|| PathBuf::from("/usr/bin/git"))
+    })
+}
+
+/// Git on a lane (or on the repository, for what it fetches from a lane), obeying nothing a
+/// sandbox could have written.
+#[derive(Debug, Clone)]
+pub struct Inert {
+    /// Where the command runs.
+    dir: PathBuf,
+    /// `GIT_DIR` and `GIT_WORK_TREE`, for a lane (whose git directory is not inside its
+    /// working tree).
+    lane: Option<(PathBuf, PathBuf)>,
+}
+
+impl Inert {
+    /// Git on a lane: its git directory and its working tree.
+    pub fn lane(git_dir: &Path, work_tree: &Path) -> Inert {
+        Inert {
+            dir: work_tree.to_path_buf(),
+            lane: Some((git_dir.to_path_buf(), work_tree.to_path_buf())),
+        }
+    }
+
+    /// Git in `dir`, found the usual way (the repository, fetching from a lane).
+    pub fn at(dir: &Path) -> Inert {
+        Inert {
+            dir: dir.to_path_buf(),
+            lane: None,
+        }
+    }
+
+    /// The command, ready for arguments.
+    fn command(&self, extra_config: &[(String, String)]) -> Command {
+        let git = git_binary();
+        let mut path: OsString = git.parent().unwrap_or(Path::new("/")).into();
+        path.push(":/usr/local/bin:/usr/bin:/bin");
+        let mut command = Command::new(git);
+        command
+            .env_clear()
+            .current_dir(&self.dir)
+            .env("PATH", path)
+            .env("LANG", "C")
+            .env("LC_ALL", "C")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_SYSTEM", "/dev/null")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_ATTR_NOSYSTEM", "1")
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .env("GIT_NO_REPLACE_OBJECTS", "1")
+            .env("GIT_PROTOCOL_FROM_USER", "0")
+            .env("GIT_ALLOW_PROTOCOL", "file")
+            .envs(IDENTITY);
+        if let Some((git_dir, work_tree)) = &self.lane {
+            command
+                .env("GIT_DIR", git_dir)
+                .env("GIT_WORK_TREE", work_tree);
+        }
+        let config = INERT_CONFIG
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .chain(extra_config.iter().cloned());
+        let mut count = 0;
+        for (i, (key, value)) in config.enumerate() {
+            command
+                .env(format!("GIT_CONFIG_KEY_{i}"), key)
+                .env(format!("GIT_CONFIG_VALUE_{i}"), value);
+            count = i + 1;
+        }
+        command.env("GIT_CONFIG_COUNT", count.to_string());
+        command
+    }
+
+    /// Filter drivers the repository's configuration defines, emptied: a `.gitattributes`
+    /// line naming one then runs nothing. (Diff drivers and the external diff are kept off
+    /// by `--no-ext-diff --no-textconv`, which [`Inert::output`] adds to every command that
+    /// shows a diff; stet never merges.)
+    fn filters_off(&self) -> Vec<(String, String)> {
+        let mut command = self.command(&[]);
+        command.args(["config", "--name-only", "--get-regexp", r"^filter\."]);
+        let Ok(out) = command.output() else {
+            return Vec::new();
+        };
+        let mut off = Vec::new();
+        let names: std::collections::BTreeSet<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|key| {
+                let rest = key.strip_prefix("filter.")?;
+                Some(rest.rsplit_once('.')?.0.to_string())
+            })
+            .collect();
+        for name in names {
+            for (k, v) in [
+                ("clean", ""),
+                ("smudge", ""),
+                ("process", ""),
+                ("required", "false"),
+            ] {
+                off.push((format!("filter.{name}.{k}"), v.to_string()));
+            }
+        }
+        off
+    }
+
+    /// Runs git and returns its output whatever its exit status.
+    pub fn output(&self, args: &[&str]) -> Result<Output, GitError> {
+        let mut command = self.command(&self.filters_off());
+        match args.split_first() {
+            Some((&sub, rest)) if ["diff", "log", "show"].contains(&sub) => {
+                command
+                    .arg(sub)
+                    .args(["--no-ext-diff", "--no-textconv"])
+                    .args(rest);
+            }
+            _ => {
+                command.args(args);
+            }
+        }
+        finish(command, &self.dir, args)
+    }
+
+    /// Runs git; a failure carries what git said on stderr. Returns stdout, trimmed.
+    pub fn run(&self, args: &[&str]) -> Result<String, GitError> {
+        checked(self.output(args)?, &self.dir, args)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A repository whose configuration, hooks and attributes each try to run a program
+    /// that leaves a mark in `marks`.
+    fn booby_trapped(root: &Path) -> (PathBuf, PathBuf) {
+        let work = root.join("work");
+        let marks = root.join("marks");
+        std::fs::create_dir_all(&marks).unwrap();
+        run(root, &["init", "--quiet", work.to_str().unwrap()]).unwrap();
+        std::fs::write(work.join("f"), "one\n").unwrap();
+        run(&work, &["add", "f"]).unwrap();
+        run(&work, &["commit", "--quiet", "-m", "start"]).unwrap();
+        let mark = |name: &str| format!("touch {}/{name}", marks.display());
+        let hooks = root.join("hooks");
+        std::fs::create_dir_all(&hooks).unwrap();
+        for hook in [
+            "pre-commit",
+            "prepare-commit-msg",
+            "commit-msg",
+            "post-commit",
+            "reference-transaction",
+            "post-checkout",
+            "post-index-change",
+        ] {
+            let path = hooks.join(hook);
+            std::fs::write(&path, format!("#!/bin/sh\n{}\n", mark(hook))).unwrap();
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        for (key, value) in [
+            ("core.fsmonitor", format!("{}; false", mark("fsmonitor"))),
+            ("core.hooksPath", hooks.display().to_string()),
+            ("filter.evil.clean", format!("{}; cat", mark("filter"))),
+            ("filter.evil.process", mark("filter-process")),
+            ("diff.evil.textconv", format!("{}; cat", mark("textconv"))),
+            ("diff.external", mark("external-diff")),
+            ("core.pager", mark("pager")),
+            ("gpg.program", mark("gpg")),
+            ("commit.gpgSign", "true".to_string()),
+        ] {
+            run(&work, &["config", key, &value]).unwrap();
+        }
+        std::fs::write(work.join(".gitattributes"), "* filter=evil diff=evil\n").unwrap();
+        (work, marks)
+    }
+
+    #[test]
+    fn inert_git_runs_nothing_the_repository_configures() {
+        let root = tempfile::tempdir().unwrap();
+        let (work, marks) = booby_trapped(root.path());
+        let git = Inert::lane(&work.join(".git"), &work);
+        std::fs::write(work.join("f"), "two\n").unwrap();
+        git.run(&["status", "--short"]).unwrap();
+        git.run(&["add", "--all"]).unwrap();
+        git.run(&["diff", "--cached"]).unwrap();
+        git.run(&["diff", "HEAD", "--stat"]).unwrap();
+        git.run(&["commit", "--quiet", "-m", "two"]).unwrap();
+        git.run(&["log", "-p", "-1"]).unwrap();
+        git.run(&["checkout", "--quiet", "-B", "other"]).unwrap();
+        let ran: Vec<_> = std::fs::read_dir(&marks)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert!(ran.is_empty(), "inert git ran {ran:?}");
+        // The control: the person's git in the same repository obeys it all.
+        std::fs::write(work.join("f"), "three\n").unwrap();
+        let _ = run(&work, &["add", "--all"]);
+        let _ = run(&work, &["commit", "--quiet", "-m", "three"]);
+        assert!(marks.join("filter").exists() || marks.join("fsmonitor").exists());
+    }
+
+    #[test]
+    fn inert_git_starts_from_an_empty_environment() {
+        let root = tempfile::tempdir().unwrap();
+        // An alias given on the command line shows the environment git hands to what it runs.
+        let mut command = Inert::at(root.path()).command(&[]);
+        command.args(["-c", "alias.showenv=!env", "showenv"]);
+        let out = command.output().unwrap();
+        let env = String::from_utf8_lossy(&out.stdout);
+        let names: Vec<&str> = env
+            .lines()
+            .filter_map(|l| l.split_once('='))
+            .map(|(n, _)| n)
+            .collect();
+        assert!(!names.is_empty(), "{env}");
+        for name in names {
+            assert!(
+                name.starts_with("GIT_")
+                    || ["PATH", "LANG", "LC_ALL", "PWD", "SHLVL", "_", "OLDPWD"].contains(&name),
+                "{name} reached a process inert git started:\n{env}"
+            );
+        }
+    }
 }

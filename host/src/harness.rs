@@ -1,21 +1,20 @@
-//! The harness side of a drive: opening the selected harness, its walled profile and
-//! settings, and the wall proof — static checks, then one short live launch in a real
-//! sandbox showing the tool list, the approver and the guard refusing the canary.
+//! The harness side of a drive: opening the selected harness (its walled profile, settings
+//! and static walls, through the plugin), and running one of its launches in a fresh
+//! sandbox — output streamed to the call's log with a bounded head and tail kept, the call
+//! limit, the lane's disk limit, and the limit counters read before teardown.
 
-use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use serde::Serialize;
 use stet_plugin_api::{
     EnvVar, ExitStatus, HarnessContext, Launch, Network, Outcome, PluginError, PluginKind, Profile,
-    ROption, Role, RoleRequest, SandboxSpec, Stream, UserIds, WallCheck,
+    ROption, Role, RoleRequest, Stream, WallCheck,
 };
 
 use crate::error::{CliError, Exit};
 use crate::plugins::loader::{HarnessHandle, Instance};
 use crate::plugins::selection::Selection;
 use crate::plugins::survey;
-use crate::sandbox::{self, plugin_error, OpenRuntime, Sandbox};
+use crate::sandbox::{plugin_error, DiskWatch, LaneAccess, OpenRuntime, Plan, Sandbox};
 use crate::settings::Settings;
 
 /// A harness plugin loaded into this process.
@@ -136,153 +135,6 @@ impl OpenHarness {
     }
 }
 
-/// One wall as reported.
-#[derive(Debug, Clone, Serialize)]
-pub struct Wall {
-    /// The wall's name.
-    pub wall: String,
-    /// Whether it held.
-    pub held: bool,
-    /// What was seen.
-    pub detail: String,
-    /// What to do when it did not hold.
-    pub remedy: String,
-}
-
-impl From<WallCheck> for Wall {
-    fn from(w: WallCheck) -> Self {
-        Wall {
-            wall: w.wall.into_string(),
-            held: w.held,
-            detail: w.detail.into_string(),
-            remedy: w.remedy.into_string(),
-        }
-    }
-}
-
-/// Everything the wall proof found.
-#[derive(Debug, Serialize)]
-pub struct Proof {
-    /// The harness and runtime used.
-    pub harness: String,
-    /// The runtime the live launch ran in, when it ran.
-    pub runtime: Option<String>,
-    /// The profile directory.
-    pub profile: String,
-    /// How the agent is paid for and reaches its model.
-    pub route: String,
-    /// The network the live launch had.
-    pub network: Option<String>,
-    /// Whether the settings file had been edited and was replaced.
-    pub replaced_edited_settings: Option<String>,
-    /// Every wall, static then live.
-    pub walls: Vec<Wall>,
-    /// What the live launch's hooks and approver recorded.
-    pub session: Vec<serde_json::Value>,
-    /// The live launch's full output.
-    #[serde(skip)]
-    pub output: Vec<u8>,
-}
-
-impl Proof {
-    /// Whether every wall held.
-    pub fn held(&self) -> bool {
-        self.walls.iter().all(|w| w.held)
-    }
-}
-
-/// How the proof treats the walled settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SettingsMode {
-    /// Rewrite them first, as every drive does.
-    Rewrite,
-    /// Leave them as they are and make the live launch even if a static wall is broken: a
-    /// diagnosis of the profile as it stands.
-    AsTheyAre,
-}
-
-/// The live proof is one short launch; one that has not answered in this time is killed
-/// and its walls reported as not proven.
-const PROOF_LIMIT: std::time::Duration = std::time::Duration::from_secs(300);
-
-/// Proves the walls: profile, settings (rewritten), static checks, then — when they all
-/// hold, or when diagnosing the settings as they are — one short live launch in a fresh
-/// sandbox of the selected runtime.
-pub fn prove(
-    settings: &Settings,
-    harness: &OpenHarness,
-    mode: SettingsMode,
-) -> Result<Proof, CliError> {
-    let profile = harness.profile()?;
-    let replaced = match mode {
-        SettingsMode::Rewrite => harness.rewrite_settings(&profile)?,
-        SettingsMode::AsTheyAre => None,
-    };
-    let mut proof = Proof {
-        harness: harness.name.clone(),
-        runtime: None,
-        profile: profile.dir.to_string(),
-        route: profile.route.to_string(),
-        network: None,
-        replaced_edited_settings: replaced,
-        walls: harness
-            .check_walls(&profile)?
-            .into_iter()
-            .map(Wall::from)
-            .collect(),
-        session: Vec::new(),
-        output: Vec::new(),
-    };
-    if !proof.held() && mode == SettingsMode::Rewrite {
-        return Ok(proof);
-    }
-    let runtime = sandbox::open_runtime(settings)?;
-    proof.runtime = Some(runtime.name.clone());
-    let lane = tempfile::Builder::new()
-        .prefix("stet-proof-")
-        .tempdir()
-        .map_err(|e| CliError::failure(format!("cannot make a scratch lane: {e}")))?;
-    let lane_path = lane
-        .path()
-        .canonicalize()
-        .unwrap_or_else(|_| lane.path().to_path_buf());
-    // A lane is a git working copy with no remote; the proof's scratch lane is one too, so
-    // that what the proof reports about git in the lane is what a drive's lane would show.
-    crate::git::run(&lane_path, &["init", "--quiet"])
-        .map_err(|e| CliError::failure(format!("cannot make a scratch lane: {e}")))?;
-    let launch = harness.launch(RoleRequest {
-        role: Role::Proof,
-        prompt: "".into(),
-        profile_dir: profile.dir.clone(),
-        workdir: lane_path.display().to_string().into(),
-    })?;
-    let (output, network) = run_launch(
-        settings,
-        &runtime,
-        &launch,
-        &lane_path,
-        "proof",
-        Watch {
-            time_limit: Some(PROOF_LIMIT),
-            ..Watch::default()
-        },
-    )?;
-    proof.network = Some(network);
-    proof.session = output.session.clone();
-    proof.output = output.stdout.clone();
-    proof.walls.extend(
-        harness
-            .read_proof(&output.stdout)?
-            .into_iter()
-            .map(Wall::from),
-    );
-    // The runtime's own walls, in a sandbox made as the agent's would be.
-    proof
-        .walls
-        .extend(crate::runtime_walls::prove(settings, &runtime, &launch)?);
-    Ok(proof)
-}
-
 /// The agent process running now, if any: where a second signal finds what to kill.
 pub type InFlight = std::sync::Mutex<Option<crate::sandbox::Process>>;
 
@@ -302,32 +154,105 @@ pub struct Watch<'a> {
     pub env: Vec<EnvVar>,
 }
 
-/// What a launch printed.
+/// A resource limit a call ran into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LimitReached {
+    /// The kernel killed a process of the sandbox for memory: the limit, in bytes.
+    Memory(u64),
+    /// The lane grew past the disk limit, in bytes; the call was killed.
+    Disk(u64),
+    /// Forks were refused at the pids limit (how many, the limit).
+    Pids(u64, u32),
+}
+
+impl LimitReached {
+    /// The limit's name in receipts.
+    pub fn word(&self) -> &'static str {
+        match self {
+            LimitReached::Memory(_) => "memory",
+            LimitReached::Disk(_) => "disk",
+            LimitReached::Pids(..) => "pids",
+        }
+    }
+
+    /// What happened, in a line.
+    pub fn describe(&self) -> String {
+        let size = |b: u64| bytesize::ByteSize::b(b).display().iec().to_string();
+        match self {
+            LimitReached::Memory(limit) => {
+                format!("killed by the memory limit, {}", size(*limit))
+            }
+            LimitReached::Disk(limit) => format!(
+                "killed: the lane grew past the disk limit, {}",
+                size(*limit)
+            ),
+            LimitReached::Pids(refused, limit) => {
+                format!("the process limit ({limit}) was reached: {refused} fork(s) failed")
+            }
+        }
+    }
+
+    /// Whether the call was ended by it (rather than only slowed).
+    pub fn ended_the_call(&self) -> bool {
+        !matches!(self, LimitReached::Pids(..))
+    }
+}
+
+/// What a launch printed, and how it ended.
 pub struct LaunchOutput {
     /// What the agent's hooks and approver recorded (JSON lines): session start and end,
-    /// permission decisions.
+    /// permission decisions. Read as data, bounded.
     pub session: Vec<serde_json::Value>,
-    /// Standard output (stream-json for the agent).
+    /// Standard output as stet keeps it in memory: all of it when short, else its first
+    /// and last [`crate::capture::KEPT`] bytes (whole lines); the whole is in the log.
     pub stdout: Vec<u8>,
-    /// Standard error.
+    /// How many bytes of standard output there were.
+    pub stdout_bytes: u64,
+    /// The last 64 KiB of standard error.
     pub stderr: Vec<u8>,
     /// How it ended.
     pub status: ExitStatus,
     /// Set when the host killed it at its time limit.
     pub timed_out: Option<std::time::Duration>,
+    /// A resource limit it ran into.
+    pub limit: Option<LimitReached>,
+    /// The network it had, in words.
+    pub network: String,
 }
 
-/// Runs a harness's launch in a fresh sandbox with `lane` mounted read-write; returns what
-/// it printed and how the network was given.
+impl LaunchOutput {
+    /// The output of a call that could not be made at all.
+    pub fn none(network: String) -> LaunchOutput {
+        LaunchOutput {
+            session: Vec::new(),
+            stdout: Vec::new(),
+            stdout_bytes: 0,
+            stderr: Vec::new(),
+            status: ExitStatus {
+                code: ROption::RNone,
+                signal: ROption::RNone,
+                out_of_memory: false,
+            },
+            timed_out: None,
+            limit: None,
+            network,
+        }
+    }
+}
+
+/// The most of a session record read back (a sandbox writes it).
+const SESSION_LIMIT: u64 = 1 << 20;
+
+/// Runs a harness's launch in a fresh sandbox planned by `plan` (which names the lane and
+/// how the stage may use it); standard output goes to `log` as it comes.
 pub fn run_launch(
     settings: &Settings,
     runtime: &OpenRuntime,
     launch: &Launch,
-    lane: &std::path::Path,
-    role: &str,
+    mut plan: Plan,
     watch: Watch<'_>,
-) -> Result<(LaunchOutput, String), CliError> {
-    let lane_text = lane.display().to_string();
+    log: Option<&Path>,
+) -> Result<LaunchOutput, CliError> {
     // The agent's hooks record its session here, outside the lane so the working copy
     // stays clean.
     let session_dir = tempfile::Builder::new()
@@ -336,19 +261,12 @@ pub fn run_launch(
         .map_err(|e| CliError::failure(format!("cannot make a session directory: {e}")))?;
     let session_dir_text = session_dir.path().display().to_string();
     let session_log = session_dir.path().join("session.jsonl");
-    let mut mounts = vec![
-        stet_plugin_api::Mount {
-            source: lane_text.clone().into(),
-            target: lane_text.clone().into(),
-            writable: true,
-        },
-        stet_plugin_api::Mount {
-            source: session_dir_text.clone().into(),
-            target: session_dir_text.into(),
-            writable: true,
-        },
-    ];
-    mounts.extend(launch.mounts.iter().cloned());
+    plan.mounts.push(stet_plugin_api::Mount {
+        source: session_dir_text.clone().into(),
+        target: session_dir_text.into(),
+        writable: true,
+    });
+    plan.mounts.extend(launch.mounts.iter().cloned());
     // A runtime that cannot limit egress to the declared hosts gets its open network; the
     // route names the hosts so the person sees what the agent needs.
     let (network, described) = match &launch.network {
@@ -365,47 +283,54 @@ pub fn run_launch(
             )
         }
     };
-    let mut labels = sandbox::ownership_labels(&format!("{role}-{}", std::process::id()));
-    labels.push(stet_plugin_api::Label::new("stet.kind", role));
-    let spec = SandboxSpec {
-        image: settings.image.clone().into(),
-        mounts: mounts.into(),
-        env: Default::default(),
-        workdir: lane_text.clone().into(),
-        network,
-        limits: Default::default(),
-        labels: labels.into(),
-        user: ROption::RSome(UserIds {
-            uid: nix::unistd::getuid().as_raw(),
-            gid: nix::unistd::getgid().as_raw(),
-        }),
-    };
-    let sandbox = Sandbox::create(runtime, spec)?;
+    plan.network = network;
+    // The launch's process carries its whole environment.
+    plan.env = Vec::new();
+    let workdir = plan.workdir.clone();
+    let disk = plan
+        .lane
+        .as_ref()
+        .filter(|(_, access)| *access == LaneAccess::ReadWrite)
+        .map(|(lane, _)| lane.work_tree.clone());
+    let sandbox = Sandbox::create(runtime, plan.spec(settings))?;
     let mut process = launch.process.clone();
-    process.workdir = ROption::RSome(lane_text.into());
+    process.workdir = ROption::RSome(workdir.into());
     process.env.push(EnvVar::new(
-        crate::agent_hooks::SESSION_LOG_VAR,
+        crate::walls::hooks::SESSION_LOG_VAR,
         session_log.display().to_string(),
     ));
-    process.env.push(EnvVar::new(crate::drive::IN_SANDBOX, "1"));
+    process
+        .env
+        .push(EnvVar::new(crate::sandbox::IN_SANDBOX, "1"));
     process.env.extend(watch.env.iter().cloned());
+    let mut stdout = crate::capture::Capture::new(log, crate::capture::KEPT).map_err(|e| {
+        CliError::failure(format!(
+            "cannot write the call's log {}: {e}",
+            log.map(|l| l.display().to_string()).unwrap_or_default()
+        ))
+    })?;
+    let mut stderr = crate::capture::Capture::new(None, 32 * 1024)
+        .map_err(|e| CliError::failure(format!("cannot keep the call's standard error: {e}")))?;
     let running = sandbox.spawn(process)?;
     // Published while it runs, so that a second signal can kill it from another thread.
     if let Some(slot) = watch.in_flight {
         *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(running.clone());
     }
-    // An agent that never answers is killed at the time limit.
+    // An agent that never answers is killed at the time limit; one whose lane grows past
+    // the disk limit, when it does.
     let watchdog = watch
         .time_limit
         .map(|limit| crate::sandbox::Watchdog::start(&running, limit));
-    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+    let disk_watch = disk
+        .as_deref()
+        .map(|tree| DiskWatch::start(&running, tree, settings.limits.disk_bytes));
     let status = running.wait(&mut |stream, bytes| {
         if let Some(follow) = watch.follow {
             follow(stream, bytes);
         }
         match stream {
-            Stream::Stdout => stdout.extend_from_slice(bytes),
-            Stream::Stderr => stderr.extend_from_slice(bytes),
+            Stream::Stdout => stdout.push(bytes),
+            Stream::Stderr => stderr.push(bytes),
         }
     });
     if let Some(slot) = watch.in_flight {
@@ -413,62 +338,47 @@ pub fn run_launch(
     }
     let status = status?;
     let timed_out = watchdog.filter(|w| w.fired()).and(watch.time_limit);
+    let events = sandbox.limit_events();
+    let limits = settings.limits;
+    let limit = if disk_watch.is_some_and(|w| w.exceeded()) {
+        Some(LimitReached::Disk(limits.disk_bytes))
+    } else if status.out_of_memory
+        || (events.oom_kills > 0 && status.signal.into_option().is_some() && timed_out.is_none())
+    {
+        Some(LimitReached::Memory(limits.memory_bytes))
+    } else if events.pids_refused > 0 {
+        Some(LimitReached::Pids(events.pids_refused, limits.pids))
+    } else {
+        None
+    };
     drop(sandbox);
-    let session = std::fs::read_to_string(&session_log)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
-    Ok((
-        LaunchOutput {
-            session,
-            stdout,
-            stderr,
-            status,
-            timed_out,
-        },
-        described,
-    ))
-}
-
-/// Prints a proof as lines.
-pub fn print(proof: &Proof, out: &mut dyn Write) {
-    let _ = writeln!(
-        out,
-        "harness: {} — profile {}",
-        proof.harness, proof.profile
-    );
-    let _ = writeln!(out, "route: {}", proof.route);
-    if let Some(detail) = &proof.replaced_edited_settings {
-        let _ = writeln!(
-            out,
-            "note: the walled settings had been edited and were replaced ({detail})"
-        );
-    }
-    if let (Some(runtime), Some(network)) = (&proof.runtime, &proof.network) {
-        let _ = writeln!(out, "live proof: runtime {runtime}, network {network}");
-    }
-    let width = proof.walls.iter().map(|w| w.wall.len()).max().unwrap_or(0);
-    for w in &proof.walls {
-        let _ = writeln!(
-            out,
-            "  {}  {:<width$}  {}",
-            if w.held { "held  " } else { "BROKEN" },
-            w.wall,
-            w.detail
-        );
-        if !w.held && !w.remedy.is_empty() {
-            let _ = writeln!(out, "          hint: {}", w.remedy);
-        }
-    }
-}
-
-/// The default root of walled profiles: `~/.stet/profiles`.
-pub fn default_profiles_root() -> PathBuf {
-    std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/"))
-        .join(".stet/profiles")
+    let stdout_bytes = stdout.total();
+    let stdout = stdout.finish().map_err(|e| {
+        CliError::failure(format!(
+            "cannot write the call's log {}: {e}",
+            log.map(|l| l.display().to_string()).unwrap_or_default()
+        ))
+    })?;
+    let stderr = stderr.finish().unwrap_or_default();
+    // Written inside the sandbox: read as data only (no link followed, bounded).
+    let session = crate::files::read_untrusted(&session_log, SESSION_LIMIT)
+        .map(|bytes| {
+            String::from_utf8_lossy(&bytes)
+                .lines()
+                .filter_map(|l| serde_json::from_str(l).ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(LaunchOutput {
+        session,
+        stdout,
+        stdout_bytes,
+        stderr,
+        status,
+        timed_out,
+        limit,
+        network: described,
+    })
 }
 
 /// The word an outcome is known by in reports and receipts.
@@ -483,67 +393,36 @@ pub fn outcome_word(kind: stet_plugin_api::OutcomeKind) -> &'static str {
     }
 }
 
-/// Who made an agent call and where, for its receipt.
-#[derive(Clone)]
-pub struct CallContext<'a> {
-    /// The receipt's id.
-    pub id: String,
-    /// The run (`drive-…`, `ask-…`).
-    pub run: String,
-    /// The item, or empty.
-    pub item: String,
-    /// The lane's branch, or empty.
-    pub lane: String,
-    /// The role's word.
-    pub role: &'static str,
-    /// The runtime and harness, as hashed when they were opened.
-    pub runtime: &'a crate::receipts::PluginRecord,
-    /// Why the runtime was chosen.
-    pub runtime_reason: &'a str,
-    /// The harness.
-    pub harness: &'a crate::receipts::PluginRecord,
-    /// The image.
-    pub image: &'a str,
-    /// The network route.
-    pub network: String,
-    /// Start and end, ms since the epoch.
-    pub started_unix_ms: u64,
-    /// End.
-    pub ended_unix_ms: u64,
-    /// The lane's commit before and after.
-    pub commit_before: String,
-    /// After.
-    pub commit_after: String,
-}
-
-/// Records that an agent call is starting: a receipt whose outcome is
-/// [`receipts::RUNNING`](crate::receipts::RUNNING), durable before the agent is launched, so
-/// that a drive killed during the call still leaves its trace (the next drive marks it
-/// interrupted). [`record_call`] replaces it when the call ends.
-pub fn record_start(repo: &std::path::Path, call: &CallContext<'_>) -> Result<PathBuf, CliError> {
-    use crate::receipts;
-    let log = receipts::log_path(repo, &call.id);
-    receipts::write_durably(&log, b"")
-        .map_err(|e| CliError::failure(format!("cannot write {}: {e}", log.display())))?;
-    let mut receipt = receipt_of(call.clone(), log);
-    receipt.outcome = receipts::RUNNING.to_string();
-    receipts::record(repo, &receipt)
-        .map_err(|e| CliError::failure(format!("cannot record the receipt: {e}")))
-}
-
-/// Records one agent call: its full output first, then its receipt, each durable before
-/// this returns (and so before the caller's next move).
-pub fn record_call(
-    repo: &std::path::Path,
-    call: CallContext<'_>,
+/// Reads a call's outcome from the harness, then says what the host knows better: a call
+/// killed at the call limit or by a resource limit ended for that reason, whatever the
+/// harness made of its output.
+pub fn outcome_of(
+    harness: &OpenHarness,
+    role: Role,
     output: &LaunchOutput,
-    outcome: &Outcome,
-) -> Result<PathBuf, CliError> {
-    use crate::receipts;
-    let log = receipts::log_path(repo, &call.id);
-    receipts::write_durably(&log, &output.stdout)
-        .map_err(|e| CliError::failure(format!("cannot write {}: {e}", log.display())))?;
-    let receipt = receipts::Receipt {
+) -> Result<Outcome, CliError> {
+    let mut outcome = harness.read_outcome(role, &output.stdout, output.status)?;
+    if let Some(limit) = output.timed_out {
+        outcome.kind = stet_plugin_api::OutcomeKind::Failed;
+        outcome.detail = format!(
+            "no answer within {} (--call-limit); the agent's processes were killed",
+            humantime::format_duration(limit)
+        )
+        .into();
+    } else if let Some(limit) = output.limit {
+        if limit.ended_the_call() {
+            outcome.kind = stet_plugin_api::OutcomeKind::Failed;
+            outcome.detail = limit.describe().into();
+        } else if outcome.kind != stet_plugin_api::OutcomeKind::Done {
+            outcome.detail = format!("{} ({})", outcome.detail, limit.describe()).into();
+        }
+    }
+    Ok(outcome)
+}
+
+/// How a call ended, for its receipt.
+pub fn call_end(output: &LaunchOutput, outcome: &Outcome) -> crate::receipts::CallEnd {
+    crate::receipts::CallEnd {
         exit_code: output.status.code.into_option(),
         exit_signal: output.status.signal.into_option(),
         outcome: outcome_word(outcome.kind).to_string(),
@@ -552,38 +431,8 @@ pub fn record_call(
         cost_usd: outcome.cost_usd.into_option(),
         usage: usage_pairs(outcome),
         session: output.session.clone(),
-        ..receipt_of(call, log)
-    };
-    receipts::record(repo, &receipt)
-        .map_err(|e| CliError::failure(format!("cannot record the receipt: {e}")))
-}
-
-fn receipt_of(call: CallContext<'_>, log: PathBuf) -> crate::receipts::Receipt {
-    crate::receipts::Receipt {
-        id: call.id,
-        run: call.run,
-        owner: crate::sandbox::owner_token(std::process::id()).unwrap_or_default(),
-        item: call.item,
-        lane: call.lane,
-        role: call.role.to_string(),
-        runtime: call.runtime.clone(),
-        runtime_reason: call.runtime_reason.to_string(),
-        harness: call.harness.clone(),
-        image: call.image.to_string(),
-        network: call.network,
-        started_unix_ms: call.started_unix_ms,
-        ended_unix_ms: call.ended_unix_ms,
-        exit_code: None,
-        exit_signal: None,
-        outcome: String::new(),
-        detail: String::new(),
-        retry_at_unix: None,
-        cost_usd: None,
-        usage: Vec::new(),
-        commit_before: call.commit_before,
-        commit_after: call.commit_after,
-        log,
-        session: Vec::new(),
+        limit_reached: output.limit.map(|l| l.word().to_string()),
+        output_bytes: output.stdout_bytes,
     }
 }
 

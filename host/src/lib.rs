@@ -3,14 +3,13 @@
 //!
 //! See ARCHITECTURE.md at the repository root for the code map.
 
-pub mod agent_hooks;
+pub mod capture;
 pub mod cli;
 pub mod config;
 pub mod drive;
 pub mod error;
 pub mod files;
 pub mod git;
-pub mod guard;
 pub mod harness;
 pub mod lanes;
 pub mod plugins;
@@ -18,6 +17,8 @@ pub mod printer;
 pub mod queue;
 pub mod receipts;
 pub mod reservations;
-pub mod runtime_walls;
 pub mod sandbox;
 pub mod settings;
+pub mod text;
+pub mod trust;
+pub mod walls;

@@ -7,6 +7,11 @@
 //! without path tricks. A file that is not a valid item is reported and skipped; it never
 //! stops a drive. Items are taken in id order; `stet add` starts ids with the time, so that
 //! order is the order they were added.
+//!
+//! Whoever can commit writes the queue, so it is read as data only: an item is a regular
+//! file in the real `.stet/queue/` directory. A symbolic link, a FIFO, a device or a
+//! directory there is refused by name (never followed, opened or waited on), as is a
+//! `.stet` or `.stet/queue` that is itself a link; the drive goes on with the other items.
 
 use std::path::{Path, PathBuf};
 
@@ -67,10 +72,44 @@ impl Entry {
     }
 }
 
-/// The queue's entries in id order, from file names alone; names that cannot be items are
-/// reported as malformed. (What is inside a file is read when the item is taken.)
+/// The queue directory, when it is a real directory: `.stet` and `.stet/queue` that are
+/// symbolic links (to anywhere on the host) are not followed.
+fn queue_dir(repo: &Path) -> Result<Option<PathBuf>, Malformed> {
+    let mut dir = repo.to_path_buf();
+    for part in QUEUE_DIR.split('/') {
+        dir.push(part);
+        match std::fs::symlink_metadata(&dir) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => {
+                return Err(Malformed {
+                    path: dir,
+                    why: format!("cannot be read: {e}"),
+                })
+            }
+            Ok(meta) if !meta.file_type().is_dir() => {
+                return Err(Malformed {
+                    path: dir,
+                    why: format!(
+                        "the queue must be a directory of the repository: {}",
+                        crate::files::kind_of(&meta.file_type())
+                    ),
+                })
+            }
+            Ok(_) => {}
+        }
+    }
+    Ok(Some(dir))
+}
+
+/// The queue's entries in id order, from file names and types alone; anything that cannot
+/// be an item (a bad name, not a regular file) is reported as malformed. (What is inside a
+/// file is read when the item is taken.)
 pub fn scan(repo: &Path) -> (Vec<Entry>, Vec<Malformed>) {
-    let dir = repo.join(QUEUE_DIR);
+    let dir = match queue_dir(repo) {
+        Ok(Some(dir)) => dir,
+        Ok(None) => return (Vec::new(), Vec::new()),
+        Err(m) => return (Vec::new(), vec![m]),
+    };
     let Ok(entries) = std::fs::read_dir(&dir) else {
         return (Vec::new(), Vec::new());
     };
@@ -80,6 +119,27 @@ pub fn scan(repo: &Path) -> (Vec<Entry>, Vec<Malformed>) {
         let path = entry.path();
         let name = entry.file_name().to_string_lossy().into_owned();
         if name.starts_with('.') || name.ends_with('~') {
+            continue;
+        }
+        // The entry's own type: a link is a link, whatever it points at.
+        let kind = match entry.file_type() {
+            Ok(kind) => kind,
+            Err(e) => {
+                malformed.push(Malformed {
+                    path,
+                    why: format!("cannot be read: {e}"),
+                });
+                continue;
+            }
+        };
+        if !kind.is_file() {
+            malformed.push(Malformed {
+                path,
+                why: format!(
+                    "not an item: {}; an item is a regular file",
+                    crate::files::kind_of(&kind)
+                ),
+            });
             continue;
         }
         match name.strip_suffix(".md") {
@@ -105,31 +165,18 @@ pub fn scan(repo: &Path) -> (Vec<Entry>, Vec<Malformed>) {
 
 /// Reads every item, in id order, and every file that is not one.
 pub fn read(repo: &Path) -> (Vec<Item>, Vec<Malformed>) {
-    let dir = repo.join(QUEUE_DIR);
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return (Vec::new(), Vec::new());
-    };
+    let (entries, mut malformed) = scan(repo);
     let mut items = Vec::new();
-    let mut malformed = Vec::new();
-    let mut paths: Vec<PathBuf> = entries.filter_map(Result::ok).map(|e| e.path()).collect();
-    paths.sort();
-    for path in paths {
-        let name = path
-            .file_name()
-            .unwrap_or_default()
-            .to_string_lossy()
-            .into_owned();
-        // Editor leftovers and stet's own partial writes are not items.
-        if name.starts_with('.') || name.ends_with('~') {
-            continue;
-        }
-        match read_item(&path, &name) {
+    for entry in entries {
+        match entry.load() {
             Ok(item) => items.push(item),
-            Err(why) => malformed.push(Malformed { path, why }),
+            Err(why) => malformed.push(Malformed {
+                path: entry.path,
+                why,
+            }),
         }
     }
-    // By id, not by file name: `x-2.md` sorts before `x.md`, but x came first.
-    items.sort_by(|a, b| a.id.cmp(&b.id));
+    malformed.sort_by(|a, b| a.path.cmp(&b.path));
     (items, malformed)
 }
 
@@ -142,17 +189,14 @@ fn read_item(path: &Path, name: &str) -> Result<Item, String> {
             "`{id}` is not a valid item id: use lowercase letters, digits and `-` (at most 80)"
         ));
     }
-    let meta = std::fs::metadata(path).map_err(|e| format!("cannot be read: {e}"))?;
-    if !meta.is_file() {
-        return Err("not a regular file".to_string());
-    }
-    if meta.len() > MAX_ITEM_BYTES {
-        return Err(format!(
-            "{} bytes: an item is at most {MAX_ITEM_BYTES}",
-            meta.len()
-        ));
-    }
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot be read: {e}"))?;
+    // Not followed if it is a link, not waited on if it is a FIFO, not read past the limit.
+    let bytes = crate::files::read_untrusted(path, MAX_ITEM_BYTES).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            format!("cannot be read: {e}")
+        } else {
+            format!("not an item: {e}")
+        }
+    })?;
     let text = String::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_string())?;
     let title = text
         .lines()
@@ -180,6 +224,9 @@ pub fn add(repo: &Path, text: &str) -> Result<Item, String> {
         .ok_or("the item is empty: say what should be done")?;
     if text.len() as u64 > MAX_ITEM_BYTES {
         return Err(format!("the item is larger than {MAX_ITEM_BYTES} bytes"));
+    }
+    if let Err(m) = queue_dir(repo) {
+        return Err(format!("{}: {}", m.path.display(), m.why));
     }
     let dir = repo.join(QUEUE_DIR);
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
@@ -309,6 +356,52 @@ mod tests {
         assert_eq!(malformed.len(), 1, "{malformed:?}");
         assert_eq!(entries[0].load().unwrap(), item);
         assert!(entries[1].load().unwrap_err().starts_with("empty"));
+    }
+
+    #[test]
+    fn only_regular_files_are_items() {
+        let repo = tempfile::tempdir().unwrap();
+        let good = add(repo.path(), "A real item").unwrap();
+        let dir = repo.path().join(QUEUE_DIR);
+        let secret = repo.path().join("secret.txt");
+        std::fs::write(&secret, "the host's secret").unwrap();
+        std::os::unix::fs::symlink(&secret, dir.join("link.md")).unwrap();
+        nix::unistd::mkfifo(&dir.join("fifo.md"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        std::fs::create_dir(dir.join("dir.md")).unwrap();
+        let (items, malformed) = read(repo.path());
+        assert_eq!(items, [good]);
+        let whys: Vec<String> = malformed
+            .iter()
+            .map(|m| {
+                format!(
+                    "{}: {}",
+                    m.path.file_name().unwrap().to_string_lossy(),
+                    m.why
+                )
+            })
+            .collect();
+        assert_eq!(
+            whys,
+            [
+                "dir.md: not an item: it is a directory; an item is a regular file",
+                "fifo.md: not an item: it is a FIFO; an item is a regular file",
+                "link.md: not an item: it is a symbolic link (not followed); an item is a regular file",
+            ]
+        );
+        assert!(!format!("{items:?}{malformed:?}").contains("the host's secret"));
+    }
+
+    #[test]
+    fn a_queue_directory_that_is_a_link_is_not_followed() {
+        let repo = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        add(elsewhere.path(), "Somewhere else").unwrap();
+        std::os::unix::fs::symlink(elsewhere.path().join(".stet"), repo.path().join(".stet"))
+            .unwrap();
+        let (items, malformed) = read(repo.path());
+        assert!(items.is_empty());
+        assert_eq!(malformed.len(), 1);
+        assert!(malformed[0].why.contains("symbolic link"), "{malformed:?}");
     }
 
     #[test]

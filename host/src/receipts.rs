@@ -86,6 +86,140 @@ pub struct Receipt {
     pub log: PathBuf,
     /// What the agent's hooks and approver recorded.
     pub session: Vec<serde_json::Value>,
+    /// The sandbox's limits, in words (`4096 processes, 4 GiB memory, ...`).
+    #[serde(default)]
+    pub limits: String,
+    /// A limit the call ran into (`memory`, `disk`, `pids`), when one was.
+    #[serde(default)]
+    pub limit_reached: Option<String>,
+    /// How many bytes the call printed (all of them are in the log).
+    #[serde(default)]
+    pub output_bytes: u64,
+}
+
+/// Who makes an agent call and where, for its receipt: known before the call starts.
+#[derive(Clone)]
+pub struct CallContext<'a> {
+    /// The receipt's id.
+    pub id: String,
+    /// The run (`drive-…`, `ask-…`).
+    pub run: String,
+    /// The item, or empty.
+    pub item: String,
+    /// The lane's branch, or empty.
+    pub lane: String,
+    /// The role's word.
+    pub role: &'static str,
+    /// The runtime, as hashed when it was opened.
+    pub runtime: &'a PluginRecord,
+    /// Why the runtime was chosen.
+    pub runtime_reason: &'a str,
+    /// The harness.
+    pub harness: &'a PluginRecord,
+    /// The image.
+    pub image: &'a str,
+    /// The network route.
+    pub network: String,
+    /// The sandbox's limits, in words.
+    pub limits: String,
+    /// Start and end, ms since the epoch.
+    pub started_unix_ms: u64,
+    /// End.
+    pub ended_unix_ms: u64,
+    /// The lane's commit before and after.
+    pub commit_before: String,
+    /// After.
+    pub commit_after: String,
+    /// Where the call's full output goes (usually [`log_path`]).
+    pub log: PathBuf,
+}
+
+/// How an agent call ended, for its receipt.
+#[derive(Debug, Clone, Default)]
+pub struct CallEnd {
+    /// Exit code, when it exited by itself.
+    pub exit_code: Option<i32>,
+    /// Signal, when it was killed.
+    pub exit_signal: Option<i32>,
+    /// The outcome's word.
+    pub outcome: String,
+    /// The outcome's detail.
+    pub detail: String,
+    /// When a usage limit resets.
+    pub retry_at_unix: Option<i64>,
+    /// Cost, when reported.
+    pub cost_usd: Option<f64>,
+    /// Usage counters.
+    pub usage: Vec<(String, String)>,
+    /// What the hooks recorded.
+    pub session: Vec<serde_json::Value>,
+    /// A limit it ran into.
+    pub limit_reached: Option<String>,
+    /// Bytes printed.
+    pub output_bytes: u64,
+}
+
+/// Records that an agent call is starting: a receipt whose outcome is [`RUNNING`],
+/// durable before the agent is launched, so that a drive killed during the call still
+/// leaves its trace (the next drive marks it interrupted). [`record_end`] replaces it when
+/// the call ends. The call's log is created empty first, so the receipt never names a log
+/// that is not there; the call streams its output into it.
+pub fn record_start(repo: &Path, call: &CallContext<'_>) -> std::io::Result<PathBuf> {
+    write_durably(&call.log, b"")?;
+    let mut receipt = receipt_of(call.clone());
+    receipt.outcome = RUNNING.to_string();
+    record(repo, &receipt)
+}
+
+/// Records how an agent call ended (its log already written and flushed), durable before
+/// this returns, and so before the caller's next move.
+pub fn record_end(repo: &Path, call: CallContext<'_>, end: CallEnd) -> std::io::Result<PathBuf> {
+    let receipt = Receipt {
+        exit_code: end.exit_code,
+        exit_signal: end.exit_signal,
+        outcome: end.outcome,
+        detail: end.detail,
+        retry_at_unix: end.retry_at_unix,
+        cost_usd: end.cost_usd,
+        usage: end.usage,
+        session: end.session,
+        limit_reached: end.limit_reached,
+        output_bytes: end.output_bytes,
+        ..receipt_of(call)
+    };
+    record(repo, &receipt)
+}
+
+fn receipt_of(call: CallContext<'_>) -> Receipt {
+    Receipt {
+        id: call.id,
+        run: call.run,
+        owner: crate::sandbox::owner_token(std::process::id()).unwrap_or_default(),
+        item: call.item,
+        lane: call.lane,
+        role: call.role.to_string(),
+        runtime: call.runtime.clone(),
+        runtime_reason: call.runtime_reason.to_string(),
+        harness: call.harness.clone(),
+        image: call.image.to_string(),
+        network: call.network,
+        limits: call.limits,
+        started_unix_ms: call.started_unix_ms,
+        ended_unix_ms: call.ended_unix_ms,
+        exit_code: None,
+        exit_signal: None,
+        outcome: String::new(),
+        detail: String::new(),
+        retry_at_unix: None,
+        cost_usd: None,
+        usage: Vec::new(),
+        commit_before: call.commit_before,
+        commit_after: call.commit_after,
+        log: call.log,
+        session: Vec::new(),
+        limit_reached: None,
+        output_bytes: 0,
+    }
 }
 
 impl PluginRecord {
@@ -239,6 +373,9 @@ mod tests {
             commit_after: "b".into(),
             log: PathBuf::from("/x.log"),
             session: vec![],
+            limits: "4096 processes".into(),
+            limit_reached: None,
+            output_bytes: 3,
         }
     }
 

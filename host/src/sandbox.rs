@@ -40,6 +40,34 @@ pub struct OpenRuntime {
     pub selection: Selection,
     /// The plugin object.
     pub handle: RuntimeHandle,
+    /// What its probe said it can do.
+    pub capabilities: Vec<String>,
+}
+
+impl OpenRuntime {
+    /// The limits this runtime does not enforce, by its probe, in a line; `None` when it
+    /// enforces them all.
+    pub fn unenforced_limits(&self) -> Option<String> {
+        use stet_plugin_api::capability::{LIMITS, LIMIT_CPU, LIMIT_MEMORY, LIMIT_PIDS};
+        let has = |c: &str| self.capabilities.iter().any(|x| x == c || x == LIMITS);
+        let missing: Vec<&str> = [
+            (LIMIT_PIDS, "processes"),
+            (LIMIT_MEMORY, "memory"),
+            (LIMIT_CPU, "cpu"),
+        ]
+        .into_iter()
+        .filter(|(c, _)| !has(c))
+        .map(|(_, word)| word)
+        .collect();
+        (!missing.is_empty()).then(|| {
+            format!(
+                "{} does not enforce the {} limit{} (its probe says so)",
+                self.name,
+                missing.join(", "),
+                if missing.len() == 1 { "" } else { "s" }
+            )
+        })
+    }
 }
 
 /// Probes the installed runtimes, selects one as SPEC §3 says, and loads it here.
@@ -66,6 +94,10 @@ pub fn open_probed(
         library: probed.manifest.library.clone(),
         selection,
         handle,
+        capabilities: probed
+            .available()
+            .map(|p| p.capabilities.clone())
+            .unwrap_or_default(),
     })
 }
 
@@ -314,10 +346,155 @@ impl Terminal {
 impl Drop for Sandbox<'_> {
     fn drop(&mut self) {
         if let Err(e) = self.runtime.handle.teardown(&self.id) {
-            eprintln!(
-                "warning: {}: sandbox {} was not removed: {} (`stet gc` will retry)",
+            crate::printer::Printer::default().warn(&format!(
+                "{}: sandbox {} was not removed: {} (`stet gc` will retry)",
                 self.runtime.name, self.id, e.message
-            );
+            ));
+        }
+    }
+}
+
+/// What a sandbox sees of a lane (or of the directory `stet ask` works in): its working
+/// tree, mounted read-write or read-only at its own path, and the git directories and
+/// files that must be visible to the agent's git but never writable.
+#[derive(Debug, Clone)]
+pub struct LaneMounts {
+    /// The working tree.
+    pub work_tree: std::path::PathBuf,
+    /// Mounted read-only over the working tree: (host path, path inside the sandbox).
+    pub read_only: Vec<(std::path::PathBuf, std::path::PathBuf)>,
+}
+
+impl LaneMounts {
+    /// A lane: its git directory read-only at `<work tree>/.git`.
+    pub fn of_lane(lane: &crate::lanes::Lane) -> LaneMounts {
+        LaneMounts {
+            work_tree: lane.dir.clone(),
+            read_only: vec![(lane.git_dir.clone(), lane.dir.join(".git"))],
+        }
+    }
+
+    /// A directory of the person's own (`stet ask`): its `.git` (directory or file) and the
+    /// `.git` of every submodule in it read-only at their own paths, so the agent can read
+    /// the history but plant nothing the person's git would obey later.
+    pub fn of_directory(dir: &std::path::Path) -> LaneMounts {
+        let mut read_only = Vec::new();
+        let dot_git = dir.join(".git");
+        if dot_git.symlink_metadata().is_ok() {
+            read_only.push((dot_git.clone(), dot_git));
+            // Submodules: gitlinks in the index (read with inert git: the directory is the
+            // person's, but an earlier call may have written into its working tree).
+            if let Ok(listed) = crate::git::Inert::at(dir).run(&["ls-files", "--stage", "-z"]) {
+                for entry in listed.split('\0') {
+                    let Some((meta, path)) = entry.split_once('\t') else {
+                        continue;
+                    };
+                    if meta.starts_with("160000 ") {
+                        let sub = dir.join(path).join(".git");
+                        if sub.symlink_metadata().is_ok() {
+                            read_only.push((sub.clone(), sub));
+                        }
+                    }
+                }
+            }
+        }
+        LaneMounts {
+            work_tree: dir.to_path_buf(),
+            read_only,
+        }
+    }
+}
+
+/// Whether a stage may change the lane it is given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LaneAccess {
+    /// Implement, check, ask: the working tree is writable.
+    ReadWrite,
+    /// Review: enforced by the mount, not by the guard.
+    ReadOnly,
+}
+
+/// Everything that decides a sandbox, gathered in one place: every sandbox stet makes is
+/// planned here and turned into the runtime's spec by [`Plan::spec`], so the image, the
+/// owner's labels, the user, the limits and the lane's walls are the same for all.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// What it is for (`implement`, `review`, `check`, `proof`, `walls`, `ask`, `run`,
+    /// `login`): its `stet.kind` label.
+    pub kind: String,
+    /// The stet run it belongs to (its `stet.run` label).
+    pub run: String,
+    /// The working directory.
+    pub workdir: String,
+    /// The lane and how the stage may use it.
+    pub lane: Option<(LaneMounts, LaneAccess)>,
+    /// Further mounts (a harness's binaries and profile).
+    pub mounts: Vec<stet_plugin_api::Mount>,
+    /// The network.
+    pub network: stet_plugin_api::Network,
+    /// The sandbox's base environment.
+    pub env: Vec<stet_plugin_api::EnvVar>,
+    /// Limits other than the settings' (`stet run`'s flags).
+    pub limits: Option<crate::settings::SandboxLimits>,
+}
+
+impl Plan {
+    /// A sandbox for `kind` of `run`, working in `workdir`, with no lane, no network and
+    /// the base environment.
+    pub fn new(kind: &str, run: &str, workdir: &str) -> Plan {
+        Plan {
+            kind: kind.to_string(),
+            run: run.to_string(),
+            workdir: workdir.to_string(),
+            lane: None,
+            mounts: Vec::new(),
+            network: stet_plugin_api::Network::None,
+            env: base_env(),
+            limits: None,
+        }
+    }
+
+    /// With `lane` mounted as `access` allows.
+    pub fn with_lane(mut self, lane: LaneMounts, access: LaneAccess) -> Plan {
+        self.lane = Some((lane, access));
+        self
+    }
+
+    /// The runtime's spec, with `settings`' image and limits.
+    pub fn spec(self, settings: &Settings) -> SandboxSpec {
+        use stet_plugin_api::Mount;
+        let text = |p: &std::path::Path| p.display().to_string();
+        let mut mounts = Vec::new();
+        if let Some((lane, access)) = &self.lane {
+            mounts.push(Mount {
+                source: text(&lane.work_tree).into(),
+                target: text(&lane.work_tree).into(),
+                writable: *access == LaneAccess::ReadWrite,
+            });
+            // After the working tree, so that a runtime mounting in order puts them on top.
+            for (source, target) in &lane.read_only {
+                mounts.push(Mount {
+                    source: text(source).into(),
+                    target: text(target).into(),
+                    writable: false,
+                });
+            }
+        }
+        mounts.extend(self.mounts);
+        let mut labels = ownership_labels(&self.run);
+        labels.push(Label::new("stet.kind", self.kind));
+        SandboxSpec {
+            image: settings.image.clone().into(),
+            mounts: mounts.into(),
+            env: self.env.into(),
+            workdir: self.workdir.into(),
+            network: self.network,
+            limits: self.limits.unwrap_or(settings.limits).runtime(),
+            labels: labels.into(),
+            user: stet_plugin_api::ROption::RSome(stet_plugin_api::UserIds {
+                uid: nix::unistd::getuid().as_raw(),
+                gid: nix::unistd::getgid().as_raw(),
+            }),
         }
     }
 }
@@ -338,12 +515,14 @@ pub fn base_env() -> Vec<stet_plugin_api::EnvVar> {
         EnvVar::new("GIT_CONFIG_KEY_0", "safe.directory"),
         EnvVar::new("GIT_CONFIG_VALUE_0", "*"),
         // A drive started inside a sandbox refuses.
-        EnvVar::new(crate::drive::IN_SANDBOX, "1"),
+        EnvVar::new(IN_SANDBOX, "1"),
     ]
 }
 
-/// The image sandboxes use when nothing names another.
-pub const DEFAULT_IMAGE: &str = "stet-lane:1";
+pub use crate::settings::DEFAULT_IMAGE;
+
+/// The variable every stet sandbox carries, so a drive started inside one refuses.
+pub const IN_SANDBOX: &str = "STET_IN_SANDBOX";
 
 /// A process running in a sandbox; clones share it, so one thread can wait while another
 /// kills.
@@ -399,6 +578,116 @@ impl Watchdog {
     }
 }
 
+/// Kills a process whose lane grows past the disk limit while it runs (a runtime cannot
+/// bound a bind mount's size). The lane is measured now and then — more seldom the longer a
+/// measurement takes, so a large lane costs little — and once more when the process ends.
+pub struct DiskWatch {
+    _done: std::sync::mpsc::Sender<()>,
+    fired: Arc<std::sync::atomic::AtomicBool>,
+    tree: std::path::PathBuf,
+    limit: u64,
+}
+
+impl DiskWatch {
+    /// Watches `tree` for `process`, killing it when the tree passes `limit` bytes.
+    pub fn start(process: &Process, tree: &std::path::Path, limit: u64) -> DiskWatch {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let (done, watch) = std::sync::mpsc::channel::<()>();
+        let fired = Arc::new(AtomicBool::new(false));
+        let (process, flag, root) = (process.clone(), fired.clone(), tree.to_path_buf());
+        std::thread::spawn(move || {
+            let mut pause = std::time::Duration::from_secs(2);
+            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = watch.recv_timeout(pause) {
+                let started = std::time::Instant::now();
+                if crate::files::tree_size(&root, limit) > limit {
+                    flag.store(true, Ordering::SeqCst);
+                    let _ = process.kill();
+                    return;
+                }
+                pause = (started.elapsed() * 20).max(std::time::Duration::from_secs(2));
+            }
+        });
+        DiskWatch {
+            _done: done,
+            fired,
+            tree: tree.to_path_buf(),
+            limit,
+        }
+    }
+
+    /// Whether the lane passed the limit: while the process ran, or now that it ended.
+    pub fn exceeded(&self) -> bool {
+        self.fired.load(std::sync::atomic::Ordering::SeqCst)
+            || crate::files::tree_size(&self.tree, self.limit) > self.limit
+    }
+}
+
+/// What a sandbox's control group counted, read from inside it after its process ended:
+/// how often a fork was refused at the pids limit, and how many processes the kernel's
+/// OOM killer took. Nothing is known where the runtime gives no cgroup view.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LimitEvents {
+    /// Forks refused at the pids limit (`pids.events` `max`).
+    pub pids_refused: u64,
+    /// Processes killed for memory (`memory.events` `oom_kill`).
+    pub oom_kills: u64,
+}
+
+impl LimitEvents {
+    /// Reads `pids.events` and `memory.events` as the script prints them, each after a
+    /// line naming it (both files have a `max` line, meaning different things).
+    fn read(text: &str) -> LimitEvents {
+        let mut events = LimitEvents::default();
+        let mut file = "";
+        for line in text.lines() {
+            match line.trim() {
+                "[pids]" => file = "pids",
+                "[memory]" => file = "memory",
+                line => {
+                    let Some((key, n)) = line.split_once(' ') else {
+                        continue;
+                    };
+                    let n = n.trim().parse::<u64>().unwrap_or(0);
+                    match (file, key) {
+                        ("pids", "max") => events.pids_refused = events.pids_refused.max(n),
+                        ("memory", "oom_kill") => events.oom_kills = events.oom_kills.max(n),
+                        _ => {}
+                    }
+                }
+            }
+        }
+        events
+    }
+}
+
+impl Sandbox<'_> {
+    /// Reads the sandbox's limit counters (a short process of its own; the counters are
+    /// read-only inside the sandbox). Nothing when they cannot be read.
+    pub fn limit_events(&self) -> LimitEvents {
+        let Ok(process) = self.spawn(ProcessSpec {
+            argv: vec![
+                "sh".into(),
+                "-c".into(),
+                "echo '[pids]'; cat /sys/fs/cgroup/pids.events; echo '[memory]'; cat /sys/fs/cgroup/memory.events; true".into(),
+            ]
+            .into(),
+            env: Default::default(),
+            workdir: stet_plugin_api::ROption::RNone,
+            stdin: Default::default(),
+        }) else {
+            return LimitEvents::default();
+        };
+        let _watchdog = Watchdog::start(&process, std::time::Duration::from_secs(10));
+        let mut text = Vec::new();
+        let _ = process.wait(&mut |_, bytes| {
+            if text.len() < 4096 {
+                text.extend_from_slice(bytes);
+            }
+        });
+        LimitEvents::read(&String::from_utf8_lossy(&text))
+    }
+}
+
 /// A loaded runtime, driven by the conformance kit.
 pub struct Conformance<'a>(pub &'a RuntimeHandle);
 
@@ -438,6 +727,21 @@ impl Driver for Conformance<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn limit_counters_are_read_from_the_cgroup_files() {
+        let events = LimitEvents::read(
+            "[pids]\nmax 17\n[memory]\nlow 0\nhigh 0\nmax 9\noom 2\noom_kill 1\n",
+        );
+        assert_eq!(
+            events,
+            LimitEvents {
+                pids_refused: 17,
+                oom_kills: 1
+            }
+        );
+        assert_eq!(LimitEvents::read(""), LimitEvents::default());
+    }
 
     #[test]
     fn this_process_is_alive_and_a_made_up_one_is_not() {

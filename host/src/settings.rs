@@ -2,7 +2,10 @@
 //! the settings commands run on, field by field, each remembering where it came from.
 //!
 //! Precedence, highest first: flags, environment, the repository's `stet.toml`, the
-//! user's `config.toml`, built-in defaults.
+//! user's `config.toml`, built-in defaults — except that the repository's file may only
+//! narrow until the person trusts its content (`trust.rs`): its land command, profile
+//! directory and plugin tables are ignored while it is untrusted, and its sandbox limits
+//! apply only where they are lower. [`Settings::repository_config`] says what was ignored.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -10,11 +13,21 @@ use std::time::Duration;
 
 use etcetera::BaseStrategy;
 
-use crate::cli::GlobalArgs;
-use crate::config::{self, ConfigFile, REPO_CONFIG_FILE};
+use crate::config::{self, ConfigFile, LimitSettings, REPO_CONFIG_FILE};
 use crate::error::CliError;
 use crate::plugins::discovery::{self, SearchDir};
 use crate::plugins::selection::Preference;
+
+/// The image sandboxes use when nothing names another.
+pub const DEFAULT_IMAGE: &str = "stet-lane:1";
+
+/// The default root of walled profiles: `~/.stet/profiles`.
+pub fn default_profiles_root() -> PathBuf {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/"))
+        .join(".stet/profiles")
+}
 
 /// The probe time limit when nothing sets one.
 pub const DEFAULT_PROBE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -57,6 +70,99 @@ pub struct Settings {
     pub drive_land: Option<String>,
     /// The configuration files that were read, lowest precedence first.
     pub config_files: Vec<PathBuf>,
+    /// The limits of every sandbox a drive, `ask` or `run` makes.
+    pub limits: SandboxLimits,
+    /// The repository's configuration file, when there is one, and whether it is trusted.
+    pub repository_config: Option<RepositoryConfig>,
+}
+
+/// The limits of a sandbox, resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct SandboxLimits {
+    /// Processes (threads count).
+    pub pids: u32,
+    /// Memory, in bytes.
+    pub memory_bytes: u64,
+    /// CPU, in thousandths of a core.
+    pub millicpus: u32,
+    /// How far a lane's working tree may grow, in bytes.
+    pub disk_bytes: u64,
+}
+
+impl SandboxLimits {
+    /// Defaults that fit a laptop: 4096 processes, half the memory up to 4 GiB, half the
+    /// cores (at least one), and 10 GiB of lane.
+    pub fn defaults() -> SandboxLimits {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get()) as u32;
+        SandboxLimits {
+            pids: 4096,
+            memory_bytes: (physical_memory() / 2).clamp(256 << 20, 4 << 30),
+            millicpus: (cores / 2).max(1) * 1000,
+            disk_bytes: 10 << 30,
+        }
+    }
+
+    /// As the runtime contract carries them.
+    pub fn runtime(&self) -> stet_plugin_api::Limits {
+        stet_plugin_api::Limits {
+            millicpus: self.millicpus,
+            memory_bytes: self.memory_bytes,
+            pids: self.pids,
+        }
+    }
+
+    /// In a line: `4096 processes, 4 GiB memory, 1 cpu, 10 GiB disk`.
+    pub fn describe(&self) -> String {
+        let size = |b: u64| bytesize::ByteSize::b(b).display().iec().to_string();
+        let cpus = self.millicpus as f64 / 1000.0;
+        format!(
+            "{} processes, {} memory, {} cpu{}, {} disk",
+            self.pids,
+            size(self.memory_bytes),
+            cpus,
+            if cpus == 1.0 { "" } else { "s" },
+            size(self.disk_bytes)
+        )
+    }
+}
+
+/// This machine's memory, in bytes (8 GiB when it cannot be read).
+fn physical_memory() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find_map(|l| l.strip_prefix("MemTotal:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map(|kib| kib * 1024)
+        .unwrap_or(8 << 30)
+}
+
+/// The repository's `stet.toml` and what its trust decided.
+#[derive(Debug, Clone)]
+pub struct RepositoryConfig {
+    /// The file.
+    pub path: PathBuf,
+    /// Whether the person trusted its current content.
+    pub trusted: bool,
+    /// The settings it holds that were not applied, because the file is untrusted.
+    pub ignored: Vec<String>,
+}
+
+impl RepositoryConfig {
+    /// What to tell the person when settings were ignored.
+    pub fn warning(&self) -> Option<String> {
+        (!self.ignored.is_empty()).then(|| {
+            format!(
+                "{} is not trusted, so these settings in it were ignored: {}; \
+                 run `stet trust` in the repository to apply them (after reading the file: \
+                 whoever can commit can change it)",
+                self.path.display(),
+                self.ignored.join(", ")
+            )
+        })
+    }
 }
 
 impl Settings {
@@ -69,9 +175,10 @@ impl Settings {
     }
 }
 
-/// Merges flags, environment and configuration files into [`Settings`].
-pub fn resolve(global: &GlobalArgs, overrides: &Overrides) -> Result<Settings, CliError> {
-    for dir in &global.plugins_dirs {
+/// Merges flags, environment and configuration files into [`Settings`]; `plugins_dirs` are
+/// the `--plugins-dir` flags.
+pub fn resolve(plugins_dirs: &[PathBuf], overrides: &Overrides) -> Result<Settings, CliError> {
+    for dir in plugins_dirs {
         if !dir.is_dir() {
             return Err(CliError::usage(format!(
                 "--plugins-dir {} is not a directory",
@@ -81,7 +188,8 @@ pub fn resolve(global: &GlobalArgs, overrides: &Overrides) -> Result<Settings, C
         }
     }
     let xdg = etcetera::choose_base_strategy().ok();
-    let files = read_config_files(xdg.as_ref())?;
+    let mut files = read_config_files(xdg.as_ref())?;
+    let repository_config = untrusted_narrow_only(&mut files, xdg.as_ref());
 
     let probe_timeout = match &overrides.probe_timeout {
         Some(text) => config::parse_duration(text)
@@ -132,7 +240,7 @@ pub fn resolve(global: &GlobalArgs, overrides: &Overrides) -> Result<Settings, C
         .map(|x| x.data_dir().join("stet").join("plugins"));
     let executable = std::env::current_exe().ok();
     let search_path = discovery::search_path(
-        &global.plugins_dirs,
+        plugins_dirs,
         std::env::var_os("STET_PLUGINS_DIR").as_ref(),
         user_data.as_deref(),
         executable.as_deref(),
@@ -142,18 +250,29 @@ pub fn resolve(global: &GlobalArgs, overrides: &Overrides) -> Result<Settings, C
         .image
         .clone()
         .or_else(|| files.iter().rev().find_map(|f| f.sandbox_image.clone()))
-        .unwrap_or_else(|| crate::sandbox::DEFAULT_IMAGE.to_string());
+        .unwrap_or_else(|| DEFAULT_IMAGE.to_string());
 
     let profiles_root = overrides
         .profiles_root
         .clone()
         .or_else(|| files.iter().rev().find_map(|f| f.profiles_root.clone()))
-        .unwrap_or_else(crate::harness::default_profiles_root);
+        .unwrap_or_else(default_profiles_root);
 
     let drive_check = files.iter().rev().find_map(|f| f.drive_check.clone());
     let drive_land = files.iter().rev().find_map(|f| f.drive_land.clone());
 
+    let mut limits = SandboxLimits::defaults();
+    for file in &files {
+        let l = file.limits;
+        limits.pids = l.pids.unwrap_or(limits.pids);
+        limits.memory_bytes = l.memory_bytes.unwrap_or(limits.memory_bytes);
+        limits.millicpus = l.millicpus.unwrap_or(limits.millicpus);
+        limits.disk_bytes = l.disk_bytes.unwrap_or(limits.disk_bytes);
+    }
+
     Ok(Settings {
+        limits,
+        repository_config,
         drive_check,
         drive_land,
         profiles_root,
@@ -167,21 +286,92 @@ pub fn resolve(global: &GlobalArgs, overrides: &Overrides) -> Result<Settings, C
     })
 }
 
+/// Applies the trust rule to the repository's file (the last of `files`, when there is
+/// one): untrusted, it keeps only what narrows. Returns what was decided.
+fn untrusted_narrow_only(
+    files: &mut [ConfigFile],
+    xdg: Option<&impl BaseStrategy>,
+) -> Option<RepositoryConfig> {
+    let (repo, trusted_files) = files.split_last_mut()?;
+    if !repo.from_repository {
+        return None;
+    }
+    let trusted = xdg.is_some_and(|x| {
+        crate::trust::is_trusted(
+            &crate::trust::store_path(&x.config_dir()),
+            &repo.path,
+            &repo.content,
+        )
+    });
+    let mut ignored = Vec::new();
+    if !trusted {
+        if repo.drive_land.take().is_some() {
+            ignored.push("[drive] land".to_string());
+        }
+        if repo.profiles_root.take().is_some() {
+            ignored.push("[harness] profiles".to_string());
+        }
+        for name in std::mem::take(&mut repo.plugins).into_keys() {
+            ignored.push(format!("[plugins.{name}]"));
+        }
+        // Limits: only lower than what the person's own settings (or the defaults) give.
+        let mut theirs = SandboxLimits::defaults();
+        for file in trusted_files.iter() {
+            let l = file.limits;
+            theirs.pids = l.pids.unwrap_or(theirs.pids);
+            theirs.memory_bytes = l.memory_bytes.unwrap_or(theirs.memory_bytes);
+            theirs.millicpus = l.millicpus.unwrap_or(theirs.millicpus);
+            theirs.disk_bytes = l.disk_bytes.unwrap_or(theirs.disk_bytes);
+        }
+        let LimitSettings {
+            pids,
+            memory_bytes,
+            millicpus,
+            disk_bytes,
+        } = &mut repo.limits;
+        if pids.is_some_and(|p| p > theirs.pids) {
+            *pids = None;
+            ignored.push("[sandbox] pids (it raises the limit)".to_string());
+        }
+        if memory_bytes.is_some_and(|m| m > theirs.memory_bytes) {
+            *memory_bytes = None;
+            ignored.push("[sandbox] memory (it raises the limit)".to_string());
+        }
+        if millicpus.is_some_and(|c| c > theirs.millicpus) {
+            *millicpus = None;
+            ignored.push("[sandbox] cpus (it raises the limit)".to_string());
+        }
+        if disk_bytes.is_some_and(|d| d > theirs.disk_bytes) {
+            *disk_bytes = None;
+            ignored.push("[sandbox] disk (it raises the limit)".to_string());
+        }
+    }
+    Some(RepositoryConfig {
+        path: repo.path.clone(),
+        trusted,
+        ignored,
+    })
+}
+
 /// The user's file, then the repository's: lowest precedence first.
 fn read_config_files(xdg: Option<&impl BaseStrategy>) -> Result<Vec<ConfigFile>, CliError> {
     let mut paths = Vec::new();
     if let Some(xdg) = xdg {
-        paths.push(xdg.config_dir().join("stet").join("config.toml"));
+        paths.push((xdg.config_dir().join("stet").join("config.toml"), None));
     }
     if let Some(root) = std::env::current_dir()
         .ok()
         .and_then(|d| config::repository_root(&d))
     {
-        paths.push(root.join(REPO_CONFIG_FILE));
+        paths.push((root.join(REPO_CONFIG_FILE), Some(root)));
     }
     let mut files = Vec::new();
-    for path in paths {
-        let file = config::read_optional(&path).map_err(|e| {
+    for (path, repository) in paths {
+        let read = match &repository {
+            Some(root) => config::read_repository(root, &path),
+            None => config::read_optional(&path),
+        };
+        let file = read.map_err(|e| {
             CliError::usage(format!(
                 "configuration file {} is not valid",
                 e.path.display()

@@ -333,6 +333,10 @@ impl Suite<'_> {
                 format!("visible inside: {}", ran.stdout().trim())
             })
         });
+        self.record(
+            "a read-only mount inside a writable one stays read-only",
+            |s| s.nested_read_only(),
+        );
         self.record("sandboxes are listed by label", |s| {
             let found = s
                 .driver
@@ -356,6 +360,70 @@ impl Suite<'_> {
                 format!("{} still listed after teardown", left.len())
             })
         });
+    }
+
+    /// A lane's git directory is mounted read-only inside the lane's writable working tree
+    /// (stet's first wall around host-side git): the runtime must keep it read-only there,
+    /// and let the rest of the tree be written.
+    fn nested_read_only(&self) -> Outcome {
+        let outer = self.lane.with_file_name("nest");
+        let inner = self.lane.with_file_name("nest-inner");
+        for dir in [&outer, &inner] {
+            std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+        }
+        std::fs::create_dir_all(outer.join("inner")).map_err(|e| e.to_string())?;
+        std::fs::write(inner.join("config"), "kept\n").map_err(|e| e.to_string())?;
+        let mut spec = self.spec("nested");
+        spec.mounts = vec![
+            Mount {
+                source: outer.display().to_string().into(),
+                target: "/nest".into(),
+                writable: true,
+            },
+            Mount {
+                source: inner.display().to_string().into(),
+                target: "/nest/inner".into(),
+                writable: false,
+            },
+        ]
+        .into();
+        spec.workdir = "/nest".into();
+        let info = self
+            .driver
+            .create_sandbox(spec)
+            .map_err(|e| e.to_string())?;
+        let ran = self.exec(
+            &info.id,
+            &[
+                "sh",
+                "-c",
+                "echo x > /nest/outer.txt && echo outer-written; \
+                 echo planted > /nest/inner/config 2>/dev/null && echo inner-written; \
+                 touch /nest/inner/new 2>/dev/null && echo inner-created; \
+                 rm -rf /nest/inner 2>/dev/null; test -d /nest/inner && echo inner-kept; true",
+            ],
+            b"",
+        );
+        let _ = self.driver.teardown(&info.id);
+        let ran = ran?;
+        let out = ran.stdout();
+        let host_kept = std::fs::read_to_string(inner.join("config"))
+            .ok()
+            .as_deref()
+            == Some("kept\n")
+            && !inner.join("new").exists();
+        let outer_seen = outer.join("outer.txt").exists();
+        expect(
+            out.contains("outer-written")
+                && !out.contains("inner-written")
+                && !out.contains("inner-created")
+                && out.contains("inner-kept")
+                && host_kept
+                && outer_seen,
+            || {
+                format!("inside: {}; host copy kept: {host_kept}; outer write seen on the host: {outer_seen}", out.trim().replace('\n', ", "))
+            },
+        )
     }
 
     fn prepare_host(&self) -> Result<(), String> {

@@ -94,6 +94,34 @@ pub const WALL_CANARY: &str = "stet-wall-canary";
 /// own, so "a hook ran" proves nothing).
 pub const SESSION_HOOK_MARKER: &str = "stet: walled session started";
 
+/// Words a runtime's probe puts in [`ProbeReport::capabilities`], which the host matches
+/// on (never on any other text of a plugin's).
+pub mod capability {
+    /// Mounts host directories, read-only or read-write, each at the path it is given,
+    /// later mounts on top of earlier ones.
+    pub const BIND_MOUNTS: &str = "bind-mounts";
+    /// Gives a sandbox loopback only.
+    pub const NETWORK_NONE: &str = "network-none";
+    /// Gives a sandbox the ordinary outbound network.
+    pub const NETWORK_OPEN: &str = "network-open";
+    /// Enforces all of [`Limits`](crate::Limits): CPU, memory and processes.
+    pub const LIMITS: &str = "limits";
+    /// Enforces the memory limit (when not all of [`LIMITS`]).
+    pub const LIMIT_MEMORY: &str = "limit-memory";
+    /// Enforces the process limit (when not all of [`LIMITS`]).
+    pub const LIMIT_PIDS: &str = "limit-pids";
+    /// Enforces the CPU limit (when not all of [`LIMITS`]).
+    pub const LIMIT_CPU: &str = "limit-cpu";
+    /// Lists sandboxes by label.
+    pub const LABELS: &str = "labels";
+    /// Kills a running process from another thread.
+    pub const KILL: &str = "kill";
+    /// Runs processes as a given user.
+    pub const RUN_AS_USER: &str = "run-as-user";
+    /// Runs a process on a terminal.
+    pub const TERMINAL: &str = "terminal";
+}
+
 /// The version of this API (`major.minor.patch`), which plugins report in their identity
 /// and the host compares with its own.
 pub const API_VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -544,6 +544,7 @@ fn a_drive_lands_an_item_with_the_example_agent() {
     let config = std::fs::read_to_string(c.world.work.join("stet.toml")).unwrap();
     let remote = c.world.clone_of_fresh_remote();
     std::fs::write(c.world.work.join("stet.toml"), config).unwrap();
+    c.world.trust_in(&c.world.work);
     git(&c.world.work, &["add", "stet.toml"]);
     git(
         &c.world.work,

@@ -37,6 +37,8 @@ fn world_with_items(items: &[&str]) -> World {
         // Ids are time-ordered to the millisecond: keep the queue's order the given one.
         std::thread::sleep(Duration::from_millis(5));
     }
+    let trusted = world.trust_in(&world.work);
+    assert_eq!(trusted.code, 0, "{}", trusted.stderr);
     git(&world.work, &["add", "stet.toml", ".stet"]);
     git(
         &world.work,
@@ -62,6 +64,8 @@ fn second_clone(world: &World, name: &str) -> PathBuf {
             dir.to_str().unwrap(),
         ],
     );
+    let trusted = world.trust_in(&dir);
+    assert_eq!(trusted.code, 0, "{}", trusted.stderr);
     dir
 }
 

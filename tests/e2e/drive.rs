@@ -105,6 +105,7 @@ fn drive_world(api: &FakeApi) -> World {
     );
     world.clone_of_fresh_remote();
     std::fs::write(world.work.join("stet.toml"), config).unwrap();
+    world.trust_in(&world.work);
     git(&world.work, &["add", "stet.toml"]);
     git(&world.work, &["commit", "--quiet", "-m", "configure stet"]);
     world

@@ -293,8 +293,17 @@ impl World {
         bare
     }
 
+    /// Trusts the repository configuration in `dir` as it is now (`stet trust`), as the
+    /// person does after reading it; a file stet cannot read is left untrusted (the test
+    /// then sees stet's error about it).
+    pub fn trust_in(&self, dir: &Path) -> Output {
+        let mut command = self.stet(&["trust"]);
+        command.current_dir(dir);
+        self.run(&mut command)
+    }
+
     /// Makes the working directory a git repository (real `git init`) with `stet.toml`
-    /// holding `config`.
+    /// holding `config`, trusted.
     pub fn repo_config(&self, config: &str) {
         if !self.work.join(".git").exists() {
             let status = Command::new("git")
@@ -305,6 +314,7 @@ impl World {
             assert!(status.success(), "git init failed");
         }
         std::fs::write(self.work.join("stet.toml"), config).unwrap();
+        self.trust_in(&self.work);
     }
 
     /// Replaces the world's root path with `[WORLD]` and the cargo target directory with

@@ -14,6 +14,7 @@ use stet_runtime_example::ExampleRuntime;
 const EXPECTED_FAILURES: &[&str] = &[
     "with network none only loopback exists",
     "host files outside the mounts are not visible",
+    "a read-only mount inside a writable one stays read-only",
 ];
 
 #[test]

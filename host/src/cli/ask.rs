@@ -7,7 +7,7 @@ use crate::error::{CliError, Exit};
 use crate::harness;
 use crate::printer::Printer;
 use crate::receipts;
-use crate::sandbox;
+use crate::sandbox::{self, LaneAccess, LaneMounts, Plan};
 use crate::settings::Settings;
 
 use super::{AskArgs, AskRole};
@@ -32,6 +32,17 @@ pub fn run(settings: &Settings, args: &AskArgs, printer: Printer) -> Result<Exit
     let cwd = std::env::current_dir()
         .and_then(|d| d.canonicalize())
         .map_err(|e| CliError::failure(format!("cannot resolve the current directory: {e}")))?;
+    // Inside a git directory the working directory *is* the person's `.git`.
+    if crate::git::Inert::at(&cwd)
+        .run(&["rev-parse", "--is-inside-git-dir"])
+        .is_ok_and(|inside| inside == "true")
+    {
+        return Err(CliError::usage(format!(
+            "{} is inside a git directory; stet ask mounts the current directory for the agent to write",
+            cwd.display()
+        ))
+        .hint("cd into the working tree (the agent never gets write access to a .git)"));
+    }
     let harness = harness::open_harness(settings)?;
     let profile = harness.profile()?;
     if let Some(detail) = harness.rewrite_settings(&profile)? {
@@ -66,31 +77,38 @@ pub fn run(settings: &Settings, args: &AskArgs, printer: Printer) -> Result<Exit
         workdir: cwd.display().to_string().into(),
     })?;
     let repo = crate::config::repository_root(&cwd);
+    // The person's own repository: stet's git reads it inertly (an earlier call may have
+    // written into its working tree), and the agent gets its `.git` read-only.
     let head = |dir: &std::path::Path| {
-        std::process::Command::new("git")
-            .args(["rev-parse", "--verify", "--quiet", "HEAD"])
-            .current_dir(dir)
-            .output()
-            .ok()
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        crate::git::Inert::at(dir)
+            .run(&["rev-parse", "--verify", "--quiet", "HEAD"])
             .unwrap_or_default()
     };
     let commit_before = head(&cwd);
     let started = now_ms();
-    let (output, network) = harness::run_launch(
+    let call_id = format!("{started}-ask-{}", std::process::id());
+    let log = match (&args.log, &repo) {
+        (Some(log), _) => Some(log.clone()),
+        (None, Some(repo)) => Some(receipts::log_path(repo, &call_id)),
+        (None, None) => None,
+    };
+    let access = match role {
+        Role::Review => LaneAccess::ReadOnly,
+        _ => LaneAccess::ReadWrite,
+    };
+    let workdir = cwd.display().to_string();
+    let output = harness::run_launch(
         settings,
         &runtime,
         &launch,
-        &cwd,
-        "ask",
+        Plan::new("ask", &format!("ask-{}", std::process::id()), &workdir)
+            .with_lane(LaneMounts::of_directory(&cwd), access),
         harness::Watch::default(),
+        log.as_deref(),
     )?;
     let ended = now_ms();
-    if let Some(log) = &args.log {
-        std::fs::write(log, &output.stdout)
-            .map_err(|e| CliError::failure(format!("cannot write {}: {e}", log.display())))?;
-    }
-    let outcome = harness.read_outcome(role, &output.stdout, output.status)?;
+    let network = output.network.clone();
+    let outcome = harness::outcome_of(&harness, role, &output)?;
     // In a repository, the call leaves a receipt (and its full output) like a drive's.
     let receipt_path = match &repo {
         Some(repo) => Some(record_receipt(
@@ -99,6 +117,8 @@ pub fn run(settings: &Settings, args: &AskArgs, printer: Printer) -> Result<Exit
             &runtime,
             settings,
             Call {
+                id: call_id.clone(),
+                log: log.clone().unwrap_or_default(),
                 role: role_name(role),
                 network: &network,
                 started,
@@ -183,6 +203,8 @@ fn role_name(role: Role) -> &'static str {
 
 /// What one call was, for its receipt.
 struct Call<'a> {
+    id: String,
+    log: std::path::PathBuf,
     role: &'static str,
     network: &'a str,
     started: u64,
@@ -204,25 +226,24 @@ fn record_receipt(
         receipts::PluginRecord::of(&runtime.name, &runtime.version, &runtime.library);
     let harness_record =
         receipts::PluginRecord::of(&harness.name, &harness.version, &harness.library);
-    harness::record_call(
-        repo,
-        harness::CallContext {
-            id: format!("{}-ask-{}", call.started, std::process::id()),
-            run: format!("ask-{}", std::process::id()),
-            item: String::new(),
-            lane: String::new(),
-            role: call.role,
-            runtime: &runtime_record,
-            runtime_reason: &runtime.selection.reason,
-            harness: &harness_record,
-            image: &settings.image,
-            network: call.network.to_string(),
-            started_unix_ms: call.started,
-            ended_unix_ms: call.ended,
-            commit_before: call.commit_before,
-            commit_after: call.commit_after,
-        },
-        output,
-        outcome,
-    )
+    let call_context = receipts::CallContext {
+        id: call.id,
+        run: format!("ask-{}", std::process::id()),
+        item: String::new(),
+        lane: String::new(),
+        role: call.role,
+        runtime: &runtime_record,
+        runtime_reason: &runtime.selection.reason,
+        harness: &harness_record,
+        image: &settings.image,
+        network: call.network.to_string(),
+        limits: settings.limits.describe(),
+        started_unix_ms: call.started,
+        ended_unix_ms: call.ended,
+        commit_before: call.commit_before,
+        commit_after: call.commit_after,
+        log: call.log,
+    };
+    receipts::record_end(repo, call_context, harness::call_end(output, outcome))
+        .map_err(|e| CliError::failure(format!("cannot record the receipt: {e}")))
 }

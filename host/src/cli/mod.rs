@@ -22,6 +22,7 @@ mod profile;
 mod queue;
 mod receipts;
 mod run;
+mod trust;
 mod walls;
 
 /// Stet drains a queue of small work items on a repository, unattended: each item gets its
@@ -111,6 +112,16 @@ pub enum Command {
     /// agent call.
     Status(StatusArgs),
 
+    /// Trust the repository's stet.toml as it is now.
+    ///
+    /// The repository's file is written by whoever can commit (a landed agent branch
+    /// included), so until you trust its content, the settings in it that act on this
+    /// machine or widen a sandbox are ignored and named: [drive] land, [harness] profiles
+    /// and every [plugins.*] table; sandbox limits in it apply only where they are lower.
+    /// Trust is for the exact content: a changed file is untrusted again. Your own
+    /// ~/.config/stet/config.toml is always trusted.
+    Trust(TrustRepoArgs),
+
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to standard
     /// output, e.g. `stet completions bash > ~/.local/share/bash-completion/completions/stet`.
     Completions {
@@ -139,7 +150,7 @@ pub enum Command {
     Hook {
         /// Which hook.
         #[arg(value_enum)]
-        event: crate::agent_hooks::HookEvent,
+        event: crate::walls::hooks::HookEvent,
     },
 
     /// Internal: the permission-prompt server of a walled agent (MCP on stdio).
@@ -355,6 +366,13 @@ pub struct AddArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct TrustRepoArgs {
+    /// Forget the trust instead.
+    #[arg(long)]
+    pub revoke: bool,
+}
+
+#[derive(Debug, Args)]
 pub struct ReceiptsArgs {
     /// Print JSON instead of lines.
     #[arg(long)]
@@ -518,6 +536,7 @@ pub fn main() -> ExitCode {
         Command::Retry(args) => Some(queue::retry(args, printer)),
         Command::Receipts(args) => Some(receipts::run(args, printer)),
         Command::Status(args) => Some(receipts::status(args, printer)),
+        Command::Trust(args) => Some(trust::run(args, printer)),
         Command::Completions { shell } => {
             use clap::CommandFactory;
             clap_complete::generate(*shell, &mut Cli::command(), "stet", &mut std::io::stdout());
@@ -529,7 +548,7 @@ pub fn main() -> ExitCode {
         return match result {
             Ok(exit) => exit.into(),
             Err(error) => {
-                eprintln!("{error}");
+                crate::printer::error(&error);
                 error.exit.into()
             }
         };
@@ -537,7 +556,7 @@ pub fn main() -> ExitCode {
     match &cli.command {
         Command::ProbeWorker { manifest, config } => return probe::worker_main(manifest, config),
         Command::Hook { event } => {
-            let code = crate::agent_hooks::hook(
+            let code = crate::walls::hooks::hook(
                 *event,
                 &mut std::io::stdin().lock(),
                 &mut std::io::stdout().lock(),
@@ -546,7 +565,7 @@ pub fn main() -> ExitCode {
             return ExitCode::from(code);
         }
         Command::Approver => {
-            let result = crate::agent_hooks::approver(
+            let result = crate::walls::hooks::approver(
                 &mut std::io::stdin().lock(),
                 &mut std::io::stdout().lock(),
             );
@@ -561,14 +580,21 @@ pub fn main() -> ExitCode {
     match run(cli, printer) {
         Ok(exit) => exit.into(),
         Err(error) => {
-            eprintln!("{error}");
+            crate::printer::error(&error);
             error.exit.into()
         }
     }
 }
 
 fn run(cli: Cli, printer: Printer) -> Result<Exit, CliError> {
-    let settings = settings::resolve(&cli.global, &cli.command.overrides())?;
+    let settings = settings::resolve(&cli.global.plugins_dirs, &cli.command.overrides())?;
+    if let Some(warning) = settings
+        .repository_config
+        .as_ref()
+        .and_then(|r| r.warning())
+    {
+        printer.warn(&warning);
+    }
     match cli.command {
         Command::Run(args) => run::run(&settings, &args, printer),
         Command::Ask(args) => ask::run(&settings, &args, printer),
@@ -599,6 +625,7 @@ fn run(cli: Cli, printer: Printer) -> Result<Exit, CliError> {
         | Command::Retry(_)
         | Command::Receipts(_)
         | Command::Status(_)
+        | Command::Trust(_)
         | Command::Completions { .. } => unreachable!("handled before settings are resolved"),
     }
 }

@@ -6,12 +6,12 @@ use std::io::{IsTerminal, Read, Write};
 use std::os::fd::AsFd;
 
 use nix::sys::termios::{self, SetArg, Termios};
-use stet_plugin_api::{ErrorCode, Network, ROption, SandboxSpec, TerminalSize, UserIds};
+use stet_plugin_api::{ErrorCode, Network, TerminalSize};
 
 use crate::error::{CliError, Exit};
 use crate::harness;
 use crate::printer::Printer;
-use crate::sandbox::{self, Sandbox};
+use crate::sandbox::{self, Plan, Sandbox};
 use crate::settings::Settings;
 
 use super::ProfileLoginArgs;
@@ -89,25 +89,15 @@ pub fn login(
     let profile_text = profile_dir.display().to_string();
     let launch = harness.login_launch(&profile_text)?;
     let runtime = sandbox::open_runtime(settings)?;
-    let mut labels = sandbox::ownership_labels(&format!("login-{}", std::process::id()));
-    labels.push(stet_plugin_api::Label::new("stet.kind", "login"));
-    let spec = SandboxSpec {
-        image: settings.image.clone().into(),
-        mounts: launch.mounts.clone(),
-        env: Default::default(),
-        workdir: "/tmp".into(),
-        // The login talks to the agent's vendor; egress limits are a later step.
-        network: match launch.network {
-            Network::None => Network::None,
-            _ => Network::Open,
-        },
-        limits: Default::default(),
-        labels: labels.into(),
-        user: ROption::RSome(UserIds {
-            uid: nix::unistd::getuid().as_raw(),
-            gid: nix::unistd::getgid().as_raw(),
-        }),
+    let mut plan = Plan::new("login", &format!("login-{}", std::process::id()), "/tmp");
+    plan.mounts = launch.mounts.to_vec();
+    plan.env = Vec::new();
+    // The login talks to the agent's vendor; egress limits are a later step.
+    plan.network = match launch.network {
+        Network::None => Network::None,
+        _ => Network::Open,
     };
+    let spec = plan.spec(settings);
     let sandbox = Sandbox::create(&runtime, spec)?;
     let terminal = sandbox.spawn_terminal(launch.process.clone(), terminal_size())?;
     let status = {

@@ -75,17 +75,10 @@ pub fn status(args: &StatusArgs, printer: Printer) -> Result<Exit, CliError> {
     })?;
     let (items, malformed) = crate::queue::scan(&repo);
     let (all, _) = receipts::read_all(&repo);
-    let mut lanes_here: Vec<String> =
-        std::fs::read_dir(receipts::git_dir(&repo).join("stet/lanes"))
-            .map(|entries| {
-                entries
-                    .filter_map(Result::ok)
-                    .filter(|e| e.path().join(".git").is_dir())
-                    .map(|e| crate::lanes::branch_of(&e.file_name().to_string_lossy()))
-                    .collect()
-            })
-            .unwrap_or_default();
-    lanes_here.sort();
+    let lanes_here: Vec<String> = crate::lanes::kept(&repo)
+        .iter()
+        .map(|item| crate::lanes::branch_of(item))
+        .collect();
     let mut outcomes = std::collections::BTreeMap::new();
     for r in &all {
         *outcomes.entry(r.outcome.clone()).or_insert(0) += 1;

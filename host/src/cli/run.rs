@@ -8,13 +8,11 @@ use std::sync::Arc;
 
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
-use stet_plugin_api::{
-    Label, Limits, Mount, Network, ProcessSpec, ROption, SandboxSpec, Stream, UserIds,
-};
+use stet_plugin_api::{Network, ProcessSpec, ROption, Stream};
 
 use crate::error::{CliError, Exit};
 use crate::printer::Printer;
-use crate::sandbox::{self, Sandbox};
+use crate::sandbox::{self, LaneAccess, LaneMounts, Plan, Sandbox};
 use crate::settings::Settings;
 
 use super::RunArgs;
@@ -33,34 +31,31 @@ pub fn run(settings: &Settings, args: &RunArgs, printer: Printer) -> Result<Exit
     }
     let cwd_text = cwd.display().to_string();
     let run_id = format!("run-{}-{}", std::process::id(), unique());
-    let mut labels = sandbox::ownership_labels(&run_id);
-    labels.push(Label::new("stet.kind", "run"));
-    let spec = SandboxSpec {
-        image: settings.image.clone().into(),
-        mounts: vec![Mount {
-            source: cwd_text.clone().into(),
-            target: cwd_text.clone().into(),
-            writable: true,
-        }]
-        .into(),
-        env: sandbox::base_env().into(),
-        workdir: cwd_text.into(),
-        network: if args.network {
-            Network::Open
-        } else {
-            Network::None
+    let mut limits = settings.limits;
+    if let Some(cpus) = args.cpus {
+        limits.millicpus = (cpus * 1000.0).round() as u32;
+    }
+    if let Some(mib) = args.memory_mib {
+        limits.memory_bytes = mib << 20;
+    }
+    if let Some(pids) = args.pids {
+        limits.pids = pids;
+    }
+    // The person's own command in their own directory: the directory is theirs to change,
+    // `.git` included (an agent is never run this way).
+    let mut plan = Plan::new("run", &run_id, &cwd_text).with_lane(
+        LaneMounts {
+            work_tree: cwd.clone(),
+            read_only: Vec::new(),
         },
-        limits: Limits {
-            millicpus: (args.cpus.unwrap_or(0.0) * 1000.0) as u32,
-            memory_bytes: args.memory_mib.unwrap_or(0) << 20,
-            pids: args.pids.unwrap_or(4096),
-        },
-        labels: labels.into(),
-        user: ROption::RSome(UserIds {
-            uid: nix::unistd::getuid().as_raw(),
-            gid: nix::unistd::getgid().as_raw(),
-        }),
-    };
+        LaneAccess::ReadWrite,
+    );
+    if args.network {
+        plan.network = Network::Open;
+    }
+    plan.limits = Some(limits);
+    let spec = plan.spec(settings);
+    printer.detail(&format!("limits: {}", limits.describe()));
 
     // Signals are caught before the sandbox exists, so that no Ctrl-C can leave it behind.
     let mut signals = Signals::new([SIGINT, SIGTERM, SIGHUP])

@@ -3,7 +3,9 @@
 use crate::error::{CliError, Exit};
 use crate::harness;
 use crate::printer::Printer;
+use crate::sandbox;
 use crate::settings::Settings;
+use crate::walls;
 
 use super::WallsArgs;
 
@@ -13,20 +15,17 @@ pub fn run(settings: &Settings, args: &WallsArgs, printer: Printer) -> Result<Ex
         printer.detail(&line);
     }
     let mode = if args.keep_settings {
-        harness::SettingsMode::AsTheyAre
+        walls::SettingsMode::AsTheyAre
     } else {
-        harness::SettingsMode::Rewrite
+        walls::SettingsMode::Rewrite
     };
-    let proof = harness::prove(settings, &harness, mode)?;
-    if let Some(log) = &args.log {
-        std::fs::write(log, &proof.output)
-            .map_err(|e| CliError::failure(format!("cannot write {}: {e}", log.display())))?;
-    }
+    let runtime = sandbox::open_runtime(settings)?;
+    let proof = walls::prove(settings, &harness, &runtime, mode, args.log.as_deref())?;
     if args.json {
         printer.json(&proof);
     } else {
         let mut text = Vec::new();
-        harness::print(&proof, &mut text);
+        walls::print(&proof, &mut text);
         printer.out(String::from_utf8_lossy(&text).trim_end());
     }
     Ok(if proof.held() {

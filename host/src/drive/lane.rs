@@ -11,7 +11,7 @@ use crate::lanes::{self, Lane};
 use crate::queue;
 use crate::receipts;
 use crate::reservations::Reservation;
-use crate::sandbox::{self, Sandbox};
+use crate::sandbox::{self, LaneAccess, LaneMounts, Plan, Sandbox};
 
 use super::drain::ItemEnd;
 use super::{note, now_ms, Drive};
@@ -291,8 +291,10 @@ impl Drive<'_> {
             workdir: lane.dir.display().to_string().into(),
         })?;
         let started = now_ms();
-        let mut call = harness::CallContext {
-            id: format!("{started}-{}-{role_word}", item.id),
+        let id = format!("{started}-{}-{role_word}", item.id);
+        let mut call = receipts::CallContext {
+            log: receipts::log_path(&self.repo, &id),
+            id,
             run: self.run.clone(),
             item: item.id.clone(),
             lane: lane.branch.clone(),
@@ -302,51 +304,46 @@ impl Drive<'_> {
             harness: &self.harness_record,
             image: &self.settings.image,
             network: describe(&launch.network),
+            limits: self.settings.limits.describe(),
             started_unix_ms: started,
             ended_unix_ms: started,
             commit_before: lane.head().unwrap_or_default(),
             commit_after: String::new(),
         };
-        harness::record_start(&self.repo, &call)?;
+        receipts::record_start(&self.repo, &call)
+            .map_err(|e| CliError::failure(format!("cannot record the receipt: {e}")))?;
         let progress = &self.progress;
         let follow = |_: stet_plugin_api::Stream, bytes: &[u8]| progress.follow(bytes);
+        // Review judges the lane; the mount, not the guard, keeps it from changing it.
+        let access = match role {
+            Role::Review => LaneAccess::ReadOnly,
+            _ => LaneAccess::ReadWrite,
+        };
         let ran = harness::run_launch(
             self.settings,
             &self.runtime,
             &launch,
-            &lane.dir,
-            role_word,
+            Plan::new(role_word, &self.run, &lane.dir.display().to_string())
+                .with_lane(LaneMounts::of_lane(lane), access),
             harness::Watch {
                 in_flight: Some(&self.in_flight),
                 time_limit: Some(std::time::Duration::from_secs(self.options.call_limit_secs)),
                 follow: self.options.follow.then_some(&follow as _),
                 env: vec![EnvVar::new("STET_RECEIPT", call.id.clone())],
             },
+            Some(&call.log),
         )
-        .and_then(|(output, network)| {
-            let outcome = self
-                .harness
-                .read_outcome(role, &output.stdout, output.status)?;
-            Ok((output, network, outcome))
+        .and_then(|output| {
+            let outcome = harness::outcome_of(&self.harness, role, &output)?;
+            Ok((output, outcome))
         });
         // The runtime or the harness failing (a sandbox that cannot start, an output the
         // harness cannot read) is this call failing: recorded, and counted toward an
         // outage by the caller, not the end of the drive.
-        let (output, network, mut outcome) = match ran {
+        let (output, outcome) = match ran {
             Ok(ran) => ran,
             Err(e) => (
-                harness::LaunchOutput {
-                    session: Vec::new(),
-                    stdout: Vec::new(),
-                    stderr: Vec::new(),
-                    status: stet_plugin_api::ExitStatus {
-                        code: ROption::RNone,
-                        signal: ROption::RNone,
-                        out_of_memory: false,
-                    },
-                    timed_out: None,
-                },
-                call.network.clone(),
+                harness::LaunchOutput::none(call.network.clone()),
                 stet_plugin_api::Outcome {
                     kind: OutcomeKind::Failed,
                     detail: e.to_string().lines().collect::<Vec<_>>().join("; ").into(),
@@ -356,16 +353,7 @@ impl Drive<'_> {
                 },
             ),
         };
-        if let Some(limit) = output.timed_out {
-            // The harness saw a killed process; the host says why it was killed.
-            outcome.kind = OutcomeKind::Failed;
-            outcome.detail = format!(
-                "no answer within {} (--call-limit); the agent's processes were killed",
-                humantime::format_duration(limit)
-            )
-            .into();
-        }
-        call.network = network;
+        call.network = output.network.clone();
         call.ended_unix_ms = now_ms();
         if let Some(message) = commit {
             let _lock = self.lock()?;
@@ -375,7 +363,8 @@ impl Drive<'_> {
             }
         }
         call.commit_after = lane.head().unwrap_or_default();
-        harness::record_call(&self.repo, call, &output, &outcome)?;
+        receipts::record_end(&self.repo, call, harness::call_end(&output, &outcome))
+            .map_err(|e| CliError::failure(format!("cannot record the receipt: {e}")))?;
         Ok(Call {
             kind: outcome.kind,
             detail: outcome.detail.to_string(),
@@ -383,30 +372,14 @@ impl Drive<'_> {
         })
     }
 
-    /// The repository's check command in a fresh sandbox on the lane: passed, and output.
+    /// The repository's check command in a fresh sandbox on the lane: passed, and the tail
+    /// of its output (all of it is in its log beside the receipts). Whatever the check
+    /// wrote in the lane is restored away afterwards: it never reaches the landed branch.
     fn check(&self, lane: &Lane, command: &str) -> Result<(bool, String), CliError> {
         let dir = lane.dir.display().to_string();
-        let mut labels = sandbox::ownership_labels(&self.run);
-        labels.push(stet_plugin_api::Label::new("stet.kind", "check"));
-        let spec = stet_plugin_api::SandboxSpec {
-            image: self.settings.image.clone().into(),
-            mounts: vec![stet_plugin_api::Mount {
-                source: dir.clone().into(),
-                target: dir.clone().into(),
-                writable: true,
-            }]
-            .into(),
-            env: sandbox::base_env().into(),
-            workdir: dir.into(),
-            network: stet_plugin_api::Network::None,
-            limits: Default::default(),
-            labels: labels.into(),
-            user: ROption::RSome(stet_plugin_api::UserIds {
-                uid: nix::unistd::getuid().as_raw(),
-                gid: nix::unistd::getgid().as_raw(),
-            }),
-        };
-        let sandbox = Sandbox::create(&self.runtime, spec)?;
+        let plan = Plan::new("check", &self.run, &dir)
+            .with_lane(LaneMounts::of_lane(lane), LaneAccess::ReadWrite);
+        let sandbox = Sandbox::create(&self.runtime, plan.spec(self.settings))?;
         let process = sandbox.spawn(stet_plugin_api::ProcessSpec {
             argv: vec!["sh".into(), "-c".into(), command.into()].into(),
             env: Default::default(),
@@ -416,34 +389,49 @@ impl Drive<'_> {
         *self.in_flight.lock().unwrap_or_else(|p| p.into_inner()) = Some(process.clone());
         let limit = std::time::Duration::from_secs(self.options.call_limit_secs);
         let watchdog = sandbox::Watchdog::start(&process, limit);
-        let mut output = Vec::new();
+        let disk = sandbox::DiskWatch::start(&process, &lane.dir, self.settings.limits.disk_bytes);
+        let log = receipts::log_path(&self.repo, &format!("{}-{}-check", now_ms(), lane.item));
+        let mut output = crate::capture::Capture::new(Some(&log), 32 * 1024)
+            .map_err(|e| CliError::failure(format!("cannot write {}: {e}", log.display())))?;
         let (progress, follow) = (&self.progress, self.options.follow);
         let status = process.wait(&mut |_, bytes| {
             if follow {
                 progress.follow(bytes);
             }
-            // Only the tail matters for the agent; keep memory bounded.
-            output.extend_from_slice(bytes);
-            if output.len() > 64 * 1024 {
-                output.drain(..output.len() - 64 * 1024);
-            }
+            output.push(bytes);
         });
         *self.in_flight.lock().unwrap_or_else(|p| p.into_inner()) = None;
         let status = status?;
-        if watchdog.fired() {
-            return Ok((
-                false,
-                format!(
-                    "the check did not finish within {} (--call-limit) and was killed\n{}",
-                    humantime::format_duration(limit),
-                    String::from_utf8_lossy(&output)
-                ),
-            ));
+        let events = sandbox.limit_events();
+        drop(sandbox);
+        let tail = String::from_utf8_lossy(&output.finish().unwrap_or_default()).into_owned();
+        let restored = lane.restore();
+        let limits = &self.settings.limits;
+        let why = if watchdog.fired() {
+            Some(format!(
+                "the check did not finish within {} (--call-limit) and was killed",
+                humantime::format_duration(limit)
+            ))
+        } else if disk.exceeded() {
+            Some(harness::LimitReached::Disk(limits.disk_bytes).describe())
+        } else if status.out_of_memory || (events.oom_kills > 0 && !status.success()) {
+            Some(harness::LimitReached::Memory(limits.memory_bytes).describe())
+        } else if events.pids_refused > 0 && !status.success() {
+            Some(harness::LimitReached::Pids(events.pids_refused, limits.pids).describe())
+        } else {
+            None
+        };
+        if let Err(e) = restored {
+            return Err(CliError::failure(format!(
+                "cannot restore the lane {} after its check",
+                lane.branch
+            ))
+            .caused_by(e.to_string()));
         }
-        Ok((
-            status.success(),
-            String::from_utf8_lossy(&output).into_owned(),
-        ))
+        Ok(match why {
+            Some(why) => (false, format!("{why}\n{tail}")),
+            None => (status.success(), tail),
+        })
     }
 }
 

@@ -42,6 +42,7 @@ use crate::receipts::{self, PluginRecord};
 use crate::reservations::{Remote, ReservationError};
 use crate::sandbox::{self, OpenRuntime};
 use crate::settings::Settings;
+use crate::walls;
 
 /// How a drive runs.
 #[derive(Debug, Clone)]
@@ -83,8 +84,7 @@ macro_rules! note {
 }
 pub(crate) use note;
 
-/// The variable every stet sandbox carries, so a drive started inside one refuses.
-pub const IN_SANDBOX: &str = "STET_IN_SANDBOX";
+pub use crate::sandbox::IN_SANDBOX;
 
 fn now_ms() -> u64 {
     std::time::SystemTime::now()
@@ -140,7 +140,15 @@ pub fn run(
             .hint("lanes land as branches on a remote: add one (git remote add origin URL) or pass --remote"));
     }
     let harness = harness::open_harness(settings)?;
-    let proof = harness::prove(settings, &harness, harness::SettingsMode::Rewrite)?;
+    // The walls are proven on the very runtime instance the drive then uses.
+    let runtime = sandbox::open_runtime(settings)?;
+    let proof = walls::prove(
+        settings,
+        &harness,
+        &runtime,
+        walls::SettingsMode::Rewrite,
+        None,
+    )?;
     if !proof.held() {
         let mut error = CliError::new(
             Exit::Unusable,
@@ -157,7 +165,6 @@ pub fn run(
             .unwrap_or_default();
         return Err(error.hint(remedy));
     }
-    let runtime = sandbox::open_runtime(settings)?;
     // What a crashed drive left behind is reaped before anything new starts.
     let reaped = sandbox::reap(&runtime, false)?;
     let reaped = reaped.iter().filter(|v| v.removed).count();
@@ -224,6 +231,15 @@ pub fn run(
         "  route:    {}; network {}",
         proof.route,
         proof.network.clone().unwrap_or_default()
+    );
+    note!(
+        printer,
+        "  limits:   {} per sandbox{}",
+        settings.limits.describe(),
+        runtime
+            .unenforced_limits()
+            .map(|why| format!(" — {why}"))
+            .unwrap_or_default()
     );
     if !options.yes {
         if !std::io::stdin().is_terminal() {

@@ -18,6 +18,8 @@ pub struct Progress {
     printer: Printer,
     /// The live line, when standard error is a terminal.
     bar: Option<ProgressBar>,
+    /// The end of the last followed chunk when it stopped inside a character.
+    pending: std::sync::Mutex<Vec<u8>>,
 }
 
 impl Progress {
@@ -33,7 +35,11 @@ impl Progress {
             bar.enable_steady_tick(Duration::from_millis(250));
             bar
         });
-        Progress { printer, bar }
+        Progress {
+            printer,
+            bar,
+            pending: Default::default(),
+        }
     }
 
     /// A line in the log above the live line.
@@ -86,9 +92,14 @@ impl Progress {
 
     /// The agent's own output, streamed (`--follow`).
     pub fn follow(&self, bytes: &[u8]) {
+        // The agent's output is its own: made inert before it reaches the terminal.
+        let text = {
+            let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+            crate::text::inert_bytes(&mut pending, bytes)
+        };
         let write = || {
             let mut err = std::io::stderr().lock();
-            let _ = err.write_all(bytes);
+            let _ = err.write_all(text.as_bytes());
             let _ = err.flush();
         };
         match &self.bar {

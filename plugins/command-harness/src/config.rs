@@ -172,6 +172,17 @@ pub fn parse(json: &str, cwd: &Path) -> Result<Config, PluginError> {
         if path == Path::new("/") {
             return Err(bad("`mounts` holds `/`: mount only what the agent needs"));
         }
+        // The repository's git directory holds its remote's URL, stet's receipts and logs:
+        // never visible to an agent, whose lane is all it needs of the repository.
+        if let Some(root) = &root {
+            let git = normalise(&root.join(".git"));
+            if git.starts_with(&path) || path.starts_with(&git) {
+                return Err(bad(format!(
+                    "`mounts` entry `{m}` would show the agent the repository's .git ({}); the agent's lane is mounted for it",
+                    git.display()
+                )));
+            }
+        }
         if !mounts.contains(&path) {
             mounts.push(path);
         }

@@ -1,7 +1,7 @@
 //! The launch of the configured command for a role, and the proof launch that stands in
 //! for it with the same environment, mounts and network.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use stet_plugin_api::{EnvVar, Launch, Mount, Network, ProcessSpec, ROption, Role};
 
@@ -15,28 +15,6 @@ pub const INHERENT_ENV: [&str; 5] = ["HOSTNAME", "PWD", "SHLVL", "_", "OLDPWD"];
 
 /// Names the host adds to every launch (the session record, the in-sandbox marker).
 pub const HOST_ENV: [&str; 2] = ["STET_SESSION_LOG", "STET_IN_SANDBOX"];
-
-/// Directories of the sandbox's own system: a command that lives directly in one of them
-/// (or in a home directory) is mounted alone, never its whole directory.
-const SYSTEM_DIRS: [&str; 17] = [
-    "/",
-    "/bin",
-    "/sbin",
-    "/lib",
-    "/lib64",
-    "/etc",
-    "/tmp",
-    "/var",
-    "/opt",
-    "/home",
-    "/root",
-    "/usr",
-    "/usr/bin",
-    "/usr/sbin",
-    "/usr/lib",
-    "/usr/local",
-    "/usr/local/bin",
-];
 
 /// The word a role is known by (`STET_ROLE`).
 pub fn role_word(role: Role) -> &'static str {
@@ -74,23 +52,12 @@ pub fn env_names(config: &Config) -> Vec<String> {
         .collect()
 }
 
-/// What must be mounted for a command: nothing for a bare name; for a host path, its
-/// directory, or the file alone when the directory is a system or home directory.
+/// What must be mounted for a command: nothing for a bare name (looked up in the image);
+/// for a host path, the file itself and nothing beside it — never its directory, which may
+/// be the repository with its `.git`, receipts and logs. A command that needs more names it
+/// in `mounts`.
 pub fn command_mount(argv0: &str) -> Option<PathBuf> {
-    if !is_host_path(argv0) {
-        return None;
-    }
-    let path = Path::new(argv0);
-    let dir = path.parent().unwrap_or(Path::new("/"));
-    let home_like = matches!(
-        dir.components().count(),
-        3 if dir.starts_with("/home") || dir.starts_with("/Users")
-    );
-    if SYSTEM_DIRS.iter().any(|s| dir == Path::new(s)) || home_like {
-        Some(path.to_path_buf())
-    } else {
-        Some(dir.to_path_buf())
-    }
+    is_host_path(argv0).then(|| PathBuf::from(argv0))
 }
 
 /// The read-only mounts of a launch running `commands` (their argv[0]s): each command's
@@ -106,6 +73,9 @@ pub fn read_only_mounts(config: &Config, commands: &[&str]) -> Vec<PathBuf> {
             out.push(path);
         }
     }
+    // A command inside a configured mount is seen through that mount.
+    let all = out.clone();
+    out.retain(|p| !all.iter().any(|other| other != p && p.starts_with(other)));
     out
 }
 
@@ -233,6 +203,7 @@ pub fn proof(
 mod tests {
     use super::*;
     use crate::config::parse;
+    use std::path::Path;
 
     #[test]
     fn the_environment_is_built_from_scratch() {
@@ -290,24 +261,16 @@ mod tests {
     }
 
     #[test]
-    fn a_command_in_a_system_or_home_directory_is_mounted_alone() {
+    fn a_command_is_mounted_as_itself_never_its_directory() {
         assert_eq!(command_mount("codex"), None);
-        assert_eq!(
-            command_mount("/usr/local/bin/codex"),
-            Some(PathBuf::from("/usr/local/bin/codex"))
-        );
-        assert_eq!(
-            command_mount("/home/me/agent.sh"),
-            Some(PathBuf::from("/home/me/agent.sh"))
-        );
-        assert_eq!(
-            command_mount("/home/me/bin/agent.sh"),
-            Some(PathBuf::from("/home/me/bin"))
-        );
-        assert_eq!(
-            command_mount("/work/x/agent.sh"),
-            Some(PathBuf::from("/work/x"))
-        );
+        for path in [
+            "/usr/local/bin/codex",
+            "/home/me/agent.sh",
+            "/home/me/bin/agent.sh",
+            "/work/repo/agent.sh",
+        ] {
+            assert_eq!(command_mount(path), Some(PathBuf::from(path)));
+        }
     }
 
     #[test]

@@ -601,7 +601,7 @@ mod tests {
             format!(
                 "# the command harness writes no settings file; this is its launch configuration\n\
                  implement: [\"/opt/a/run\"]\nreview: [\"judge\",\"--strict\"]\n\
-                 home (read-write): {}\nread-only: /opt/a /data\nnetwork: none\n\
+                 home (read-write): {}\nread-only: /opt/a/run /data\nnetwork: none\n\
                  env: PATH HOME LANG TERM STET_ROLE MODEL\n",
                 profile.dir
             )
@@ -634,13 +634,13 @@ mod tests {
             .any(|v| v.name.as_str() == "STET_ROLE" && v.value.as_str() == "review"));
         assert_eq!(l.network, Network::Open);
         let sources: Vec<&RString> = l.mounts.iter().map(|m| &m.source).collect();
-        assert_eq!(sources, ["/p/command", "/opt/b"]);
+        assert_eq!(sources, ["/p/command", "/opt/b/judge"]);
         let l = h.launch(&request(Role::Implement)).unwrap();
         assert_eq!(l.process.argv[0].as_str(), "/opt/a/run");
         let l = h.launch(&request(Role::Proof)).unwrap();
         assert_eq!(l.process.argv[0].as_str(), "/bin/sh");
         let sources: Vec<&RString> = l.mounts.iter().map(|m| &m.source).collect();
-        assert_eq!(sources, ["/p/command", "/opt/a", "/opt/b"]);
+        assert_eq!(sources, ["/p/command", "/opt/a/run", "/opt/b/judge"]);
         assert!(l.process.stdin.is_empty());
     }
 
@@ -657,7 +657,7 @@ mod tests {
         assert!(!w.held);
         assert!(w.detail.ends_with(": MODEL"), "{}", w.detail);
         // The read-only mount shown writable.
-        let out = out.replace("rw /lane\n", "rw /lane\nrw /opt/a\n");
+        let out = out.replace("rw /lane\n", "rw /lane\nrw /opt/a/run\n");
         let walls = h.read_proof(out.as_bytes()).unwrap();
         assert!(!find(&walls, "mounts-read-only").held);
     }

@@ -14,9 +14,11 @@ use std::collections::BTreeSet;
 use stet_plugin_api::{EnvVar, Launch, Network, ProcessSpec};
 
 use crate::error::CliError;
-use crate::harness::{self, Wall};
-use crate::sandbox::OpenRuntime;
+use crate::harness;
+use crate::sandbox::{LaneAccess, LaneMounts, OpenRuntime, Plan};
 use crate::settings::Settings;
+
+use super::Wall;
 
 /// What a shell or a runtime sets by itself, beside what the launch sets.
 const INHERENT: [&str; 8] = [
@@ -45,11 +47,15 @@ pub fn prove(
             .tempdir()
             .map_err(|e| CliError::failure(format!("cannot make a scratch directory: {e}")))
     };
-    let lane = scratch("stet-walls-lane-")?;
-    let lane_path = lane
-        .path()
-        .canonicalize()
-        .unwrap_or_else(|_| lane.path().to_path_buf());
+    let scratch_root = scratch("stet-walls-lane-")?;
+    let lane = crate::lanes::scratch(
+        &scratch_root
+            .path()
+            .canonicalize()
+            .unwrap_or_else(|_| scratch_root.path().to_path_buf()),
+    )
+    .map_err(|e| CliError::failure(format!("cannot make a scratch lane: {e}")))?;
+    let lane_path = lane.dir.clone();
     let outside = scratch("stet-walls-canary-")?;
     let canary = outside.path().join("canary");
     std::fs::write(&canary, stet_plugin_api::WALL_CANARY)
@@ -75,18 +81,22 @@ pub fn prove(
         mounts: launch.mounts.clone(),
         network: launch.network.clone(),
     };
-    let (output, _) = harness::run_launch(
+    let workdir = lane_path.display().to_string();
+    let output = harness::run_launch(
         settings,
         runtime,
         &probe,
-        &lane_path,
-        "walls",
+        Plan::new("walls", &format!("walls-{}", std::process::id()), &workdir)
+            .with_lane(LaneMounts::of_lane(&lane), LaneAccess::ReadWrite),
         harness::Watch {
             time_limit: Some(std::time::Duration::from_secs(120)),
             ..harness::Watch::default()
         },
+        None,
     )?;
-    let seen_on_host = std::fs::read_to_string(lane_path.join(".stet-walls")).is_ok();
+    // Written in the sandbox: read as data, no link followed.
+    let seen_on_host = crate::files::read_untrusted(&lane_path.join(".stet-walls"), 64)
+        .is_ok_and(|b| b == b"written\n");
     Ok(read(
         &String::from_utf8_lossy(&output.stdout),
         &launch.process.env,

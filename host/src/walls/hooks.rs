@@ -12,7 +12,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::guard::{self, Decision};
+use crate::walls::guard::{self, Decision};
 
 /// The hook events stet's walled settings register.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -1,0 +1,62 @@
+//! `stet trust`: trust the repository's `stet.toml` as it is now, so that its settings that
+//! act on the host or widen a sandbox take effect (see `trust.rs`).
+
+use crate::config::{self, REPO_CONFIG_FILE};
+use crate::error::{CliError, Exit};
+use crate::printer::Printer;
+
+use super::TrustRepoArgs;
+
+pub fn run(args: &TrustRepoArgs, printer: Printer) -> Result<Exit, CliError> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| CliError::failure(format!("cannot resolve the current directory: {e}")))?;
+    let root = config::repository_root(&cwd).ok_or_else(|| {
+        CliError::usage(format!("{} is not inside a git repository", cwd.display()))
+            .hint("cd into the repository whose stet.toml you mean to trust")
+    })?;
+    let path = root.join(REPO_CONFIG_FILE);
+    let file = config::read_repository(&root, &path)
+        .map_err(|e| {
+            CliError::usage(format!("{} cannot be trusted", path.display()))
+                .caused_by(e.to_string())
+                .hint("fix the file first; a file stet cannot read is never trusted")
+        })?
+        .ok_or_else(|| {
+            CliError::usage(format!("there is no {} to trust", path.display()))
+                .hint("settings of your own belong in ~/.config/stet/config.toml, which is always trusted")
+        })?;
+    let config_dir = etcetera::choose_base_strategy()
+        .map(|x| etcetera::BaseStrategy::config_dir(&x))
+        .map_err(|e| CliError::failure(format!("cannot find your configuration directory: {e}")))?;
+    let store = crate::trust::store_path(&config_dir);
+    crate::trust::record(&store, &path, &file.content, args.revoke)
+        .map_err(|e| CliError::failure(format!("cannot write {}: {e}", store.display())))?;
+    let mut gated: Vec<String> = Vec::new();
+    if let Some(land) = &file.drive_land {
+        gated.push(format!(
+            "[drive] land = {land:?} (runs on this machine, as you)"
+        ));
+    }
+    if let Some(profiles) = &file.profiles_root {
+        gated.push(format!("[harness] profiles = {}", profiles.display()));
+    }
+    for name in file.plugins.keys() {
+        gated.push(format!("[plugins.{name}]"));
+    }
+    if args.revoke {
+        printer.out(&format!(
+            "{} is no longer trusted: its land command, profile and plugin tables are ignored",
+            path.display()
+        ));
+    } else {
+        printer.out(&format!(
+            "trusted {} as it is now (sha256 recorded in {}); a change to it is untrusted again",
+            path.display(),
+            store.display()
+        ));
+        for line in gated {
+            printer.out(&format!("  now applies: {line}"));
+        }
+    }
+    Ok(Exit::Success)
+}

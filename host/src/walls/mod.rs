@@ -1,0 +1,213 @@
+//! The walls: what holds a hostile agent in, and the live proof that it holds, made
+//! before a drive's first move (and by `stet walls`) on the very runtime instance the drive
+//! then uses.
+//!
+//! - the harness's static walls (through the plugin: the profile alone, a login present,
+//!   the settings exact, no billing key) and its live proof launch (the tool list, the
+//!   approver connected, stet's hooks firing, the guard refusing the canary);
+//! - [`runtime`]: the runtime's walls in a sandbox made as an agent's would be —
+//!   `lane-only`, `env-from-launch`, `network-as-launched`;
+//! - [`lane_git`]: `lane-git-inert` — the lane's git directory cannot be written from a
+//!   sandbox, and stet's own git on a lane runs nothing planted in it;
+//! - [`guard`]: the guard, which is **policy, not a wall**: what a role should not do
+//!   (per-role shell lists, no pushing, no credential paths, the canary), decided by
+//!   matching the agent's tool calls. It keeps a cooperative agent from mistakes; a hostile
+//!   one is held by the sandbox, its mounts and its network, whatever the guard allows;
+//! - [`hooks`]: the entry points the agent calls back into inside its sandbox (the hooks
+//!   and the approver), which apply the guard and record the session.
+
+pub mod guard;
+pub mod hooks;
+pub mod lane_git;
+pub mod runtime;
+
+use std::io::Write;
+use std::path::Path;
+
+use serde::Serialize;
+use stet_plugin_api::{Role, RoleRequest, WallCheck};
+
+use crate::error::CliError;
+use crate::harness::{self, OpenHarness};
+use crate::sandbox::{LaneAccess, LaneMounts, OpenRuntime, Plan};
+use crate::settings::Settings;
+
+/// One wall as reported.
+#[derive(Debug, Clone, Serialize)]
+pub struct Wall {
+    /// The wall's name.
+    pub wall: String,
+    /// Whether it held.
+    pub held: bool,
+    /// What was seen.
+    pub detail: String,
+    /// What to do when it did not hold.
+    pub remedy: String,
+}
+
+impl From<WallCheck> for Wall {
+    fn from(w: WallCheck) -> Self {
+        Wall {
+            wall: w.wall.into_string(),
+            held: w.held,
+            detail: w.detail.into_string(),
+            remedy: w.remedy.into_string(),
+        }
+    }
+}
+
+/// Everything the wall proof found.
+#[derive(Debug, Serialize)]
+pub struct Proof {
+    /// The harness and runtime used.
+    pub harness: String,
+    /// The runtime the live launch ran in, when it ran.
+    pub runtime: Option<String>,
+    /// The profile directory.
+    pub profile: String,
+    /// How the agent is paid for and reaches its model.
+    pub route: String,
+    /// The network the live launch had.
+    pub network: Option<String>,
+    /// Whether the settings file had been edited and was replaced.
+    pub replaced_edited_settings: Option<String>,
+    /// Every wall, static then live.
+    pub walls: Vec<Wall>,
+    /// What the live launch's hooks and approver recorded.
+    pub session: Vec<serde_json::Value>,
+}
+
+impl Proof {
+    /// Whether every wall held.
+    pub fn held(&self) -> bool {
+        self.walls.iter().all(|w| w.held)
+    }
+}
+
+/// How the proof treats the walled settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SettingsMode {
+    /// Rewrite them first, as every drive does.
+    Rewrite,
+    /// Leave them as they are and make the live launch even if a static wall is broken: a
+    /// diagnosis of the profile as it stands.
+    AsTheyAre,
+}
+
+/// The live proof is one short launch; one that has not answered in this time is killed
+/// and its walls reported as not proven.
+const PROOF_LIMIT: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// Proves the walls: profile, settings (rewritten), static checks, then — when they all
+/// hold, or when diagnosing the settings as they are — one short live launch in a fresh
+/// sandbox of `runtime`, the runtime's own walls and the lane's git, in sandboxes made as
+/// the agent's would be. `log` receives the live launch's full output.
+pub fn prove(
+    settings: &Settings,
+    harness: &OpenHarness,
+    runtime: &OpenRuntime,
+    mode: SettingsMode,
+    log: Option<&Path>,
+) -> Result<Proof, CliError> {
+    let profile = harness.profile()?;
+    let replaced = match mode {
+        SettingsMode::Rewrite => harness.rewrite_settings(&profile)?,
+        SettingsMode::AsTheyAre => None,
+    };
+    let mut proof = Proof {
+        harness: harness.name.clone(),
+        runtime: None,
+        profile: profile.dir.to_string(),
+        route: profile.route.to_string(),
+        network: None,
+        replaced_edited_settings: replaced,
+        walls: harness
+            .check_walls(&profile)?
+            .into_iter()
+            .map(Wall::from)
+            .collect(),
+        session: Vec::new(),
+    };
+    if !proof.held() && mode == SettingsMode::Rewrite {
+        return Ok(proof);
+    }
+    proof.runtime = Some(runtime.name.clone());
+    let scratch = tempfile::Builder::new()
+        .prefix("stet-proof-")
+        .tempdir()
+        .map_err(|e| CliError::failure(format!("cannot make a scratch lane: {e}")))?;
+    // A lane laid out and walled as a drive's, so that what the proof reports about the
+    // lane and git in it is what a drive's lane would show.
+    let root = scratch
+        .path()
+        .canonicalize()
+        .unwrap_or_else(|_| scratch.path().to_path_buf());
+    let lane = crate::lanes::scratch(&root)
+        .map_err(|e| CliError::failure(format!("cannot make a scratch lane: {e}")))?;
+    let workdir = lane.dir.display().to_string();
+    let launch = harness.launch(RoleRequest {
+        role: Role::Proof,
+        prompt: "".into(),
+        profile_dir: profile.dir.clone(),
+        workdir: workdir.clone().into(),
+    })?;
+    let run = format!("proof-{}", std::process::id());
+    let output = harness::run_launch(
+        settings,
+        runtime,
+        &launch,
+        Plan::new("proof", &run, &workdir)
+            .with_lane(LaneMounts::of_lane(&lane), LaneAccess::ReadWrite),
+        harness::Watch {
+            time_limit: Some(PROOF_LIMIT),
+            ..harness::Watch::default()
+        },
+        log,
+    )?;
+    proof.network = Some(output.network.clone());
+    proof.session = output.session.clone();
+    proof.walls.extend(
+        harness
+            .read_proof(&output.stdout)?
+            .into_iter()
+            .map(Wall::from),
+    );
+    // The runtime's own walls, in a sandbox made as the agent's would be.
+    proof
+        .walls
+        .extend(runtime::prove(settings, runtime, &launch)?);
+    proof.walls.push(lane_git::prove(settings, runtime)?);
+    Ok(proof)
+}
+
+/// Prints a proof as lines.
+pub fn print(proof: &Proof, out: &mut dyn Write) {
+    let _ = writeln!(
+        out,
+        "harness: {} — profile {}",
+        proof.harness, proof.profile
+    );
+    let _ = writeln!(out, "route: {}", proof.route);
+    if let Some(detail) = &proof.replaced_edited_settings {
+        let _ = writeln!(
+            out,
+            "note: the walled settings had been edited and were replaced ({detail})"
+        );
+    }
+    if let (Some(runtime), Some(network)) = (&proof.runtime, &proof.network) {
+        let _ = writeln!(out, "live proof: runtime {runtime}, network {network}");
+    }
+    let width = proof.walls.iter().map(|w| w.wall.len()).max().unwrap_or(0);
+    for w in &proof.walls {
+        let _ = writeln!(
+            out,
+            "  {}  {:<width$}  {}",
+            if w.held { "held  " } else { "BROKEN" },
+            w.wall,
+            w.detail
+        );
+        if !w.held && !w.remedy.is_empty() {
+            let _ = writeln!(out, "          hint: {}", w.remedy);
+        }
+    }
+}
