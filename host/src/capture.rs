@@ -1,6 +1,7 @@
-//! What stet keeps of a process's output: all of it in a log file, streamed as it comes,
-//! and in memory only a bounded head and tail, whatever the process prints. An agent that
-//! prints 4 GiB costs stet a few MiB (measured in `host/benches/sandbox.rs`).
+//! What stet keeps of a process's output: all of it in a log file, written chunk by chunk
+//! as it comes (so a stet killed mid-call leaves what the call printed so far), and in
+//! memory only a bounded head and tail, whatever the process prints. An agent that prints
+//! 4 GiB costs stet a few MiB (measured in `host/benches/sandbox.rs`).
 
 use std::collections::VecDeque;
 use std::io::Write;
@@ -11,7 +12,7 @@ pub const KEPT: usize = 1 << 20;
 
 /// A stream being captured.
 pub struct Capture {
-    log: Option<std::io::BufWriter<std::fs::File>>,
+    log: Option<std::fs::File>,
     log_error: Option<std::io::Error>,
     head: Vec<u8>,
     tail: VecDeque<u8>,
@@ -27,10 +28,7 @@ impl Capture {
                 if let Some(dir) = path.parent() {
                     std::fs::create_dir_all(dir)?;
                 }
-                Some(std::io::BufWriter::with_capacity(
-                    64 * 1024,
-                    std::fs::File::create(path)?,
-                ))
+                Some(std::fs::File::create(path)?)
             }
             None => None,
         };
@@ -83,8 +81,7 @@ impl Capture {
             return Err(e);
         }
         if let Some(log) = self.log.take() {
-            let file = log.into_inner().map_err(|e| e.into_error())?;
-            file.sync_all()?;
+            log.sync_all()?;
         }
         let tail: Vec<u8> = self.tail.into();
         let kept = (self.head.len() + tail.len()) as u64;

@@ -285,7 +285,7 @@ pub fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
                         format!(
                             "key `sandbox.{key}`: {} is below the least stet allows ({})",
                             value.get_ref(),
-                            bytesize::ByteSize::b(least).display().iec()
+                            crate::settings::size(least)
                         ),
                     ));
                 }

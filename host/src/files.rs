@@ -117,6 +117,32 @@ pub fn tree_size(root: &Path, stop_at: u64) -> u64 {
     total
 }
 
+/// Copies the tree at `from` to `to` (which must not exist): directories and regular files
+/// with their permissions, symbolic links as links (never followed); sockets, FIFOs and
+/// devices are left out.
+pub fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut pending = vec![(from.to_path_buf(), to.to_path_buf())];
+    while let Some((source, target)) = pending.pop() {
+        let meta = std::fs::symlink_metadata(&source)?;
+        let kind = meta.file_type();
+        if kind.is_dir() {
+            std::fs::create_dir(&target)?;
+            // Private to this user, whatever the original allowed.
+            std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o700))?;
+            for entry in std::fs::read_dir(&source)? {
+                let entry = entry?;
+                pending.push((entry.path(), target.join(entry.file_name())));
+            }
+        } else if kind.is_file() {
+            std::fs::copy(&source, &target)?;
+        } else if kind.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(&source)?, &target)?;
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,6 +162,24 @@ mod tests {
         assert!(err.to_string().contains("FIFO"), "{err}");
         assert!(read_untrusted(&secret, 5).is_err(), "too big");
         assert_eq!(read_untrusted(&secret, 100).unwrap(), b"host secret");
+    }
+
+    #[test]
+    fn a_tree_is_copied_with_links_as_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let from = dir.path().join("from");
+        std::fs::create_dir_all(from.join("sub")).unwrap();
+        std::fs::write(from.join("sub/file"), "x").unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", from.join("link")).unwrap();
+        nix::unistd::mkfifo(&from.join("fifo"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let to = dir.path().join("to");
+        copy_tree(&from, &to).unwrap();
+        assert_eq!(std::fs::read_to_string(to.join("sub/file")).unwrap(), "x");
+        assert_eq!(
+            std::fs::read_link(to.join("link")).unwrap(),
+            Path::new("/etc/hostname")
+        );
+        assert!(!to.join("fifo").exists());
     }
 
     #[test]

@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use stet_plugin_api::{
-    EnvVar, ExitStatus, HarnessContext, Launch, Network, Outcome, PluginError, PluginKind, Profile,
-    ROption, Role, RoleRequest, Stream, WallCheck,
+    CallOutcome, EnvVar, ExitStatus, HarnessContext, Launch, Network, OutcomeCode, PluginError,
+    PluginKind, Profile, ROption, Role, RoleRequest, Stream, WallReport, WallState,
 };
 
 use crate::error::{CliError, Exit};
@@ -73,6 +73,21 @@ impl OpenHarness {
         })
     }
 
+    /// The walled profile, or `None` when the harness says there is none yet
+    /// ([`ErrorCode::NOT_FOUND`](stet_plugin_api::ErrorCode::NOT_FOUND)): what `stet profile
+    /// login` creates.
+    pub fn profile_if_any(&self) -> Result<Option<Profile>, CliError> {
+        match self.handle.profile(self.context.clone()) {
+            Ok(profile) => Ok(Some(profile)),
+            Err(e) if e.code == stet_plugin_api::ErrorCode::NOT_FOUND => Ok(None),
+            Err(e) => {
+                let mut error = plugin_error(&self.name, "has no walled profile to run on", &e);
+                error.exit = Exit::Unusable;
+                Err(error)
+            }
+        }
+    }
+
     /// Writes the walled settings; returns what was written.
     pub fn write_settings(&self, profile: &Profile) -> Result<String, CliError> {
         self.handle
@@ -83,21 +98,23 @@ impl OpenHarness {
     /// Rewrites the walled settings, as every drive does at its start; when someone had
     /// edited them, returns what the check saw, so the caller can say so.
     pub fn rewrite_settings(&self, profile: &Profile) -> Result<Option<String>, CliError> {
+        // Edited, not merely absent (stet has not written them yet).
         let edited = self
             .check_walls(profile)?
             .into_iter()
             .find(|w| {
-                w.wall.as_str() == "settings-exact" && !w.held && !w.detail.ends_with("is absent")
+                w.wall.as_str() == stet_plugin_api::wall::SETTINGS_EXACT
+                    && w.state == WallState::BROKEN
             })
             .map(|w| w.detail.to_string());
         self.write_settings(profile)?;
         Ok(edited)
     }
 
-    /// The static wall checks.
-    pub fn check_walls(&self, profile: &Profile) -> Result<Vec<WallCheck>, CliError> {
+    /// The static wall checks, with typed states.
+    pub fn check_walls(&self, profile: &Profile) -> Result<Vec<WallReport>, CliError> {
         self.handle
-            .check_walls(self.context.clone(), profile.clone())
+            .check_walls_typed(self.context.clone(), profile.clone())
             .map_err(self.err("could not check its walls"))
     }
 
@@ -115,23 +132,66 @@ impl OpenHarness {
             .map_err(self.err("could not describe its login"))
     }
 
-    /// Reads a role's output into an outcome.
-    pub fn read_outcome(
+    /// Reads a role's output into a typed outcome.
+    pub fn read_call(
         &self,
         role: Role,
         output: &[u8],
         exit: ExitStatus,
-    ) -> Result<Outcome, CliError> {
+    ) -> Result<CallOutcome, CliError> {
         self.handle
-            .read_outcome(role, output, exit)
+            .read_call(role, output, exit)
             .map_err(self.err("could not read the agent's output"))
     }
 
-    /// Reads the proof launch's output.
-    pub fn read_proof(&self, output: &[u8]) -> Result<Vec<WallCheck>, CliError> {
+    /// Reads the proof launch's output into typed walls.
+    pub fn read_proof(&self, output: &[u8]) -> Result<Vec<WallReport>, CliError> {
         self.handle
-            .read_proof(output)
+            .read_proof_typed(output)
             .map_err(self.err("could not read the proof"))
+    }
+}
+
+/// The profile one agent call runs on: a fresh copy of the walled profile, so that nothing
+/// a call writes there reaches a later call. Deleted when dropped; [`CallProfile::settle`]
+/// first lets the harness carry back what its own rule keeps (a login its agent refreshed).
+pub struct CallProfile {
+    copy: tempfile::TempDir,
+    /// The copy's path, as the launch is told it.
+    pub dir: String,
+}
+
+impl CallProfile {
+    /// Copies the walled profile `profile` for one call.
+    pub fn of(profile: &Profile) -> Result<CallProfile, CliError> {
+        let copy = tempfile::Builder::new()
+            .prefix("stet-call-profile-")
+            .tempdir()
+            .map_err(|e| CliError::failure(format!("cannot make the call's profile: {e}")))?;
+        let dir = copy.path().join("profile");
+        crate::files::copy_tree(Path::new(profile.dir.as_str()), &dir).map_err(|e| {
+            CliError::failure(format!("cannot copy the walled profile {}", profile.dir))
+                .caused_by(e.to_string())
+        })?;
+        Ok(CallProfile {
+            dir: dir.display().to_string(),
+            copy,
+        })
+    }
+
+    /// After the call: the harness carries back what it keeps; the copy is deleted.
+    /// Returns the files carried back.
+    pub fn settle(self, harness: &OpenHarness, profile: &Profile) -> Result<Vec<String>, CliError> {
+        let carried = harness
+            .handle
+            .settle_profile(
+                harness.context.clone(),
+                profile.clone(),
+                Path::new(&self.dir),
+            )
+            .map_err(harness.err("could not settle the call's profile"));
+        drop(self.copy);
+        carried
     }
 }
 
@@ -177,7 +237,7 @@ impl LimitReached {
 
     /// What happened, in a line.
     pub fn describe(&self) -> String {
-        let size = |b: u64| bytesize::ByteSize::b(b).display().iec().to_string();
+        let size = crate::settings::size;
         match self {
             LimitReached::Memory(limit) => {
                 format!("killed by the memory limit, {}", size(*limit))
@@ -238,6 +298,11 @@ impl LaunchOutput {
             network,
         }
     }
+}
+
+/// Where a call's standard error is kept, beside its log: `<id>.stderr.log`.
+pub fn stderr_log_of(log: &Path) -> PathBuf {
+    log.with_extension("stderr.log")
 }
 
 /// The most of a session record read back (a sandbox writes it).
@@ -309,7 +374,10 @@ pub fn run_launch(
             log.map(|l| l.display().to_string()).unwrap_or_default()
         ))
     })?;
-    let mut stderr = crate::capture::Capture::new(None, 32 * 1024)
+    // Standard error beside the log, apart from it (the log is the agent's stdout, in the
+    // shape its harness reads).
+    let stderr_log = log.map(stderr_log_of);
+    let mut stderr = crate::capture::Capture::new(stderr_log.as_deref(), 32 * 1024)
         .map_err(|e| CliError::failure(format!("cannot keep the call's standard error: {e}")))?;
     let running = sandbox.spawn(process)?;
     // Published while it runs, so that a second signal can kill it from another thread.
@@ -381,16 +449,12 @@ pub fn run_launch(
     })
 }
 
-/// The word an outcome is known by in reports and receipts.
-pub fn outcome_word(kind: stet_plugin_api::OutcomeKind) -> &'static str {
-    use stet_plugin_api::OutcomeKind;
-    match kind {
-        OutcomeKind::Done => "done",
-        OutcomeKind::Failed => "failed",
-        OutcomeKind::OutOfShape => "out-of-shape",
-        OutcomeKind::RateLimited => "rate-limited",
-        OutcomeKind::NotLoggedIn => "not-logged-in",
-    }
+/// The word an outcome is known by in reports and receipts (`code N` for a code from a
+/// newer plugin this host has no word for).
+pub fn outcome_word(kind: OutcomeCode) -> String {
+    kind.name()
+        .map(str::to_string)
+        .unwrap_or_else(|| format!("code {}", kind.0))
 }
 
 /// Reads a call's outcome from the harness, then says what the host knows better: a call
@@ -400,10 +464,10 @@ pub fn outcome_of(
     harness: &OpenHarness,
     role: Role,
     output: &LaunchOutput,
-) -> Result<Outcome, CliError> {
-    let mut outcome = harness.read_outcome(role, &output.stdout, output.status)?;
+) -> Result<CallOutcome, CliError> {
+    let mut outcome = harness.read_call(role, &output.stdout, output.status)?;
     if let Some(limit) = output.timed_out {
-        outcome.kind = stet_plugin_api::OutcomeKind::Failed;
+        outcome.kind = OutcomeCode::FAILED;
         outcome.detail = format!(
             "no answer within {} (--call-limit); the agent's processes were killed",
             humantime::format_duration(limit)
@@ -411,9 +475,9 @@ pub fn outcome_of(
         .into();
     } else if let Some(limit) = output.limit {
         if limit.ended_the_call() {
-            outcome.kind = stet_plugin_api::OutcomeKind::Failed;
+            outcome.kind = OutcomeCode::RESOURCE_LIMIT;
             outcome.detail = limit.describe().into();
-        } else if outcome.kind != stet_plugin_api::OutcomeKind::Done {
+        } else if outcome.kind != OutcomeCode::DONE {
             outcome.detail = format!("{} ({})", outcome.detail, limit.describe()).into();
         }
     }
@@ -421,11 +485,11 @@ pub fn outcome_of(
 }
 
 /// How a call ended, for its receipt.
-pub fn call_end(output: &LaunchOutput, outcome: &Outcome) -> crate::receipts::CallEnd {
+pub fn call_end(output: &LaunchOutput, outcome: &CallOutcome) -> crate::receipts::CallEnd {
     crate::receipts::CallEnd {
         exit_code: output.status.code.into_option(),
         exit_signal: output.status.signal.into_option(),
-        outcome: outcome_word(outcome.kind).to_string(),
+        outcome: outcome_word(outcome.kind),
         detail: outcome.detail.to_string(),
         retry_at_unix: outcome.retry_at_unix.into_option(),
         cost_usd: outcome.cost_usd.into_option(),
@@ -433,11 +497,12 @@ pub fn call_end(output: &LaunchOutput, outcome: &Outcome) -> crate::receipts::Ca
         session: output.session.clone(),
         limit_reached: output.limit.map(|l| l.word().to_string()),
         output_bytes: output.stdout_bytes,
+        profile_carried: Vec::new(),
     }
 }
 
 /// An outcome's usage counters as `(key, value)` pairs, for reports and receipts.
-pub fn usage_pairs(outcome: &Outcome) -> Vec<(String, String)> {
+pub fn usage_pairs(outcome: &CallOutcome) -> Vec<(String, String)> {
     outcome
         .usage
         .iter()

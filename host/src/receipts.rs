@@ -95,6 +95,10 @@ pub struct Receipt {
     /// How many bytes the call printed (all of them are in the log).
     #[serde(default)]
     pub output_bytes: u64,
+    /// Files of the profile the harness carried back from the call's copy (a refreshed
+    /// login); everything else the call wrote there is gone.
+    #[serde(default)]
+    pub profile_carried: Vec<String>,
 }
 
 /// Who makes an agent call and where, for its receipt: known before the call starts.
@@ -157,6 +161,8 @@ pub struct CallEnd {
     pub limit_reached: Option<String>,
     /// Bytes printed.
     pub output_bytes: u64,
+    /// Profile files the harness carried back.
+    pub profile_carried: Vec<String>,
 }
 
 /// Records that an agent call is starting: a receipt whose outcome is [`RUNNING`],
@@ -185,6 +191,7 @@ pub fn record_end(repo: &Path, call: CallContext<'_>, end: CallEnd) -> std::io::
         session: end.session,
         limit_reached: end.limit_reached,
         output_bytes: end.output_bytes,
+        profile_carried: end.profile_carried,
         ..receipt_of(call)
     };
     record(repo, &receipt)
@@ -219,6 +226,7 @@ fn receipt_of(call: CallContext<'_>) -> Receipt {
         session: Vec::new(),
         limit_reached: None,
         output_bytes: 0,
+        profile_carried: Vec::new(),
     }
 }
 
@@ -376,6 +384,7 @@ mod tests {
             limits: "4096 processes".into(),
             limit_reached: None,
             output_bytes: 3,
+            profile_carried: vec![],
         }
     }
 

@@ -660,31 +660,48 @@ impl LimitEvents {
     }
 }
 
+/// Prints the control group's counters (cgroup v2's files, else v1's) with shell builtins
+/// only: once the shell has started, nothing more needs a process, so leftovers holding
+/// every pid cannot stop the reading.
+const LIMIT_EVENTS_SCRIPT: &str =
+    "for f in /sys/fs/cgroup/pids.events /sys/fs/cgroup/pids/pids.events; do \
+     [ -r \"$f\" ] && { echo '[pids]'; while read -r l; do echo \"$l\"; done < \"$f\"; }; done; \
+     for f in /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control; do \
+     [ -r \"$f\" ] && { echo '[memory]'; while read -r l; do echo \"$l\"; done < \"$f\"; }; done; \
+     echo '[end]'";
+
 impl Sandbox<'_> {
     /// Reads the sandbox's limit counters (a short process of its own; the counters are
-    /// read-only inside the sandbox). Nothing when they cannot be read.
+    /// read-only inside the sandbox). Processes the agent left behind may hold every pid
+    /// for a while (a fork storm's children): the reading is tried again for a few seconds
+    /// before the answer is "nothing seen".
     pub fn limit_events(&self) -> LimitEvents {
-        let Ok(process) = self.spawn(ProcessSpec {
-            argv: vec![
-                "sh".into(),
-                "-c".into(),
-                "echo '[pids]'; cat /sys/fs/cgroup/pids.events; echo '[memory]'; cat /sys/fs/cgroup/memory.events; true".into(),
-            ]
-            .into(),
+        let spec = || ProcessSpec {
+            argv: vec!["sh".into(), "-c".into(), LIMIT_EVENTS_SCRIPT.into()].into(),
             env: Default::default(),
             workdir: stet_plugin_api::ROption::RNone,
             stdin: Default::default(),
-        }) else {
-            return LimitEvents::default();
         };
-        let _watchdog = Watchdog::start(&process, std::time::Duration::from_secs(10));
-        let mut text = Vec::new();
-        let _ = process.wait(&mut |_, bytes| {
-            if text.len() < 4096 {
-                text.extend_from_slice(bytes);
+        for attempt in 0..20 {
+            if attempt > 0 {
+                std::thread::sleep(std::time::Duration::from_millis(250));
             }
-        });
-        LimitEvents::read(&String::from_utf8_lossy(&text))
+            let Ok(process) = self.spawn(spec()) else {
+                continue;
+            };
+            let _watchdog = Watchdog::start(&process, std::time::Duration::from_secs(10));
+            let mut text = Vec::new();
+            let status = process.wait(&mut |_, bytes| {
+                if text.len() < 4096 {
+                    text.extend_from_slice(bytes);
+                }
+            });
+            let text = String::from_utf8_lossy(&text);
+            if status.is_ok() && text.contains("[end]") {
+                return LimitEvents::read(&text);
+            }
+        }
+        LimitEvents::default()
     }
 }
 

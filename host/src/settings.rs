@@ -113,7 +113,6 @@ impl SandboxLimits {
 
     /// In a line: `4096 processes, 4 GiB memory, 1 cpu, 10 GiB disk`.
     pub fn describe(&self) -> String {
-        let size = |b: u64| bytesize::ByteSize::b(b).display().iec().to_string();
         let cpus = self.millicpus as f64 / 1000.0;
         format!(
             "{} processes, {} memory, {} cpu{}, {} disk",
@@ -124,6 +123,21 @@ impl SandboxLimits {
             size(self.disk_bytes)
         )
     }
+}
+
+/// A size as people write it: `4 GiB`, `512 MiB`, or `1.5 GiB` when not a whole number.
+pub fn size(bytes: u64) -> String {
+    for (unit, name) in [
+        (1u64 << 40, "TiB"),
+        (1 << 30, "GiB"),
+        (1 << 20, "MiB"),
+        (1 << 10, "KiB"),
+    ] {
+        if bytes >= unit && bytes % unit == 0 {
+            return format!("{} {name}", bytes / unit);
+        }
+    }
+    bytesize::ByteSize::b(bytes).display().iec().to_string()
 }
 
 /// This machine's memory, in bytes (8 GiB when it cannot be read).

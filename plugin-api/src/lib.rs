@@ -79,9 +79,11 @@ pub use sdk::{
     guard, host_sink, HarnessPlugin, ProcessPlugin, RuntimePlugin, Sink, TerminalPlugin,
 };
 pub use types::{
-    EnvVar, ExitStatus, Fact, HarnessContext, ImageStatus, Label, Launch, Limits, Mount, Network,
-    Outcome, OutcomeKind, PluginIdentity, PluginKind, ProbeReport, ProcessSpec, Profile, Role,
-    RoleRequest, SandboxInfo, SandboxSpec, Stream, TerminalSize, UserIds, WallCheck,
+    CallOutcome, CredentialDecl, CredentialSource, CredentialSource_NE, EnvVar, ExitStatus, Fact,
+    ForwardedSocket, HarnessContext, ImageStatus, Label, Launch, Limits, Mount, Network, Outcome,
+    OutcomeCode, OutcomeKind, PluginIdentity, PluginKind, ProbeReport, ProcessSpec, Profile, Role,
+    RoleRequest, SandboxInfo, SandboxOption, SandboxOption_NE, SandboxSpec, Stream, TerminalSize,
+    UserIds, WallCheck, WallReport, WallState,
 };
 
 /// The command every guard refuses: the live wall proof asks the agent to run it and
@@ -120,6 +122,44 @@ pub mod capability {
     pub const RUN_AS_USER: &str = "run-as-user";
     /// Runs a process on a terminal.
     pub const TERMINAL: &str = "terminal";
+    /// Forwards a unix socket from the host into a sandbox
+    /// ([`SandboxOption::ForwardSocket`](crate::SandboxOption::ForwardSocket)). New in 1.3.
+    pub const FORWARD_SOCKET: &str = "forward-socket";
+    /// Runs a process as a sandbox's first process
+    /// ([`SandboxOption::FirstProcess`](crate::SandboxOption::FirstProcess)). New in 1.3.
+    pub const FIRST_PROCESS: &str = "first-process";
+}
+
+/// What a plugin can need of the host, named in its root module's `requires`
+/// ([`abi::v1::StetPlugin::requires`]). A host that lacks one refuses the plugin, naming it;
+/// each host says which it has (`stet --version`).
+pub mod host_capability {
+    /// The host reads walls with typed states ([`crate::WallReport`]). Since 1.3.
+    pub const TYPED_WALLS: &str = "typed-walls";
+    /// The host reads typed outcomes ([`crate::CallOutcome`]). Since 1.3.
+    pub const TYPED_OUTCOMES: &str = "typed-outcomes";
+    /// The host gives every agent call a fresh copy of the profile and asks the harness to
+    /// settle it afterwards (`settle_profile`). Since 1.3.
+    pub const PROFILE_COPIES: &str = "profile-copies";
+    /// The host makes sandboxes with options (`Runtime::start`). Since 1.3.
+    pub const SANDBOX_OPTIONS: &str = "sandbox-options";
+}
+
+/// The ids of the walls stet knows, for [`WallReport::wall`]. A harness may report walls of
+/// its own under other ids; the host matches on these.
+pub mod wall {
+    /// Exactly one walled profile directory.
+    pub const PROFILE_ALONE: &str = "profile-alone";
+    /// The profile holds a login (by state alone).
+    pub const LOGIN_PRESENT: &str = "login-present";
+    /// The walled settings are exactly what stet writes.
+    pub const SETTINGS_EXACT: &str = "settings-exact";
+    /// No billing key or provider switch in the environment.
+    pub const NO_BILLING_KEY: &str = "no-billing-key";
+    /// The live proof launch ran and said what it holds.
+    pub const PROOF_LAUNCHED: &str = "proof-launched";
+    /// The live proof reached the model API.
+    pub const PROOF_MODEL_API_UNREACHABLE: &str = "proof-model-api-unreachable";
 }
 
 /// The version of this API (`major.minor.patch`), which plugins report in their identity

@@ -8,11 +8,11 @@ use abi_stable::{
     std_types::{RResult, RSlice, RStr, RString, RVec},
 };
 
-use crate::abi::{v1_0, v1_1, v1_2};
+use crate::abi::{v1, v1_0, v1_1, v1_2};
 use crate::{
-    ErrorCode, ExitStatus, HarnessContext, ImageStatus, Label, Launch, Outcome, PluginError,
-    ProbeReport, ProcessSpec, Profile, Role, RoleRequest, SandboxInfo, SandboxSpec, Stream,
-    TerminalSize, WallCheck,
+    CallOutcome, CredentialDecl, ErrorCode, ExitStatus, HarnessContext, ImageStatus, Label, Launch,
+    Outcome, PluginError, ProbeReport, ProcessSpec, Profile, Role, RoleRequest, SandboxInfo,
+    SandboxOption, SandboxOption_NE, SandboxSpec, Stream, TerminalSize, WallCheck, WallReport,
 };
 
 /// Where a running process's output goes: the host's sink, seen from the plugin.
@@ -147,6 +147,29 @@ pub trait RuntimePlugin: Send + Sync + 'static {
             "this runtime cannot run processes on a terminal",
         ))
     }
+
+    /// Creates and starts a sandbox as [`RuntimePlugin::create_sandbox`] does, with
+    /// `options` beyond the spec: a unix socket forwarded from the host
+    /// ([`SandboxOption::ForwardSocket`]), the process to run as the sandbox's first one
+    /// ([`SandboxOption::FirstProcess`], returned running). Every option must be provided
+    /// or the sandbox refused with [`ErrorCode::UNSUPPORTED`] naming it; an option is
+    /// never ignored. Say which you provide in the probe's capabilities
+    /// ([`crate::capability::FORWARD_SOCKET`], [`crate::capability::FIRST_PROCESS`]).
+    /// Since API 1.3; the default provides none: it creates the plain sandbox when no
+    /// option is asked for.
+    fn start(
+        &self,
+        spec: SandboxSpec,
+        options: Vec<SandboxOption>,
+    ) -> Result<(SandboxInfo, Option<Box<dyn ProcessPlugin>>), PluginError> {
+        if let Some(option) = options.first() {
+            return Err(PluginError::unsupported(format!(
+                "this runtime cannot provide {}",
+                option.name()
+            )));
+        }
+        Ok((self.create_sandbox(spec)?, None))
+    }
 }
 
 /// A process started by [`RuntimePlugin::spawn_terminal`].
@@ -226,6 +249,73 @@ pub trait HarnessPlugin: Send + Sync + 'static {
     ) -> Result<Launch, PluginError> {
         let _ = (context, profile_dir);
         Err(PluginError::unsupported("this harness has no login to run"))
+    }
+
+    /// The static walls with typed states ([`crate::WallState`]): the same walls as
+    /// [`HarnessPlugin::check_walls`], saying *how* one is not held (absent, broken). Since
+    /// API 1.3; the default reads `check_walls` (held or broken).
+    fn check_walls_typed(
+        &self,
+        context: &HarnessContext,
+        profile: &Profile,
+    ) -> Result<Vec<WallReport>, PluginError> {
+        Ok(self
+            .check_walls(context, profile)?
+            .into_iter()
+            .map(Into::into)
+            .collect())
+    }
+
+    /// The live proof's walls with typed states: an unreachable model API or an agent that
+    /// cannot run in the image is said so, not reported as a broken wall. Since API 1.3;
+    /// the default reads `read_proof`.
+    fn read_proof_typed(&self, output: &[u8]) -> Result<Vec<WallReport>, PluginError> {
+        Ok(self
+            .read_proof(output)?
+            .into_iter()
+            .map(Into::into)
+            .collect())
+    }
+
+    /// A role's output read into a typed outcome ([`crate::OutcomeCode`]), which can say
+    /// that the model API did not answer (infrastructure) apart from the agent failing its
+    /// task. The host gives the first and the last MiB of a long output. Since API 1.3;
+    /// the default reads `read_outcome`.
+    fn read_call(
+        &self,
+        role: Role,
+        output: &[u8],
+        exit: ExitStatus,
+    ) -> Result<CallOutcome, PluginError> {
+        Ok(self.read_outcome(role, output, exit)?.into())
+    }
+
+    /// The credentials the agent uses, and which requests carry them, so that the host can
+    /// keep them out of the sandbox without knowing the harness. Since API 1.3; the default
+    /// declares none.
+    fn credentials(
+        &self,
+        context: &HarnessContext,
+        profile: &Profile,
+    ) -> Result<Vec<CredentialDecl>, PluginError> {
+        let _ = (context, profile);
+        Ok(Vec::new())
+    }
+
+    /// Each agent call runs on a fresh copy of the profile, `used`, which the host deletes
+    /// afterwards: nothing a call writes there reaches a later call. Before that, this
+    /// carries back into the profile what the harness's own rule keeps — a login its agent
+    /// refreshed during the call, recognised by its shape — and returns the files it
+    /// carried (relative to the profile). Called once per call, after the sandbox is gone.
+    /// Since API 1.3; the default carries nothing.
+    fn settle_profile(
+        &self,
+        context: &HarnessContext,
+        profile: &Profile,
+        used: &std::path::Path,
+    ) -> Result<Vec<String>, PluginError> {
+        let _ = (context, profile, used);
+        Ok(Vec::new())
     }
 }
 
@@ -348,7 +438,55 @@ impl<T: RuntimePlugin> v1_2::Runtime for RuntimeAdapter<T> {
     }
 }
 
-// The frozen 1.1 and 1.0 interfaces, so that compatibility fixtures can be exported
+impl<T: RuntimePlugin> v1::Runtime for RuntimeAdapter<T> {
+    shared_runtime_methods!();
+
+    fn image_status(&self, image: RStr<'_>) -> RResult<ImageStatus, PluginError> {
+        guard("image_status", || self.0.image_status(image.as_str()))
+    }
+
+    fn spawn_terminal(
+        &self,
+        sandbox: RStr<'_>,
+        spec: ProcessSpec,
+        size: TerminalSize,
+    ) -> RResult<v1_2::TerminalBox, PluginError> {
+        guard("spawn_terminal", || {
+            self.0
+                .spawn_terminal(sandbox.as_str(), spec, size)
+                .map(|t| v1_2::Terminal_TO::from_value(TerminalAdapter(t), TD_Opaque))
+        })
+    }
+
+    fn start(
+        &self,
+        spec: SandboxSpec,
+        options: RVec<SandboxOption_NE>,
+    ) -> RResult<v1::Started, PluginError> {
+        guard("start", || {
+            let mut known = Vec::with_capacity(options.len());
+            for option in options.iter() {
+                match option.as_enum() {
+                    Ok(option) => known.push(option.clone()),
+                    // A newer host asks for something this plugin's API has no word for.
+                    Err(_) => {
+                        return Err(PluginError::unsupported(
+                            "the host asked for a sandbox option this plugin's API version does not know",
+                        )
+                        .with_remedy("install a build of the plugin for a newer stet-plugin-api"))
+                    }
+                }
+            }
+            let (info, first) = self.0.start(spec, known)?;
+            Ok(v1::Started {
+                info,
+                first: first.map(process_box).into(),
+            })
+        })
+    }
+}
+
+// The frozen 1.2, 1.1 and 1.0 interfaces, so that compatibility fixtures can be exported
 // exactly as plugins built against those versions were.
 impl<T: RuntimePlugin> v1_1::Runtime for RuntimeAdapter<T> {
     shared_runtime_methods!();
@@ -414,6 +552,70 @@ macro_rules! shared_harness_methods {
             })
         }
     };
+}
+
+impl<T: HarnessPlugin> v1::Harness for HarnessAdapter<T> {
+    shared_harness_methods!();
+
+    fn login_launch(
+        &self,
+        context: HarnessContext,
+        profile_dir: RStr<'_>,
+    ) -> RResult<Launch, PluginError> {
+        guard("login_launch", || {
+            self.0.login_launch(&context, profile_dir.as_str())
+        })
+    }
+
+    fn check_walls_typed(
+        &self,
+        context: HarnessContext,
+        profile: Profile,
+    ) -> RResult<RVec<WallReport>, PluginError> {
+        guard("check_walls_typed", || {
+            self.0.check_walls_typed(&context, &profile).map(RVec::from)
+        })
+    }
+
+    fn read_proof_typed(&self, output: RSlice<'_, u8>) -> RResult<RVec<WallReport>, PluginError> {
+        guard("read_proof_typed", || {
+            self.0.read_proof_typed(output.as_slice()).map(RVec::from)
+        })
+    }
+
+    fn read_call(
+        &self,
+        role: Role,
+        output: RSlice<'_, u8>,
+        exit: ExitStatus,
+    ) -> RResult<CallOutcome, PluginError> {
+        guard("read_call", || {
+            self.0.read_call(role, output.as_slice(), exit)
+        })
+    }
+
+    fn credentials(
+        &self,
+        context: HarnessContext,
+        profile: Profile,
+    ) -> RResult<RVec<CredentialDecl>, PluginError> {
+        guard("credentials", || {
+            self.0.credentials(&context, &profile).map(RVec::from)
+        })
+    }
+
+    fn settle_profile(
+        &self,
+        context: HarnessContext,
+        profile: Profile,
+        used: RStr<'_>,
+    ) -> RResult<RVec<RString>, PluginError> {
+        guard("settle_profile", || {
+            self.0
+                .settle_profile(&context, &profile, std::path::Path::new(used.as_str()))
+                .map(|files| files.into_iter().map(RString::from).collect())
+        })
+    }
 }
 
 impl<T: HarnessPlugin> v1_2::Harness for HarnessAdapter<T> {

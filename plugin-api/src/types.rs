@@ -442,3 +442,246 @@ pub struct TerminalSize {
     /// Columns.
     pub cols: u16,
 }
+
+// ---------------------------------------------------------------------------------------
+// New in 1.3. Kinds and states are integer codes with named constants (as ErrorCode is), so
+// that a newer plugin can send one this host has never heard of without undefined
+// behaviour; lists of options are non-exhaustive enums, which gain variants in later minor
+// versions. The host matches on these, never on a plugin's words.
+// ---------------------------------------------------------------------------------------
+
+use abi_stable::std_types::RBox;
+
+/// The state of one wall, as the host decides on it.
+#[repr(transparent)]
+#[derive(StableAbi, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct WallState(pub u32);
+
+impl WallState {
+    /// The wall holds.
+    pub const HELD: WallState = WallState(0);
+    /// The wall is down: something leaks, or is not as it must be.
+    pub const BROKEN: WallState = WallState(1);
+    /// What the wall is about is not there yet (a settings file stet has not written).
+    pub const ABSENT: WallState = WallState(2);
+    /// A service the proof needs did not answer (the model API), so the wall is not proven.
+    pub const UNREACHABLE: WallState = WallState(3);
+    /// The agent cannot run where it must (its binary, or its interpreter, is missing in the
+    /// image), so the wall is not proven.
+    pub const CANNOT_RUN: WallState = WallState(4);
+
+    /// A short lowercase name, or `None` for a state this version does not know.
+    pub fn name(self) -> Option<&'static str> {
+        Some(match self {
+            Self::HELD => "held",
+            Self::BROKEN => "broken",
+            Self::ABSENT => "absent",
+            Self::UNREACHABLE => "unreachable",
+            Self::CANNOT_RUN => "cannot-run",
+            _ => return None,
+        })
+    }
+}
+
+/// One wall with a typed state: what [`WallCheck`] became in 1.3.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub struct WallReport {
+    /// The wall's id: one of [`crate::wall`]'s constants, or the plugin's own.
+    pub wall: RString,
+    /// Its state.
+    pub state: WallState,
+    /// What was seen.
+    pub detail: RString,
+    /// When not held: what to do.
+    pub remedy: RString,
+}
+
+impl WallReport {
+    /// Whether the wall held.
+    pub fn held(&self) -> bool {
+        self.state == WallState::HELD
+    }
+}
+
+impl From<WallCheck> for WallReport {
+    fn from(w: WallCheck) -> Self {
+        WallReport {
+            wall: w.wall,
+            state: if w.held {
+                WallState::HELD
+            } else {
+                WallState::BROKEN
+            },
+            detail: w.detail,
+            remedy: w.remedy,
+        }
+    }
+}
+
+impl From<WallReport> for WallCheck {
+    fn from(w: WallReport) -> Self {
+        WallCheck {
+            held: w.held(),
+            wall: w.wall,
+            detail: w.detail,
+            remedy: w.remedy,
+        }
+    }
+}
+
+/// How an agent call ended: what [`OutcomeKind`] became in 1.3.
+#[repr(transparent)]
+#[derive(StableAbi, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct OutcomeCode(pub u32);
+
+impl OutcomeCode {
+    /// The agent finished its work.
+    pub const DONE: OutcomeCode = OutcomeCode(0);
+    /// The agent ran and failed its task (it could not do it): counts toward the item's
+    /// rounds, never toward an outage.
+    pub const FAILED: OutcomeCode = OutcomeCode(1);
+    /// The output was not in the shape the harness expects.
+    pub const OUT_OF_SHAPE: OutcomeCode = OutcomeCode(2);
+    /// The agent hit a usage limit; see [`CallOutcome::retry_at_unix`].
+    pub const RATE_LIMITED: OutcomeCode = OutcomeCode(3);
+    /// The profile has no login.
+    pub const NOT_LOGGED_IN: OutcomeCode = OutcomeCode(4);
+    /// A service the agent needs (its model API) did not answer: infrastructure, not the
+    /// agent failing its task.
+    pub const SERVICE_UNAVAILABLE: OutcomeCode = OutcomeCode(5);
+    /// The call was killed by a resource limit of its sandbox (memory, processes, disk).
+    pub const RESOURCE_LIMIT: OutcomeCode = OutcomeCode(6);
+
+    /// A short lowercase name, or `None` for a code this version does not know.
+    pub fn name(self) -> Option<&'static str> {
+        Some(match self {
+            Self::DONE => "done",
+            Self::FAILED => "failed",
+            Self::OUT_OF_SHAPE => "out-of-shape",
+            Self::RATE_LIMITED => "rate-limited",
+            Self::NOT_LOGGED_IN => "not-logged-in",
+            Self::SERVICE_UNAVAILABLE => "service-unavailable",
+            Self::RESOURCE_LIMIT => "resource-limit",
+            _ => return None,
+        })
+    }
+}
+
+impl From<OutcomeKind> for OutcomeCode {
+    fn from(kind: OutcomeKind) -> Self {
+        match kind {
+            OutcomeKind::Done => Self::DONE,
+            OutcomeKind::Failed => Self::FAILED,
+            OutcomeKind::OutOfShape => Self::OUT_OF_SHAPE,
+            OutcomeKind::RateLimited => Self::RATE_LIMITED,
+            OutcomeKind::NotLoggedIn => Self::NOT_LOGGED_IN,
+        }
+    }
+}
+
+/// The outcome of one agent call, with a typed kind that grows: what [`Outcome`] became in
+/// 1.3.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq)]
+pub struct CallOutcome {
+    /// How the call ended.
+    pub kind: OutcomeCode,
+    /// The agent's final message or the reason for the outcome.
+    pub detail: RString,
+    /// For a usage limit: when to try again, seconds since the Unix epoch.
+    pub retry_at_unix: ROption<i64>,
+    /// Cost in US dollars, when the agent reports it.
+    pub cost_usd: ROption<f64>,
+    /// Usage counters the agent reports.
+    pub usage: RVec<Fact>,
+}
+
+impl From<Outcome> for CallOutcome {
+    fn from(o: Outcome) -> Self {
+        CallOutcome {
+            kind: o.kind.into(),
+            detail: o.detail,
+            retry_at_unix: o.retry_at_unix,
+            cost_usd: o.cost_usd,
+            usage: o.usage,
+        }
+    }
+}
+
+/// A unix socket on the host made reachable inside a sandbox (stet's egress proxy).
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub struct ForwardedSocket {
+    /// The listening socket's absolute path on the host.
+    pub host: RString,
+    /// The absolute path it appears at inside the sandbox.
+    pub sandbox: RString,
+}
+
+/// Something more a sandbox is asked for, beyond its [`SandboxSpec`]. Non-exhaustive: later
+/// minor versions add variants, and a runtime that does not know one (or cannot provide
+/// it) refuses the sandbox with [`ErrorCode::UNSUPPORTED`](crate::ErrorCode::UNSUPPORTED)
+/// naming it — never ignores it.
+#[repr(u8)]
+#[derive(StableAbi, Debug, Clone, PartialEq)]
+#[sabi(kind(WithNonExhaustive(size = [usize; 16], traits(Debug, Clone, PartialEq))))]
+#[non_exhaustive]
+pub enum SandboxOption {
+    /// Forward a unix socket from the host into the sandbox
+    /// ([`crate::capability::FORWARD_SOCKET`]).
+    ForwardSocket(ForwardedSocket),
+    /// Run this process as the sandbox's first process instead of an idle one, for
+    /// one-process sandboxes (`stet run`); it comes back in [`crate::abi::v1::Started`]
+    /// ([`crate::capability::FIRST_PROCESS`]).
+    FirstProcess(RBox<ProcessSpec>),
+}
+
+impl SandboxOption {
+    /// The option's name, for refusals.
+    pub fn name(&self) -> &'static str {
+        match self {
+            SandboxOption::ForwardSocket(_) => "forward-socket",
+            SandboxOption::FirstProcess(_) => "first-process",
+        }
+    }
+}
+
+/// Where a harness keeps the credential it sends to its model API. Non-exhaustive.
+#[repr(u8)]
+#[derive(StableAbi, Debug, Clone, PartialEq)]
+#[sabi(kind(WithNonExhaustive(size = [usize; 12], traits(Debug, Clone, PartialEq))))]
+#[non_exhaustive]
+pub enum CredentialSource {
+    /// A JSON file in the profile: its path relative to the profile directory, and the
+    /// JSON pointer (RFC 6901) to the secret inside it (`/claudeAiOauth/accessToken`).
+    ProfileFile {
+        /// Relative to the profile directory.
+        path: RString,
+        /// Where in the file's JSON the secret is.
+        pointer: RString,
+    },
+    /// A variable of the agent's environment.
+    Environment {
+        /// The variable's name.
+        name: RString,
+    },
+}
+
+/// A harness's declaration of the credential its agent uses, so that the host can keep it
+/// out of the sandbox without knowing the harness: where it is kept, and which requests
+/// carry it.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq)]
+pub struct CredentialDecl {
+    /// A short name for it (`claude-login`).
+    pub id: RString,
+    /// Where the harness keeps it.
+    pub source: CredentialSource_NE,
+    /// The host (and `:port`, when not 443) its requests go to.
+    pub host: RString,
+    /// The header it travels in (`Authorization`).
+    pub header: RString,
+    /// The header's value, `{secret}` standing for the secret (`Bearer {secret}`).
+    pub value: RString,
+}

@@ -14,18 +14,18 @@
 #   review: late N          review answers after N seconds
 #
 # Without a review directive it answers LAND when the lane changed anything since the base
-# the prompt names, REVISE otherwise. Every call is logged, with the receipt id the host
-# gave it, to $HOME/invocations.log ($HOME is the harness's profile directory, on the host),
-# so a test can check that no call went without a receipt.
+# the prompt names, REVISE otherwise. Every call announces itself first on standard error,
+# with the receipt id the host gave it ("stand-in: call RECEIPT ROLE"), which the host keeps
+# beside the call's log, so a test can check that no call went without a receipt. (Its
+# HOME, the harness's profile, is a fresh copy each call: it remembers nothing.)
 set -eu
 
 prompt=$(cat)
 role=${STET_ROLE:-implement}
-echo "${STET_RECEIPT:-none} $role" >>"$HOME/invocations.log"
+echo "stand-in: call ${STET_RECEIPT:-none} $role" >&2
 
 directive() { printf '%s\n' "$prompt" | sed -n "s/^$1: *//p" | head -n 1; }
 title=$(printf '%s\n' "$prompt" | sed -n '3p')
-key=$(printf '%s' "$title" | tr -c 'A-Za-z0-9' '_')
 
 case "$role" in
 implement)
@@ -50,8 +50,9 @@ review)
     out-of-shape) echo "Looks fine to me."; exit 0 ;;
     never) echo "REVISE"; echo "Not like this."; exit 0 ;;
     revise-once)
-        if [ ! -e "$HOME/revised-$key" ]; then
-            touch "$HOME/revised-$key"
+        # The first round wrote the title once; after a revision it is there twice.
+        file=$(directive file)
+        if [ "$(grep -c . "$file" 2>/dev/null || echo 0)" -lt 2 ]; then
             echo "REVISE"
             echo "Say it twice."
             exit 0

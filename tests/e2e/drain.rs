@@ -98,18 +98,35 @@ fn receipts_in(world: &World, dir: &Path) -> Vec<serde_json::Value> {
     out.json().as_array().unwrap().clone()
 }
 
-/// The stand-in's log of its calls: (receipt id, role), one per call it started.
+/// The stand-in's calls: (receipt id, role), one per call it started, from the first line
+/// it prints on standard error, which every clone under the world keeps beside the call's
+/// log (`.git/stet/logs/<id>.stderr.log`).
 fn invocations(world: &World) -> Vec<(String, String)> {
-    let log = world
-        .root
-        .path()
-        .join("home/.stet/profiles/.command/invocations.log");
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| l.split_once(' '))
-        .map(|(id, role)| (id.to_string(), role.to_string()))
-        .collect()
+    let mut calls = Vec::new();
+    let clones = std::fs::read_dir(world.root.path())
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path().join(".git/stet/logs"));
+    for logs in clones {
+        let Ok(entries) = std::fs::read_dir(&logs) else {
+            continue;
+        };
+        for entry in entries.filter_map(Result::ok) {
+            if !entry.file_name().to_string_lossy().ends_with(".stderr.log") {
+                continue;
+            }
+            let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+            for line in text.lines() {
+                if let Some(call) = line.strip_prefix("stand-in: call ") {
+                    if let Some((id, role)) = call.split_once(' ') {
+                        calls.push((id.to_string(), role.to_string()));
+                    }
+                }
+            }
+        }
+    }
+    calls.sort();
+    calls
 }
 
 fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
@@ -200,7 +217,9 @@ fn three_seeded_items_land_on_the_bare_remote_with_a_receipt_for_every_call() {
     }
     // Every call the stand-in saw has its receipt, under the id the host gave it.
     let ids: Vec<&str> = receipts.iter().map(|r| r["id"].as_str().unwrap()).collect();
-    for (id, role) in invocations(&world) {
+    let calls = invocations(&world);
+    assert!(!calls.is_empty(), "the stand-in announced no call");
+    for (id, role) in calls {
         assert!(
             ids.contains(&id.as_str()),
             "the {role} call {id} has no receipt"
@@ -438,7 +457,9 @@ fn kill_9_at_seeded_random_instants_then_resume_lands_every_item_once_and_loses_
     // No call without a receipt: every call the stand-in started is recorded, and none is
     // still "running" (the calls killed with their drive are marked interrupted).
     let ids: Vec<&str> = receipts.iter().map(|r| r["id"].as_str().unwrap()).collect();
-    for (id, role) in invocations(&world) {
+    let calls = invocations(&world);
+    assert!(!calls.is_empty(), "the stand-in announced no call");
+    for (id, role) in calls {
         assert!(
             ids.contains(&id.as_str()),
             "the {role} call {id} has no receipt"

@@ -286,7 +286,7 @@ fn test(root: &std::path::Path, cargo_args: &[String]) -> Result<(), String> {
     let mut failed = Vec::new();
     let mut workspace = cargo(root);
     workspace
-        .args(["test", "--workspace"])
+        .args(["test", "--workspace", "--no-fail-fast"])
         .args(cargo_args)
         .env("STET_TEST_CLAUDE", &claude);
     if !counted(&mut workspace, &mut totals)? {

@@ -1,7 +1,7 @@
 //! `stet ask PROMPT`: one walled agent call in a fresh sandbox.
 
 use serde::Serialize;
-use stet_plugin_api::{OutcomeKind, ROption, Role, RoleRequest};
+use stet_plugin_api::{OutcomeCode, ROption, Role, RoleRequest};
 
 use crate::error::{CliError, Exit};
 use crate::harness;
@@ -17,7 +17,7 @@ struct Report {
     harness: String,
     runtime: String,
     network: String,
-    outcome: &'static str,
+    outcome: String,
     detail: String,
     retry_at_unix: Option<i64>,
     cost_usd: Option<f64>,
@@ -53,7 +53,7 @@ pub fn run(settings: &Settings, args: &AskArgs, printer: Printer) -> Result<Exit
     let broken: Vec<_> = harness
         .check_walls(&profile)?
         .into_iter()
-        .filter(|w| !w.held)
+        .filter(|w| !w.held())
         .collect();
     if let Some(first) = broken.first() {
         let mut error = CliError::new(
@@ -70,10 +70,11 @@ pub fn run(settings: &Settings, args: &AskArgs, printer: Printer) -> Result<Exit
         AskRole::Review => Role::Review,
     };
     let runtime = sandbox::open_runtime(settings)?;
+    let call_profile = harness::CallProfile::of(&profile)?;
     let launch = harness.launch(RoleRequest {
         role,
         prompt: args.prompt.join(" ").into(),
-        profile_dir: profile.dir.clone(),
+        profile_dir: call_profile.dir.clone().into(),
         workdir: cwd.display().to_string().into(),
     })?;
     let repo = crate::config::repository_root(&cwd);
@@ -108,6 +109,7 @@ pub fn run(settings: &Settings, args: &AskArgs, printer: Printer) -> Result<Exit
     )?;
     let ended = now_ms();
     let network = output.network.clone();
+    let carried = call_profile.settle(&harness, &profile)?;
     let outcome = harness::outcome_of(&harness, role, &output)?;
     // In a repository, the call leaves a receipt (and its full output) like a drive's.
     let receipt_path = match &repo {
@@ -125,6 +127,7 @@ pub fn run(settings: &Settings, args: &AskArgs, printer: Printer) -> Result<Exit
                 ended,
                 commit_before,
                 commit_after: head(&cwd),
+                carried,
             },
             &output,
             &outcome,
@@ -180,9 +183,11 @@ pub fn run(settings: &Settings, args: &AskArgs, printer: Printer) -> Result<Exit
         }
     }
     Ok(match outcome.kind {
-        OutcomeKind::Done => Exit::Success,
-        OutcomeKind::Failed | OutcomeKind::OutOfShape => Exit::Failure,
-        OutcomeKind::RateLimited | OutcomeKind::NotLoggedIn => Exit::Unusable,
+        OutcomeCode::DONE => Exit::Success,
+        OutcomeCode::FAILED | OutcomeCode::OUT_OF_SHAPE | OutcomeCode::RESOURCE_LIMIT => {
+            Exit::Failure
+        }
+        _ => Exit::Unusable,
     })
 }
 
@@ -211,6 +216,8 @@ struct Call<'a> {
     ended: u64,
     commit_before: String,
     commit_after: String,
+    /// Profile files the harness carried back.
+    carried: Vec<String>,
 }
 
 fn record_receipt(
@@ -220,7 +227,7 @@ fn record_receipt(
     settings: &Settings,
     call: Call<'_>,
     output: &harness::LaunchOutput,
-    outcome: &stet_plugin_api::Outcome,
+    outcome: &stet_plugin_api::CallOutcome,
 ) -> Result<std::path::PathBuf, CliError> {
     let runtime_record =
         receipts::PluginRecord::of(&runtime.name, &runtime.version, &runtime.library);
@@ -244,6 +251,8 @@ fn record_receipt(
         commit_after: call.commit_after,
         log: call.log,
     };
-    receipts::record_end(repo, call_context, harness::call_end(output, outcome))
+    let mut end = harness::call_end(output, outcome);
+    end.profile_carried = call.carried;
+    receipts::record_end(repo, call_context, end)
         .map_err(|e| CliError::failure(format!("cannot record the receipt: {e}")))
 }

@@ -6,7 +6,7 @@ use std::io::{IsTerminal, Read, Write};
 use std::os::fd::AsFd;
 
 use nix::sys::termios::{self, SetArg, Termios};
-use stet_plugin_api::{ErrorCode, Network, TerminalSize};
+use stet_plugin_api::{Network, TerminalSize};
 
 use crate::error::{CliError, Exit};
 use crate::harness;
@@ -69,13 +69,9 @@ pub fn login(
     }
     let harness = harness::open_harness(settings)?;
     // The one profile; with none yet, the one this login creates.
-    let profile_dir = match harness.profile() {
-        Ok(profile) => std::path::PathBuf::from(profile.dir.as_str()),
-        Err(e)
-            if e.causes
-                .iter()
-                .any(|c| c.contains(&format!("({})", ErrorCode::NOT_FOUND))) =>
-        {
+    let profile_dir = match harness.profile_if_any()? {
+        Some(profile) => std::path::PathBuf::from(profile.dir.as_str()),
+        None => {
             let dir = settings.profiles_root.join(&harness.name);
             std::fs::create_dir_all(&dir)
                 .map_err(|e| CliError::failure(format!("cannot create {}: {e}", dir.display())))?;
@@ -84,7 +80,6 @@ pub fn login(
             printer.warn(&format!("created the walled profile {}", dir.display()));
             dir
         }
-        Err(e) => return Err(e),
     };
     let profile_text = profile_dir.display().to_string();
     let launch = harness.login_launch(&profile_text)?;

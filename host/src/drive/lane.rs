@@ -3,7 +3,7 @@
 
 use std::sync::atomic::Ordering;
 
-use stet_plugin_api::{EnvVar, OutcomeKind, ROption, Role, RoleRequest};
+use stet_plugin_api::{EnvVar, OutcomeCode, ROption, Role, RoleRequest};
 
 use crate::error::{CliError, Exit};
 use crate::harness;
@@ -18,7 +18,7 @@ use super::{note, now_ms, Drive};
 
 /// How one agent call ended, as the drive needs it.
 struct Call {
-    kind: OutcomeKind,
+    kind: OutcomeCode,
     detail: String,
     retry_at: Option<i64>,
 }
@@ -101,8 +101,8 @@ impl Drive<'_> {
                 return Ok(end);
             }
             match call.kind {
-                OutcomeKind::Done => {}
-                OutcomeKind::RateLimited => return Ok(ItemEnd::RateLimited(call.retry_at)),
+                OutcomeCode::DONE => {}
+                OutcomeCode::RATE_LIMITED => return Ok(ItemEnd::RateLimited(call.retry_at)),
                 _ => return Ok(ItemEnd::RunnerFailed(format!("implement: {}", call.detail))),
             }
             if self.stop.load(Ordering::SeqCst) {
@@ -142,8 +142,8 @@ impl Drive<'_> {
             let call =
                 self.agent_call(item, &lane, Role::Review, &review_prompt(item, &base), None)?;
             match call.kind {
-                OutcomeKind::Done => {}
-                OutcomeKind::RateLimited => return Ok(ItemEnd::RateLimited(call.retry_at)),
+                OutcomeCode::DONE => {}
+                OutcomeCode::RATE_LIMITED => return Ok(ItemEnd::RateLimited(call.retry_at)),
                 _ => return Ok(ItemEnd::JudgeFailed(format!("review: {}", call.detail))),
             }
             let verdict = call.detail.trim().to_string();
@@ -278,16 +278,18 @@ impl Drive<'_> {
             .harness
             .check_walls(&self.profile)?
             .into_iter()
-            .find(|w| w.wall.as_str() == "settings-exact" && !w.held)
+            .find(|w| w.wall.as_str() == stet_plugin_api::wall::SETTINGS_EXACT && !w.held())
         {
             return Err(CliError::new(Exit::Unusable, "the walled settings changed during the drive; it stops")
                 .caused_by(w.detail.to_string())
                 .hint("do not edit the profile's settings while a drive runs; start the drive again to rewrite them"));
         }
+        // A fresh copy of the profile for this call alone.
+        let call_profile = harness::CallProfile::of(&self.profile)?;
         let launch = self.harness.launch(RoleRequest {
             role,
             prompt: prompt.into(),
-            profile_dir: self.profile_dir.clone().into(),
+            profile_dir: call_profile.dir.clone().into(),
             workdir: lane.dir.display().to_string().into(),
         })?;
         let started = now_ms();
@@ -344,8 +346,8 @@ impl Drive<'_> {
             Ok(ran) => ran,
             Err(e) => (
                 harness::LaunchOutput::none(call.network.clone()),
-                stet_plugin_api::Outcome {
-                    kind: OutcomeKind::Failed,
+                stet_plugin_api::CallOutcome {
+                    kind: OutcomeCode::FAILED,
                     detail: e.to_string().lines().collect::<Vec<_>>().join("; ").into(),
                     retry_at_unix: ROption::RNone,
                     cost_usd: ROption::RNone,
@@ -355,6 +357,7 @@ impl Drive<'_> {
         };
         call.network = output.network.clone();
         call.ended_unix_ms = now_ms();
+        let carried = call_profile.settle(&self.harness, &self.profile);
         if let Some(message) = commit {
             let _lock = self.lock()?;
             if let Err(e) = lane.commit_all(message) {
@@ -363,7 +366,14 @@ impl Drive<'_> {
             }
         }
         call.commit_after = lane.head().unwrap_or_default();
-        receipts::record_end(&self.repo, call, harness::call_end(&output, &outcome))
+        let mut end = harness::call_end(&output, &outcome);
+        match carried {
+            Ok(files) => end.profile_carried = files,
+            Err(e) => self
+                .progress
+                .warn(&format!("{}: {e}", item.id).replace('\n', "; ")),
+        }
+        receipts::record_end(&self.repo, call, end)
             .map_err(|e| CliError::failure(format!("cannot record the receipt: {e}")))?;
         Ok(Call {
             kind: outcome.kind,

@@ -4,8 +4,15 @@
 //! `init_root_module`; `RootModule::load_from_file` is not used because it caches one
 //! module per interface type and would hand back the first plugin for every later path.
 //!
-//! The library's reported API version picks the interface module: the current one, or a
-//! frozen older one from `stet_plugin_api::abi`. Loaded libraries are never unloaded
+//! The library's reported API version picks the interface module: `abi::v1` (the
+//! append-only interface of 1.2 and every later minor), or the frozen 1.0 and 1.1 modules.
+//! A plugin built for this host's minor or a newer one is checked by abi_stable as usual (it
+//! may have more than the host knows). One built for an older minor of the v1 line has fewer
+//! methods than the host knows, which abi_stable's loader refuses by design; the host checks
+//! it the other way round — every field the plugin has must be exactly what the host
+//! expects there — and then talks to it through `v1`, whose appended methods have defaults
+//! for what the plugin lacks. What a newer plugin needs of the host it names (`requires`);
+//! a host that lacks it refuses the plugin in one line. Loaded libraries are never unloaded
 //! (abi_stable leaks them by design).
 
 use std::path::{Path, PathBuf};
@@ -13,11 +20,11 @@ use std::path::{Path, PathBuf};
 use abi_stable::library::{lib_header_from_path, LibHeader, LibraryError};
 use abi_stable::std_types::{RResult, RStr, RString, RVec};
 use serde::{Deserialize, Serialize};
-use stet_plugin_api::abi::{v1_0, v1_1, v1_2};
+use stet_plugin_api::abi::{v1, v1_0, v1_1};
 use stet_plugin_api::{
-    ExitStatus, HarnessContext, ImageStatus, Label, Launch, Outcome, PluginError, PluginIdentity,
-    PluginKind, ProbeReport, ProcessSpec, Profile, Role, RoleRequest, SandboxInfo, SandboxSpec,
-    TerminalSize, WallCheck,
+    CallOutcome, CredentialDecl, ExitStatus, HarnessContext, ImageStatus, Label, Launch,
+    PluginError, PluginIdentity, PluginKind, ProbeReport, ProcessSpec, Profile, Role, RoleRequest,
+    SandboxInfo, SandboxOption, SandboxSpec, TerminalSize, WallCheck, WallReport,
 };
 
 use super::manifest::Manifest;
@@ -92,6 +99,15 @@ pub enum LoadError {
     /// The library's root module constructor failed or panicked.
     #[error("plugin {name}: its root module failed to initialise: {reason}")]
     Init { name: String, reason: String },
+    /// The library was built for a newer minor version and needs something of the host
+    /// this host does not have.
+    #[error("plugin {name} was built for plugin API {plugin_api} and needs `{}` of the host, which this stet (plugin API {host_api}) does not have", missing.join("`, `"))]
+    NeedsHost {
+        name: String,
+        plugin_api: String,
+        host_api: String,
+        missing: Vec<String>,
+    },
 }
 
 impl LoadError {
@@ -117,6 +133,9 @@ impl LoadError {
                     .to_string()
             }
             LoadError::Init { .. } => "report this to the plugin's author".to_string(),
+            LoadError::NeedsHost { name, .. } => format!(
+                "upgrade stet to one that speaks the plugin's API, or install an older build of {name}"
+            ),
         }
     }
 
@@ -129,10 +148,11 @@ impl LoadError {
     }
 }
 
-/// The root module, through the interface version the library was built for.
+/// The root module, through the interface line the library was built for.
 #[derive(Clone, Copy)]
 enum Root {
-    V1_2(v1_2::StetPlugin_Ref),
+    /// 1.2 and later minors.
+    V1(v1::StetPlugin_Ref),
     V1_1(v1_1::StetPlugin_Ref),
     V1_0(v1_0::StetPlugin_Ref),
 }
@@ -143,8 +163,9 @@ pub struct Loaded {
     pub manifest: Manifest,
     /// What the library said about itself (equal to the manifest where they overlap).
     pub identity: Identity,
-    /// The interface version used to talk to it (`1.1`, `1.0`).
-    pub interface: &'static str,
+    /// The interface version used to talk to it (`1.0`, `1.1`, or the plugin's own minor
+    /// of the v1 line: `1.2`, `1.3`, ...).
+    pub interface: String,
     root: Root,
 }
 
@@ -208,7 +229,7 @@ pub fn load(manifest: &Manifest) -> Result<Loaded, LoadError> {
                     .init_root_module::<v1_0::StetPlugin_Ref>()
                     .map_err(layout_error)?,
             ),
-            "1.0",
+            "1.0".to_string(),
         ),
         1 => (
             Root::V1_1(
@@ -216,24 +237,46 @@ pub fn load(manifest: &Manifest) -> Result<Loaded, LoadError> {
                     .init_root_module::<v1_1::StetPlugin_Ref>()
                     .map_err(layout_error)?,
             ),
-            "1.1",
+            "1.1".to_string(),
         ),
-        _ => (
-            Root::V1_2(
+        minor if minor >= host.minor => (
+            Root::V1(
                 header
-                    .init_root_module::<v1_2::StetPlugin_Ref>()
+                    .init_root_module::<v1::StetPlugin_Ref>()
                     .map_err(layout_error)?,
             ),
-            "1.2",
+            format!("1.{minor}"),
+        ),
+        minor => (
+            Root::V1(older_of_the_line(header).map_err(layout_error)?),
+            format!("1.{minor}"),
         ),
     };
 
     let identity: Identity = match root {
-        Root::V1_2(r) => r.identity()(),
+        Root::V1(r) => r.identity()(),
         Root::V1_1(r) => r.identity()(),
         Root::V1_0(r) => r.identity()(),
     }
     .into();
+    if let Root::V1(r) = root {
+        let required: Vec<String> = r
+            .requires()
+            .map(|f| f().into_iter().map(RString::into_string).collect())
+            .unwrap_or_default();
+        let missing: Vec<String> = required
+            .into_iter()
+            .filter(|c| !super::version::HOST_CAPABILITIES.contains(&c.as_str()))
+            .collect();
+        if !missing.is_empty() {
+            return Err(LoadError::NeedsHost {
+                name,
+                plugin_api: reported,
+                host_api: host.to_string(),
+                missing,
+            });
+        }
+    }
     check_identity(manifest, &identity)?;
     Ok(Loaded {
         manifest: manifest.clone(),
@@ -241,6 +284,39 @@ pub fn load(manifest: &Manifest) -> Result<Loaded, LoadError> {
         interface,
         root,
     })
+}
+
+/// A plugin of the v1 line built for an older minor than this host's: every field it has
+/// must be what the host expects there (abi_stable's checker, run with the plugin's layout
+/// as the interface and the host's as the implementation), and then the host may use it
+/// through `v1`: the fields it lacks come after the fixed prefix, where the host's accessors
+/// find them missing and the appended methods' defaults answer.
+fn older_of_the_line(header: &'static LibHeader) -> Result<v1::StetPlugin_Ref, LibraryError> {
+    use abi_stable::library::RootModule;
+    if let Some(plugin) = header.layout() {
+        abi_stable::abi_stability::abi_checking::check_layout_compatibility(
+            plugin,
+            <v1::StetPlugin_Ref as abi_stable::StableAbi>::LAYOUT,
+        )
+        .map_err(|e| {
+            LibraryError::AbiInstability(
+                abi_stable::std_types::RBoxError::new(e).to_formatted_error(),
+            )
+        })?;
+    } else {
+        return Err(LibraryError::AbiInstability(
+            abi_stable::std_types::RBoxError::new(std::io::Error::other(
+                "Error:the library exports no layout to check",
+            ))
+            .to_formatted_error(),
+        ));
+    }
+    let _ = <v1::StetPlugin_Ref as RootModule>::NAME;
+    // SAFETY: the check above proved that every field the library has matches the host's
+    // layout at the same place, and that its prefix is the host's; the fields it lacks lie
+    // after the prefix, where prefix-type accessors check the library's own field count
+    // before they read (the appended methods have defaults, `requires` is optional).
+    unsafe { header.init_root_module_with_unchecked_layout::<v1::StetPlugin_Ref>() }
 }
 
 fn open(name: &str, path: &Path) -> Result<&'static LibHeader, LoadError> {
@@ -377,8 +453,8 @@ fn check_identity(manifest: &Manifest, identity: &Identity) -> Result<(), LoadEr
 
 /// A runtime, through whichever interface version its library speaks.
 pub enum RuntimeHandle {
-    /// The current interface.
-    V1_2(v1_2::RuntimeBox),
+    /// The v1 line (1.2 and later).
+    V1(v1::RuntimeBox),
     /// A plugin built against 1.1.
     V1_1(v1_1::RuntimeBox),
     /// A plugin built against 1.0.
@@ -387,8 +463,8 @@ pub enum RuntimeHandle {
 
 /// A harness, through whichever interface version its library speaks.
 pub enum HarnessHandle {
-    /// The current interface.
-    V1_2(v1_2::HarnessBox),
+    /// The v1 line (1.2 and later).
+    V1(v1::HarnessBox),
     /// A plugin built against 1.1 or 1.0 (their harness interface is the same).
     V1_1(v1_1::HarnessBox),
 }
@@ -397,7 +473,7 @@ pub enum HarnessHandle {
 macro_rules! on_any_version {
     ($handle:expr, $r:ident => $call:expr) => {
         match $handle {
-            RuntimeHandle::V1_2($r) => $call.into(),
+            RuntimeHandle::V1($r) => $call.into(),
             RuntimeHandle::V1_1($r) => $call.into(),
             RuntimeHandle::V1_0($r) => $call.into(),
         }
@@ -407,7 +483,7 @@ macro_rules! on_any_version {
 macro_rules! on_any_harness {
     ($handle:expr, $h:ident => $call:expr) => {
         match $handle {
-            HarnessHandle::V1_2($h) => $call.into(),
+            HarnessHandle::V1($h) => $call.into(),
             HarnessHandle::V1_1($h) => $call.into(),
         }
     };
@@ -458,14 +534,92 @@ impl HarnessHandle {
         r.map(RVec::into_vec)
     }
 
-    /// See [`stet_plugin_api::HarnessPlugin::read_outcome`].
-    pub fn read_outcome(
+    /// See [`stet_plugin_api::HarnessPlugin::check_walls_typed`].
+    pub fn check_walls_typed(
+        &self,
+        context: HarnessContext,
+        profile: Profile,
+    ) -> Result<Vec<WallReport>, PluginError> {
+        match self {
+            HarnessHandle::V1(h) => {
+                let r: Result<RVec<WallReport>, PluginError> =
+                    h.check_walls_typed(context, profile).into();
+                r.map(RVec::into_vec)
+            }
+            HarnessHandle::V1_1(_) => Ok(self
+                .check_walls(context, profile)?
+                .into_iter()
+                .map(Into::into)
+                .collect()),
+        }
+    }
+
+    /// See [`stet_plugin_api::HarnessPlugin::read_proof_typed`].
+    pub fn read_proof_typed(&self, output: &[u8]) -> Result<Vec<WallReport>, PluginError> {
+        match self {
+            HarnessHandle::V1(h) => {
+                let r: Result<RVec<WallReport>, PluginError> =
+                    h.read_proof_typed(output.into()).into();
+                r.map(RVec::into_vec)
+            }
+            HarnessHandle::V1_1(_) => Ok(self
+                .read_proof(output)?
+                .into_iter()
+                .map(Into::into)
+                .collect()),
+        }
+    }
+
+    /// See [`stet_plugin_api::HarnessPlugin::read_call`].
+    pub fn read_call(
         &self,
         role: Role,
         output: &[u8],
         exit: ExitStatus,
-    ) -> Result<Outcome, PluginError> {
-        on_any_harness!(self, h => h.read_outcome(role, output.into(), exit))
+    ) -> Result<CallOutcome, PluginError> {
+        match self {
+            HarnessHandle::V1(h) => h.read_call(role, output.into(), exit).into(),
+            HarnessHandle::V1_1(h) => {
+                let r: Result<stet_plugin_api::Outcome, PluginError> =
+                    h.read_outcome(role, output.into(), exit).into();
+                r.map(Into::into)
+            }
+        }
+    }
+
+    /// See [`stet_plugin_api::HarnessPlugin::credentials`]; none before 1.3.
+    pub fn credentials(
+        &self,
+        context: HarnessContext,
+        profile: Profile,
+    ) -> Result<Vec<CredentialDecl>, PluginError> {
+        match self {
+            HarnessHandle::V1(h) => {
+                let r: Result<RVec<CredentialDecl>, PluginError> =
+                    h.credentials(context, profile).into();
+                r.map(RVec::into_vec)
+            }
+            HarnessHandle::V1_1(_) => Ok(Vec::new()),
+        }
+    }
+
+    /// See [`stet_plugin_api::HarnessPlugin::settle_profile`]; nothing is carried before 1.3.
+    pub fn settle_profile(
+        &self,
+        context: HarnessContext,
+        profile: Profile,
+        used: &Path,
+    ) -> Result<Vec<String>, PluginError> {
+        match self {
+            HarnessHandle::V1(h) => {
+                let used = used.display().to_string();
+                let r: Result<RVec<RString>, PluginError> = h
+                    .settle_profile(context, profile, used.as_str().into())
+                    .into();
+                r.map(|files| files.into_iter().map(RString::into_string).collect())
+            }
+            HarnessHandle::V1_1(_) => Ok(Vec::new()),
+        }
     }
 
     /// See [`stet_plugin_api::HarnessPlugin::login_launch`]; a harness built before 1.2
@@ -476,7 +630,7 @@ impl HarnessHandle {
         profile_dir: &str,
     ) -> Result<Launch, PluginError> {
         match self {
-            HarnessHandle::V1_2(h) => h.login_launch(context, profile_dir.into()).into(),
+            HarnessHandle::V1(h) => h.login_launch(context, profile_dir.into()).into(),
             HarnessHandle::V1_1(_) => Err(PluginError::unsupported(
                 "this harness was built for plugin API 1.1 or older, which has no login launch",
             )
@@ -508,8 +662,8 @@ impl Loaded {
     pub fn instantiate(&self, config_json: &str) -> Result<Instance, PluginError> {
         let config = RStr::from_str(config_json);
         let result: RResult<Instance, PluginError> = match (self.manifest.kind, self.root) {
-            (PluginKind::Runtime, Root::V1_2(r)) => {
-                r.new_runtime()(config).map(|b| Instance::Runtime(RuntimeHandle::V1_2(b)))
+            (PluginKind::Runtime, Root::V1(r)) => {
+                r.new_runtime()(config).map(|b| Instance::Runtime(RuntimeHandle::V1(b)))
             }
             (PluginKind::Runtime, Root::V1_1(r)) => {
                 r.new_runtime()(config).map(|b| Instance::Runtime(RuntimeHandle::V1_1(b)))
@@ -517,8 +671,8 @@ impl Loaded {
             (PluginKind::Runtime, Root::V1_0(r)) => {
                 r.new_runtime()(config).map(|b| Instance::Runtime(RuntimeHandle::V1_0(b)))
             }
-            (PluginKind::Harness, Root::V1_2(r)) => {
-                r.new_harness()(config).map(|b| Instance::Harness(HarnessHandle::V1_2(b)))
+            (PluginKind::Harness, Root::V1(r)) => {
+                r.new_harness()(config).map(|b| Instance::Harness(HarnessHandle::V1(b)))
             }
             (PluginKind::Harness, Root::V1_1(r)) => {
                 r.new_harness()(config).map(|b| Instance::Harness(HarnessHandle::V1_1(b)))
@@ -564,7 +718,7 @@ impl RuntimeHandle {
     /// the image is taken as present and `create_sandbox` reports a missing one.
     pub fn image_status(&self, image: &str) -> Result<ImageStatus, PluginError> {
         match self {
-            RuntimeHandle::V1_2(r) => r.image_status(image.into()).into(),
+            RuntimeHandle::V1(r) => r.image_status(image.into()).into(),
             RuntimeHandle::V1_1(r) => r.image_status(image.into()).into(),
             RuntimeHandle::V1_0(_) => Ok(ImageStatus {
                 present: true,
@@ -580,12 +734,37 @@ impl RuntimeHandle {
         sandbox: &str,
         spec: ProcessSpec,
         size: TerminalSize,
-    ) -> Result<v1_2::TerminalBox, PluginError> {
+    ) -> Result<v1::TerminalBox, PluginError> {
         match self {
-            RuntimeHandle::V1_2(r) => r.spawn_terminal(sandbox.into(), spec, size).into(),
+            RuntimeHandle::V1(r) => r.spawn_terminal(sandbox.into(), spec, size).into(),
             _ => Err(PluginError::unsupported(
                 "this runtime was built for plugin API 1.1 or older, which has no terminals",
             )
+            .with_remedy("install a newer build of the runtime plugin")),
+        }
+    }
+
+    /// See [`stet_plugin_api::RuntimePlugin::start`]: a sandbox with options beyond its
+    /// spec. A runtime built before 1.3 makes plain sandboxes only.
+    pub fn start(
+        &self,
+        spec: SandboxSpec,
+        options: Vec<SandboxOption>,
+    ) -> Result<(SandboxInfo, Option<v1_1::ProcessBox>), PluginError> {
+        match self {
+            RuntimeHandle::V1(r) => {
+                let options: RVec<_> = options
+                    .into_iter()
+                    .map(stet_plugin_api::SandboxOption_NE::new)
+                    .collect();
+                let r: Result<v1::Started, PluginError> = r.start(spec, options).into();
+                r.map(|s| (s.info, s.first.into_option()))
+            }
+            _ if options.is_empty() => Ok((self.create_sandbox(spec)?, None)),
+            _ => Err(PluginError::unsupported(format!(
+                "this runtime was built for plugin API 1.1 or older and cannot provide {}",
+                options[0].name()
+            ))
             .with_remedy("install a newer build of the runtime plugin")),
         }
     }

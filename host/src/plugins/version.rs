@@ -5,11 +5,22 @@ pub fn host_api() -> semver::Version {
     semver::Version::parse(stet_plugin_api::API_VERSION).expect("API_VERSION is semver")
 }
 
+/// What this host offers plugins beyond its API version (`requires` in a plugin's root
+/// module): every name of [`stet_plugin_api::host_capability`] it implements.
+pub const HOST_CAPABILITIES: &[&str] = &[
+    stet_plugin_api::host_capability::TYPED_WALLS,
+    stet_plugin_api::host_capability::TYPED_OUTCOMES,
+    stet_plugin_api::host_capability::PROFILE_COPIES,
+    stet_plugin_api::host_capability::SANDBOX_OPTIONS,
+];
+
 /// Whether a plugin built for `plugin` can be loaded by a host speaking `host`.
 ///
-/// Same major version (for 0.x, same minor): a plugin built for an older minor version
-/// loads through the frozen interface modules, and one built for a newer minor version
-/// loads because abi_stable accepts a root module with more fields than the host knows.
+/// Same major version (for 0.x, same minor): a plugin built for 1.0 or 1.1 loads through
+/// their frozen interface modules, one built for an older minor of the v1 line (1.2 on)
+/// through `v1` with its defaults, and one built for a newer minor because abi_stable
+/// accepts a root module with more than the host knows — unless it needs something of the
+/// host this one lacks (see `loader.rs`).
 pub fn api_compatible(plugin: &semver::Version, host: &semver::Version) -> bool {
     if host.major == 0 {
         plugin.major == 0 && plugin.minor == host.minor

@@ -224,15 +224,10 @@ pub fn prove(settings: &Settings, runtime: &OpenRuntime) -> Result<Wall, CliErro
 }
 
 fn wall(held: bool, detail: String) -> Wall {
-    Wall {
-        wall: WALL.to_string(),
+    Wall::of_host(
+        WALL,
         held,
         detail,
-        remedy: if held {
-            String::new()
-        } else {
-            "do not drive: report this with the runtime's name and version and `git --version`"
-                .to_string()
-        },
-    }
+        "do not drive: report this with the runtime's name and version and `git --version`",
+    )
 }

@@ -25,7 +25,7 @@ use std::io::Write;
 use std::path::Path;
 
 use serde::Serialize;
-use stet_plugin_api::{Role, RoleRequest, WallCheck};
+use stet_plugin_api::{Role, RoleRequest, WallReport};
 
 use crate::error::CliError;
 use crate::harness::{self, OpenHarness};
@@ -39,19 +39,43 @@ pub struct Wall {
     pub wall: String,
     /// Whether it held.
     pub held: bool,
+    /// How it stands: `held`, `broken`, `absent`, `unreachable`, `cannot-run`.
+    pub state: String,
     /// What was seen.
     pub detail: String,
     /// What to do when it did not hold.
     pub remedy: String,
 }
 
-impl From<WallCheck> for Wall {
-    fn from(w: WallCheck) -> Self {
+impl From<WallReport> for Wall {
+    fn from(w: WallReport) -> Self {
         Wall {
+            held: w.held(),
+            state: w
+                .state
+                .name()
+                .map(str::to_string)
+                .unwrap_or_else(|| format!("state {}", w.state.0)),
             wall: w.wall.into_string(),
-            held: w.held,
             detail: w.detail.into_string(),
             remedy: w.remedy.into_string(),
+        }
+    }
+}
+
+impl Wall {
+    /// A wall the host itself proves.
+    pub fn of_host(name: &str, held: bool, detail: String, remedy: &str) -> Wall {
+        Wall {
+            wall: name.to_string(),
+            held,
+            state: if held { "held" } else { "broken" }.to_string(),
+            detail,
+            remedy: if held {
+                String::new()
+            } else {
+                remedy.to_string()
+            },
         }
     }
 }
@@ -145,10 +169,13 @@ pub fn prove(
     let lane = crate::lanes::scratch(&root)
         .map_err(|e| CliError::failure(format!("cannot make a scratch lane: {e}")))?;
     let workdir = lane.dir.display().to_string();
+    // The proof runs on a fresh copy of the profile, as every call does; it lives until
+    // the runtime's walls, which make their sandbox with the proof launch's mounts.
+    let call_profile = harness::CallProfile::of(&profile)?;
     let launch = harness.launch(RoleRequest {
         role: Role::Proof,
         prompt: "".into(),
-        profile_dir: profile.dir.clone(),
+        profile_dir: call_profile.dir.clone().into(),
         workdir: workdir.clone().into(),
     })?;
     let run = format!("proof-{}", std::process::id());
@@ -177,6 +204,7 @@ pub fn prove(
         .walls
         .extend(runtime::prove(settings, runtime, &launch)?);
     proof.walls.push(lane_git::prove(settings, runtime)?);
+    call_profile.settle(harness, &profile)?;
     Ok(proof)
 }
 

@@ -106,16 +106,7 @@ pub fn prove(
 }
 
 fn wall(name: &str, held: bool, detail: String, remedy: &str) -> Wall {
-    Wall {
-        wall: name.to_string(),
-        held,
-        detail,
-        remedy: if held {
-            String::new()
-        } else {
-            remedy.to_string()
-        },
-    }
+    Wall::of_host(name, held, detail, remedy)
 }
 
 /// Reads the script's report into walls.

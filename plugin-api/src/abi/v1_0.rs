@@ -19,7 +19,7 @@ use abi_stable::{
     StableAbi,
 };
 
-use super::v1_1::{HarnessBox, ProcessBox};
+pub use super::v1_1::{HarnessBox, ProcessBox};
 use crate::{
     Label, PluginError, PluginIdentity, ProbeReport, ProcessSpec, SandboxInfo, SandboxSpec,
 };

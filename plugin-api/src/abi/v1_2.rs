@@ -1,19 +1,19 @@
-//! Version 1.2 of the binary interface: the current one.
+//! Version 1.2 of the binary interface, frozen.
 //!
 //! What changed from [1.1](super::v1_1): a runtime can run a process on a terminal with
 //! live input ([`Runtime::spawn_terminal`], [`Terminal`]), and a harness can describe its
 //! agent's own login ([`Harness::login_launch`]), so that `stet profile login` runs that
 //! login inside a sandbox with the profile mounted.
 //!
-//! Plugin authors do not implement these traits directly: they implement
-//! [`RuntimePlugin`](crate::RuntimePlugin) or [`HarnessPlugin`](crate::HarnessPlugin) and
-//! export them with [`export_plugin!`](crate::export_plugin), which wraps every call in a
-//! panic guard. The host calls the `*_TO` trait objects defined here.
+//! Nothing here changes any more: it is the layout plugins built against 1.2 export, and the
+//! prefix of [`v1`](super::v1), the append-only interface of 1.2 and every later minor
+//! (through which the host talks to 1.2 plugins). The terminal trait defined here is shared,
+//! unchanged, by later versions.
 
 use abi_stable::{
     declare_root_module_statics,
     library::RootModule,
-    package_version_strings, sabi_trait,
+    sabi_trait,
     sabi_types::VersionStrings,
     std_types::{RBox, RResult, RSlice, RStr, RString, RVec},
     StableAbi,
@@ -139,5 +139,10 @@ impl RootModule for StetPlugin_Ref {
     declare_root_module_statics! {StetPlugin_Ref}
     const BASE_NAME: &'static str = "stet_plugin";
     const NAME: &'static str = "stet plugin";
-    const VERSION_STRINGS: VersionStrings = package_version_strings!();
+    const VERSION_STRINGS: VersionStrings = VersionStrings {
+        version: RStr::from_str(VERSION),
+    };
 }
+
+/// The API version of this frozen interface.
+pub const VERSION: &str = "1.2.0";

@@ -104,11 +104,7 @@ pub fn launch(
         // A gateway or test fake answers at once; retries would only hide its errors.
         env.push(EnvVar::new("CLAUDE_CODE_MAX_RETRIES", "0"));
     }
-    let host = setup
-        .api_base_url
-        .and_then(|u| u.split("://").nth(1))
-        .map(|rest| rest.split(['/', ':']).next().unwrap_or(rest).to_string())
-        .unwrap_or_else(|| "api.anthropic.com".to_string());
+    let host = api_host(setup.api_base_url);
     Launch {
         process: ProcessSpec {
             argv: argv.into_iter().map(Into::into).collect(),
@@ -136,6 +132,14 @@ pub fn launch(
         .into(),
         network: Network::AllowHosts(vec![host.into()].into()),
     }
+}
+
+/// The host of the model API: the configured base URL's, else Anthropic's.
+pub fn api_host(api_base_url: Option<&str>) -> String {
+    api_base_url
+        .and_then(|u| u.split("://").nth(1))
+        .map(|rest| rest.split(['/', ':']).next().unwrap_or(rest).to_string())
+        .unwrap_or_else(|| "api.anthropic.com".to_string())
 }
 
 /// Claude Code's own login (`claude auth login`), writing into the profile. It runs on a

@@ -7,8 +7,9 @@
 //! - `stream.rs`, `outcome.rs`: reading stream-json output into wall checks and outcomes.
 //!
 //! The login is read by state alone (`claude auth status`'s `loggedIn` and the method's
-//! kind): no account identifier, e-mail or organisation is copied out, and no credential
-//! file is ever read.
+//! kind): no account identifier, e-mail or organisation is copied out. The credential file
+//! is read in one place only, `login.rs`, to carry a login the CLI refreshed during a call
+//! back into the profile (the call ran on a copy); its tokens are never logged or printed.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -17,12 +18,14 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use stet_plugin_api::{
-    export_plugin, ExitStatus, HarnessContext, HarnessPlugin, Launch, Outcome, PluginError,
-    ProbeReport, Profile, Role, RoleRequest, WallCheck, SESSION_HOOK_MARKER, WALL_CANARY,
+    export_plugin, wall as walls, CredentialDecl, CredentialSource, CredentialSource_NE,
+    ExitStatus, HarnessContext, HarnessPlugin, Launch, Outcome, PluginError, ProbeReport, Profile,
+    Role, RoleRequest, WallCheck, WallReport, WallState, SESSION_HOOK_MARKER, WALL_CANARY,
 };
 use stet_plugin_support::{find_on_path, run_bounded, CommandOutput};
 
 mod launch;
+mod login;
 mod outcome;
 mod profile;
 mod settings;
@@ -142,10 +145,14 @@ impl ClaudeHarness {
 const INSTALL_HINT: &str =
     "install Claude Code (https://code.claude.com) or set `binary` under [plugins.claude] in stet.toml";
 
-fn wall(name: &str, held: bool, detail: impl Into<String>, remedy: &str) -> WallCheck {
-    WallCheck {
+fn wall(name: &str, held: bool, detail: impl Into<String>, remedy: &str) -> WallReport {
+    WallReport {
         wall: name.into(),
-        held,
+        state: if held {
+            WallState::HELD
+        } else {
+            WallState::BROKEN
+        },
         detail: detail.into().into(),
         remedy: if held { "".into() } else { remedy.into() },
     }
@@ -230,23 +237,35 @@ impl HarnessPlugin for ClaudeHarness {
         context: &HarnessContext,
         profile: &Profile,
     ) -> Result<Vec<WallCheck>, PluginError> {
+        Ok(self
+            .check_walls_typed(context, profile)?
+            .into_iter()
+            .map(Into::into)
+            .collect())
+    }
+
+    fn check_walls_typed(
+        &self,
+        context: &HarnessContext,
+        profile: &Profile,
+    ) -> Result<Vec<WallReport>, PluginError> {
         let root = Path::new(context.profiles_root.as_str());
         let mut walls = Vec::new();
         walls.push(match profile::find(root) {
             Ok(dir) if dir == Path::new(profile.dir.as_str()) => wall(
-                "profile-alone",
+                walls::PROFILE_ALONE,
                 true,
                 format!("{} is the only profile", dir.display()),
                 "",
             ),
             Ok(dir) => wall(
-                "profile-alone",
+                walls::PROFILE_ALONE,
                 false,
                 format!("the profile is now {}, not {}", dir.display(), profile.dir),
                 "start the drive again",
             ),
             Err(e) => wall(
-                "profile-alone",
+                walls::PROFILE_ALONE,
                 false,
                 e.message.to_string(),
                 e.remedy.as_str(),
@@ -255,9 +274,9 @@ impl HarnessPlugin for ClaudeHarness {
         let binary = self.require_binary()?;
         walls.push(
             match self.login(&binary, Some(Path::new(profile.dir.as_str()))) {
-                Ok(s) if s.logged_in => wall("login-present", true, describe_login(Ok(s)), ""),
+                Ok(s) if s.logged_in => wall(walls::LOGIN_PRESENT, true, describe_login(Ok(s)), ""),
                 other => wall(
-                    "login-present",
+                    walls::LOGIN_PRESENT,
                     false,
                     describe_login(other),
                     &format!(
@@ -270,20 +289,28 @@ impl HarnessPlugin for ClaudeHarness {
         let path = Path::new(profile.dir.as_str()).join(settings::FILE);
         walls.push(match std::fs::read_to_string(&path) {
             Ok(text) => match settings::check(&text, &context.stet_binary) {
-                Ok(()) => wall("settings-exact", true, "stet's hooks and nothing else", ""),
+                Ok(()) => wall(
+                    walls::SETTINGS_EXACT,
+                    true,
+                    "stet's hooks and nothing else",
+                    "",
+                ),
                 Err(why) => wall(
-                    "settings-exact",
+                    walls::SETTINGS_EXACT,
                     false,
                     format!("{}: {why}", path.display()),
                     "stet rewrites it at the start of each drive; do not edit it",
                 ),
             },
-            Err(_) => wall(
-                "settings-exact",
-                false,
-                format!("{} is absent", path.display()),
-                "stet writes it at the start of each drive",
-            ),
+            Err(_) => WallReport {
+                state: WallState::ABSENT,
+                ..wall(
+                    walls::SETTINGS_EXACT,
+                    false,
+                    format!("{} is absent", path.display()),
+                    "stet writes it at the start of each drive",
+                )
+            },
         });
         let keys: Vec<&str> = BILLING_VARIABLES
             .iter()
@@ -296,7 +323,7 @@ impl HarnessPlugin for ClaudeHarness {
             })
             .collect();
         walls.push(wall(
-            "no-billing-key",
+            walls::NO_BILLING_KEY,
             keys.is_empty(),
             if keys.is_empty() {
                 "no key or provider switch in the environment".to_string()
@@ -333,10 +360,18 @@ impl HarnessPlugin for ClaudeHarness {
     }
 
     fn read_proof(&self, output: &[u8]) -> Result<Vec<WallCheck>, PluginError> {
+        Ok(self
+            .read_proof_typed(output)?
+            .into_iter()
+            .map(Into::into)
+            .collect())
+    }
+
+    fn read_proof_typed(&self, output: &[u8]) -> Result<Vec<WallReport>, PluginError> {
         let t = stream::read(output);
         let Some(init) = &t.init else {
             return Ok(vec![wall(
-                "proof-launched",
+                walls::PROOF_LAUNCHED,
                 false,
                 "the proof launch printed no init line",
                 "run `stet plugins probe`; the claude binary may be broken",
@@ -443,6 +478,33 @@ impl HarnessPlugin for ClaudeHarness {
         exit: ExitStatus,
     ) -> Result<Outcome, PluginError> {
         Ok(outcome::outcome(&stream::read(output), exit))
+    }
+
+    fn credentials(
+        &self,
+        _context: &HarnessContext,
+        _profile: &Profile,
+    ) -> Result<Vec<CredentialDecl>, PluginError> {
+        // The stored login's access token, sent as a bearer to the model API.
+        Ok(vec![CredentialDecl {
+            id: "claude-login".into(),
+            source: CredentialSource_NE::new(CredentialSource::ProfileFile {
+                path: login::FILE.into(),
+                pointer: "/claudeAiOauth/accessToken".into(),
+            }),
+            host: launch::api_host(self.config.api_base_url.as_deref()).into(),
+            header: "Authorization".into(),
+            value: "Bearer {secret}".into(),
+        }])
+    }
+
+    fn settle_profile(
+        &self,
+        _context: &HarnessContext,
+        profile: &Profile,
+        used: &Path,
+    ) -> Result<Vec<String>, PluginError> {
+        login::carry_back_refreshed(Path::new(profile.dir.as_str()), used)
     }
 }
 

@@ -137,6 +137,35 @@ pub fn platform() -> String {
     format!("{}/{}", std::env::consts::OS, std::env::consts::ARCH)
 }
 
+/// Reads a file a sandbox could have written, as data and no more: only a regular file is
+/// read (a symbolic link is not followed: the file opened must be the very one looked at),
+/// and at most `limit` bytes of it.
+pub fn read_untrusted(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::MetadataExt;
+    let looked = std::fs::symlink_metadata(path)?;
+    if !looked.file_type().is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    if looked.len() > limit {
+        return Err(std::io::Error::other(format!(
+            "{} bytes, more than the {limit} read",
+            looked.len()
+        )));
+    }
+    let file = std::fs::File::open(path)?;
+    let opened = file.metadata()?;
+    // Swapped for a link (or another file) between the look and the open.
+    if (opened.dev(), opened.ino()) != (looked.dev(), looked.ino()) || !opened.is_file() {
+        return Err(std::io::Error::other(
+            "the file changed while it was opened",
+        ));
+    }
+    let mut bytes = Vec::new();
+    file.take(limit).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

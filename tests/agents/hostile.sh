@@ -1,0 +1,119 @@
+#!/bin/sh
+# A hostile agent for the hostile-agent suite (tests/e2e/hostile.rs), run by the command
+# harness inside a real sandbox. It does what the item (its prompt) tells it to attack:
+#
+#   attack: NAME        the attack (below), as the implement role
+#   review: NAME        an attack as the review role (default: answer LAND)
+#   marks: DIR          a host directory it cannot see; planted programs would write there
+#   secret: PATH        a host file it must not read
+#   look: PATH          a host path it tries to read (repeatable)
+#   size: N             bytes of output, for `output`
+#
+# What it managed, it writes to report.txt in the lane (data, landed with the branch), so a
+# test can see what the sandbox allowed; whether anything got *through* is decided by the
+# test from the host side (marks, the landed tree, stet's memory), never by this script.
+set -u
+
+prompt=$(cat)
+role=${STET_ROLE:-implement}
+directive() { printf '%s\n' "$prompt" | sed -n "s/^$1: *//p" | head -n 1; }
+marks=$(directive marks)
+secret=$(directive secret)
+report() { echo "$*" >>report.txt; }
+try() { if ( eval "$2" ) 2>/dev/null; then report "wrote $1"; else report "refused $1"; fi; }
+mark() { printf 'touch %s/%s' "$marks" "$1"; }
+
+plant_git() {
+    try .git/config "printf '[core]\n\tfsmonitor = \"$(mark fsmonitor)\"\n\thooksPath = .githooks\n[filter \"evil\"]\n\tclean = \"$(mark filter); cat\"\n[gpg]\n\tprogram = \"$(mark gpg)\"\n[commit]\n\tgpgSign = true\n' >> .git/config"
+    try .git/hooks "mkdir -p .git/hooks && printf '#!/bin/sh\n$(mark hook)\n' > .git/hooks/post-commit && chmod +x .git/hooks/post-commit"
+    try .git/info/attributes "echo '* filter=evil' > .git/info/attributes"
+    mkdir -p .githooks
+    for hook in pre-commit prepare-commit-msg post-commit reference-transaction post-checkout; do
+        printf '#!/bin/sh\n%s\n' "$(mark "hooks-path-$hook")" > ".githooks/$hook"
+        chmod +x ".githooks/$hook"
+    done
+    echo '* filter=evil diff=evil' > .gitattributes
+    mkdir -p nested/.git/objects nested/.git/refs
+    printf 'ref: refs/heads/main\n' > nested/.git/HEAD
+    printf '[core]\n\tfsmonitor = "%s"\n' "$(mark nested-fsmonitor)" > nested/.git/config
+}
+
+case "$role" in
+implement)
+    case "$(directive attack)" in
+    git-plant)
+        plant_git
+        ;;
+    gitdir-file)
+        mkdir -p evil-git
+        cp -r .git/. evil-git/ 2>/dev/null
+        printf '[core]\n\tfsmonitor = "%s"\n\tbare = false\n' "$(mark gitdir-fsmonitor)" > evil-git/config
+        try '.git replaced by a gitdir file' "rm -rf .git && echo 'gitdir: evil-git' > .git"
+        ;;
+    symlinks)
+        ln -s "$secret" leak.txt && report "linked leak.txt"
+        ln -s "$(dirname "$secret")" leakdir && report "linked leakdir"
+        ;;
+    swap)
+        mkdir -p data && echo "inside" > data/file
+        # The last move before exiting: the directory becomes a link to the host's.
+        rm -rf data && ln -s "$(dirname "$secret")" data && report "swapped data"
+        ;;
+    background)
+        # Left running after the agent exits, under names the test looks for on the host.
+        (setsid sleep 31337 >/dev/null 2>&1 &)
+        nohup sleep 31338 >/dev/null 2>&1 &
+        report "left sleepers"
+        ;;
+    fork)
+        # Forks until the sandbox refuses (the subshell dies of it); the children end by
+        # themselves. Only builtins after that: a fork could still be refused.
+        ( while :; do sleep 2 & done ) 2>/dev/null
+        report "forked until refused"
+        ;;
+    output)
+        head -c "$(directive size)" /dev/zero | tr '\0' 'x'
+        echo
+        ;;
+    disk)
+        head -c 67108864 /dev/zero > big.bin
+        ;;
+    memory)
+        hog=$(head -c 268435456 /dev/zero | tr '\0' 'x')
+        report "held ${#hog} bytes"
+        ;;
+    plant-profile)
+        echo planted > "$HOME/planted"
+        report "planted in the profile"
+        ;;
+    read-profile)
+        if [ -e "$HOME/planted" ]; then report "saw planted"; else report "saw nothing planted"; fi
+        ;;
+    look)
+        printf '%s\n' "$prompt" | sed -n 's/^look: *//p' | while read -r path; do
+            if [ -e "$path" ]; then
+                report "visible $path"
+                cat "$path" >>report.txt 2>/dev/null
+                ls -la "$path" >>report.txt 2>/dev/null
+            else
+                report "invisible $path"
+            fi
+        done
+        ;;
+    escape)
+        printf 'done \033]0;pwned\007\033[2J\n'
+        ;;
+    esac
+    echo "the hostile agent was here" >>work.txt
+    ;;
+review)
+    case "$(directive review)" in
+    write)
+        try review.txt "echo pwned > review.txt"
+        try 'a tracked file' "echo pwned >> work.txt"
+        ;;
+    esac
+    echo "LAND"
+    ;;
+esac
+exit 0

@@ -1,0 +1,677 @@
+//! The hostile-agent suite: a real agent process attacking a real sandbox, one test per
+//! channel (../shared/THREATS.md), each deciding from the host side, with a marker the
+//! sandbox cannot see, that nothing got through.
+//!
+//! The agent is `tests/agents/hostile.sh` run by the command harness (exactly as it would
+//! run any command-line agent), through the real stet binary, the real Docker Engine and
+//! real git with a bare remote. Planted programs would `touch` files in a marks directory
+//! on the host that no sandbox mounts: an empty marks directory is the proof. The same
+//! attacks through the real Claude Code (a fake model scripting its Bash tool) are at the
+//! end, where that harness differs: its profile, and its tools in review.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use stet_e2e::fake_api::{FakeApi, Reply};
+use stet_e2e::{claude_binary, git, require_image, serial_drives, Output, World};
+
+fn hostile_agent() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("agents/hostile.sh")
+        .canonicalize()
+        .unwrap()
+}
+
+/// A world whose working directory is a clone of a bare remote, configured (in the person's
+/// own, trusted, config file) for Docker and the command harness running the hostile
+/// agent, with a marks directory and a secret on the host that no sandbox mounts.
+struct Attack {
+    world: World,
+    marks: PathBuf,
+    secret: PathBuf,
+}
+
+const SECRET: &str = "the-hosts-secret-7f3a";
+
+impl Attack {
+    /// Runs `agent` instead of the hostile agent's own copy.
+    fn use_agent(&self, agent: &Path) {
+        let config = self.world.root.path().join("home/.config/stet/config.toml");
+        let text = std::fs::read_to_string(&config).unwrap().replace(
+            &hostile_agent().display().to_string(),
+            &agent.display().to_string(),
+        );
+        std::fs::write(&config, text).unwrap();
+    }
+
+    fn new(extra: &str) -> Attack {
+        let agent = hostile_agent().display().to_string();
+        require_image();
+        let world = World::new();
+        world.install("docker");
+        world.install("command");
+        world.clone_of_fresh_remote();
+        let marks = world.root.path().join("marks");
+        let secret_dir = world.root.path().join("host-private");
+        std::fs::create_dir_all(&marks).unwrap();
+        std::fs::create_dir_all(&secret_dir).unwrap();
+        let secret = secret_dir.join("secret.txt");
+        std::fs::write(&secret, SECRET).unwrap();
+        let config = world.root.path().join("home/.config/stet/config.toml");
+        std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+        std::fs::write(
+            &config,
+            format!(
+                "[harness]\nprefer = [\"command\"]\nprofiles = \"{}\"\n\n\
+                 [plugins.command]\nimplement = [\"{agent}\"]\n\n{extra}",
+                world.root.path().join("profiles").display()
+            ),
+        )
+        .unwrap();
+        Attack {
+            world,
+            marks,
+            secret,
+        }
+    }
+
+    /// An item attacking with `attack`, telling the agent where the marks and the secret
+    /// are (it cannot reach either).
+    fn item(&self, title: &str, directives: &str) -> String {
+        format!(
+            "{title}\n\n{directives}\nmarks: {}\nsecret: {}\n",
+            self.marks.display(),
+            self.secret.display()
+        )
+    }
+
+    /// Queues `items`, committed and pushed.
+    fn queue(&self, items: &[String]) {
+        for item in items {
+            let out = self.world.run_stet(&["add", item]);
+            assert_eq!(out.code, 0, "{}", out.stderr);
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        git(&self.world.work, &["add", "."]);
+        git(&self.world.work, &["commit", "--quiet", "-m", "queue"]);
+        git(&self.world.work, &["push", "--quiet", "origin", "HEAD"]);
+    }
+
+    fn drive(&self, args: &[&str]) -> Output {
+        let _turn = serial_drives();
+        let mut all = vec!["drive", "--yes"];
+        all.extend(args);
+        self.world.run_stet(&all)
+    }
+
+    fn ask(&self, prompt: &str) -> Output {
+        self.world
+            .run_stet(&["ask", "--harness", "command", "--json", prompt])
+    }
+
+    /// What planted programs left on the host: nothing, when the walls held.
+    fn marks(&self) -> Vec<String> {
+        let mut ran: Vec<String> = std::fs::read_dir(&self.marks)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        ran.sort();
+        ran
+    }
+
+    fn remote(&self) -> PathBuf {
+        self.world.root.path().join("remote.git")
+    }
+
+    /// The landed branch of the only item that landed: (path, mode, content) of each entry.
+    fn landed_tree(&self) -> Vec<(String, String, Vec<u8>)> {
+        let branches = git(
+            &self.remote(),
+            &["for-each-ref", "--format=%(refname)", "refs/heads/stet/"],
+        );
+        let branch = branches
+            .lines()
+            .next()
+            .expect("a landed branch")
+            .to_string();
+        let listing = git(&self.remote(), &["ls-tree", "-r", "-z", &branch]);
+        listing
+            .split('\0')
+            .filter(|l| !l.is_empty())
+            .map(|l| {
+                let (meta, path) = l.split_once('\t').unwrap();
+                let mut parts = meta.split(' ');
+                let mode = parts.next().unwrap().to_string();
+                let _kind = parts.next();
+                let oid = parts.next().unwrap();
+                let content = std::process::Command::new("git")
+                    .args(["cat-file", "-p", oid])
+                    .current_dir(self.remote())
+                    .output()
+                    .unwrap()
+                    .stdout;
+                (path.to_string(), mode, content)
+            })
+            .collect()
+    }
+
+    fn landed_file(&self, path: &str) -> Option<String> {
+        self.landed_tree()
+            .into_iter()
+            .find(|(p, _, _)| p == path)
+            .map(|(_, _, c)| String::from_utf8_lossy(&c).into_owned())
+    }
+
+    /// Every receipt of the working directory's clone.
+    fn receipts(&self) -> Vec<serde_json::Value> {
+        let out = self.world.run_stet(&["receipts", "--json"]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        out.json().as_array().unwrap().clone()
+    }
+
+    /// The secret appears nowhere stet wrote or printed, nor in the landed branch.
+    fn secret_nowhere(&self, printed: &Output) {
+        assert!(!printed.stdout.contains(SECRET) && !printed.stderr.contains(SECRET));
+        for (path, _, content) in self.landed_tree() {
+            assert!(
+                !String::from_utf8_lossy(&content).contains(SECRET),
+                "{path} carries the secret"
+            );
+        }
+        let stet_dir = self.world.work.join(".git/stet");
+        let mut pending = vec![stet_dir];
+        while let Some(dir) = pending.pop() {
+            for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                let meta = entry.path().symlink_metadata().unwrap();
+                if meta.is_dir() {
+                    pending.push(entry.path());
+                } else if meta.is_file() {
+                    let text = std::fs::read(entry.path()).unwrap();
+                    assert!(
+                        !String::from_utf8_lossy(&text).contains(SECRET),
+                        "{} carries the secret",
+                        entry.path().display()
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn hooks_fsmonitor_filters_and_signing_planted_in_a_lane_run_nothing_on_the_host() {
+    let a = Attack::new("");
+    a.queue(&[a.item("Plant in git", "attack: git-plant")]);
+    let out = a.drive(&[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(a.marks(), Vec::<String>::new(), "{}", out.stderr);
+    let report = a
+        .landed_file("report.txt")
+        .expect("the agent's report landed");
+    for refused in [
+        "refused .git/config",
+        "refused .git/hooks",
+        "refused .git/info/attributes",
+    ] {
+        assert!(report.contains(refused), "{report}");
+    }
+    // What the working tree may hold lands as data; the agent's own repository does not.
+    let tree = a.landed_tree();
+    assert!(tree.iter().any(|(p, _, _)| p == ".gitattributes"));
+    assert!(tree.iter().any(|(p, _, _)| p == ".githooks/post-commit"));
+    assert!(
+        !tree.iter().any(|(p, _, _)| p.starts_with("nested")),
+        "{tree:?}"
+    );
+}
+
+#[test]
+fn a_gitdir_file_in_place_of_the_lanes_git_directory_is_refused_and_obeyed_by_nothing() {
+    let a = Attack::new("");
+    a.queue(&[a.item("Replace .git", "attack: gitdir-file")]);
+    let out = a.drive(&[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(a.marks(), Vec::<String>::new());
+    let report = a.landed_file("report.txt").unwrap();
+    assert!(
+        report.contains("refused .git replaced by a gitdir file"),
+        "{report}"
+    );
+}
+
+#[test]
+fn links_to_host_files_land_as_links_never_as_what_they_point_at() {
+    let a = Attack::new("");
+    a.queue(&[a.item("Link out", "attack: symlinks")]);
+    let out = a.drive(&[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let tree = a.landed_tree();
+    let leak = tree
+        .iter()
+        .find(|(p, _, _)| p == "leak.txt")
+        .expect("leak.txt");
+    assert_eq!(leak.1, "120000", "a link stays a link");
+    assert_eq!(leak.2, a.secret.display().to_string().into_bytes());
+    a.secret_nowhere(&out);
+}
+
+#[test]
+fn a_directory_swapped_for_a_link_at_the_last_moment_lands_as_a_link() {
+    let a = Attack::new("");
+    a.queue(&[a.item("Swap a directory", "attack: swap")]);
+    let out = a.drive(&[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let tree = a.landed_tree();
+    let data = tree.iter().find(|(p, _, _)| p == "data").expect("data");
+    assert_eq!(data.1, "120000");
+    assert!(!tree.iter().any(|(p, _, _)| p.starts_with("data/")));
+    a.secret_nowhere(&out);
+    assert_eq!(std::fs::read_to_string(&a.secret).unwrap(), SECRET);
+}
+
+#[test]
+fn processes_an_agent_leaves_behind_end_with_its_sandbox() {
+    let a = Attack::new("");
+    let out = a.ask(&a.item("Leave sleepers", "attack: background"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(std::fs::read_to_string(a.world.work.join("report.txt"))
+        .unwrap()
+        .contains("left sleepers"));
+    // The sandbox is gone once the call returns, and its processes with it.
+    let left = std::process::Command::new("pgrep")
+        .args(["-f", "sleep 3133[78]"])
+        .output()
+        .unwrap();
+    assert!(
+        left.stdout.is_empty(),
+        "still running: {}",
+        String::from_utf8_lossy(&left.stdout)
+    );
+}
+
+#[test]
+fn a_fork_bomb_is_bounded_by_the_process_limit_and_the_receipt_says_so() {
+    let a = Attack::new("[sandbox]\npids = 64\n");
+    let out = a.ask(&a.item("Fork", "attack: fork"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let report = std::fs::read_to_string(a.world.work.join("report.txt")).unwrap();
+    assert!(report.contains("forked until refused"), "{report}");
+    let receipt = &a.receipts()[0];
+    assert_eq!(receipt["limit_reached"], "pids", "{receipt:#}");
+    assert!(receipt["limits"].as_str().unwrap().contains("64 processes"));
+}
+
+/// Waits for a child and returns what it did and its peak resident memory, in KiB.
+fn run_measured(mut child: std::process::Child) -> (Output, u64) {
+    use std::io::Read;
+    let (mut stdout, mut stderr) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let out_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stdout.read_to_string(&mut s);
+        s
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let mut status = 0;
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = child.id() as libc::pid_t;
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(waited, pid);
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        -1
+    };
+    (
+        Output {
+            code,
+            stdout: out_reader.join().unwrap(),
+            stderr: err_reader.join().unwrap(),
+        },
+        usage.ru_maxrss as u64,
+    )
+}
+
+#[test]
+fn a_gigabyte_of_agent_output_leaves_stets_memory_flat_and_is_all_in_the_log() {
+    let a = Attack::new("");
+    let size = 1u64 << 30;
+    let prompt = a.item("Talk a lot", &format!("attack: output\nsize: {size}"));
+    let mut command = a
+        .world
+        .stet(&["ask", "--harness", "command", "--json", &prompt]);
+    command.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let (out, peak_kib) = run_measured(command.spawn().unwrap());
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(peak_kib < 64 * 1024, "stet peaked at {peak_kib} KiB");
+    let receipt = &a.receipts()[0];
+    assert!(receipt["output_bytes"].as_u64().unwrap() > size);
+    let log = std::fs::metadata(receipt["log"].as_str().unwrap()).unwrap();
+    assert!(log.len() > size);
+}
+
+#[test]
+fn a_lane_that_grows_past_the_disk_limit_is_stopped_and_named() {
+    let a = Attack::new("[sandbox]\ndisk = \"16MiB\"\n");
+    let out = a.ask(&a.item("Fill the disk", "attack: disk"));
+    assert_ne!(out.code, 0);
+    let json = out.json();
+    assert_eq!(json["outcome"], "resource-limit", "{json:#}");
+    assert!(json["detail"]
+        .as_str()
+        .unwrap()
+        .contains("disk limit, 16 MiB"));
+    assert_eq!(a.receipts()[0]["limit_reached"], "disk");
+}
+
+#[test]
+fn a_kill_by_the_memory_limit_is_its_own_outcome() {
+    let a = Attack::new("[sandbox]\nmemory = \"128MiB\"\n");
+    let out = a.ask(&a.item("Hog memory", "attack: memory"));
+    assert_ne!(out.code, 0);
+    let json = out.json();
+    assert_eq!(json["outcome"], "resource-limit", "{json:#}");
+    assert!(
+        json["detail"]
+            .as_str()
+            .unwrap()
+            .contains("killed by the memory limit, 128 MiB"),
+        "{json:#}"
+    );
+    assert_eq!(a.receipts()[0]["limit_reached"], "memory");
+}
+
+#[test]
+fn what_one_call_writes_into_the_profile_no_later_call_sees() {
+    let a = Attack::new("");
+    let out = a.ask(&a.item("Plant", "attack: plant-profile"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let out = a.ask(&a.item("Look", "attack: read-profile"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let report = std::fs::read_to_string(a.world.work.join("report.txt")).unwrap();
+    assert!(report.contains("planted in the profile"), "{report}");
+    assert!(report.contains("saw nothing planted"), "{report}");
+    let profile = a.world.root.path().join("profiles/.command");
+    assert!(!profile.join("planted").exists());
+}
+
+#[test]
+fn review_cannot_change_the_lane_and_the_mount_is_what_stops_it() {
+    let a = Attack::new("");
+    a.queue(&[a.item("Review writes", "review: write")]);
+    let out = a.drive(&[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let tree = a.landed_tree();
+    assert!(!tree.iter().any(|(p, _, _)| p == "review.txt"), "{tree:?}");
+    assert_eq!(
+        a.landed_file("work.txt").unwrap(),
+        "the hostile agent was here\n"
+    );
+}
+
+#[test]
+fn what_the_check_writes_never_reaches_the_landed_branch() {
+    let a = Attack::new("[drive]\ncheck = \"echo check > check.txt; echo more >> work.txt; mkdir -p target; echo built > target/out\"\n");
+    a.queue(&[a.item("Checked", "")]);
+    let out = a.drive(&[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let tree = a.landed_tree();
+    assert!(
+        !tree
+            .iter()
+            .any(|(p, _, _)| p == "check.txt" || p.starts_with("target")),
+        "{tree:?}"
+    );
+    assert_eq!(
+        a.landed_file("work.txt").unwrap(),
+        "the hostile agent was here\n"
+    );
+}
+
+#[test]
+fn a_queue_item_that_links_to_a_host_file_is_refused_by_name_and_the_drive_goes_on() {
+    let a = Attack::new("");
+    a.queue(&[a.item("A real item", "")]);
+    let queue = a.world.work.join(".stet/queue");
+    std::os::unix::fs::symlink(&a.secret, queue.join("0000-planted.md")).unwrap();
+    git(&a.world.work, &["add", "."]);
+    git(&a.world.work, &["commit", "--quiet", "-m", "plant an item"]);
+    git(&a.world.work, &["push", "--quiet", "origin", "HEAD"]);
+    let listed = a.world.run_stet(&["queue"]);
+    assert!(
+        listed
+            .stderr
+            .contains("0000-planted.md: not an item: it is a symbolic link (not followed)"),
+        "{}",
+        listed.stderr
+    );
+    assert!(!listed.stdout.contains(SECRET) && !listed.stderr.contains(SECRET));
+    let out = a.drive(&[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stderr.contains("0000-planted.md"), "{}", out.stderr);
+    assert!(out.stderr.contains("landed"), "{}", out.stderr);
+    a.secret_nowhere(&out);
+}
+
+#[test]
+fn an_agent_command_inside_the_repository_is_mounted_as_itself() {
+    // The agent lives in the repository; the repository's .git holds a remote URL with a
+    // canary where a credential would be, and stet's receipts and logs.
+    let a = Attack::new("");
+    let agent = a.world.work.join("agent.sh");
+    std::fs::copy(hostile_agent(), &agent).unwrap();
+    a.use_agent(&agent);
+    git(
+        &a.world.work,
+        &[
+            "config",
+            "remote.backup.url",
+            "https://user:canary-token-51@example.invalid/repo.git",
+        ],
+    );
+    let git_dir = a.world.work.join(".git");
+    // (The lane itself lives under .git/stet/lanes/, so the path down to it exists in the
+    // sandbox as empty directories; nothing beside it does.)
+    a.queue(&[a.item(
+        "Look around",
+        &format!(
+            "attack: look\nlook: {}\nlook: {}\nlook: {}\nlook: {}",
+            git_dir.join("config").display(),
+            git_dir.join("stet/receipts").display(),
+            git_dir.join("stet/logs").display(),
+            a.world.work.join("README").display()
+        ),
+    )]);
+    let out = a.drive(&[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let report = a.landed_file("report.txt").unwrap();
+    assert!(!report.contains("canary-token-51"), "{report}");
+    assert!(
+        !report.lines().any(|l| l.starts_with("visible ")),
+        "{report}"
+    );
+    assert_eq!(
+        report
+            .lines()
+            .filter(|l| l.starts_with("invisible "))
+            .count(),
+        4,
+        "{report}"
+    );
+}
+
+#[test]
+fn escape_sequences_from_items_and_agents_reach_the_terminal_inert() {
+    let a = Attack::new("");
+    a.queue(&[a.item("Title \u{1b}]0;pwned\u{7} here", "attack: escape")]);
+    let listed = a.world.run_stet(&["queue"]);
+    assert!(!listed.stdout.contains('\u{1b}'), "{:?}", listed.stdout);
+    assert!(
+        listed.stdout.contains("\\x1b]0;pwned\\x07"),
+        "{}",
+        listed.stdout
+    );
+    let out = a.drive(&["--follow"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!out.stderr.contains('\u{1b}'), "{:?}", out.stderr);
+    assert!(out.stderr.contains("\\x1b[2J"), "{}", out.stderr);
+    // --json keeps the text exact.
+    let json = a.world.run_stet(&["queue", "--json"]);
+    assert!(
+        json.stdout.contains("\\u001b]0;pwned\\u0007"),
+        "{}",
+        json.stdout
+    );
+}
+
+#[test]
+fn an_untrusted_stet_toml_acts_on_nothing_until_the_person_trusts_it() {
+    let a = Attack::new("");
+    let mark = a.marks.join("land");
+    std::fs::write(
+        a.world.work.join("stet.toml"),
+        format!(
+            "[drive]\nland = \"touch {}\"\n\n[plugins.command]\nimplement = [\"/bin/false\"]\n",
+            mark.display()
+        ),
+    )
+    .unwrap();
+    a.queue(&[a.item("First", ""), a.item("Second", "")]);
+    let out = a.drive(&["--cap", "1"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(
+            "is not trusted, so these settings in it were ignored: [drive] land, [plugins.command]"
+        ),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("stet trust"), "{}", out.stderr);
+    assert!(!mark.exists(), "the land command ran while untrusted");
+    // Trusted, its land command runs (and its agent table, which replaces the person's, is
+    // taken too — so trust a file whose agent works).
+    std::fs::write(
+        a.world.work.join("stet.toml"),
+        format!("[drive]\nland = \"touch {}\"\n", mark.display()),
+    )
+    .unwrap();
+    let trusted = a.world.run_stet(&["trust"]);
+    assert_eq!(trusted.code, 0, "{}", trusted.stderr);
+    assert!(
+        trusted.stdout.contains("now applies: [drive] land"),
+        "{}",
+        trusted.stdout
+    );
+    let out = a.drive(&["--cap", "1"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(mark.exists(), "{}", out.stderr);
+    // A change makes it untrusted again.
+    std::fs::write(
+        a.world.work.join("stet.toml"),
+        format!("[drive]\nland = \"touch {}-again\"\n", mark.display()),
+    )
+    .unwrap();
+    let out = a.world.run_stet(&["walls"]);
+    assert!(out.stderr.contains("is not trusted"), "{}", out.stderr);
+}
+
+#[test]
+fn stet_ask_never_gives_the_agent_write_access_to_the_persons_git() {
+    let a = Attack::new("");
+    let out = a.ask(&a.item("Plant in my repository", "attack: git-plant"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let report = std::fs::read_to_string(a.world.work.join("report.txt")).unwrap();
+    assert!(report.contains("refused .git/config"), "{report}");
+    assert!(report.contains("refused .git/hooks"), "{report}");
+    // The person's own plain git afterwards (what the first version let a planted
+    // fsmonitor run at): nothing runs.
+    git(&a.world.work, &["status"]);
+    git(&a.world.work, &["add", "work.txt"]);
+    git(
+        &a.world.work,
+        &["commit", "--quiet", "-m", "the person commits"],
+    );
+    assert_eq!(a.marks(), Vec::<String>::new());
+}
+
+// The same channels through the real Claude Code, where that harness differs: its profile
+// (the CLI writes its own files there) and its tools.
+
+/// A world with the real Claude Code against a fake model that runs `commands` with the
+/// Bash tool, one per turn, then finishes.
+fn claude_world(commands: Vec<String>, extra: &str) -> (World, FakeApi) {
+    // One command per request (the first asks for it, each tool result for the next).
+    let script = std::sync::Mutex::new(commands.into_iter());
+    let api = FakeApi::start(move |_| match script.lock().unwrap().next() {
+        Some(command) => Reply::ToolUse {
+            name: "Bash".into(),
+            input: serde_json::json!({"command": command, "description": "attack"}),
+        },
+        None => Reply::Text("done".into()),
+    });
+    let world = World::new().with_claude();
+    let config = stet_e2e::walled_claude_setup(
+        &world,
+        &claude_binary().display().to_string(),
+        &api.url,
+        extra,
+    );
+    world.repo_config(&config);
+    (world, api)
+}
+
+/// The text of every tool result the fake model received.
+fn tool_results(api: &FakeApi) -> String {
+    api.requests()
+        .iter()
+        .flat_map(|r| r.tool_results())
+        .map(|r| r.to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn through_claude_planted_git_and_profile_files_reach_nothing() {
+    let _turn = serial_drives();
+    let marks = tempfile::tempdir().unwrap();
+    let mark = marks.path().display();
+    let (world, api) = claude_world(
+        vec![format!(
+            "git config core.fsmonitor 'touch {mark}/fsmonitor'; \
+             mkdir -p .git/hooks; echo 'touch {mark}/hook' > .git/hooks/post-commit; \
+             echo planted > \"$CLAUDE_CONFIG_DIR/planted\" && echo wrote-profile"
+        )],
+        "",
+    );
+    let out = world.run_stet(&["ask", "--json", "plant things"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let results = tool_results(&api);
+    assert!(
+        results.contains("Read-only file system") || results.contains("could not lock config file"),
+        "{results}"
+    );
+    // The person's plain git in their repository runs nothing planted.
+    git(&world.work, &["status"]);
+    assert_eq!(std::fs::read_dir(marks.path()).unwrap().count(), 0);
+    let profile = world.root.path().join("profiles/claude");
+    assert!(!profile.join("planted").exists());
+    assert!(
+        results.contains("wrote-profile"),
+        "the call's copy of the profile is writable: {results}"
+    );
+}
+
+#[test]
+fn through_claude_review_cannot_write_the_lane() {
+    let _turn = serial_drives();
+    let (world, api) = claude_world(vec!["echo pwned > review.txt".to_string()], "");
+    std::fs::write(world.work.join("kept.txt"), "as it was\n").unwrap();
+    let out = world.run_stet(&["ask", "--role", "review", "--json", "review this"]);
+    assert!(out.code == 0 || out.code == 1, "{}", out.stderr);
+    let results = tool_results(&api);
+    assert!(results.contains("Read-only file system"), "{results}");
+    assert!(!world.work.join("review.txt").exists());
+}
