@@ -4,7 +4,10 @@
 //! 1. `stet run -- true` against `docker run --rm --network none IMAGE true` (the same
 //!    network as stet's default), paired runs, median of the per-pair ratios.
 //! 2. Throughput of `head -c 1G /dev/zero` through each, to /dev/null.
-//! 3. The stet process's peak memory for 64 MiB, 256 MiB and 1 GiB of output.
+//! 3. The stet process's peak memory for 64 MiB, 256 MiB and 1 GiB of `stet run` output.
+//! 4. The stet process's peak memory for 64 MiB, 1 GiB and 4 GiB of an *agent's* output
+//!    (`stet ask` with the command harness: streamed to the call's log, a bounded head and
+//!    tail kept for the harness).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -17,19 +20,20 @@ fn release_dir() -> PathBuf {
     exe.parent().and_then(Path::parent).unwrap().to_path_buf()
 }
 
-fn install_docker_plugin(plugins: &Path) {
-    let dir = plugins.join("docker");
+fn install_plugin(plugins: &Path, name: &str, crate_dir: &str, library: &str) {
+    let dir = plugins.join(name);
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::copy(
-        release_dir().join("libstet_plugin_docker.so"),
-        dir.join("libstet_plugin_docker.so"),
-    )
-    .expect("the docker plugin is not built in release mode: run `cargo xtask bench`");
+    std::fs::copy(release_dir().join(library), dir.join(library))
+        .expect("the plugin is not built in release mode: run `cargo xtask bench`");
     let manifest = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/docker/plugin.toml"),
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../plugins/{crate_dir}/plugin.toml")),
     )
     .unwrap();
     std::fs::write(dir.join("plugin.toml"), manifest).unwrap();
+}
+
+fn install_docker_plugin(plugins: &Path) {
+    install_plugin(plugins, "docker", "docker", "libstet_plugin_docker.so");
 }
 
 fn stet(scratch: &Path, args: &[&str]) -> Command {
@@ -172,6 +176,52 @@ fn main() {
         ));
         println!(
             "stet peak memory with {label} of output: {:.1} MiB ({} ms)",
+            peak as f64 / (1 << 20) as f64,
+            elapsed.as_millis()
+        );
+    }
+
+    // An agent's output, through the command harness (`stet ask` in a repository, so the
+    // call leaves its receipt and log like a drive's).
+    install_plugin(
+        &scratch.path().join("plugins"),
+        "command",
+        "command-harness",
+        "libstet_plugin_command.so",
+    );
+    let repo = scratch.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    assert!(Command::new("git")
+        .args(["init", "--quiet"])
+        .current_dir(&repo)
+        .status()
+        .unwrap()
+        .success());
+    for (label, size) in [("64 MiB", "64M"), ("1 GiB", "1G"), ("4 GiB", "4G")] {
+        let agent = scratch.path().join(format!("agent-{size}.sh"));
+        std::fs::write(
+            &agent,
+            format!("#!/bin/sh\nhead -c {size} /dev/zero\necho\n"),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let config = scratch.path().join(".config/stet/config.toml");
+        std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+        std::fs::write(
+            &config,
+            format!(
+                "[harness]\nprofiles = \"{}\"\n[plugins.command]\nimplement = [\"{}\"]\n",
+                scratch.path().join("profiles").display(),
+                agent.display()
+            ),
+        )
+        .unwrap();
+        let mut ask = stet(scratch.path(), &["ask", "--harness", "command", "talk"]);
+        ask.current_dir(&repo);
+        let (elapsed, peak) = peak_memory(&mut ask);
+        println!(
+            "stet peak memory with {label} of agent output: {:.1} MiB ({} ms)",
             peak as f64 / (1 << 20) as f64,
             elapsed.as_millis()
         );

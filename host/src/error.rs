@@ -98,3 +98,20 @@ impl fmt::Display for CliError {
         Ok(())
     }
 }
+
+/// A plugin's error with the host's context: which plugin, doing what.
+pub fn plugin_error(plugin: &str, doing: &str, error: &stet_plugin_api::PluginError) -> CliError {
+    let exit = match error.code {
+        stet_plugin_api::ErrorCode::INVALID_INPUT | stet_plugin_api::ErrorCode::NOT_FOUND => {
+            Exit::Usage
+        }
+        stet_plugin_api::ErrorCode::UNAVAILABLE => Exit::Unusable,
+        _ => Exit::Failure,
+    };
+    let mut e = CliError::new(exit, format!("{plugin}: {doing}"))
+        .caused_by(format!("{} ({})", error.message, error.code));
+    if !error.remedy.is_empty() {
+        e = e.hint(error.remedy.as_str());
+    }
+    e
+}

@@ -34,8 +34,9 @@ pub struct OpenHarness {
 
 /// Selects and loads the harness.
 pub fn open_harness(settings: &Settings) -> Result<OpenHarness, CliError> {
-    let (probed, selection) = survey::choose(settings, PluginKind::Harness, &settings.harness)?;
-    let Instance::Harness(handle) = survey::instantiate(settings, &probed)? else {
+    let (probed, selection) =
+        survey::choose(&settings.plugins, PluginKind::Harness, &settings.harness)?;
+    let Instance::Harness(handle) = survey::instantiate(&settings.plugins, &probed)? else {
         return Err(CliError::usage(format!(
             "plugin {} is not a harness",
             probed.manifest.name
@@ -305,6 +306,10 @@ pub fn stderr_log_of(log: &Path) -> PathBuf {
     log.with_extension("stderr.log")
 }
 
+/// The variable naming the file for an agent call's session record: set on every launch,
+/// appended to by stet's hooks and approver inside the sandbox.
+pub const SESSION_LOG_VAR: &str = "STET_SESSION_LOG";
+
 /// The most of a session record read back (a sandbox writes it).
 const SESSION_LIMIT: u64 = 1 << 20;
 
@@ -361,7 +366,7 @@ pub fn run_launch(
     let mut process = launch.process.clone();
     process.workdir = ROption::RSome(workdir.into());
     process.env.push(EnvVar::new(
-        crate::walls::hooks::SESSION_LOG_VAR,
+        SESSION_LOG_VAR,
         session_log.display().to_string(),
     ));
     process

@@ -7,7 +7,6 @@
 //! never names a log that is not there. Receipts live inside `.git` so they are never
 //! committed and never reach a lane.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -258,26 +257,7 @@ pub fn git_dir(repo: &Path) -> PathBuf {
     dot_git
 }
 
-/// Writes `bytes` to `path` durably: temporary file, flush, rename, flush the directory.
-pub fn write_durably(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().expect("a file in a directory");
-    std::fs::create_dir_all(dir)?;
-    // A name of its own per writer, so two writers of the same file never write into one
-    // temporary file; the rename makes the last one win whole.
-    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let partial = dir.join(format!(
-        ".{}.{}-{}.partial",
-        path.file_name().unwrap_or_default().to_string_lossy(),
-        std::process::id(),
-        WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-    ));
-    let mut file = std::fs::File::create(&partial)?;
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    drop(file);
-    std::fs::rename(&partial, path)?;
-    std::fs::File::open(dir)?.sync_all()
-}
+pub use crate::files::write_durably;
 
 /// Where the full output of the call `receipt_id` goes.
 pub fn log_path(repo: &Path, receipt_id: &str) -> PathBuf {

@@ -72,7 +72,8 @@ impl OpenRuntime {
 
 /// Probes the installed runtimes, selects one as SPEC §3 says, and loads it here.
 pub fn open_runtime(settings: &Settings) -> Result<OpenRuntime, CliError> {
-    let (probed, selection) = survey::choose(settings, PluginKind::Runtime, &settings.runtime)?;
+    let (probed, selection) =
+        survey::choose(&settings.plugins, PluginKind::Runtime, &settings.runtime)?;
     open_probed(settings, &probed, selection)
 }
 
@@ -82,7 +83,7 @@ pub fn open_probed(
     probed: &Probed,
     selection: Selection,
 ) -> Result<OpenRuntime, CliError> {
-    let Instance::Runtime(handle) = survey::instantiate(settings, probed)? else {
+    let Instance::Runtime(handle) = survey::instantiate(&settings.plugins, probed)? else {
         return Err(CliError::usage(format!(
             "plugin {} is not a runtime",
             probed.manifest.name
@@ -101,22 +102,7 @@ pub fn open_probed(
     })
 }
 
-/// A plugin's error with the host's context: which plugin, doing what.
-pub fn plugin_error(plugin: &str, doing: &str, error: &PluginError) -> CliError {
-    let exit = match error.code {
-        stet_plugin_api::ErrorCode::INVALID_INPUT | stet_plugin_api::ErrorCode::NOT_FOUND => {
-            Exit::Usage
-        }
-        stet_plugin_api::ErrorCode::UNAVAILABLE => Exit::Unusable,
-        _ => Exit::Failure,
-    };
-    let mut e = CliError::new(exit, format!("{plugin}: {doing}"))
-        .caused_by(format!("{} ({})", error.message, error.code));
-    if !error.remedy.is_empty() {
-        e = e.hint(error.remedy.as_str());
-    }
-    e
-}
+pub use crate::error::plugin_error;
 
 /// This process, as `<pid>:<start time>`: a pid alone could be reused by the time a later
 /// `stet gc` asks whether the owner still runs.

@@ -15,8 +15,9 @@ use etcetera::BaseStrategy;
 
 use crate::config::{self, ConfigFile, LimitSettings, REPO_CONFIG_FILE};
 use crate::error::CliError;
-use crate::plugins::discovery::{self, SearchDir};
+use crate::plugins::discovery;
 use crate::plugins::selection::Preference;
+use crate::plugins::PluginSettings;
 
 /// The image sandboxes use when nothing names another.
 pub const DEFAULT_IMAGE: &str = "stet-lane:1";
@@ -50,16 +51,12 @@ pub struct Overrides {
 /// Everything a command needs to know, resolved.
 #[derive(Debug, Clone)]
 pub struct Settings {
-    /// Directories searched for plugins, in order.
-    pub search_path: Vec<SearchDir>,
-    /// Time limit for one plugin's probe.
-    pub probe_timeout: Duration,
+    /// Where plugins are found, how long a probe may take, each plugin's table.
+    pub plugins: PluginSettings,
     /// How the runtime is chosen.
     pub runtime: Preference,
     /// How the harness is chosen.
     pub harness: Preference,
-    /// Each plugin's settings table, as JSON.
-    pub plugin_config: BTreeMap<String, serde_json::Value>,
     /// The image sandboxes start from.
     pub image: String,
     /// Where the one walled harness profile lives.
@@ -179,16 +176,6 @@ impl RepositoryConfig {
     }
 }
 
-impl Settings {
-    /// The settings JSON handed to plugin `name` (`{}` when none).
-    pub fn plugin_config_json(&self, name: &str) -> String {
-        self.plugin_config
-            .get(name)
-            .map(|v| v.to_string())
-            .unwrap_or_else(|| "{}".to_string())
-    }
-}
-
 /// Merges flags, environment and configuration files into [`Settings`]; `plugins_dirs` are
 /// the `--plugins-dir` flags.
 pub fn resolve(plugins_dirs: &[PathBuf], overrides: &Overrides) -> Result<Settings, CliError> {
@@ -291,11 +278,13 @@ pub fn resolve(plugins_dirs: &[PathBuf], overrides: &Overrides) -> Result<Settin
         drive_land,
         profiles_root,
         image,
-        search_path,
-        probe_timeout,
+        plugins: PluginSettings {
+            search_path,
+            probe_timeout,
+            plugin_config,
+        },
         runtime,
         harness,
-        plugin_config,
         config_files: files.into_iter().map(|f| f.path).collect(),
     })
 }

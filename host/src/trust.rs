@@ -56,7 +56,7 @@ pub fn record(store: &Path, file: &Path, content: &[u8], revoke: bool) -> std::i
              # sha256 of the content trusted. A file whose content changed is untrusted again.\n",
         );
         text.push_str(&toml::to_string(&files).map_err(std::io::Error::other)?);
-        crate::receipts::write_durably(store, text.as_bytes())?;
+        crate::files::write_durably(store, text.as_bytes())?;
     }
     Ok(changed)
 }

@@ -240,11 +240,11 @@ fn a_drive_started_inside_a_sandbox_refuses() {
     );
 }
 
-/// An agent that rewrites the walled settings from inside its sandbox (the profile is
-/// mounted for the agent's own state) is caught before the next stage: the drive stops and
-/// hands the item back.
+/// An agent that rewrites the walled settings from inside its sandbox changes only its
+/// call's copy of the profile: the walled settings stay exactly what the drive wrote, every
+/// later stage runs with them, and the copy is gone after the call.
 #[test]
-fn settings_changed_during_the_drive_stop_it_before_the_next_stage() {
+fn an_agent_rewriting_its_settings_changes_only_its_calls_copy_of_the_profile() {
     let _serial = serial_drives();
     let api = scripted(Behaviour {
         command: "printf '{}' > \"$CLAUDE_CONFIG_DIR/settings.json\"",
@@ -252,24 +252,32 @@ fn settings_changed_during_the_drive_stop_it_before_the_next_stage() {
     });
     let world = drive_world(&api);
     world.run_stet(&["add", "Do something"]);
+    let settings = world.root.path().join("profiles/claude/settings.json");
     let out = world.run_stet(&["drive", "--yes"]);
-    assert_eq!(out.code, 3, "{}", out.stderr);
     assert!(
-        out.stderr
+        !out.stderr
             .contains("the walled settings changed during the drive"),
         "{}",
         out.stderr
     );
+    // The stages after the implementing call were made with the settings as written.
+    assert!(out.stderr.contains("· check"), "{}", out.stderr);
+    let now = std::fs::read_to_string(&settings).unwrap();
+    assert!(now.contains("hook"), "{now}");
+    // The agent's shell really wrote its copy: its tool result is not an error.
+    let results: Vec<String> = api
+        .requests()
+        .iter()
+        .flat_map(|r| r.tool_results())
+        .map(|r| r.to_string())
+        .collect();
+    assert!(
+        results.iter().any(|r| r.contains("\"is_error\":false")),
+        "{results:?}"
+    );
     let remote = world.root.path().join("remote.git");
     let left = git(&remote, &["for-each-ref", "refs/stet/reservations"]);
-    assert!(
-        left.trim().is_empty(),
-        "handed back: {left}\n{}",
-        out.stderr
-    );
-    assert!(git(&remote, &["for-each-ref", "refs/stet/landed"])
-        .trim()
-        .is_empty());
+    assert!(left.trim().is_empty(), "reservations left: {left}");
 }
 
 #[test]

@@ -288,7 +288,7 @@ fn the_guard_refuses_a_push_and_the_agent_is_told_why() {
     let results = requests.last().unwrap().tool_results();
     let text = results[0].to_string();
     assert!(
-        text.contains("refused by stet guard: pushing is stet's job"),
+        text.contains("refused by stet guard: `git push` talks to a remote"),
         "{text}"
     );
     assert_eq!(results[0]["is_error"], true);

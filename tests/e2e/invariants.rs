@@ -124,3 +124,98 @@ fn the_command_reference_is_current() {
         "docs/cli.md is stale: run `cargo xtask docs` and commit the result"
     );
 }
+
+/// The `crate::<module>` names a host module (a file, or a directory of files) refers to.
+fn host_module_uses(module: &str) -> std::collections::BTreeSet<String> {
+    let src = repo_root().join("host/src");
+    let mut files = Vec::new();
+    let dir = src.join(module);
+    if dir.is_dir() {
+        let mut pending = vec![dir];
+        while let Some(d) = pending.pop() {
+            for entry in std::fs::read_dir(&d).unwrap().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    pending.push(path);
+                } else if path.extension().is_some_and(|e| e == "rs") {
+                    files.push(path);
+                }
+            }
+        }
+    } else {
+        files.push(src.join(format!("{module}.rs")));
+    }
+    let mut uses = std::collections::BTreeSet::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(
+            !text.contains("use crate::{"),
+            "{}: name modules one by one",
+            file.display()
+        );
+        for (at, _) in text.match_indices("crate::") {
+            let name: String = text[at + 7..]
+                .chars()
+                .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+                .collect();
+            if !name.is_empty() && name != module {
+                uses.insert(name);
+            }
+        }
+    }
+    uses
+}
+
+#[test]
+fn the_host_concepts_import_each_other_without_a_circle() {
+    // Data flows one way: cli → drive → harness → sandbox → settings → plugins.
+    let modules = [
+        "cli", "drive", "harness", "sandbox", "settings", "plugins", "walls",
+    ];
+    let edges: Vec<(&str, Vec<String>)> = modules
+        .iter()
+        .map(|m| {
+            let uses = host_module_uses(m)
+                .into_iter()
+                .filter(|u| modules.contains(&u.as_str()))
+                .collect();
+            (*m, uses)
+        })
+        .collect();
+    // Depth-first search for a cycle.
+    fn visit<'a>(
+        node: &'a str,
+        edges: &'a [(&'a str, Vec<String>)],
+        path: &mut Vec<&'a str>,
+        done: &mut Vec<&'a str>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|p| *p == node) {
+            let mut cycle: Vec<String> = path[at..].iter().map(|s| s.to_string()).collect();
+            cycle.push(node.to_string());
+            return Some(cycle);
+        }
+        if done.contains(&node) {
+            return None;
+        }
+        path.push(node);
+        let next = edges.iter().find(|(m, _)| *m == node).map(|(_, u)| u);
+        for n in next.into_iter().flatten() {
+            if let Some(cycle) = visit(n.as_str(), edges, path, done) {
+                return Some(cycle);
+            }
+        }
+        path.pop();
+        done.push(node);
+        None
+    }
+    let mut done = Vec::new();
+    for (m, _) in &edges {
+        if let Some(cycle) = visit(m, &edges, &mut Vec::new(), &mut done) {
+            panic!("an import circle: {}", cycle.join(" → "));
+        }
+    }
+    assert!(
+        edges.iter().any(|(_, u)| !u.is_empty()),
+        "no imports found at all"
+    );
+}

@@ -219,6 +219,9 @@ fn demo_drive(root: &std::path::Path, harness: Option<&str>) -> Result<ExitCode,
         Some(_) => "[drive]\ncheck = \"git diff --check HEAD~1\"\n".to_string(),
     };
     std::fs::write(repo.join("stet.toml"), config).map_err(|e| e.to_string())?;
+    // The repository's file names the agent to run: stet applies that only once the person
+    // trusts the file's content, as they would after reading it.
+    run(Command::new(&stet).arg("trust").current_dir(&repo))?;
     for item in DEMO_ITEMS {
         run(Command::new(&stet).args(["add", item]).current_dir(&repo))?;
         std::thread::sleep(std::time::Duration::from_millis(5));

@@ -34,7 +34,7 @@ struct Skipped {
 }
 
 pub fn run(settings: &Settings, args: &GcArgs, printer: Printer) -> Result<Exit, CliError> {
-    let survey = survey::survey(settings, |f| {
+    let survey = survey::survey(&settings.plugins, |f| {
         f.manifest
             .as_ref()
             .is_some_and(|m| m.kind == PluginKind::Runtime)

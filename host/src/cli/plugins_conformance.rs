@@ -26,7 +26,7 @@ pub fn run(
     args: &ConformanceArgs,
     printer: Printer,
 ) -> Result<Exit, CliError> {
-    let survey = survey::survey(settings, |f| f.display_name() == args.name);
+    let survey = survey::survey(&settings.plugins, |f| f.display_name() == args.name);
     let Some(probed) = survey.probed.first() else {
         let why = survey
             .candidates

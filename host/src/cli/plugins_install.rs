@@ -25,7 +25,7 @@ pub fn install(
     args: &InstallArgs,
     printer: Printer,
 ) -> Result<Exit, CliError> {
-    let installed = install::install(settings, &args.path)?;
+    let installed = install::install(&settings.plugins, &args.path)?;
     let m = &installed.manifest;
     if args.json {
         printer.json(&Report {
@@ -51,7 +51,7 @@ pub fn install(
 }
 
 pub fn trust(settings: &Settings, args: &TrustArgs, printer: Printer) -> Result<Exit, CliError> {
-    let entry = install::trust(settings, &args.name)?;
+    let entry = install::trust(&settings.plugins, &args.name)?;
     printer.out(&format!(
         "trusted {} {} as it is now: sha256 {}",
         entry.name, entry.version, entry.sha256

@@ -33,12 +33,12 @@ struct Entry {
 
 pub fn run(settings: &Settings, args: &ListArgs, printer: Printer) -> Result<Exit, CliError> {
     let host = host_api();
-    let found = discovery::discover(&settings.search_path, &host);
+    let found = discovery::discover(&settings.plugins.search_path, &host);
     let entries: Vec<Entry> = found.iter().map(|f| entry(f, &host)).collect();
     if args.json {
         printer.json(&Listing {
             host_api: host.to_string(),
-            search_path: &settings.search_path,
+            search_path: &settings.plugins.search_path,
             plugins: entries,
         });
         return Ok(Exit::Success);
@@ -50,7 +50,7 @@ pub fn run(settings: &Settings, args: &ListArgs, printer: Printer) -> Result<Exi
     }
     printer.out("");
     printer.out("searched, in order:");
-    for dir in &settings.search_path {
+    for dir in &settings.plugins.search_path {
         printer.out(&format!(
             "  {} ({})",
             dir.path.display(),

@@ -53,7 +53,7 @@ struct PluginReport {
 pub fn run(settings: &Settings, args: &ProbeArgs, printer: Printer) -> Result<Exit, CliError> {
     let host = host_api();
     if !args.names.is_empty() {
-        let found = discovery::discover(&settings.search_path, &host);
+        let found = discovery::discover(&settings.plugins.search_path, &host);
         for name in &args.names {
             if !found.iter().any(|f| &f.display_name() == name) {
                 let installed: Vec<String> = found.iter().map(Found::display_name).collect();
@@ -72,7 +72,7 @@ pub fn run(settings: &Settings, args: &ProbeArgs, printer: Printer) -> Result<Ex
         found,
         probed,
         candidates,
-    } = survey::survey(settings, |f| {
+    } = survey::survey(&settings.plugins, |f| {
         names.is_empty() || names.contains(&f.display_name())
     });
 
@@ -97,7 +97,7 @@ pub fn run(settings: &Settings, args: &ProbeArgs, printer: Printer) -> Result<Ex
     if args.json {
         printer.json(&Report {
             host_api: host.to_string(),
-            probe_timeout_ms: settings.probe_timeout.as_millis() as u64,
+            probe_timeout_ms: settings.plugins.probe_timeout.as_millis() as u64,
             plugins: reports,
             selection: selections,
         });

@@ -17,8 +17,8 @@ use super::manifest::{self, Manifest, MANIFEST_FILE};
 use super::probe::{self, ProbeRequest};
 use super::trust::{self, Lock, Locked};
 use super::version::{api_compatible, host_api};
+use super::PluginSettings;
 use crate::error::{CliError, Exit};
-use crate::settings::Settings;
 
 /// What was installed.
 pub struct Installed {
@@ -33,7 +33,7 @@ pub struct Installed {
 }
 
 /// The user plugins directory, where installs go.
-pub fn user_dir(settings: &Settings) -> Result<PathBuf, CliError> {
+pub fn user_dir(settings: &PluginSettings) -> Result<PathBuf, CliError> {
     settings
         .search_path
         .iter()
@@ -46,7 +46,7 @@ pub fn user_dir(settings: &Settings) -> Result<PathBuf, CliError> {
 }
 
 /// Installs the plugin directory (or manifest) at `source`.
-pub fn install(settings: &Settings, source: &Path) -> Result<Installed, CliError> {
+pub fn install(settings: &PluginSettings, source: &Path) -> Result<Installed, CliError> {
     let manifest_path = if source.is_dir() {
         source.join(MANIFEST_FILE)
     } else {
@@ -108,7 +108,7 @@ pub fn install(settings: &Settings, source: &Path) -> Result<Installed, CliError
     let probed = probe::probe_all(
         vec![ProbeRequest {
             manifest: manifest.clone(),
-            config_json: settings.plugin_config_json(&manifest.name),
+            config_json: settings.config_json(&manifest.name),
         }],
         &probe::current_stet(),
         settings.probe_timeout,
@@ -162,7 +162,7 @@ pub fn install(settings: &Settings, source: &Path) -> Result<Installed, CliError
 
 /// Records the current checksum of installed plugin `name` in the lock: the command that
 /// trusts a library again after it changed.
-pub fn trust(settings: &Settings, name: &str) -> Result<Locked, CliError> {
+pub fn trust(settings: &PluginSettings, name: &str) -> Result<Locked, CliError> {
     let user_dir = user_dir(settings)?;
     let dir = user_dir.join(name);
     let manifest = manifest::read(&dir.join(MANIFEST_FILE)).map_err(|e| {

@@ -9,9 +9,9 @@ use super::loader::{self, Instance};
 use super::probe::{self, ProbeFailure, ProbeRequest, Probed};
 use super::selection::{self, Preference, Selection};
 use super::version::host_api;
+use super::PluginSettings;
+use crate::error::plugin_error;
 use crate::error::{CliError, Exit};
-use crate::sandbox::plugin_error;
-use crate::settings::Settings;
 
 /// What a survey found.
 pub struct Survey {
@@ -26,7 +26,7 @@ pub struct Survey {
 
 /// Discovers plugins and probes those `wanted` accepts (by manifest), each in its own
 /// child process under the configured time limit.
-pub fn survey(settings: &Settings, wanted: impl Fn(&Found) -> bool) -> Survey {
+pub fn survey(settings: &PluginSettings, wanted: impl Fn(&Found) -> bool) -> Survey {
     let host = host_api();
     let found: Vec<Found> = discovery::discover(&settings.search_path, &host)
         .into_iter()
@@ -37,7 +37,7 @@ pub fn survey(settings: &Settings, wanted: impl Fn(&Found) -> bool) -> Survey {
         .filter_map(Found::usable)
         .map(|manifest| ProbeRequest {
             manifest: manifest.clone(),
-            config_json: settings.plugin_config_json(&manifest.name),
+            config_json: settings.config_json(&manifest.name),
         })
         .collect();
     let probed = probe::probe_all(requests, &probe::current_stet(), settings.probe_timeout);
@@ -67,7 +67,7 @@ pub fn survey(settings: &Settings, wanted: impl Fn(&Found) -> bool) -> Survey {
 /// Surveys the plugins of `kind` and selects one as SPEC §3 says; "nothing usable" is an
 /// error naming every candidate's reason and remedy.
 pub fn choose(
-    settings: &Settings,
+    settings: &PluginSettings,
     kind: PluginKind,
     preference: &Preference,
 ) -> Result<(Probed, Selection), CliError> {
@@ -104,7 +104,7 @@ pub fn choose(
 }
 
 /// Loads a plugin that passed its probe into this process and builds its object.
-pub fn instantiate(settings: &Settings, probed: &Probed) -> Result<Instance, CliError> {
+pub fn instantiate(settings: &PluginSettings, probed: &Probed) -> Result<Instance, CliError> {
     let manifest = &probed.manifest;
     let loaded = loader::load(manifest).map_err(|e| {
         CliError::failure(format!("plugin {} could not be loaded", manifest.name))
@@ -112,7 +112,7 @@ pub fn instantiate(settings: &Settings, probed: &Probed) -> Result<Instance, Cli
             .hint(e.hint())
     })?;
     loaded
-        .instantiate(&settings.plugin_config_json(&manifest.name))
+        .instantiate(&settings.config_json(&manifest.name))
         .map_err(|e| plugin_error(&manifest.name, "could not start", &e))
 }
 

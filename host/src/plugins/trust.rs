@@ -75,7 +75,7 @@ impl Lock {
              # A library that no longer matches is refused; `stet plugins trust NAME` records it again.\n\n",
         );
         text.push_str(&toml::to_string_pretty(self).map_err(std::io::Error::other)?);
-        crate::receipts::write_durably(path, text.as_bytes())
+        crate::files::write_durably(path, text.as_bytes())
     }
 
     /// The entry of `name` on this platform.

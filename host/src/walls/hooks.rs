@@ -115,9 +115,7 @@ fn record_session_event(event: HookEvent, payload: &Value) {
     }));
 }
 
-/// The variable naming the file for this agent call's session record; the host sets it
-/// on the launch.
-pub const SESSION_LOG_VAR: &str = "STET_SESSION_LOG";
+pub use crate::harness::SESSION_LOG_VAR;
 
 fn append_session_log(line: &Value) {
     let Some(path) = std::env::var_os(SESSION_LOG_VAR) else {

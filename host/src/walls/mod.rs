@@ -238,4 +238,8 @@ pub fn print(proof: &Proof, out: &mut dyn Write) {
             let _ = writeln!(out, "          hint: {}", w.remedy);
         }
     }
+    let _ = writeln!(
+        out,
+        "note: the guard (what refused the canary) is policy, not a wall; the walls are what the sandbox, its mounts and stet's own host-side code enforce"
+    );
 }
