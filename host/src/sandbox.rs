@@ -236,6 +236,18 @@ impl<'a> Sandbox<'a> {
     /// Creates a sandbox, checking the image first so that a missing one is named with the
     /// way to build it.
     pub fn create(runtime: &'a OpenRuntime, spec: SandboxSpec) -> Result<Self, CliError> {
+        let (sandbox, _) = Sandbox::start(runtime, spec, Vec::new())?;
+        Ok(sandbox)
+    }
+
+    /// Creates a sandbox with `options` beyond its spec (a forwarded socket, its first
+    /// process, which comes back running). Every sandbox is made this way, so a plugin
+    /// of an older minor answers through the interface's defaults.
+    pub fn start(
+        runtime: &'a OpenRuntime,
+        spec: SandboxSpec,
+        options: Vec<stet_plugin_api::SandboxOption>,
+    ) -> Result<(Self, Option<Process>), CliError> {
         let image = spec.image.to_string();
         let status = runtime
             .handle
@@ -258,14 +270,21 @@ impl<'a> Sandbox<'a> {
             });
             return Err(error);
         }
-        let info: SandboxInfo = runtime
+        let (info, first) = runtime
             .handle
-            .create_sandbox(spec)
+            .start(spec, options)
             .map_err(|e| plugin_error(&runtime.name, "could not create a sandbox", &e))?;
-        Ok(Sandbox {
-            runtime,
-            id: info.id.into_string(),
-        })
+        let first = first.map(|p| Process {
+            inner: Arc::new(p),
+            runtime: runtime.name.clone(),
+        });
+        Ok((
+            Sandbox {
+                runtime,
+                id: info.id.into_string(),
+            },
+            first,
+        ))
     }
 
     /// Starts a process in the sandbox.
@@ -724,6 +743,17 @@ impl Driver for Conformance<'_> {
     }
     fn list_sandboxes(&self, labels: &[Label]) -> Result<Vec<SandboxInfo>, PluginError> {
         self.0.list_sandboxes(labels.to_vec())
+    }
+    fn start(
+        &self,
+        spec: SandboxSpec,
+        options: Vec<stet_plugin_api::SandboxOption>,
+    ) -> Result<stet_plugin_api::conformance::Started, PluginError> {
+        let (info, first) = self.0.start(spec, options)?;
+        Ok((
+            info,
+            first.map(|p| Box::new(RunningBox(p)) as Box<dyn Running>),
+        ))
     }
 }
 

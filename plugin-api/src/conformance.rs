@@ -15,8 +15,9 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::{
-    EnvVar, ExitStatus, Label, Limits, Mount, Network, PluginError, ProbeReport, ProcessPlugin,
-    ProcessSpec, ROption, RuntimePlugin, SandboxInfo, SandboxSpec, Sink, Stream, UserIds,
+    capability, EnvVar, ErrorCode, ExitStatus, ForwardedSocket, Label, Limits, Mount, Network,
+    PluginError, ProbeReport, ProcessPlugin, ProcessSpec, ROption, RuntimePlugin, SandboxInfo,
+    SandboxOption, SandboxSpec, Sink, Stream, UserIds,
 };
 
 /// What the suite drives: a runtime, in-process or loaded by a host.
@@ -31,7 +32,13 @@ pub trait Driver: Sync {
     fn teardown(&self, sandbox: &str) -> Result<(), PluginError>;
     /// See [`RuntimePlugin::list_sandboxes`].
     fn list_sandboxes(&self, labels: &[Label]) -> Result<Vec<SandboxInfo>, PluginError>;
+    /// See [`RuntimePlugin::start`].
+    fn start(&self, spec: SandboxSpec, options: Vec<SandboxOption>)
+        -> Result<Started, PluginError>;
 }
+
+/// A sandbox made by [`Driver::start`], and its first process when one was asked for.
+pub type Started = (SandboxInfo, Option<Box<dyn Running>>);
 
 /// A process started through a [`Driver`].
 pub trait Running: Send + Sync {
@@ -77,6 +84,17 @@ impl<T: RuntimePlugin> Driver for Direct<'_, T> {
     }
     fn list_sandboxes(&self, labels: &[Label]) -> Result<Vec<SandboxInfo>, PluginError> {
         self.0.list_sandboxes(labels)
+    }
+    fn start(
+        &self,
+        spec: SandboxSpec,
+        options: Vec<SandboxOption>,
+    ) -> Result<Started, PluginError> {
+        let (info, first) = self.0.start(spec, options)?;
+        Ok((
+            info,
+            first.map(|p| Box::new(DirectProcess(p)) as Box<dyn Running>),
+        ))
     }
 }
 
@@ -337,6 +355,24 @@ impl Suite<'_> {
             "a read-only mount inside a writable one stays read-only",
             |s| s.nested_read_only(),
         );
+        let probe = self.driver.probe().ok();
+        let offers = |c: &str| {
+            probe
+                .as_ref()
+                .is_some_and(|p| p.capabilities.iter().any(|x| x.as_str() == c))
+        };
+        let (socket, first) = (
+            offers(capability::FORWARD_SOCKET),
+            offers(capability::FIRST_PROCESS),
+        );
+        self.record(
+            "a unix socket forwarded from the host answers inside",
+            |s| s.forwarded_socket(socket),
+        );
+        self.record(
+            "a first process runs, streams, takes input and exits",
+            |s| s.first_process(first),
+        );
         self.record("sandboxes are listed by label", |s| {
             let found = s
                 .driver
@@ -423,6 +459,111 @@ impl Suite<'_> {
             || {
                 format!("inside: {}; host copy kept: {host_kept}; outer write seen on the host: {outer_seen}", out.trim().replace('\n', ", "))
             },
+        )
+    }
+
+    /// With [`capability::FORWARD_SOCKET`] in the probe, a listener on the host is reached
+    /// through its socket inside the sandbox; without it, the option must be refused by
+    /// name, never ignored.
+    fn forwarded_socket(&self, offered: bool) -> Outcome {
+        use std::io::Write;
+        let dir = self.lane.with_file_name("socket");
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        let host = dir.join("kit.sock");
+        let listener =
+            std::os::unix::net::UnixListener::bind(&host).map_err(|e| format!("bind: {e}"))?;
+        listener.set_nonblocking(false).map_err(|e| e.to_string())?;
+        let inside = "/run/stet-kit.sock";
+        let option = SandboxOption::ForwardSocket(ForwardedSocket {
+            host: host.display().to_string().into(),
+            sandbox: inside.into(),
+        });
+        let started = self.driver.start(self.spec("socket"), vec![option]);
+        let (info, _) = match (started, offered) {
+            (Err(e), false) if e.code == ErrorCode::UNSUPPORTED => {
+                return Ok(format!("not offered, and refused by name: {}", e.message))
+            }
+            (Err(e), _) => return Err(format!("start: {e}")),
+            (Ok((info, _)), false) => {
+                let _ = self.driver.teardown(&info.id);
+                return Err(
+                    "the probe does not offer forward-socket, yet the option was taken (ignored?)"
+                        .into(),
+                );
+            }
+            (Ok(started), true) => started,
+        };
+        let answer = std::thread::spawn(move || {
+            if let Ok((mut peer, _)) = listener.accept() {
+                let _ = peer.write_all(b"stet-forwarded\n");
+            }
+        });
+        let script = format!(
+            "test -S {inside} && echo socket; \
+             if command -v perl >/dev/null; then perl -MIO::Socket::UNIX -e '$s=IO::Socket::UNIX->new(Peer=>\"{inside}\") or die; print <$s>'; fi; true"
+        );
+        let ran = self.exec(&info.id, &["sh", "-c", &script], b"");
+        let _ = self.driver.teardown(&info.id);
+        // Unblock the listener if nothing connected.
+        let _ = std::os::unix::net::UnixStream::connect(&host);
+        let _ = answer.join();
+        let ran = ran?;
+        let out = ran.stdout();
+        expect(
+            out.contains("socket") && (out.contains("stet-forwarded") || !out.contains("perl")),
+            || format!("inside: {:?}", out.trim()),
+        )
+        .map(|_| {
+            if out.contains("stet-forwarded") {
+                "a host listener answered through the socket".to_string()
+            } else {
+                "the socket is there (no perl in the image to connect with)".to_string()
+            }
+        })
+    }
+
+    /// With [`capability::FIRST_PROCESS`], the sandbox's first process is the one asked
+    /// for: its output streams back, its input arrives, its exit code is reported.
+    fn first_process(&self, offered: bool) -> Outcome {
+        let option = SandboxOption::FirstProcess(crate::RBox::new(process(
+            &[
+                "sh",
+                "-c",
+                "echo first; read line; echo \"got $line\"; exit 3",
+            ],
+            b"input\n",
+        )));
+        let started = self.driver.start(self.spec("first"), vec![option]);
+        let (info, first) = match (started, offered) {
+            (Err(e), false) if e.code == ErrorCode::UNSUPPORTED => {
+                return Ok(format!("not offered, and refused by name: {}", e.message))
+            }
+            (Err(e), _) => return Err(format!("start: {e}")),
+            (Ok((info, _)), false) => {
+                let _ = self.driver.teardown(&info.id);
+                return Err(
+                    "the probe does not offer first-process, yet the option was taken (ignored?)"
+                        .into(),
+                );
+            }
+            (Ok(started), true) => started,
+        };
+        let Some(first) = first else {
+            let _ = self.driver.teardown(&info.id);
+            return Err("no first process came back".into());
+        };
+        let mut stdout = Vec::new();
+        let status = first.wait(&mut |stream, bytes| {
+            if stream == Stream::Stdout {
+                stdout.extend_from_slice(bytes);
+            }
+        });
+        let _ = self.driver.teardown(&info.id);
+        let status = status.map_err(|e| format!("wait: {e}"))?;
+        let out = String::from_utf8_lossy(&stdout).into_owned();
+        expect(
+            out == "first\ngot input\n" && status.code == ROption::RSome(3),
+            || format!("stdout {out:?}, {status:?}"),
         )
     }
 

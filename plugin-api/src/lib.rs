@@ -73,10 +73,11 @@ mod types;
 #[doc(hidden)]
 pub use export::__private;
 
-pub use abi_stable::std_types::{ROption, RResult, RSlice, RStr, RString, RVec};
+pub use abi_stable::std_types::{RBox, ROption, RResult, RSlice, RStr, RString, RVec};
 pub use error::{ErrorCode, PluginError};
 pub use sdk::{
-    guard, host_sink, HarnessPlugin, ProcessPlugin, RuntimePlugin, Sink, TerminalPlugin,
+    guard, host_sink, start_by_spawning, HarnessPlugin, ProcessPlugin, RuntimePlugin, Sink,
+    SocketForwarding, TerminalPlugin,
 };
 pub use types::{
     CallOutcome, CredentialDecl, CredentialSource, CredentialSource_NE, EnvVar, ExitStatus, Fact,

@@ -5,7 +5,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use abi_stable::{
     sabi_trait::TD_Opaque,
-    std_types::{RResult, RSlice, RStr, RString, RVec},
+    std_types::{RBox, RResult, RSlice, RStr, RString, RVec},
 };
 
 use crate::abi::{v1, v1_0, v1_1, v1_2};
@@ -317,6 +317,72 @@ pub trait HarnessPlugin: Send + Sync + 'static {
         let _ = (context, profile, used);
         Ok(Vec::new())
     }
+}
+
+/// How [`start_by_spawning`] provides a forwarded socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SocketForwarding {
+    /// As a read-only mount of the socket at the sandbox's path (connecting needs no write).
+    AsMount,
+    /// Not at all: the option is refused by name.
+    Refuse,
+}
+
+/// [`RuntimePlugin::start`] for a runtime whose processes each start afresh in the
+/// sandbox (no idle first process to replace): the sandbox is created with
+/// [`RuntimePlugin::create_sandbox`] — a forwarded socket as a mount, when `sockets` says
+/// so — and a first process is spawned in it right away. A spawn that fails removes the
+/// sandbox again. Any other option is refused by name.
+pub fn start_by_spawning<R: RuntimePlugin + ?Sized>(
+    runtime: &R,
+    mut spec: SandboxSpec,
+    options: Vec<SandboxOption>,
+    sockets: SocketForwarding,
+) -> Result<(SandboxInfo, Option<Box<dyn ProcessPlugin>>), PluginError> {
+    let mut first = None;
+    for option in options {
+        match option {
+            SandboxOption::ForwardSocket(socket) if sockets == SocketForwarding::AsMount => {
+                use std::os::unix::fs::FileTypeExt;
+                let is_socket = std::fs::metadata(socket.host.as_str())
+                    .map(|m| m.file_type().is_socket())
+                    .unwrap_or(false);
+                if !is_socket || !socket.sandbox.starts_with('/') {
+                    return Err(PluginError::invalid_input(format!(
+                        "cannot forward {} into the sandbox at {}: it must be a listening unix socket, and the sandbox path absolute",
+                        socket.host, socket.sandbox
+                    )));
+                }
+                let mut mounts = spec.mounts.to_vec();
+                mounts.push(crate::Mount {
+                    source: socket.host,
+                    target: socket.sandbox,
+                    writable: false,
+                });
+                spec.mounts = mounts.into();
+            }
+            SandboxOption::FirstProcess(process) => first = Some(RBox::into_inner(process)),
+            #[allow(unreachable_patterns)]
+            other => {
+                return Err(PluginError::unsupported(format!(
+                    "this runtime cannot provide {}",
+                    other.name()
+                )))
+            }
+        }
+    }
+    let info = runtime.create_sandbox(spec)?;
+    let first = match first {
+        Some(process) => match runtime.spawn(info.id.as_str(), process) {
+            Ok(process) => Some(process),
+            Err(e) => {
+                let _ = runtime.teardown(info.id.as_str());
+                return Err(e);
+            }
+        },
+        None => None,
+    };
+    Ok((info, first))
 }
 
 /// Runs `f`, turning a panic into a [`ErrorCode::PANICKED`] error naming `what`.

@@ -321,6 +321,32 @@ fn a_plugin_built_for_1_1_loads_and_works() {
     assert_eq!(p["probe"]["backend_version"], "older-minor backend 1.1");
 }
 
+/// A 1.2 plugin is an older member of the append-only v1 line: the host checks the fields it
+/// has against its own and calls through v1, whose defaults answer for what 1.2 lacks
+/// (every sandbox is made through `start`, which a 1.2 plugin does not have).
+#[test]
+fn a_plugin_built_for_1_2_loads_through_the_current_line_and_works() {
+    let world = World::new();
+    world.install("fixture-older-minor-1-2");
+    let out = world.run_stet(&["plugins", "probe", "fixture-older-minor-1-2", "--json"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let json = out.json();
+    let p = plugin_entry(&json, "fixture-older-minor-1-2");
+    assert_eq!(p["interface"], "1.2");
+    assert_eq!(p["identity"]["api_version"], "1.2.0");
+    assert_eq!(p["probe"]["backend_version"], "older-minor backend 1.2");
+    let out = world.run_stet(&[
+        "run",
+        "--runtime",
+        "fixture-older-minor-1-2",
+        "--",
+        "echo",
+        "made through the defaults",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.stdout, "made through the defaults\n");
+}
+
 #[test]
 fn older_minor_plugin_loads_and_works() {
     let world = World::new();
@@ -529,4 +555,137 @@ fn strip_timings(text: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+// A plugin built against a *newer* minor of the SDK: one ahead of this host's, made for the
+// test as the next minor of an append-only interface would be (the version bumped, one
+// defaulted method appended to the runtime interface).
+
+/// The SDK one minor ahead, under `target/newer-sdk` (where the fixture's manifest looks).
+fn newer_sdk() -> std::path::PathBuf {
+    static MADE: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    MADE.get_or_init(|| {
+        let root = stet_e2e::repo_root();
+        let sdk = root.join("target/newer-sdk");
+        let _ = std::fs::remove_dir_all(&sdk);
+        let copy = |from: &Path, to: &Path| {
+            let mut pending = vec![(from.to_path_buf(), to.to_path_buf())];
+            while let Some((f, t)) = pending.pop() {
+                if f.is_dir() {
+                    std::fs::create_dir_all(&t).unwrap();
+                    for e in std::fs::read_dir(&f).unwrap().flatten() {
+                        pending.push((e.path(), t.join(e.file_name())));
+                    }
+                } else {
+                    std::fs::copy(&f, &t).unwrap();
+                }
+            }
+        };
+        copy(&root.join("plugin-api/src"), &sdk.join("src"));
+        let current = stet_plugin_api_version();
+        let manifest = std::fs::read_to_string(root.join("plugin-api/Cargo.toml"))
+            .unwrap()
+            .replace(&format!("version = \"{current}\""), "version = \"1.4.0\"")
+            .replace("edition.workspace = true", "edition = \"2021\"")
+            .replace("rust-version.workspace = true\n", "")
+            .replace("license.workspace = true\n", "")
+            .replace(
+                "abi_stable.workspace = true",
+                "abi_stable = { version = \"=0.11.3\", default-features = false }",
+            );
+        assert!(manifest.contains("version = \"1.4.0\""), "{manifest}");
+        std::fs::write(sdk.join("Cargo.toml"), format!("{manifest}\n[workspace]\n")).unwrap();
+        // The next minor appends a method with a default to the runtime interface.
+        let v1 = sdk.join("src/abi/v1.rs");
+        let text = std::fs::read_to_string(&v1).unwrap();
+        let marker = "    // Next minor: append here, with a default body.";
+        let at = text
+            .find(marker)
+            .expect("the append marker of v1's Runtime");
+        let appended =
+            "    /// A snapshot of a sandbox. New in 1.4 (the newer-minor fixture's SDK).\n    \
+             fn snapshot(&self, sandbox: RStr<'_>) -> RResult<RString, PluginError> {\n        \
+             let _ = sandbox;\n        \
+             RResult::RErr(PluginError::unsupported(\"no snapshots\"))\n    }\n";
+        std::fs::write(&v1, format!("{}{appended}{}", &text[..at], &text[at..])).unwrap();
+        sdk
+    })
+    .clone()
+}
+
+/// This repository's plugin-API version.
+fn stet_plugin_api_version() -> String {
+    let manifest =
+        std::fs::read_to_string(stet_e2e::repo_root().join("plugin-api/Cargo.toml")).unwrap();
+    manifest
+        .lines()
+        .find_map(|l| l.strip_prefix("version = \""))
+        .and_then(|v| v.strip_suffix('"'))
+        .expect("plugin-api's version")
+        .to_string()
+}
+
+/// Builds the newer-minor fixture (with `features`) and lays it out as plugin `name` in
+/// the world's plugins directory.
+fn install_newer(world: &World, name: &str, features: &[&str]) {
+    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    newer_sdk();
+    let root = stet_e2e::repo_root();
+    let fixture = root.join("tests/fixtures/newer-minor");
+    let target = root.join("target/newer-minor");
+    let mut build = std::process::Command::new(env!("CARGO"));
+    build
+        .args(["build", "--manifest-path"])
+        .arg(fixture.join("Cargo.toml"))
+        .env("CARGO_TARGET_DIR", &target);
+    if !features.is_empty() {
+        build.args(["--features", &features.join(",")]);
+    }
+    let out = build.output().expect("run cargo");
+    assert!(
+        out.status.success(),
+        "building the newer-minor fixture:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dir = world.plugins.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let library = "libstet_fixture_newer_minor.so";
+    std::fs::copy(target.join("debug").join(library), dir.join(library)).unwrap();
+    let manifest = std::fs::read_to_string(fixture.join("plugin.toml.in"))
+        .unwrap()
+        .replace("\"NAME\"", &format!("\"{name}\""));
+    std::fs::write(dir.join("plugin.toml"), manifest).unwrap();
+}
+
+#[test]
+fn a_newer_minor_plugin_that_needs_nothing_new_loads_and_answers() {
+    let world = World::new();
+    install_newer(&world, "fixture-newer-minor", &[]);
+    let out = world.run_stet(&["plugins", "probe", "fixture-newer-minor", "--json"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let json = out.json();
+    let p = plugin_entry(&json, "fixture-newer-minor");
+    assert_eq!(p["status"], "available", "{p:#}");
+    assert_eq!(p["interface"], "1.4");
+    assert_eq!(p["identity"]["api_version"], "1.4.0");
+    assert_eq!(p["probe"]["backend_version"], "newer-minor backend 1.4");
+}
+
+#[test]
+fn a_newer_minor_plugin_needing_what_this_host_lacks_is_refused_naming_both_versions() {
+    let world = World::new();
+    install_newer(&world, "fixture-newer-minor-needy", &["needs-newer-host"]);
+    let out = world.run_stet(&["plugins", "probe", "fixture-newer-minor-needy"]);
+    assert_eq!(out.code, 3, "{}{}", out.stdout, out.stderr);
+    let line = format!(
+        "plugin fixture-newer-minor-needy was built for plugin API 1.4.0 and needs `snapshots` of the host, which this stet (plugin API {}) does not have",
+        stet_plugin_api_version()
+    );
+    assert!(
+        out.stdout.contains(&line) || out.stderr.contains(&line),
+        "{}{}",
+        out.stdout,
+        out.stderr
+    );
 }

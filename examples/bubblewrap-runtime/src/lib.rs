@@ -51,6 +51,8 @@ pub const CAPABILITIES: &[&str] = &[
     "labels",
     "kill",
     "run-as-user",
+    stet_plugin_api::capability::FORWARD_SOCKET,
+    stet_plugin_api::capability::FIRST_PROCESS,
 ];
 /// How long the probe's trial runs may take.
 const PROBE_LIMIT: Duration = Duration::from_secs(3);
@@ -431,6 +433,22 @@ impl RuntimePlugin for BubblewrapRuntime {
     }
 
     /// Contract: the sandboxes carrying every one of `labels`.
+    /// A forwarded socket is bound read-only at its path (bwrap binds sockets as it binds
+    /// files; a unix socket needs no network, so it works with network none); a first
+    /// process is spawned at once, since every process here is its own bwrap.
+    fn start(
+        &self,
+        spec: SandboxSpec,
+        options: Vec<stet_plugin_api::SandboxOption>,
+    ) -> Result<(SandboxInfo, Option<Box<dyn ProcessPlugin>>), PluginError> {
+        stet_plugin_api::start_by_spawning(
+            self,
+            spec,
+            options,
+            stet_plugin_api::SocketForwarding::AsMount,
+        )
+    }
+
     fn list_sandboxes(&self, labels: &[Label]) -> Result<Vec<SandboxInfo>, PluginError> {
         Ok(self
             .store

@@ -183,6 +183,7 @@ impl RuntimePlugin for ExampleRuntime {
             .with_capability("labels")
             .with_capability("kill")
             .with_capability("network-open")
+            .with_capability(stet_plugin_api::capability::FIRST_PROCESS)
             .with_fact("isolation", "none: processes run on the host as you")
             .with_fact("state-dir", self.store.root().display().to_string())
             .with_fact("images", HOST_IMAGE);
@@ -337,6 +338,22 @@ impl RuntimePlugin for ExampleRuntime {
 
     /// Contract: the sandboxes carrying every one of `labels` (never empty: the host
     /// always names at least `stet.managed`).
+    /// Contract: as `create_sandbox`, with options. This template provides a first process
+    /// (spawned at once) and refuses a forwarded socket: with no mounts of its own it has
+    /// no sandbox path to put one at. Your runtime: mount the socket at its path.
+    fn start(
+        &self,
+        spec: SandboxSpec,
+        options: Vec<stet_plugin_api::SandboxOption>,
+    ) -> Result<(SandboxInfo, Option<Box<dyn ProcessPlugin>>), PluginError> {
+        stet_plugin_api::start_by_spawning(
+            self,
+            spec,
+            options,
+            stet_plugin_api::SocketForwarding::Refuse,
+        )
+    }
+
     fn list_sandboxes(&self, labels: &[Label]) -> Result<Vec<SandboxInfo>, PluginError> {
         Ok(self
             .store

@@ -123,6 +123,8 @@ pub const CAPABILITIES: &[&str] = &[
     "limits",
     "labels",
     "kill",
+    stet_plugin_api::capability::FORWARD_SOCKET,
+    stet_plugin_api::capability::FIRST_PROCESS,
 ];
 
 const KEYS: &str = "the keys are `binary` (the path of the `container` executable), \
@@ -369,6 +371,24 @@ impl RuntimePlugin for AppleContainerRuntime {
     ) -> Result<Box<dyn ProcessPlugin>, PluginError> {
         let cli = self.cli()?;
         Ok(Box::new(process::start(cli, sandbox, spec)?))
+    }
+
+    /// A forwarded socket is a `--volume` of the socket: Apple's runtime relays a mounted
+    /// unix socket into the VM over vsock (its RuntimeService turns a socket mount into a
+    /// `UnixSocketConfiguration` directed into the container), which needs no network, so
+    /// it works with `--network none`. (`--publish-socket` is the other direction, out of
+    /// the container.) A first process is exec'd into the new sandbox at once.
+    fn start(
+        &self,
+        spec: SandboxSpec,
+        options: Vec<stet_plugin_api::SandboxOption>,
+    ) -> Result<(SandboxInfo, Option<Box<dyn ProcessPlugin>>), PluginError> {
+        stet_plugin_api::start_by_spawning(
+            self,
+            spec,
+            options,
+            stet_plugin_api::SocketForwarding::AsMount,
+        )
     }
 
     fn teardown(&self, sandbox: &str) -> Result<(), PluginError> {

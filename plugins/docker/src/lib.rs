@@ -17,8 +17,9 @@ use std::sync::{Arc, Mutex};
 use bollard::Docker;
 use serde::Deserialize;
 use stet_plugin_api::{
-    export_plugin, ImageStatus, Label, PluginError, ProbeReport, ProcessPlugin, ProcessSpec,
-    RuntimePlugin, SandboxInfo, SandboxSpec, TerminalPlugin, TerminalSize,
+    capability, export_plugin, ImageStatus, Label, PluginError, ProbeReport, ProcessPlugin,
+    ProcessSpec, RuntimePlugin, SandboxInfo, SandboxOption, SandboxSpec, TerminalPlugin,
+    TerminalSize,
 };
 
 mod connect;
@@ -27,14 +28,16 @@ mod sandbox;
 
 /// What the probe reports this runtime can do.
 pub const CAPABILITIES: &[&str] = &[
-    "bind-mounts",
-    "network-none",
-    "network-open",
-    "limits",
-    "labels",
-    "kill",
-    "run-as-user",
-    "terminal",
+    capability::BIND_MOUNTS,
+    capability::NETWORK_NONE,
+    capability::NETWORK_OPEN,
+    capability::LIMITS,
+    capability::LABELS,
+    capability::KILL,
+    capability::RUN_AS_USER,
+    capability::TERMINAL,
+    capability::FORWARD_SOCKET,
+    capability::FIRST_PROCESS,
 ];
 
 /// The plugin's settings, from `[plugins.docker]` in stet's configuration.
@@ -161,6 +164,27 @@ impl RuntimePlugin for DockerRuntime {
         let open_network = self.config.open_network.as_deref().unwrap_or("bridge");
         self.tokio
             .block_on(sandbox::create(&docker, spec, open_network))
+    }
+
+    fn start(
+        &self,
+        spec: SandboxSpec,
+        options: Vec<SandboxOption>,
+    ) -> Result<(SandboxInfo, Option<Box<dyn ProcessPlugin>>), PluginError> {
+        let docker = self.engine()?;
+        let open_network = self.config.open_network.as_deref().unwrap_or("bridge");
+        let (info, first) =
+            self.tokio
+                .block_on(sandbox::create_with(&docker, spec, open_network, options))?;
+        let first = first.map(|f| {
+            Box::new(process::DockerProcess::first(
+                info.id.to_string(),
+                f,
+                docker,
+                self.tokio.clone(),
+            )) as Box<dyn ProcessPlugin>
+        });
+        Ok((info, first))
     }
 
     fn spawn(

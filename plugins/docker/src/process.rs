@@ -18,7 +18,7 @@ use tokio::io::AsyncWriteExt;
 
 use crate::{message_of, status_of};
 
-type Output = Pin<Box<dyn Stream<Item = Result<LogOutput, bollard::errors::Error>> + Send>>;
+pub type Output = Pin<Box<dyn Stream<Item = Result<LogOutput, bollard::errors::Error>> + Send>>;
 
 /// An exec that has been started and whose output has not been read yet.
 pub struct Started {
@@ -151,7 +151,8 @@ pub async fn start_terminal(
 /// A running exec, as the host holds it.
 pub struct DockerProcess {
     container: String,
-    exec_id: String,
+    /// The exec, or `None` for the sandbox's first process (its main process).
+    exec_id: Option<String>,
     output: Mutex<Option<Output>>,
     docker: Docker,
     tokio: Arc<tokio::runtime::Runtime>,
@@ -162,7 +163,7 @@ impl DockerProcess {
     pub fn new(started: Started, docker: Docker, tokio: Arc<tokio::runtime::Runtime>) -> Self {
         DockerProcess {
             container: started.container,
-            exec_id: started.exec_id,
+            exec_id: Some(started.exec_id),
             output: Mutex::new(Some(started.output)),
             docker,
             tokio,
@@ -170,14 +171,73 @@ impl DockerProcess {
         }
     }
 
-    async fn exit_status(&self) -> Result<ExitStatus, PluginError> {
-        let inspected = self.docker.inspect_exec(&self.exec_id).await.map_err(|e| {
+    /// The sandbox's first process, attached to before it started; its input (if any) is
+    /// written in the background and closed.
+    pub fn first(
+        container: String,
+        first: crate::sandbox::FirstProcess,
+        docker: Docker,
+        tokio: Arc<tokio::runtime::Runtime>,
+    ) -> Self {
+        if let Some(mut input) = first.input {
+            let bytes = first.stdin;
+            tokio.spawn(async move {
+                let _ = input.write_all(&bytes).await;
+                let _ = input.shutdown().await;
+            });
+        }
+        DockerProcess {
+            container,
+            exec_id: None,
+            output: Mutex::new(Some(first.output)),
+            docker,
+            tokio,
+            killed: AtomicBool::new(false),
+        }
+    }
+
+    async fn exit_code(&self) -> Result<i64, PluginError> {
+        let failed = |e: bollard::errors::Error| {
             PluginError::backend(format!(
                 "could not read the exit status: {}",
                 message_of(&e)
             ))
-        })?;
-        let code = inspected.exit_code.unwrap_or(-1) as i32;
+        };
+        match &self.exec_id {
+            Some(exec) => Ok(self
+                .docker
+                .inspect_exec(exec)
+                .await
+                .map_err(failed)?
+                .exit_code
+                .unwrap_or(-1)),
+            None => {
+                // The main process: wait for the container to stop, then read how.
+                let mut waiting = self.docker.wait_container(
+                    &self.container,
+                    None::<bollard::query_parameters::WaitContainerOptions>,
+                );
+                match waiting.next().await {
+                    Some(Ok(done)) => return Ok(done.status_code),
+                    // A non-zero exit arrives as an error carrying the code.
+                    Some(Err(bollard::errors::Error::DockerContainerWaitError {
+                        code, ..
+                    })) => return Ok(code),
+                    // Otherwise the container's record says how it ended.
+                    _ => {}
+                }
+                let inspected = self
+                    .docker
+                    .inspect_container(&self.container, None)
+                    .await
+                    .map_err(failed)?;
+                Ok(inspected.state.and_then(|s| s.exit_code).unwrap_or(-1))
+            }
+        }
+    }
+
+    async fn exit_status(&self) -> Result<ExitStatus, PluginError> {
+        let code = self.exit_code().await? as i32;
         let killed_by_kernel = code == 128 + 9 && !self.killed.load(Ordering::SeqCst);
         let out_of_memory = killed_by_kernel && self.oom_kills().await > 0;
         let mut status = if self.killed.load(Ordering::SeqCst) {
@@ -376,7 +436,7 @@ impl TerminalPlugin for DockerTerminal {
             .block_on(
                 self.process
                     .docker
-                    .resize_exec(&self.process.exec_id, options),
+                    .resize_exec(self.process.exec_id.as_deref().unwrap_or_default(), options),
             )
             .map_err(|e| {
                 PluginError::backend(format!("could not resize the terminal: {}", message_of(&e)))

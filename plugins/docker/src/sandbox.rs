@@ -8,7 +8,8 @@ use bollard::query_parameters::{
 };
 use bollard::Docker;
 use stet_plugin_api::{
-    ImageStatus, Label, Network, PluginError, ROption, SandboxInfo, SandboxSpec,
+    ImageStatus, Label, Network, PluginError, ProcessSpec, ROption, SandboxInfo, SandboxOption,
+    SandboxSpec,
 };
 
 use crate::{message_of, status_of};
@@ -74,6 +75,65 @@ pub async fn create(
     spec: SandboxSpec,
     open_network: &str,
 ) -> Result<SandboxInfo, PluginError> {
+    let (info, _) = create_with(docker, spec, open_network, Vec::new()).await?;
+    Ok(info)
+}
+
+/// A sandbox whose first process is the one asked for: attached before it starts, so no
+/// output is lost.
+pub struct FirstProcess {
+    pub output: crate::process::Output,
+    pub input: Option<std::pin::Pin<Box<dyn tokio::io::AsyncWrite + Send>>>,
+    pub stdin: Vec<u8>,
+}
+
+/// Creates and starts a sandbox with `options`: forwarded unix sockets are bind mounts of
+/// the socket (read-only: connecting needs no write); a first process replaces the idle
+/// one, as `docker run` does.
+pub async fn create_with(
+    docker: &Docker,
+    mut spec: SandboxSpec,
+    open_network: &str,
+    options: Vec<SandboxOption>,
+) -> Result<(SandboxInfo, Option<FirstProcess>), PluginError> {
+    let mut sockets = Vec::new();
+    let mut first: Option<ProcessSpec> = None;
+    for option in options {
+        match option {
+            SandboxOption::ForwardSocket(socket) => {
+                use std::os::unix::fs::FileTypeExt;
+                let is_socket = std::fs::metadata(socket.host.as_str())
+                    .map(|m| m.file_type().is_socket())
+                    .unwrap_or(false);
+                if !is_socket || !socket.sandbox.starts_with('/') {
+                    return Err(PluginError::invalid_input(format!(
+                        "cannot forward {} into the sandbox at {}: it must be a listening unix socket, and the sandbox path absolute",
+                        socket.host, socket.sandbox
+                    )));
+                }
+                sockets.push(stet_plugin_api::Mount {
+                    source: socket.host,
+                    target: socket.sandbox,
+                    writable: false,
+                });
+            }
+            SandboxOption::FirstProcess(process) => {
+                first = Some(stet_plugin_api::RBox::into_inner(process))
+            }
+            // A newer SDK's option this build cannot know is refused by the SDK adapter
+            // before it gets here; anything else would be a bug.
+            #[allow(unreachable_patterns)]
+            other => {
+                return Err(PluginError::unsupported(format!(
+                    "the docker plugin cannot provide {}",
+                    other.name()
+                )))
+            }
+        }
+    }
+    let mut mounts = spec.mounts.to_vec();
+    mounts.extend(sockets);
+    spec.mounts = mounts.into();
     check(&spec)?;
     let status = image_status(docker, &spec.image).await?;
     if !status.present {
@@ -124,19 +184,46 @@ pub async fn create(
         ROption::RSome(ids) => Some(format!("{}:{}", ids.uid, ids.gid)),
         ROption::RNone => None,
     };
+    let mut env: Vec<String> = spec
+        .env
+        .iter()
+        .map(|v| format!("{}={}", v.name, v.value))
+        .collect();
+    let mut workdir = (!spec.workdir.is_empty()).then(|| spec.workdir.to_string());
+    let (cmd, stdin) = match &first {
+        Some(process) => {
+            if process.argv.is_empty() {
+                return Err(PluginError::invalid_input("no program given to run"));
+            }
+            env.extend(
+                process
+                    .env
+                    .iter()
+                    .map(|v| format!("{}={}", v.name, v.value)),
+            );
+            if let ROption::RSome(dir) = &process.workdir {
+                workdir = Some(dir.to_string());
+            }
+            (
+                process.argv.iter().map(|a| a.to_string()).collect(),
+                process.stdin.to_vec(),
+            )
+        }
+        None => (IDLE.iter().map(|s| s.to_string()).collect(), Vec::new()),
+    };
     let body = ContainerCreateBody {
         image: Some(spec.image.to_string()),
-        cmd: Some(IDLE.iter().map(|s| s.to_string()).collect()),
-        env: Some(
-            spec.env
-                .iter()
-                .map(|v| format!("{}={}", v.name, v.value))
-                .collect(),
-        ),
-        working_dir: (!spec.workdir.is_empty()).then(|| spec.workdir.to_string()),
+        cmd: Some(cmd),
+        env: Some(env),
+        working_dir: workdir,
         labels: Some(labels),
         user,
         host_config: Some(host_config),
+        open_stdin: Some(first.is_some() && !stdin.is_empty()),
+        stdin_once: Some(first.is_some() && !stdin.is_empty()),
+        attach_stdout: Some(first.is_some()),
+        attach_stderr: Some(first.is_some()),
+        attach_stdin: Some(first.is_some() && !stdin.is_empty()),
         ..Default::default()
     };
     let created = docker
@@ -152,22 +239,56 @@ pub async fn create(
                 message_of(&e)
             ))
         })?;
+    // The first process is attached to before it starts, so none of its output is lost.
+    let attached = match &first {
+        Some(_) => {
+            let options = bollard::query_parameters::AttachContainerOptionsBuilder::default()
+                .stream(true)
+                .stdout(true)
+                .stderr(true)
+                .stdin(!stdin.is_empty())
+                .build();
+            match docker.attach_container(&created.id, Some(options)).await {
+                Ok(attached) => Some(attached),
+                Err(e) => {
+                    let _ = remove(docker, &created.id).await;
+                    return Err(PluginError::backend(format!(
+                        "could not attach to the sandbox's first process: {}",
+                        message_of(&e)
+                    )));
+                }
+            }
+        }
+        None => None,
+    };
     if let Err(e) = docker
         .start_container(&created.id, None::<StartContainerOptions>)
         .await
     {
         let _ = remove(docker, &created.id).await;
+        let what = match &first {
+            Some(process) => format!("its first process, {}", process.argv[0]),
+            None => "`sleep` as its idle process".to_string(),
+        };
         return Err(PluginError::backend(format!(
-            "could not start the sandbox from {} (it has `sleep` as its idle process): {}",
+            "could not start the sandbox from {} (with {what}): {}",
             spec.image,
             message_of(&e)
         )));
     }
-    Ok(SandboxInfo {
-        id: created.id.into(),
-        state: "running".into(),
-        labels: spec.labels,
-    })
+    let first = attached.map(|a| FirstProcess {
+        output: a.output,
+        input: (!stdin.is_empty()).then_some(a.input),
+        stdin,
+    });
+    Ok((
+        SandboxInfo {
+            id: created.id.into(),
+            state: "running".into(),
+            labels: spec.labels,
+        },
+        first,
+    ))
 }
 
 pub async fn remove(docker: &Docker, sandbox: &str) -> Result<(), PluginError> {
