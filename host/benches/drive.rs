@@ -6,7 +6,7 @@
 //!    receipt durably — and, separately, the remote round trips a move makes (reading the
 //!    marks, taking and releasing a reservation), which are git processes talking to a bare
 //!    remote and so grow with the remote, not with stet.
-//! 2. A whole `stet drive --cap 1` (Docker, the command harness, the example agent) on
+//! 2. A whole `stet drive --cap 1` (the selected runtime, the command harness, the example agent) on
 //!    queues of 100 and 10,000 items: wall time and the stet process's peak memory.
 
 use std::path::{Path, PathBuf};
@@ -191,24 +191,19 @@ fn bookkeeping() {
     );
 }
 
-fn install(plugins: &Path, name: &str, library: &str) {
-    let dir = plugins.join(name);
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::copy(release_dir().join(library), dir.join(library)).unwrap_or_else(|_| {
-        panic!("{library} is not built in release mode: run `cargo xtask bench`")
-    });
-    let crate_dir = match name {
-        "command" => "command-harness",
-        other => other,
-    };
-    let manifest = std::fs::read_to_string(
-        repo_root()
-            .join("plugins")
-            .join(crate_dir)
-            .join("plugin.toml"),
-    )
-    .unwrap();
-    std::fs::write(dir.join("plugin.toml"), manifest).unwrap();
+/// Lays out the shipped runtimes and the command harness, built in release mode, by their
+/// manifests: stet selects the runtime by the probes, as it would for a person.
+fn install(plugins: &Path) {
+    for plugin in xtask::plugin_crates(&repo_root().join("plugins")) {
+        if plugin.kind == "runtime" || plugin.name == "command" {
+            xtask::install_plugin(&plugin, &release_dir(), plugins).unwrap_or_else(|e| {
+                panic!(
+                    "{} is not built in release mode ({e}): run `cargo xtask bench`",
+                    plugin.name
+                )
+            });
+        }
+    }
 }
 
 /// The peak resident memory of process `pid` so far (VmHWM), in KiB.
@@ -224,10 +219,13 @@ fn whole_drive(items: usize) -> (Duration, i64) {
     let root = tempfile::tempdir().unwrap();
     let work = scratch(root.path(), items, 0);
     let plugins = root.path().join("plugins");
-    install(&plugins, "docker", "libstet_plugin_docker.so");
-    install(&plugins, "command", "libstet_plugin_command.so");
+    install(&plugins);
+    // The person's own configuration (always trusted), as a repository's file would apply
+    // only after `stet trust`.
+    let config = root.path().join(".config/stet/config.toml");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
     std::fs::write(
-        work.join("stet.toml"),
+        &config,
         format!(
             "[harness]\nprefer = [\"command\"]\nprofiles = \"{}\"\n\n[plugins.command]\nimplement = [\"{}\"]\n",
             root.path().join("profiles").display(),
@@ -248,7 +246,7 @@ fn whole_drive(items: usize) -> (Duration, i64) {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    // The stet process's own high-water mark (not its git and docker children's), read
+    // The stet process's own high-water mark (not its git and engine children's), read
     // until it exits; the mark only grows, so the last reading is the peak to 10 ms.
     let mut peak = 0;
     let status = loop {
@@ -269,7 +267,7 @@ fn main() {
     bookkeeping();
     let (small_t, small_rss) = whole_drive(100);
     let (large_t, large_rss) = whole_drive(ITEMS);
-    println!("stet drive --cap 1 (docker, command harness, example agent):");
+    println!("stet drive --cap 1 (the selected runtime, command harness, example agent):");
     println!(
         "  100 queued items     {:>8.0} ms  peak RSS {:.1} MiB",
         small_t.as_secs_f64() * 1000.0,

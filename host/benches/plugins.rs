@@ -26,22 +26,19 @@ fn ms(d: Duration) -> String {
     format!("{:.2} ms", d.as_secs_f64() * 1000.0)
 }
 
-fn plugin_dir(name: &str, library_stem: &str, dest: &Path, kind: &str) -> PathBuf {
-    let dir = dest.join(name);
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = format!("lib{library_stem}.so");
-    std::fs::copy(release_dir().join(&file), dir.join(&file)).unwrap_or_else(|e| {
-        panic!("{file} is not built in release mode ({e}): run `cargo xtask bench`")
-    });
-    std::fs::write(
-        dir.join("plugin.toml"),
-        format!(
-            "name = \"{name}\"\nkind = \"{kind}\"\nversion = \"0.1.0\"\napi = \"{api}\"\nlibrary = \"{file}\"\n",
-            api = stet_plugin_api::API_VERSION
-        ),
-    )
-    .unwrap();
-    dir
+/// The plugins this repository ships, by their manifests (no backend is named here).
+fn shipped() -> Vec<xtask::PluginCrate> {
+    xtask::plugin_crates(&xtask::repo_root().join("plugins"))
+}
+
+/// Lays out `plugin`, built in release mode, under `dest`.
+fn plugin_dir(plugin: &xtask::PluginCrate, dest: &Path) -> PathBuf {
+    xtask::install_plugin(plugin, &release_dir(), dest).unwrap_or_else(|e| {
+        panic!(
+            "{} is not built in release mode ({e}): run `cargo xtask bench`",
+            plugin.name
+        )
+    })
 }
 
 fn stet(home: &Path, plugins: &Path, args: &[&str]) -> Command {
@@ -101,19 +98,11 @@ fn list_100(scratch: &Path) {
 }
 
 fn load_per_library(scratch: &Path) {
-    for (name, stem, kind) in [
-        ("docker", "stet_plugin_docker", "runtime"),
-        ("apple-container", "stet_plugin_apple_container", "runtime"),
-        ("claude", "stet_plugin_claude", "harness"),
-    ] {
+    for plugin in shipped() {
+        let name = plugin.name.as_str();
         let mut samples = Vec::new();
         for copy in 0..20 {
-            let dir = plugin_dir(
-                name,
-                stem,
-                &scratch.join(format!("load-{name}-{copy}")),
-                kind,
-            );
+            let dir = plugin_dir(&plugin, &scratch.join(format!("load-{name}-{copy}")));
             let manifest = manifest::read(&dir.join("plugin.toml")).unwrap();
             let started = Instant::now();
             let loaded = loader::load(&manifest).expect("load");
@@ -129,14 +118,9 @@ fn load_per_library(scratch: &Path) {
 
 fn probe_overhead(scratch: &Path) {
     let plugins = scratch.join("probe");
-    plugin_dir("docker", "stet_plugin_docker", &plugins, "runtime");
-    plugin_dir(
-        "apple-container",
-        "stet_plugin_apple_container",
-        &plugins,
-        "runtime",
-    );
-    plugin_dir("claude", "stet_plugin_claude", &plugins, "harness");
+    for plugin in shipped() {
+        plugin_dir(&plugin, &plugins);
+    }
     let slow = plugins.join("fixture-slow");
     std::fs::create_dir_all(&slow).unwrap();
     std::fs::copy(

@@ -1,7 +1,9 @@
-//! Sandbox benchmarks against the real Docker Engine (run with `cargo xtask bench`, which
-//! builds the release plugins and needs stet's lane image loaded).
+//! Sandbox benchmarks against the real engine (run with `cargo xtask bench`, which builds
+//! the release plugins and needs stet's lane image loaded). The shipped runtimes are
+//! installed and stet selects one as it would for a person; the anchor is the engine's own
+//! CLI (`ANCHOR_CLI`), the one backend name here.
 //!
-//! 1. `stet run -- true` against `docker run --rm --network none IMAGE true` (the same
+//! 1. `stet run -- true` against `ANCHOR_CLI run --rm --network none IMAGE true` (the same
 //!    network as stet's default), paired runs, median of the per-pair ratios.
 //! 2. Throughput of `head -c 1G /dev/zero` through each, to /dev/null.
 //! 3. The stet process's peak memory for 64 MiB, 256 MiB and 1 GiB of `stet run` output.
@@ -14,26 +16,23 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const IMAGE: &str = "stet-lane:1";
+/// The engine's own command-line client, which `stet run` is measured against.
+const ANCHOR_CLI: &str = "docker"; // anchor: the command stet is timed against
 
 fn release_dir() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     exe.parent().and_then(Path::parent).unwrap().to_path_buf()
 }
 
-fn install_plugin(plugins: &Path, name: &str, crate_dir: &str, library: &str) {
-    let dir = plugins.join(name);
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::copy(release_dir().join(library), dir.join(library))
-        .expect("the plugin is not built in release mode: run `cargo xtask bench`");
-    let manifest = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../plugins/{crate_dir}/plugin.toml")),
-    )
-    .unwrap();
-    std::fs::write(dir.join("plugin.toml"), manifest).unwrap();
-}
-
-fn install_docker_plugin(plugins: &Path) {
-    install_plugin(plugins, "docker", "docker", "libstet_plugin_docker.so");
+/// Lays out the shipped plugins of `kind` (and, by name, `also`), built in release mode:
+/// stet then selects among them as it would for a person, by their probes.
+fn install_plugins(plugins: &Path, kind: &str, also: &[&str]) {
+    for plugin in xtask::plugin_crates(&xtask::repo_root().join("plugins")) {
+        if plugin.kind == kind || also.contains(&plugin.name.as_str()) {
+            xtask::install_plugin(&plugin, &release_dir(), plugins)
+                .expect("the plugin is not built in release mode: run `cargo xtask bench`");
+        }
+    }
 }
 
 fn stet(scratch: &Path, args: &[&str]) -> Command {
@@ -53,8 +52,9 @@ fn stet(scratch: &Path, args: &[&str]) -> Command {
     command
 }
 
-fn docker(args: &[&str]) -> Command {
-    let mut command = Command::new("docker");
+/// The anchor stet is timed against: the engine's own CLI.
+fn anchor(args: &[&str]) -> Command {
+    let mut command = Command::new(ANCHOR_CLI);
     command
         .args(args)
         .stdout(Stdio::null())
@@ -105,10 +105,10 @@ fn main() {
         return;
     }
     let scratch = tempfile::tempdir().unwrap();
-    install_docker_plugin(&scratch.path().join("plugins"));
+    install_plugins(&scratch.path().join("plugins"), "runtime", &[]);
     // Warm both paths once.
     timed(&mut stet(scratch.path(), &["run", "--", "true"]));
-    timed(&mut docker(&[
+    timed(&mut anchor(&[
         "run",
         "--rm",
         "--network",
@@ -119,10 +119,10 @@ fn main() {
 
     let mut ratios = Vec::new();
     let mut stet_ms = Vec::new();
-    let mut docker_ms = Vec::new();
+    let mut anchor_ms = Vec::new();
     for _ in 0..15 {
         let s = timed(&mut stet(scratch.path(), &["run", "--", "true"]));
-        let d = timed(&mut docker(&[
+        let d = timed(&mut anchor(&[
             "run",
             "--rm",
             "--network",
@@ -132,24 +132,24 @@ fn main() {
         ]));
         ratios.push(s.as_secs_f64() / d.as_secs_f64());
         stet_ms.push(s.as_secs_f64() * 1000.0);
-        docker_ms.push(d.as_secs_f64() * 1000.0);
+        anchor_ms.push(d.as_secs_f64() * 1000.0);
     }
     println!(
-        "run true: stet median {:.0} ms, docker run --rm median {:.0} ms, median ratio stet/docker {:.2} (15 pairs)",
+        "run true: stet median {:.0} ms, {ANCHOR_CLI} run --rm median {:.0} ms, median ratio {:.2} (15 pairs)",
         median_f(stet_ms),
-        median_f(docker_ms),
+        median_f(anchor_ms),
         median_f(ratios)
     );
 
     let gib = 1u64 << 30;
     let mut stet_rates = Vec::new();
-    let mut docker_rates = Vec::new();
+    let mut anchor_rates = Vec::new();
     for _ in 0..3 {
         let s = timed(&mut stet(
             scratch.path(),
             &["run", "--", "head", "-c", "1G", "/dev/zero"],
         ));
-        let d = timed(&mut docker(&[
+        let d = timed(&mut anchor(&[
             "run",
             "--rm",
             "--network",
@@ -161,11 +161,11 @@ fn main() {
             "/dev/zero",
         ]));
         stet_rates.push(gib as f64 / s.as_secs_f64() / (1 << 20) as f64);
-        docker_rates.push(gib as f64 / d.as_secs_f64() / (1 << 20) as f64);
+        anchor_rates.push(gib as f64 / d.as_secs_f64() / (1 << 20) as f64);
     }
-    let (s, d) = (median_f(stet_rates), median_f(docker_rates));
+    let (s, d) = (median_f(stet_rates), median_f(anchor_rates));
     println!(
-        "1 GiB to /dev/null: stet {s:.0} MiB/s, docker run {d:.0} MiB/s, stet/docker {:.2}",
+        "1 GiB to /dev/null: stet {s:.0} MiB/s, {ANCHOR_CLI} run {d:.0} MiB/s, ratio {:.2}",
         s / d
     );
 
@@ -183,12 +183,7 @@ fn main() {
 
     // An agent's output, through the command harness (`stet ask` in a repository, so the
     // call leaves its receipt and log like a drive's).
-    install_plugin(
-        &scratch.path().join("plugins"),
-        "command",
-        "command-harness",
-        "libstet_plugin_command.so",
-    );
+    install_plugins(&scratch.path().join("plugins"), "runtime", &["command"]);
     let repo = scratch.path().join("repo");
     std::fs::create_dir_all(&repo).unwrap();
     assert!(Command::new("git")

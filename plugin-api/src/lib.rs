@@ -50,10 +50,18 @@
 //!
 //! # Versions
 //!
-//! This crate's version is the API version. Within a major version, a plugin built against
-//! an older minor version keeps loading in a newer host (the host falls back to the frozen
-//! interface modules in [`abi`]), and a plugin built against a newer minor version loads in
-//! an older host. A different major version is refused before any plugin code runs.
+//! This crate's version is the API version. Within a major version:
+//!
+//! - a plugin built against an older minor keeps loading in a newer host: from 1.2 on the
+//!   interface ([`abi::v1`]) only grows by appending methods with defaults, which answer
+//!   for what an older plugin lacks; 1.0 and 1.1 plugins load through their frozen modules;
+//! - a plugin built against a newer minor loads in an older host, unless it names in
+//!   [`export_plugin!`]'s `requires` something of the host ([`host_capability`]) that the
+//!   older host lacks: then it is refused in one line naming both versions and what is
+//!   missing.
+//!
+//! A different major version is refused before any plugin code runs. The frozen layouts and
+//! the append-only rule are held against a committed record (`plugin-api/tests/layouts.rs`).
 //!
 //! No async type and no tokio handle crosses the boundary: plugins expose blocking calls,
 //! and a plugin that needs async code owns its runtime inside the library.

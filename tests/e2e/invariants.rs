@@ -85,6 +85,9 @@ fn only_the_docker_plugin_depends_on_bollard() {
 fn host_code_names_no_backend() {
     let mut offenders = Vec::new();
     scan(&repo_root().join("host/src"), &mut offenders);
+    // The benches too, but for the anchor commands they time stet against (the engine's
+    // own CLI), each marked `// anchor:` where it is named.
+    scan(&repo_root().join("host/benches"), &mut offenders);
     assert!(
         offenders.is_empty(),
         "host code names a backend:\n{}",
@@ -104,6 +107,9 @@ fn scan(dir: &Path, offenders: &mut Vec<String>) {
             if line.trim_start().starts_with("#[cfg(test)]") {
                 break;
             }
+            if line.contains("// anchor:") && path.starts_with(repo_root().join("host/benches")) {
+                continue;
+            }
             let code = line.split("//").next().unwrap().to_lowercase();
             if ["docker", "bollard", "apple", "claude", "podman", "colima"]
                 .iter()
@@ -111,6 +117,42 @@ fn scan(dir: &Path, offenders: &mut Vec<String>) {
             {
                 offenders.push(format!("{}:{}: {line}", path.display(), number + 1));
             }
+        }
+    }
+}
+
+/// Each plugin links the SDK and its own dependencies, never the host nor another plugin
+/// (stet's own plugins may share the support crate, which is not the SDK).
+#[test]
+fn plugins_link_only_the_sdk_and_their_own_dependencies() {
+    let plugins = xtask::plugin_crates(&repo_root().join("plugins"));
+    assert!(!plugins.is_empty());
+    let package_of = |dir: &Path| {
+        let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+        manifest
+            .lines()
+            .find_map(|l| l.strip_prefix("name = \""))
+            .and_then(|v| v.strip_suffix('"'))
+            .unwrap()
+            .to_string()
+    };
+    let packages: Vec<String> = plugins.iter().map(|p| package_of(&p.dir)).collect();
+    for package in &packages {
+        let tree = normal_dependencies(package);
+        let names = crate_names(&tree);
+        assert!(
+            names.contains(&"stet-plugin-api"),
+            "{package} does not use the SDK"
+        );
+        assert!(
+            !names.contains(&"stet"),
+            "{package} links the host:\n{tree}"
+        );
+        for other in packages.iter().filter(|p| *p != package) {
+            assert!(
+                !names.contains(&other.as_str()),
+                "{package} links another plugin, {other}:\n{tree}"
+            );
         }
     }
 }

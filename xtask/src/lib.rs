@@ -19,6 +19,8 @@ pub struct PluginCrate {
     pub name: String,
     /// The library's base name (`stet_plugin_docker`).
     pub library_stem: String,
+    /// `runtime` or `harness`.
+    pub kind: String,
 }
 
 /// The plugins under `dir` (`plugins/` or `tests/fixtures/`): every subdirectory with a
@@ -34,6 +36,7 @@ pub fn plugin_crates(dir: &Path) -> Vec<PluginCrate> {
                 dir: entry.path(),
                 name: manifest_value(&manifest, "name")?,
                 library_stem: library_stem(&manifest_value(&manifest, "library")?),
+                kind: manifest_value(&manifest, "kind")?,
             })
         })
         .collect();

@@ -283,25 +283,61 @@ fn test(root: &std::path::Path, cargo_args: &[String]) -> Result<(), String> {
     // The bubblewrap runtime (an out-of-tree plugin in examples/) runs on bwrap.
     run(&mut Command::new(root.join("scripts/install-bwrap.sh")))?;
     run(cargo(root).args(["build", "--workspace", "--all-targets"]))?;
+    let mut failed = Vec::new();
+    // The guards that cost little: formatting and lints, for the workspace and the
+    // out-of-tree examples. A failure is listed at the end; the tests still run.
+    if run(cargo(root).args(["fmt", "--all", "--check"])).is_err() {
+        failed.push("cargo fmt --check (run cargo fmt --all)".to_string());
+    }
+    if run(cargo(root).args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]))
+    .is_err()
+    {
+        failed.push("cargo clippy --workspace --all-targets -- -D warnings".to_string());
+    }
     // The workspace, then the out-of-tree examples' own tests (their conformance kits run
     // in process there), sharing one target directory of their own.
     let mut totals = [0u64; 3];
-    let mut failed = Vec::new();
     let mut workspace = cargo(root);
     workspace
         .args(["test", "--workspace", "--no-fail-fast"])
         .args(cargo_args)
         .env("STET_TEST_CLAUDE", &claude);
     if !counted(&mut workspace, &mut totals)? {
-        failed.push("the workspace".to_string());
+        failed.push("the workspace's tests (every failing test is listed above)".to_string());
     }
     for example in ["examples/runtime-plugin", "examples/bubblewrap-runtime"] {
+        let manifest = format!("{example}/Cargo.toml");
+        if run(cargo(root).args(["fmt", "--check", "--manifest-path", &manifest])).is_err() {
+            failed.push(format!("cargo fmt --check of {example}"));
+        }
+        if run(cargo(root)
+            .args([
+                "clippy",
+                "--all-targets",
+                "--manifest-path",
+                &manifest,
+                "--",
+                "-D",
+                "warnings",
+            ])
+            .env("CARGO_TARGET_DIR", root.join("target/examples")))
+        .is_err()
+        {
+            failed.push(format!("cargo clippy of {example}"));
+        }
         let mut tests = cargo(root);
         tests
             .args(["test", "--manifest-path", &format!("{example}/Cargo.toml")])
             .env("CARGO_TARGET_DIR", root.join("target/examples"));
         if !counted(&mut tests, &mut totals)? {
-            failed.push(example.to_string());
+            failed.push(format!("the tests of {example}"));
         }
     }
     println!(
@@ -311,7 +347,7 @@ fn test(root: &std::path::Path, cargo_args: &[String]) -> Result<(), String> {
     if failed.is_empty() {
         Ok(())
     } else {
-        Err(format!("tests failed in {}", failed.join(", ")))
+        Err(format!("failed: {}", failed.join("; ")))
     }
 }
 
