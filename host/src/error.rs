@@ -14,8 +14,15 @@ pub enum Exit {
     Failure,
     /// 2: the command line, a configuration file or a manifest is wrong.
     Usage,
-    /// 3: no usable runtime or harness (or a named plugin, or an image, is unavailable).
+    /// 3: nothing could run: no usable runtime or harness (or a named plugin, or an
+    /// image, is unavailable), a runtime that is down, a remote that does not answer, the
+    /// walls not holding.
     Unusable,
+    /// 4: the drive ran, and gave some items up (each is marked failed on the remote with
+    /// why; `stet queue` shows it).
+    GaveUp,
+    /// 128+N: the command stopped because of signal N (130 for Ctrl-C).
+    Signal(i32),
     /// The exit status of a command run in a sandbox (`stet run`), passed through.
     Passthrough(u8),
 }
@@ -28,6 +35,8 @@ impl Exit {
             Exit::Failure => 1,
             Exit::Usage => 2,
             Exit::Unusable => 3,
+            Exit::GaveUp => 4,
+            Exit::Signal(n) => (128 + n).clamp(0, 255) as u8,
             Exit::Passthrough(code) => code,
         }
     }

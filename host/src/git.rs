@@ -60,6 +60,76 @@ pub fn run(dir: &Path, args: &[&str]) -> Result<String, GitError> {
     checked(output(dir, args)?, dir, args)
 }
 
+/// Why a push of the person's git did not go through.
+#[derive(Debug, thiserror::Error)]
+pub enum PushError {
+    /// The remote answered and refused a ref because someone else wrote it first: a lease
+    /// that no longer matched, a branch that is no longer a fast-forward, or an update that
+    /// lost the remote's ref lock to a concurrent push (`[remote rejected] (failed to update
+    /// ref)`, git's form when two pushes meet at the same instant).
+    #[error("the remote refused {refs}: another writer was first ({summary})")]
+    Raced {
+        /// The refs refused.
+        refs: String,
+        /// What git said of them.
+        summary: String,
+    },
+    /// The push did not reach the remote, or the remote refused it for a reason of its own
+    /// (a hook, a protected ref): nothing a peer did.
+    #[error(transparent)]
+    Failed(GitError),
+}
+
+/// Pushes with the person's git, `--porcelain`, so that every refused ref is reported in
+/// git's own per-ref form and a lost race is told apart from a remote that did not answer.
+/// `args` are the options, the remote and the refspecs.
+pub fn push(dir: &Path, args: &[&str]) -> Result<(), PushError> {
+    let mut all = vec!["push", "--porcelain"];
+    all.extend_from_slice(args);
+    let out = output(dir, &all).map_err(PushError::Failed)?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let report = String::from_utf8_lossy(&out.stdout);
+    // `!<TAB><from>:<to><TAB><summary>` for each refused ref.
+    let refused: Vec<(&str, &str)> = report
+        .lines()
+        .filter_map(|l| l.strip_prefix("!\t"))
+        .filter_map(|l| l.split_once('\t'))
+        .collect();
+    let raced = |summary: &str| {
+        summary.starts_with("[rejected]")
+            || (summary.starts_with("[remote rejected]")
+                && ["failed to update ref", "failed to lock", "atomic"]
+                    .iter()
+                    .any(|why| summary.contains(why)))
+    };
+    if !refused.is_empty() && refused.iter().all(|(_, summary)| raced(summary)) {
+        return Err(PushError::Raced {
+            refs: refused
+                .iter()
+                .map(|(spec, _)| spec.rsplit(':').next().unwrap_or(spec))
+                .collect::<Vec<_>>()
+                .join(", "),
+            summary: refused
+                .iter()
+                .map(|(_, s)| *s)
+                .collect::<Vec<_>>()
+                .join("; "),
+        });
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
+    let detail = match refused.first() {
+        Some((spec, summary)) => format!("{spec}: {summary}; {stderr}"),
+        None => stderr,
+    };
+    Err(PushError::Failed(GitError {
+        args: all.join(" "),
+        dir: dir.display().to_string(),
+        detail,
+    }))
+}
+
 fn finish(mut command: Command, dir: &Path, args: &[&str]) -> Result<Output, GitError> {
     command.output().map_err(|e| GitError {
         args: args.join(" "),
@@ -353,5 +423,28 @@ mod tests {
                 "{name} reached a process inert git started:\n{env}"
             );
         }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    //! What the host's tests share: a clone of a fresh bare remote, with one commit.
+
+    use std::path::PathBuf;
+
+    /// `<root>/remote.git` (bare) and `<root>/work` (its clone), with one commit holding
+    /// `README` pushed.
+    pub fn clone_of_fresh_remote() -> (tempfile::TempDir, PathBuf, PathBuf) {
+        let root = tempfile::tempdir().unwrap();
+        let bare = root.path().join("remote.git");
+        let work = root.path().join("work");
+        let (bare_text, work_text) = (bare.to_str().unwrap(), work.to_str().unwrap());
+        super::run(root.path(), &["init", "--quiet", "--bare", bare_text]).unwrap();
+        super::run(root.path(), &["clone", "--quiet", bare_text, work_text]).unwrap();
+        std::fs::write(work.join("README"), "hello\n").unwrap();
+        super::run(&work, &["add", "README"]).unwrap();
+        super::run(&work, &["commit", "--quiet", "-m", "start"]).unwrap();
+        super::run(&work, &["push", "--quiet", "origin", "HEAD"]).unwrap();
+        (root, bare, work)
     }
 }

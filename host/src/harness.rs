@@ -36,7 +36,35 @@ pub struct OpenHarness {
 pub fn open_harness(settings: &Settings) -> Result<OpenHarness, CliError> {
     let (probed, selection) =
         survey::choose(&settings.plugins, PluginKind::Harness, &settings.harness)?;
-    let Instance::Harness(handle) = survey::instantiate(&settings.plugins, &probed)? else {
+    open_probed(settings, &probed, selection)
+}
+
+/// Selects and loads the harness and the runtime a command runs it on, from one survey
+/// (their probes run side by side).
+pub fn open_with_runtime(settings: &Settings) -> Result<(OpenHarness, OpenRuntime), CliError> {
+    let mut chosen = survey::choose_each(
+        &settings.plugins,
+        &[
+            (PluginKind::Harness, &settings.harness),
+            (PluginKind::Runtime, &settings.runtime),
+        ],
+    )
+    .into_iter();
+    let (harness, runtime) = (chosen.next(), chosen.next());
+    let (harness, harness_selection) = harness.expect("asked for a harness")?;
+    let (runtime, runtime_selection) = runtime.expect("asked for a runtime")?;
+    Ok((
+        open_probed(settings, &harness, harness_selection)?,
+        crate::sandbox::open_probed(settings, &runtime, runtime_selection)?,
+    ))
+}
+
+fn open_probed(
+    settings: &Settings,
+    probed: &crate::plugins::probe::Probed,
+    selection: Selection,
+) -> Result<OpenHarness, CliError> {
+    let Instance::Harness(handle) = survey::instantiate(&settings.plugins, probed)? else {
         return Err(CliError::usage(format!(
             "plugin {} is not a harness",
             probed.manifest.name
@@ -60,6 +88,25 @@ pub fn open_harness(settings: &Settings) -> Result<OpenHarness, CliError> {
 }
 
 impl OpenHarness {
+    /// A harness object made in this process, not loaded from a library (the drive's
+    /// scenario tests, through the SDK's own constructors).
+    #[cfg(test)]
+    pub(crate) fn in_process(name: &str, handle: HarnessHandle, context: HarnessContext) -> Self {
+        OpenHarness {
+            name: name.to_string(),
+            version: "0.0.0".to_string(),
+            library: PathBuf::from(format!("(in process: {name})")),
+            selection: Selection {
+                kind: "harness",
+                chosen: Some(name.to_string()),
+                reason: "made in process for a test".to_string(),
+                ..Default::default()
+            },
+            handle,
+            context,
+        }
+    }
+
     fn err(&self, doing: &str) -> impl Fn(PluginError) -> CliError + '_ {
         let doing = doing.to_string();
         move |e| plugin_error(&self.name, &doing, &e)

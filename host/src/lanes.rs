@@ -315,28 +315,7 @@ mod tests {
     use super::*;
 
     fn repo_with_remote() -> (tempfile::TempDir, PathBuf) {
-        let root = tempfile::tempdir().unwrap();
-        let bare = root.path().join("remote.git");
-        git(
-            root.path(),
-            &["init", "--quiet", "--bare", bare.to_str().unwrap()],
-        )
-        .unwrap();
-        let work = root.path().join("work");
-        git(
-            root.path(),
-            &[
-                "clone",
-                "--quiet",
-                bare.to_str().unwrap(),
-                work.to_str().unwrap(),
-            ],
-        )
-        .unwrap();
-        std::fs::write(work.join("README"), "hello\n").unwrap();
-        git(&work, &["add", "README"]).unwrap();
-        git(&work, &["commit", "--quiet", "-m", "start"]).unwrap();
-        git(&work, &["push", "--quiet", "origin", "HEAD"]).unwrap();
+        let (root, bare, work) = crate::git::testing::clone_of_fresh_remote();
         // The remote's URL could carry a credential; a lane must never see it.
         git(
             &work,

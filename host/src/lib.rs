@@ -4,6 +4,7 @@
 //! See ARCHITECTURE.md at the repository root for the code map.
 
 pub mod capture;
+pub mod checkpoints;
 pub mod cli;
 pub mod config;
 pub mod drive;

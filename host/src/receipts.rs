@@ -15,6 +15,8 @@ use serde::{Deserialize, Serialize};
 pub const RUNNING: &str = "running";
 /// What a running receipt becomes when its drive died during the call.
 pub const INTERRUPTED: &str = "interrupted";
+/// The outcome of a call the sandbox or the harness could not make.
+pub const NOT_RUN: &str = "not-run";
 
 /// Where receipts live, relative to the repository's git directory.
 const RECEIPTS: &str = "stet/receipts";
@@ -47,8 +49,11 @@ pub struct Receipt {
     pub item: String,
     /// The lane's branch.
     pub lane: String,
-    /// The role (`implement`, `review`, `proof`).
+    /// The role (`implement`, `review`, `proof`, or `check` for the repository's check).
     pub role: String,
+    /// The lane's round the call was made in (a drive's calls; none for `ask`).
+    #[serde(default)]
+    pub round: Option<u32>,
     /// The runtime.
     pub runtime: PluginRecord,
     /// Why that runtime was selected.
@@ -67,7 +72,10 @@ pub struct Receipt {
     pub exit_code: Option<i32>,
     /// Signal, when it was killed.
     pub exit_signal: Option<i32>,
-    /// The outcome (`done`, `failed`, `out-of-shape`, `rate-limited`, `not-logged-in`).
+    /// The outcome (`done`, `failed`, `out-of-shape`, `rate-limited`, `not-logged-in`,
+    /// `service-unavailable`, `resource-limit`; `not-run` when the sandbox or the harness
+    /// could not make the call; `passed` or `failed` for a check; `running` while it runs,
+    /// `interrupted` when its drive died during it).
     pub outcome: String,
     /// The outcome's detail.
     pub detail: String,
@@ -113,6 +121,8 @@ pub struct CallContext<'a> {
     pub lane: String,
     /// The role's word.
     pub role: &'static str,
+    /// The lane's round, for a drive's calls.
+    pub round: Option<u32>,
     /// The runtime, as hashed when it was opened.
     pub runtime: &'a PluginRecord,
     /// Why the runtime was chosen.
@@ -204,6 +214,7 @@ fn receipt_of(call: CallContext<'_>) -> Receipt {
         item: call.item,
         lane: call.lane,
         role: call.role.to_string(),
+        round: call.round,
         runtime: call.runtime.clone(),
         runtime_reason: call.runtime_reason.to_string(),
         harness: call.harness.clone(),
@@ -343,6 +354,7 @@ mod tests {
             item: "item".into(),
             lane: "stet/item".into(),
             role: "implement".into(),
+            round: Some(1),
             runtime: plugin.clone(),
             runtime_reason: "the only available runtime".into(),
             harness: plugin,

@@ -86,15 +86,21 @@ pub struct Remote<'a> {
 }
 
 impl Remote<'_> {
-    fn git(&self, args: &[&str]) -> Result<String, ReservationError> {
+    pub(crate) fn git(&self, args: &[&str]) -> Result<String, ReservationError> {
         crate::git::run(self.repo, args).map_err(|e| self.unreachable(e.detail))
     }
 
-    fn git_output(&self, args: &[&str]) -> Result<std::process::Output, ReservationError> {
-        crate::git::output(self.repo, args).map_err(|e| self.unreachable(e.detail))
+    /// A commit with the empty tree whose message is `message`: what every ref stet keeps
+    /// on the remote points at.
+    pub(crate) fn note_commit(&self, message: &str) -> Result<String, ReservationError> {
+        let tree = self.git(&["mktree"])?.trim().to_string();
+        Ok(self
+            .git(&["commit-tree", &tree, "-m", message])?
+            .trim()
+            .to_string())
     }
 
-    fn unreachable(&self, detail: String) -> ReservationError {
+    pub(crate) fn unreachable(&self, detail: String) -> ReservationError {
         ReservationError::Remote {
             remote: self.name.to_string(),
             detail,
@@ -202,11 +208,7 @@ impl Remote<'_> {
     }
 
     fn mark(&self, prefix: &str, item: &str, note: &str) -> Result<(), ReservationError> {
-        let tree = self.git(&["mktree"])?.trim().to_string();
-        let oid = self
-            .git(&["commit-tree", &tree, "-m", note])?
-            .trim()
-            .to_string();
+        let oid = self.note_commit(note)?;
         self.git(&[
             "push",
             "--quiet",
@@ -282,11 +284,7 @@ impl Remote<'_> {
 
     fn swap(&self, next: &Reservation, expected: Option<&str>) -> Result<Held, ReservationError> {
         let message = serde_json::to_string(next).expect("reservations serialise");
-        let tree = self.git(&["mktree"])?.trim().to_string();
-        let oid = self
-            .git(&["commit-tree", &tree, "-m", &message])?
-            .trim()
-            .to_string();
+        let oid = self.note_commit(&message)?;
         let reference = format!("{PREFIX}{}", next.item);
         self.push_with_lease(
             &reference,
@@ -308,22 +306,15 @@ impl Remote<'_> {
         item: &str,
     ) -> Result<(), ReservationError> {
         let lease = format!("--force-with-lease={reference}:{expected}");
-        let out = self.git_output(&["push", "--porcelain", &lease, self.name, refspec])?;
-        if out.status.success() {
-            return Ok(());
-        }
-        // --porcelain reports each ref on stdout: `!<tab>ref<tab>[rejected] (stale info)`
-        // when the lease did not match, that is, when someone else wrote first.
-        let report = String::from_utf8_lossy(&out.stdout);
-        if report
-            .lines()
-            .any(|l| l.starts_with('!') && l.contains("[rejected]"))
-        {
-            return Err(ReservationError::Raced {
+        match crate::git::push(self.repo, &[&lease, self.name, refspec]) {
+            Ok(()) => Ok(()),
+            // Someone else wrote the ref first, in whichever of git's forms: a stale lease,
+            // or a concurrent push that held the remote's ref lock.
+            Err(crate::git::PushError::Raced { .. }) => Err(ReservationError::Raced {
                 item: item.to_string(),
-            });
+            }),
+            Err(crate::git::PushError::Failed(e)) => Err(self.unreachable(e.detail)),
         }
-        Err(self.unreachable(String::from_utf8_lossy(&out.stderr).trim().to_string()))
     }
 }
 
@@ -446,28 +437,42 @@ mod tests {
     }
 
     #[test]
-    fn concurrent_takes_have_exactly_one_winner() {
+    fn concurrent_takes_have_exactly_one_winner_and_the_loser_is_told_it_lost_a_race() {
         let (_root, a, b) = two_clones();
-        let winners: Vec<bool> = std::thread::scope(|scope| {
-            let ha = scope.spawn(|| {
-                Remote {
-                    repo: &a,
-                    name: "origin",
-                }
-                .take(wanted("clone-a", 1000), 100, |_| false)
-                .is_ok()
+        // Pushes that meet at the remote's ref lock are refused as `[remote rejected]
+        // (failed to update ref)`; a loser must see that as a race, never as an outage.
+        for round in 0..12 {
+            let item = format!("item-{round}");
+            let take = |repo: &Path, holder: &str| {
+                origin(repo).take(
+                    Reservation {
+                        item: item.clone(),
+                        ..wanted(holder, 1000)
+                    },
+                    100,
+                    |_| false,
+                )
+            };
+            let (ra, rb) = std::thread::scope(|scope| {
+                let ha = scope.spawn(|| take(&a, "clone-a"));
+                let hb = scope.spawn(|| take(&b, "clone-b"));
+                (ha.join().unwrap(), hb.join().unwrap())
             });
-            let hb = scope.spawn(|| {
-                Remote {
-                    repo: &b,
-                    name: "origin",
-                }
-                .take(wanted("clone-b", 1000), 100, |_| false)
-                .is_ok()
-            });
-            vec![ha.join().unwrap(), hb.join().unwrap()]
-        });
-        assert_eq!(winners.iter().filter(|w| **w).count(), 1, "{winners:?}");
+            assert_eq!(
+                [ra.is_ok(), rb.is_ok()].iter().filter(|w| **w).count(),
+                1,
+                "round {round}: {ra:?} {rb:?}"
+            );
+            for lost in [ra, rb].into_iter().filter_map(Result::err) {
+                assert!(
+                    matches!(
+                        lost,
+                        ReservationError::Raced { .. } | ReservationError::HeldByOther { .. }
+                    ),
+                    "round {round}: the loser saw {lost:?}"
+                );
+            }
+        }
     }
 
     #[test]

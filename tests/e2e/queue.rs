@@ -60,10 +60,10 @@ fn an_unreachable_remote_leaves_states_unknown_and_says_so() {
         &["remote", "set-url", "origin", "/nonexistent/remote.git"],
     );
     let out = world.run_stet(&["queue"]);
-    assert_eq!(out.code, 0);
+    assert_eq!(out.code, 3, "nothing could be learnt: {}", out.stderr);
     assert!(out.stdout.starts_with("unknown "), "{}", out.stdout);
     assert!(
-        out.stderr.contains("remote origin unreachable"),
+        out.stderr.contains("the remote origin did not answer"),
         "{}",
         out.stderr
     );
@@ -117,7 +117,7 @@ fn status_summarises_the_clone_as_lines_and_as_json() {
     assert!(out.stdout.starts_with("queue: 1 item(s)"), "{}", out.stdout);
     assert!(
         out.stdout
-            .contains("receipts: 0 agent call(s) in 0 run(s), $0.0000"),
+            .contains("receipts: 0 of agent calls and checks in 0 run(s), $0.0000"),
         "{}",
         out.stdout
     );

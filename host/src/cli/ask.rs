@@ -43,7 +43,7 @@ pub fn run(settings: &Settings, args: &AskArgs, printer: Printer) -> Result<Exit
         ))
         .hint("cd into the working tree (the agent never gets write access to a .git)"));
     }
-    let harness = harness::open_harness(settings)?;
+    let (harness, runtime) = harness::open_with_runtime(settings)?;
     let profile = harness.profile()?;
     if let Some(detail) = harness.rewrite_settings(&profile)? {
         printer.warn(&format!(
@@ -69,7 +69,6 @@ pub fn run(settings: &Settings, args: &AskArgs, printer: Printer) -> Result<Exit
         AskRole::Implement => Role::Implement,
         AskRole::Review => Role::Review,
     };
-    let runtime = sandbox::open_runtime(settings)?;
     let call_profile = harness::CallProfile::of(&profile)?;
     let launch = harness.launch(RoleRequest {
         role,
@@ -234,6 +233,7 @@ fn record_receipt(
     let harness_record =
         receipts::PluginRecord::of(&harness.name, &harness.version, &harness.library);
     let call_context = receipts::CallContext {
+        round: None,
         id: call.id,
         run: format!("ask-{}", std::process::id()),
         item: String::new(),

@@ -48,9 +48,13 @@ pub fn run(settings: &Settings, args: &GcArgs, printer: Printer) -> Result<Exit,
     for probed in &survey.probed {
         let name = probed.manifest.name.clone();
         if probed.available().is_none() {
+            let reason = match &probed.result {
+                Ok(probe) => probe.reason.clone(),
+                Err(failure) => failure.summary(),
+            };
             report.runtimes_skipped.push(Skipped {
                 runtime: name,
-                reason: "unavailable".to_string(),
+                reason: format!("unavailable: {reason}"),
             });
             continue;
         }
@@ -108,7 +112,10 @@ pub fn run(settings: &Settings, args: &GcArgs, printer: Printer) -> Result<Exit,
             ));
         }
         for s in &report.runtimes_skipped {
-            printer.detail(&format!("skipped runtime {}: {}", s.runtime, s.reason));
+            printer.warn(&format!(
+                "runtime {} was not asked for its sandboxes: {}",
+                s.runtime, s.reason
+            ));
         }
         printer.out(&format!(
             "{} {} sandbox{}, kept {}",
@@ -116,6 +123,23 @@ pub fn run(settings: &Settings, args: &GcArgs, printer: Printer) -> Result<Exit,
             report.removed.len(),
             if report.removed.len() == 1 { "" } else { "es" },
             report.kept.len()
+        ));
+    }
+    let asked = survey.probed.len() - report.runtimes_skipped.len();
+    if asked == 0 {
+        // Nothing could be looked at: "removed 0" would say there was nothing to remove.
+        let mut error = CliError::new(
+            Exit::Unusable,
+            "no runtime could be asked for the sandboxes stet left behind",
+        );
+        for s in &report.runtimes_skipped {
+            error = error.caused_by(format!("{}: {}", s.runtime, s.reason));
+        }
+        if report.runtimes_skipped.is_empty() {
+            error = error.caused_by("no runtime plugin is installed");
+        }
+        return Err(error.hint(
+            "start the runtime's engine (for docker: the Docker daemon), then run stet gc again",
         ));
     }
     if failures.is_empty() {

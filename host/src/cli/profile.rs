@@ -11,7 +11,7 @@ use stet_plugin_api::{Network, TerminalSize};
 use crate::error::{CliError, Exit};
 use crate::harness;
 use crate::printer::Printer;
-use crate::sandbox::{self, Plan, Sandbox};
+use crate::sandbox::{Plan, Sandbox};
 use crate::settings::Settings;
 
 use super::ProfileLoginArgs;
@@ -67,7 +67,7 @@ pub fn login(
         return Err(CliError::usage("stet profile login needs a terminal")
             .hint("run it in your own shell, not from a script or a pipe"));
     }
-    let harness = harness::open_harness(settings)?;
+    let (harness, runtime) = harness::open_with_runtime(settings)?;
     // The one profile; with none yet, the one this login creates.
     let profile_dir = match harness.profile_if_any()? {
         Some(profile) => std::path::PathBuf::from(profile.dir.as_str()),
@@ -83,7 +83,6 @@ pub fn login(
     };
     let profile_text = profile_dir.display().to_string();
     let launch = harness.login_launch(&profile_text)?;
-    let runtime = sandbox::open_runtime(settings)?;
     let mut plan = Plan::new("login", &format!("login-{}", std::process::id()), "/tmp");
     plan.mounts = launch.mounts.to_vec();
     plan.env = Vec::new();

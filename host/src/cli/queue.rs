@@ -68,6 +68,12 @@ struct Row {
     lane: Option<String>,
     /// Why the item failed, for `failed`.
     why: Option<String>,
+    /// The round its lane is in, when it has a checkpoint.
+    round: Option<u32>,
+    /// The move its lane goes on with, when it has a checkpoint.
+    next: Option<&'static str>,
+    /// Why its last round did not land, when one did not.
+    reason: Option<String>,
 }
 
 pub fn list(args: &QueueArgs, printer: Printer) -> Result<Exit, CliError> {
@@ -87,16 +93,17 @@ pub fn list(args: &QueueArgs, printer: Printer) -> Result<Exit, CliError> {
         } else {
             remote.failure_reasons()?
         };
-        Ok((r, marks, reasons))
+        Ok((r, marks, reasons, remote.checkpoints()?))
     });
-    let (reservations, marks, reasons, remote_note) = match on_remote {
-        Ok((list, marks, reasons)) => (list, marks, reasons, None),
+    let (reservations, marks, reasons, checkpoints, remote_note) = match on_remote {
+        Ok((list, marks, reasons, checkpoints)) => (list, marks, reasons, checkpoints, None),
         Err(ReservationError::Remote { detail, .. }) => (
             Vec::new(),
             Default::default(),
             Default::default(),
+            Default::default(),
             Some(format!(
-                "remote {} unreachable ({}); reservations unknown",
+                "the remote {} did not answer ({}): every item's state is unknown",
                 args.remote,
                 detail.lines().last().unwrap_or_default()
             )),
@@ -138,15 +145,26 @@ pub fn list(args: &QueueArgs, printer: Printer) -> Result<Exit, CliError> {
                     .contains(&item.id)
                     .then(|| crate::lanes::branch_of(&item.id)),
                 why: reasons.get(&item.id).cloned(),
+                round: checkpoints.get(&item.id).map(|c| c.round),
+                next: checkpoints.get(&item.id).map(|c| c.next.word()),
+                reason: checkpoints.get(&item.id).and_then(|c| c.reason.clone()),
             }
         })
         .collect();
-    if let Some(note) = &remote_note {
-        printer.warn(note);
-    }
+    // The list is shown all the same (from the files); the exit says nothing could be
+    // learnt from the remote.
+    let exit = match &remote_note {
+        Some(note) => {
+            printer.warn(&format!(
+                "{note}; check the network and the remote, then run stet queue again"
+            ));
+            Exit::Unusable
+        }
+        None => Exit::Success,
+    };
     if args.json {
         printer.json(&rows);
-        return Ok(Exit::Success);
+        return Ok(exit);
     }
     if rows.is_empty() {
         printer.out("the queue is empty (add an item: stet add \"what to do\")");
@@ -169,18 +187,32 @@ pub fn list(args: &QueueArgs, printer: Printer) -> Result<Exit, CliError> {
                 row.id
             ),
             ("landed", ..) => format!(" — {}", crate::lanes::branch_of(&row.id)),
-            ("open", ..) if row.lane.is_some() => format!(
-                " — lane {} pushed; the next drive resumes it",
-                crate::lanes::branch_of(&row.id)
+            ("open", ..) if row.lane.is_some() || row.round.is_some() => format!(
+                " — {}the next drive resumes it{}",
+                if row.lane.is_some() {
+                    format!("lane {} pushed; ", crate::lanes::branch_of(&row.id))
+                } else {
+                    String::new()
+                },
+                match (row.round, row.next) {
+                    (Some(round), Some(next)) => format!(" at round {round}, {next}"),
+                    _ => String::new(),
+                }
             ),
             _ => String::new(),
+        };
+        let detail = match (&row.reason, row.state.as_str()) {
+            (Some(reason), "open" | "reserved" | "lapsed") => {
+                format!("{detail} (last: {reason})")
+            }
+            _ => detail,
         };
         printer.out(&format!(
             "{:<9} {}  {}{detail}",
             row.state, row.id, row.title
         ));
     }
-    Ok(Exit::Success)
+    Ok(exit)
 }
 
 /// `stet retry ID`: clears an item's failed mark so the next drive takes it up again.
@@ -201,7 +233,12 @@ pub fn retry(args: &RetryArgs, printer: Printer) -> Result<Exit, CliError> {
         repo: &repo,
         name: &args.remote,
     };
-    match remote.clear_failed(&args.id) {
+    match remote.clear_failed(&args.id).and_then(|cleared| {
+        if cleared {
+            remote.restart(&args.id)?;
+        }
+        Ok(cleared)
+    }) {
         Ok(true) => {
             printer.out(&format!(
                 "{}: no longer failed; the next stet drive takes it up (its lane, if pushed, resumes)",

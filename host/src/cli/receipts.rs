@@ -126,7 +126,7 @@ pub fn status(args: &StatusArgs, printer: Printer) -> Result<Exit, CliError> {
         .map(|(outcome, n)| format!("{n} {outcome}"))
         .collect();
     printer.out(&format!(
-        "receipts: {} agent call(s) in {} run(s){}, ${:.4} reported",
+        "receipts: {} of agent calls and checks in {} run(s){}, ${:.4} reported",
         status.calls,
         status.runs,
         if tally.is_empty() {

@@ -3,14 +3,13 @@
 use crate::error::{CliError, Exit};
 use crate::harness;
 use crate::printer::Printer;
-use crate::sandbox;
 use crate::settings::Settings;
 use crate::walls;
 
 use super::WallsArgs;
 
 pub fn run(settings: &Settings, args: &WallsArgs, printer: Printer) -> Result<Exit, CliError> {
-    let harness = harness::open_harness(settings)?;
+    let (harness, runtime) = harness::open_with_runtime(settings)?;
     for line in harness.selection.lines() {
         printer.detail(&line);
     }
@@ -19,7 +18,6 @@ pub fn run(settings: &Settings, args: &WallsArgs, printer: Printer) -> Result<Ex
     } else {
         walls::SettingsMode::Rewrite
     };
-    let runtime = sandbox::open_runtime(settings)?;
     let proof = walls::prove(settings, &harness, &runtime, mode, args.log.as_deref())?;
     if args.json {
         printer.json(&proof);

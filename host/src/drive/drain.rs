@@ -1,14 +1,19 @@
 //! The drive's loop: pick the next item, work its lane, and deal with how that ended —
 //! landed, given up, stopped, a wait named by the move, or a failure that counts toward an
 //! outage.
-
-use std::sync::atomic::Ordering;
+//!
+//! What an item's lane did wrong — its agent failed the task, changed nothing, its check
+//! failed, its reviewer asked for changes — counts toward that item's rounds and never
+//! holds the queue: after `--rounds` the item is given up and the drive goes on. The
+//! outage schedule is for what is wrong outside any item: the sandbox or the harness
+//! cannot start a call, the model API does not answer (three of those in a row), or the
+//! judge fails (at once; it counts toward its item's rounds too).
 
 use crate::error::{CliError, Exit};
 use crate::queue;
 use crate::reservations::{Marks, Remote, ReservationError};
 
-use super::{clock, note, now_ms, ours_to_take_over, Drive};
+use super::{clock, note, ours_to_take_over, Drive};
 
 /// What became of one item's lane.
 pub(super) enum ItemEnd {
@@ -16,9 +21,12 @@ pub(super) enum ItemEnd {
     GaveUp(String),
     Stopped(String),
     RateLimited(Option<i64>),
-    /// The implementing agent failed (its lane stays; the item is taken again).
+    /// A call could not be made: the sandbox or the harness could not start it, or the
+    /// model API did not answer. The lane stays at its checkpoint; the item is taken
+    /// again. Three in a row enter the outage schedule.
     RunnerFailed(String),
-    /// The judge failed: the drive enters its outage schedule at once.
+    /// The judge failed (its review failed or was out of shape): counted toward the
+    /// item's rounds in its checkpoint, and the drive enters its outage schedule at once.
     JudgeFailed(String),
     /// The remote did not answer while the lane needed it; the lane stays here.
     RemoteUnreachable(String),
@@ -39,10 +47,6 @@ enum Next {
     Malformed(String, String),
     Nothing,
     Unreachable(String),
-}
-
-fn now() -> i64 {
-    (now_ms() / 1000) as i64
 }
 
 fn duration(secs: i64) -> humantime::FormattedDuration {
@@ -66,7 +70,7 @@ impl Drive<'_> {
         let mut runner_failures = 0u32;
         let mut outage: Option<Outage> = None;
         let mut unreachable: Option<Outage> = None;
-        while landed < self.options.cap && !self.stop.load(Ordering::SeqCst) {
+        while landed < self.options.cap && !self.stop.requested() {
             let item = match self.next_item(items, &done_here)? {
                 Next::Take(item) => item,
                 Next::Malformed(id, why) => {
@@ -79,15 +83,15 @@ impl Drive<'_> {
                     // A wait named by the move: back off from the floor, doubling to ten
                     // minutes; give up when the remote has been gone for the outage limit.
                     let state = unreachable.get_or_insert_with(|| Outage {
-                        started_unix: now(),
+                        started_unix: self.clock.now(),
                         step: 0,
                     });
-                    if now() - state.started_unix >= self.options.outage_limit_secs {
+                    if self.clock.now() - state.started_unix >= self.options.outage_limit_secs {
                         note!(
                             self.progress,
                             "the remote {} has not answered for {}: the drive stops; lanes stay on their branches",
                             self.options.remote,
-                            duration(now() - state.started_unix)
+                            duration(self.clock.now() - state.started_unix)
                         );
                         return Ok(Exit::Unusable);
                     }
@@ -98,7 +102,7 @@ impl Drive<'_> {
                             "the remote {} did not answer ({detail})",
                             self.options.remote
                         ),
-                        now() + backoff,
+                        self.clock.now() + backoff,
                     ) {
                         return Ok(self.stopped_while_waiting());
                     }
@@ -127,7 +131,7 @@ impl Drive<'_> {
                     runner_failures += 1;
                     note!(
                         self.progress,
-                        "{}: the agent failed ({why}); the lane stays",
+                        "{}: a call could not be made ({why}); the lane stays at its checkpoint",
                         item.id
                     );
                     runner_failures >= 3
@@ -146,14 +150,14 @@ impl Drive<'_> {
             if failed {
                 runner_failures = 0;
                 let state = outage.get_or_insert_with(|| Outage {
-                    started_unix: now(),
+                    started_unix: self.clock.now(),
                     step: 0,
                 });
-                if now() - state.started_unix >= self.options.outage_limit_secs {
+                if self.clock.now() - state.started_unix >= self.options.outage_limit_secs {
                     note!(
                         self.progress,
                         "outage for {}: the drive stops; nothing was handed back, the lanes stay on their branches",
-                        duration(now() - state.started_unix)
+                        duration(self.clock.now() - state.started_unix)
                     );
                     return Ok(Exit::Unusable);
                 }
@@ -162,7 +166,7 @@ impl Drive<'_> {
                 state.step += 1;
                 // The outage schedule is its own: the floor is for waits a move names.
                 let reason = format!("outage: trying again after {}", duration(wait));
-                if !self.sleep_until(&reason, now() + wait) {
+                if !self.sleep_until(&reason, self.clock.now() + wait) {
                     return Ok(self.stopped_while_waiting());
                 }
                 continue;
@@ -181,13 +185,13 @@ impl Drive<'_> {
                     );
                 }
                 ItemEnd::GaveUp(why) => {
-                    note!(self.progress, "{}: given up: {why}", item.id);
-                    if let Err(e) = self.remote().mark_failed(&item.id, &why) {
-                        self.progress.warn(&format!(
-                            "{}: could not mark it failed on the remote ({e}); another drive may take it",
-                            item.id
-                        ));
-                    }
+                    // Marked failed on the remote, with why, by the lane.
+                    note!(
+                        self.progress,
+                        "{}: given up: {why} (stet retry {} takes it up again)",
+                        item.id,
+                        item.id
+                    );
                     done_here.insert(item.id.clone());
                     gave_up.push(item.id.clone());
                 }
@@ -202,10 +206,10 @@ impl Drive<'_> {
                 ItemEnd::Stopped(branch) => {
                     note!(
                         self.progress,
-                        "stopped: run {}, lane {branch} (pushed, reservation released); resume with: stet drive",
+                        "stopped: run {}, lane {branch} (its checkpoint and any change pushed, reservation released); resume with: stet drive",
                         self.run
                     );
-                    return Ok(Exit::Success);
+                    return Ok(self.stopped_exit());
                 }
                 ItemEnd::RemoteUnreachable(detail) => {
                     let backoff = self.options.wait_floor_secs;
@@ -214,7 +218,7 @@ impl Drive<'_> {
                             "{}: the remote {} did not answer ({detail}); the lane stays here",
                             item.id, self.options.remote
                         ),
-                        now() + backoff,
+                        self.clock.now() + backoff,
                     ) {
                         return Ok(self.stopped_while_waiting());
                     }
@@ -229,7 +233,7 @@ impl Drive<'_> {
                 }
             }
         }
-        if self.stop.load(Ordering::SeqCst) {
+        if self.stop.requested() {
             note!(
                 self.progress,
                 "stopped: run {}; nothing is reserved; resume with: stet drive",
@@ -246,10 +250,12 @@ impl Drive<'_> {
                 format!(", gave up on {}", gave_up.join(", "))
             }
         );
-        Ok(if gave_up.is_empty() {
+        Ok(if self.stop.requested() {
+            self.stopped_exit()
+        } else if gave_up.is_empty() {
             Exit::Success
         } else {
-            Exit::Failure
+            Exit::GaveUp
         })
     }
 
@@ -274,7 +280,7 @@ impl Drive<'_> {
         {
             let _lock = self.lock()?;
             let wanted = self.reservation(&item.id, "implement");
-            match remote.take(wanted, now(), |r| {
+            match remote.take(wanted, self.clock.now(), |r| {
                 ours_to_take_over(&self.holder, &r.holder)
             }) {
                 Ok(held) => {
@@ -327,7 +333,7 @@ impl Drive<'_> {
         for h in held {
             let item = &h.reservation.item;
             let done = marks.landed.contains(item) || marks.failed.contains(item);
-            let lapsed = h.reservation.expires_at_unix <= now();
+            let lapsed = h.reservation.expires_at_unix <= self.clock.now();
             if done && (lapsed || ours_to_take_over(&self.holder, &h.reservation.holder)) {
                 let _ = remote.release(&h);
             }
@@ -337,20 +343,14 @@ impl Drive<'_> {
     /// A wait named by a move: sleeps until `until` (seconds since the epoch), never less
     /// than the wait floor from now. Returns whether the whole wait passed (not stopped).
     pub(super) fn wait(&self, reason: &str, until: i64) -> bool {
-        let wake = until.max(now() + self.options.wait_floor_secs);
+        let wake = until.max(self.clock.now() + self.options.wait_floor_secs);
         self.sleep_until(reason, wake)
     }
 
     /// Sleeps until `wake`, showing why; wakes early for a stop.
     pub(super) fn sleep_until(&self, reason: &str, wake: i64) -> bool {
         self.progress.wait(reason, wake);
-        while now() < wake {
-            if self.stop.load(Ordering::SeqCst) {
-                return false;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(200));
-        }
-        !self.stop.load(Ordering::SeqCst)
+        self.clock.sleep_until(wake, &self.stop)
     }
 
     fn stopped_while_waiting(&self) -> Exit {
@@ -359,12 +359,17 @@ impl Drive<'_> {
             "stopped during a wait: run {}; nothing is reserved; resume with: stet drive",
             self.run
         );
-        Exit::Success
+        self.stopped_exit()
+    }
+
+    /// The exit of a drive that stopped: 128 + the signal that asked for it.
+    fn stopped_exit(&self) -> Exit {
+        Exit::Signal(self.stop.signal().unwrap_or(2))
     }
 }
 
 /// A reservation error in a line.
-fn short(e: &ReservationError) -> String {
+pub(super) fn short(e: &ReservationError) -> String {
     match e {
         ReservationError::Remote { detail, .. } => {
             detail.lines().last().unwrap_or_default().to_string()

@@ -1,10 +1,9 @@
 //! One lane's stages: implement → check → review → land, each a move under the drain lock,
 //! each agent call recorded before it starts and again before the next move.
 
-use std::sync::atomic::Ordering;
-
 use stet_plugin_api::{EnvVar, OutcomeCode, ROption, Role, RoleRequest};
 
+use crate::checkpoints::{Checkpoint, Mark, Next, SaveError};
 use crate::error::{CliError, Exit};
 use crate::harness;
 use crate::lanes::{self, Lane};
@@ -13,7 +12,7 @@ use crate::receipts;
 use crate::reservations::Reservation;
 use crate::sandbox::{self, LaneAccess, LaneMounts, Plan, Sandbox};
 
-use super::drain::ItemEnd;
+use super::drain::{short, ItemEnd};
 use super::{note, now_ms, Drive};
 
 /// How one agent call ended, as the drive needs it.
@@ -21,6 +20,82 @@ struct Call {
     kind: OutcomeCode,
     detail: String,
     retry_at: Option<i64>,
+    /// The call's receipt.
+    receipt: String,
+    /// The call never ran its task: the harness could not describe its launch, or the
+    /// sandbox could not start or run it. Infrastructure, not the agent failing.
+    infrastructure: bool,
+}
+
+impl Call {
+    /// Whether the call failed for a reason outside the agent: what enters the outage
+    /// rule instead of counting toward the item's rounds.
+    fn outage(&self) -> bool {
+        self.infrastructure
+            || matches!(
+                self.kind,
+                OutcomeCode::SERVICE_UNAVAILABLE | OutcomeCode::NOT_LOGGED_IN
+            )
+    }
+}
+
+/// What a move did: the lane goes on from a new checkpoint, or its work ends here (for
+/// now), with a checkpoint to save first or none.
+enum Moved {
+    On(Checkpoint),
+    End(ItemEnd),
+    SaveThenEnd(Checkpoint, ItemEnd),
+}
+
+/// What the reviewer answered.
+#[derive(Debug, PartialEq, Eq)]
+enum Verdict {
+    Land,
+    Revise(String),
+    OutOfShape,
+}
+
+/// The review protocol the prompt asks for: LAND, or REVISE followed by what must change,
+/// on the first line. (The agent's words, read because they are its answer; a harness
+/// checks the shape too and says OUT_OF_SHAPE when it is not this.)
+fn verdict(answer: &str) -> Verdict {
+    let answer = answer.trim();
+    let first = answer.lines().next().unwrap_or_default();
+    let word: String = first
+        .chars()
+        .take_while(|c| c.is_ascii_alphabetic())
+        .collect();
+    match word.to_ascii_uppercase().as_str() {
+        "LAND" => Verdict::Land,
+        "REVISE" => {
+            let words = answer[word.len()..]
+                .trim_start_matches([':', ' ', '\t'])
+                .trim();
+            Verdict::Revise(if words.is_empty() {
+                "(the reviewer gave no reason)".to_string()
+            } else {
+                words.to_string()
+            })
+        }
+        _ => Verdict::OutOfShape,
+    }
+}
+
+/// At most `lines` last lines and `bytes` last bytes of `text`.
+fn tail(text: &str, lines: usize, bytes: usize) -> String {
+    let text = text.trim_end();
+    let mut start = text.len().saturating_sub(bytes);
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    let cut = &text[start..];
+    let kept: Vec<&str> = cut.lines().collect();
+    kept[kept.len().saturating_sub(lines)..].join("\n")
+}
+
+/// The first line of `text`, for a one-line reason.
+fn first_line(text: &str) -> &str {
+    text.trim().lines().next().unwrap_or_default()
 }
 
 impl Drive<'_> {
@@ -30,7 +105,7 @@ impl Drive<'_> {
             holder: self.holder.clone(),
             lane: lanes::branch_of(item),
             stage: stage.to_string(),
-            expires_at_unix: (now_ms() / 1000) as i64 + self.options.lease_secs,
+            expires_at_unix: self.clock.now() + self.options.lease_secs,
         }
     }
 
@@ -65,148 +140,418 @@ impl Drive<'_> {
         Ok(())
     }
 
+    /// Works `item`'s lane from its checkpoint until it lands, is given up, or its work
+    /// ends for now (a stop, a wait, an outage, a peer taking it over). Each move that
+    /// finishes is checkpointed on the remote with the lane's branch before the next one
+    /// starts, so a resumed lane never makes a finished call again.
     pub(super) fn work(&self, item: &queue::Item) -> Result<ItemEnd, CliError> {
         let lane = {
             let _lock = self.lock()?;
-            lanes::open(&self.repo, &self.options.remote, &item.id, "HEAD").map_err(|e| {
+            let lane =
+                lanes::open(&self.repo, &self.options.remote, &item.id, "HEAD").and_then(|lane| {
+                    // The repository holds the lane's branch from the start (a lane a peer
+                    // pushed is opened from the remote): its base is found there.
+                    lane.bring_back(&self.repo)?;
+                    Ok(lane)
+                });
+            lane.map_err(|e| {
                 CliError::failure(format!("cannot open the lane of {}", item.id))
                     .caused_by(e.to_string())
             })?
         };
-        // A landing that was cut short (the branch pushed and the land command run, the
-        // mark not yet written) is finished, not done again.
-        if self.landing_marker(item).exists() {
-            if let Err(why) = self.enter(&lane, "land") {
-                return Ok(ItemEnd::Lost(why));
-            }
-            let _lock = self.lock()?;
-            return Ok(self.finish_landing(item, &lane));
+        let on_remote = match self.remote().checkpoint(&item.id) {
+            Ok(checkpoint) => checkpoint,
+            Err(e) => return Ok(ItemEnd::RemoteUnreachable(short(&e))),
+        };
+        let mut had_checkpoint = on_remote.is_some();
+        let mut at = on_remote.unwrap_or_default();
+        if at.round > 1 || at.next != Next::Implement {
+            note!(
+                self.progress,
+                "{}: resuming at round {}, {}{}",
+                item.id,
+                at.round,
+                at.next.word(),
+                at.reason
+                    .as_deref()
+                    .map(|r| format!(" (last: {r})"))
+                    .unwrap_or_default()
+            );
         }
-        let mut feedback: Option<String> = None;
-        for round in 1..=self.options.max_rounds {
-            if round > 1 && self.stop.load(Ordering::SeqCst) {
+        // A call that finished after the checkpoint (the drive died, or the remote did not
+        // answer, before the checkpoint reached it) is not made again: its receipt and the
+        // work committed in the lane are its record.
+        let mut finished = self.finished_since(item, &lane, &at)?;
+        loop {
+            let landing = matches!(at.next, Next::Land | Next::LandAgain);
+            if at.round > self.options.max_rounds && !landing {
+                let why = format!(
+                    "not landed after {} round(s): {}",
+                    self.options.max_rounds,
+                    at.reason.as_deref().unwrap_or("no reason recorded")
+                );
+                return Ok(self.finish(item, &lane, Mark::Failed, &why, had_checkpoint));
+            }
+            if self.stop.requested() && !landing && finished.is_none() {
                 return Ok(ItemEnd::Stopped(lane.branch));
             }
-            // implement
-            if let Err(why) = self.enter(&lane, "implement") {
-                return Ok(ItemEnd::Lost(why));
+            let moved = match (at.next, finished.take()) {
+                (Next::Implement, Some(call)) => self.after_implement(item, &lane, &at, call)?,
+                (Next::Implement, None) => self.implement(item, &lane, &at)?,
+                (Next::Check, _) => self.checked(item, &lane, &at)?,
+                (Next::Review, Some(call)) => self.after_review(item, &at, call),
+                (Next::Review, None) => self.review(item, &lane, &at)?,
+                (Next::Land | Next::LandAgain, _) => return self.land(item, &lane, &at),
+            };
+            match moved {
+                Moved::On(next) => {
+                    if let Some(end) = self.save(&lane, &next)? {
+                        return Ok(end);
+                    }
+                    had_checkpoint = true;
+                    at = next;
+                }
+                Moved::SaveThenEnd(next, end) => {
+                    return Ok(self.save(&lane, &next)?.unwrap_or(end));
+                }
+                Moved::End(end) => return Ok(end),
             }
-            if !self.pace() {
-                return Ok(ItemEnd::Stopped(lane.branch));
+        }
+    }
+
+    /// The call of `at`'s move this clone finished after `at` was made, if it did: a
+    /// receipt of this item, round and role, with a final outcome, that started at the
+    /// checkpoint's commit and ended at the lane's commit now.
+    fn finished_since(
+        &self,
+        item: &queue::Item,
+        lane: &Lane,
+        at: &Checkpoint,
+    ) -> Result<Option<Call>, CliError> {
+        let role = match at.next {
+            Next::Implement => "implement",
+            Next::Review => "review",
+            _ => return Ok(None),
+        };
+        let (receipts, _) = receipts::read_all(&self.repo);
+        let started_at = if at.head.is_empty() {
+            match self.base_of(lane) {
+                Ok(base) => base,
+                Err(_) => return Ok(None),
             }
-            let prompt = implement_prompt(item, feedback.as_deref());
-            let message = format!("stet: {} (round {round})", item.title);
-            let call = self.agent_call(item, &lane, Role::Implement, &prompt, Some(&message))?;
-            if let Some(end) = self.push(&lane)? {
+        } else {
+            at.head.clone()
+        };
+        let head = lane.head().unwrap_or_default();
+        let found = receipts.into_iter().rev().find(|r| {
+            r.item == item.id
+                && r.role == role
+                && r.round == Some(at.round)
+                && Some(&r.id) != at.receipt.as_ref()
+                && r.commit_before == started_at
+                && r.commit_after == head
+        });
+        let Some(receipt) = found else {
+            return Ok(None);
+        };
+        let kind = match receipt.outcome.as_str() {
+            "done" => OutcomeCode::DONE,
+            "failed" => OutcomeCode::FAILED,
+            "out-of-shape" => OutcomeCode::OUT_OF_SHAPE,
+            "resource-limit" => OutcomeCode::RESOURCE_LIMIT,
+            // Running, interrupted, not run, a wait or an outage: no finished call.
+            _ => return Ok(None),
+        };
+        note!(
+            self.progress,
+            "{}: the {role} call {} finished before the drive was cut short; going on from its receipt",
+            item.id,
+            receipt.id
+        );
+        Ok(Some(Call {
+            kind,
+            detail: receipt.detail,
+            retry_at: None,
+            receipt: receipt.id,
+            infrastructure: false,
+        }))
+    }
+
+    /// The implementing agent's call of this round.
+    fn implement(
+        &self,
+        item: &queue::Item,
+        lane: &Lane,
+        at: &Checkpoint,
+    ) -> Result<Moved, CliError> {
+        if let Err(why) = self.enter(lane, "implement") {
+            return Ok(Moved::End(ItemEnd::Lost(why)));
+        }
+        if !self.pace() {
+            return Ok(Moved::End(ItemEnd::Stopped(lane.branch.clone())));
+        }
+        let prompt = implement_prompt(item, at.feedback.as_deref());
+        let message = format!("stet: {} (round {})", item.title, at.round);
+        let call = self.agent_call(
+            item,
+            lane,
+            at.round,
+            Role::Implement,
+            &prompt,
+            Some(&message),
+        )?;
+        self.after_implement(item, lane, at, call)
+    }
+
+    /// Where an implementing call leaves the lane: a change moves it on to the check (or
+    /// the review); no change or a failed task counts the round and tells the next round
+    /// why; a call that could not be made, or a usage limit, ends the lane's work for now.
+    fn after_implement(
+        &self,
+        item: &queue::Item,
+        lane: &Lane,
+        at: &Checkpoint,
+        call: Call,
+    ) -> Result<Moved, CliError> {
+        let round = at.round;
+        if call.kind == OutcomeCode::RATE_LIMITED {
+            return Ok(Moved::End(ItemEnd::RateLimited(call.retry_at)));
+        }
+        if call.outage() {
+            return Ok(Moved::End(ItemEnd::RunnerFailed(format!(
+                "implement: {}",
+                call.detail
+            ))));
+        }
+        let failed = |reason: String, feedback: String| {
+            note!(
+                self.progress,
+                "{}: round {round} of {}: {reason}",
+                item.id,
+                self.options.max_rounds
+            );
+            Moved::On(Checkpoint {
+                round: round + 1,
+                next: Next::Implement,
+                feedback: Some(feedback),
+                reason: Some(reason),
+                receipt: Some(call.receipt.clone()),
+                head: String::new(),
+                run: self.run.clone(),
+            })
+        };
+        if call.kind != OutcomeCode::DONE {
+            let detail = first_line(&call.detail).to_string();
+            return Ok(failed(
+                format!("the implementing agent failed its task: {detail}"),
+                format!("Your previous attempt failed: {}", call.detail.trim()),
+            ));
+        }
+        if !self.changed(lane)? {
+            return Ok(failed(
+                "the agent changed nothing".to_string(),
+                "Your previous attempt changed nothing in the working copy; the work item \
+                 asks for a change."
+                    .to_string(),
+            ));
+        }
+        Ok(Moved::On(Checkpoint {
+            next: if self.options.check.is_some() {
+                Next::Check
+            } else {
+                Next::Review
+            },
+            receipt: Some(call.receipt),
+            run: self.run.clone(),
+            ..at.clone()
+        }))
+    }
+
+    /// The repository's check on this round's work: passed moves on to the review; failed
+    /// counts the round and gives the next one its output.
+    fn checked(&self, item: &queue::Item, lane: &Lane, at: &Checkpoint) -> Result<Moved, CliError> {
+        let Some(check) = &self.options.check else {
+            return Ok(Moved::On(Checkpoint {
+                next: Next::Review,
+                ..at.clone()
+            }));
+        };
+        if let Err(why) = self.enter(lane, "check") {
+            return Ok(Moved::End(ItemEnd::Lost(why)));
+        }
+        let outcome = match self.check(item, lane, at.round, check) {
+            Ok(outcome) => outcome,
+            // The check could not run at all (the runtime failed): infrastructure.
+            Err(e) => {
+                return Ok(Moved::End(ItemEnd::RunnerFailed(format!(
+                    "check: {}",
+                    e.to_string().replace('\n', "; ")
+                ))))
+            }
+        };
+        if outcome.passed {
+            note!(self.progress, "{}: the check `{check}` passed", item.id);
+            return Ok(Moved::On(Checkpoint {
+                next: Next::Review,
+                receipt: Some(outcome.receipt),
+                run: self.run.clone(),
+                ..at.clone()
+            }));
+        }
+        let shown = tail(&outcome.output, 12, 4096);
+        note!(
+            self.progress,
+            "{}: round {} of {}: the check `{check}` failed; its output ends:\n{}",
+            item.id,
+            at.round,
+            self.options.max_rounds,
+            indent(if shown.is_empty() {
+                "(no output)"
+            } else {
+                &shown
+            })
+        );
+        let last = shown.lines().last().unwrap_or("no output").to_string();
+        Ok(Moved::On(Checkpoint {
+            round: at.round + 1,
+            next: Next::Implement,
+            feedback: Some(format!(
+                "The check `{check}` failed. Its output ends:\n{}",
+                tail(&outcome.output, 200, 16 * 1024)
+            )),
+            reason: Some(format!("the check `{check}` failed: {last}")),
+            receipt: Some(outcome.receipt),
+            head: String::new(),
+            run: self.run.clone(),
+        }))
+    }
+
+    /// The reviewing agent's call.
+    fn review(&self, item: &queue::Item, lane: &Lane, at: &Checkpoint) -> Result<Moved, CliError> {
+        if let Err(why) = self.enter(lane, "review") {
+            return Ok(Moved::End(ItemEnd::Lost(why)));
+        }
+        if !self.pace() {
+            return Ok(Moved::End(ItemEnd::Stopped(lane.branch.clone())));
+        }
+        // What the reviewer judges: everything the lane adds to the repository's HEAD.
+        let base = self.base_of(lane)?;
+        let prompt = review_prompt(item, &base);
+        let call = self.agent_call(item, lane, at.round, Role::Review, &prompt, None)?;
+        Ok(self.after_review(item, at, call))
+    }
+
+    /// Where a review leaves the lane: LAND moves on to the landing; REVISE counts the
+    /// round and gives the next implementing call the reviewer's words; a review that
+    /// failed or is out of shape is a judge failure: it counts the round too, and enters
+    /// the outage schedule.
+    fn after_review(&self, item: &queue::Item, at: &Checkpoint, call: Call) -> Moved {
+        if call.kind == OutcomeCode::RATE_LIMITED {
+            return Moved::End(ItemEnd::RateLimited(call.retry_at));
+        }
+        if call.outage() {
+            return Moved::End(ItemEnd::RunnerFailed(format!("review: {}", call.detail)));
+        }
+        let answer = match call.kind {
+            OutcomeCode::DONE => verdict(&call.detail),
+            _ => Verdict::OutOfShape,
+        };
+        let on = |round: u32, next: Next, feedback: Option<String>, reason: String| Checkpoint {
+            round,
+            next,
+            feedback,
+            reason: Some(reason),
+            receipt: Some(call.receipt.clone()),
+            head: String::new(),
+            run: self.run.clone(),
+        };
+        match answer {
+            Verdict::Land => {
+                note!(self.progress, "{}: the reviewer said LAND", item.id);
+                Moved::On(Checkpoint {
+                    next: Next::Land,
+                    receipt: Some(call.receipt.clone()),
+                    run: self.run.clone(),
+                    ..at.clone()
+                })
+            }
+            Verdict::Revise(words) => {
+                note!(
+                    self.progress,
+                    "{}: round {} of {}: the reviewer asked for changes:\n{}",
+                    item.id,
+                    at.round,
+                    self.options.max_rounds,
+                    indent(&tail(&words, 12, 4096))
+                );
+                Moved::On(on(
+                    at.round + 1,
+                    Next::Implement,
+                    Some(format!("The reviewer asked for changes:\n{words}")),
+                    format!("the reviewer asked for changes: {}", first_line(&words)),
+                ))
+            }
+            Verdict::OutOfShape => {
+                let why = format!("review: {}", first_line(&call.detail));
+                // Counted toward the rounds, and reviewed again (the implementing call's
+                // work stands): one item whose review always fails is given up.
+                Moved::SaveThenEnd(
+                    on(
+                        at.round + 1,
+                        Next::Review,
+                        at.feedback.clone(),
+                        format!("the review failed: {why}"),
+                    ),
+                    ItemEnd::JudgeFailed(why),
+                )
+            }
+        }
+    }
+
+    /// Lands the lane: the checkpoint says the landing began (with the branch, pushed),
+    /// then the configured land command runs on the host — again, with `STET_LAND_RETRY=1`,
+    /// when a landing was cut short —, then the item is marked landed and the checkpoint
+    /// goes in one atomic push, and the working copy is removed.
+    fn land(&self, item: &queue::Item, lane: &Lane, at: &Checkpoint) -> Result<ItemEnd, CliError> {
+        if let Err(why) = self.enter(lane, "land") {
+            return Ok(ItemEnd::Lost(why));
+        }
+        let again = at.next == Next::LandAgain;
+        if again {
+            note!(
+                self.progress,
+                "{}: a landing was cut short; landing again{}",
+                item.id,
+                if self.options.land.is_some() {
+                    " (the land command runs again with STET_LAND_RETRY=1)"
+                } else {
+                    ""
+                }
+            );
+        } else {
+            let landing = Checkpoint {
+                next: Next::LandAgain,
+                run: self.run.clone(),
+                ..at.clone()
+            };
+            if let Some(end) = self.save(lane, &landing)? {
                 return Ok(end);
             }
-            match call.kind {
-                OutcomeCode::DONE => {}
-                OutcomeCode::RATE_LIMITED => return Ok(ItemEnd::RateLimited(call.retry_at)),
-                _ => return Ok(ItemEnd::RunnerFailed(format!("implement: {}", call.detail))),
-            }
-            if self.stop.load(Ordering::SeqCst) {
-                return Ok(ItemEnd::Stopped(lane.branch));
-            }
-            // check
-            if let Some(check) = &self.options.check {
-                if let Err(why) = self.enter(&lane, "check") {
-                    return Ok(ItemEnd::Lost(why));
-                }
-                let (passed, output) = match self.check(&lane, check) {
-                    Ok(checked) => checked,
-                    // The check could not run at all (the runtime failed): a runner failure,
-                    // which counts toward an outage, not the end of the drive.
-                    Err(e) => return Ok(ItemEnd::RunnerFailed(format!("check: {e}"))),
-                };
-                if !passed {
-                    note!(self.progress, "{}: the check failed", item.id);
-                    feedback = Some(format!("The check `{check}` failed:\n{output}"));
-                    continue;
-                }
-            }
-            // review
-            if let Err(why) = self.enter(&lane, "review") {
-                return Ok(ItemEnd::Lost(why));
-            }
-            if !self.pace() {
-                return Ok(ItemEnd::Stopped(lane.branch));
-            }
-            // What the reviewer judges: everything the lane adds to the repository's HEAD
-            // (the lane was brought back and pushed after implementing).
-            let base = lanes::git(
-                &self.repo,
-                &["merge-base", "HEAD", &format!("refs/heads/{}", lane.branch)],
-            )
-            .unwrap_or_else(|_| "HEAD~1".to_string());
-            let call =
-                self.agent_call(item, &lane, Role::Review, &review_prompt(item, &base), None)?;
-            match call.kind {
-                OutcomeCode::DONE => {}
-                OutcomeCode::RATE_LIMITED => return Ok(ItemEnd::RateLimited(call.retry_at)),
-                _ => return Ok(ItemEnd::JudgeFailed(format!("review: {}", call.detail))),
-            }
-            let verdict = call.detail.trim().to_string();
-            if verdict.to_ascii_uppercase().starts_with("LAND") {
-                if let Err(why) = self.enter(&lane, "land") {
-                    return Ok(ItemEnd::Lost(why));
-                }
-                return self.land(item, &lane);
-            }
-            note!(self.progress, "{}: the reviewer asked for changes", item.id);
-            feedback = Some(format!("The reviewer asked for changes:\n{verdict}"));
-        }
-        Ok(ItemEnd::GaveUp(format!(
-            "not landed after {} rounds",
-            self.options.max_rounds
-        )))
-    }
-
-    /// Pushes the lane's branch under the drain lock, if the reservation is still this
-    /// drive's. `Some` ends the lane's work: the reservation was taken over, the remote
-    /// refused the push (someone else moved the branch), or it did not answer.
-    fn push(&self, lane: &Lane) -> Result<Option<ItemEnd>, CliError> {
-        let _lock = self.lock()?;
-        if let Some(why) = self.keeper.lost() {
-            return Ok(Some(ItemEnd::Lost(why)));
-        }
-        Ok(match lane.push(&self.repo, &self.options.remote) {
-            Ok(()) => None,
-            Err(e) if lanes::push_refused(&e) => Some(ItemEnd::Lost(format!(
-                "the remote refused the push of {}: another drive moved the branch",
-                lane.branch
-            ))),
-            Err(e) => Some(ItemEnd::RemoteUnreachable(e.detail)),
-        })
-    }
-
-    /// Where this clone remembers a landing in progress, so that a landing cut short (a
-    /// crash, an unreachable remote) is finished by the next attempt instead of redone.
-    fn landing_marker(&self, item: &queue::Item) -> std::path::PathBuf {
-        receipts::git_dir(&self.repo)
-            .join("stet/landing")
-            .join(&item.id)
-    }
-
-    /// Lands the lane: pushes its branch, runs the configured land command on the host
-    /// (once: a marker remembers it ran), marks the item landed on the remote, and removes
-    /// the working copy.
-    fn land(&self, item: &queue::Item, lane: &Lane) -> Result<ItemEnd, CliError> {
-        if let Some(end) = self.push(lane)? {
-            return Ok(end);
         }
         let _lock = self.lock()?;
         if let Some(command) = &self.options.land {
             // The land command runs on the host, as the person: it is the one step that may
             // need the person's own credentials (to open a pull request, say).
-            let status = std::process::Command::new("sh")
-                .args(["-c", command])
+            let mut land = std::process::Command::new("sh");
+            land.args(["-c", command])
                 .current_dir(&self.repo)
                 .env("STET_ITEM", &item.id)
                 .env("STET_BRANCH", &lane.branch)
-                .env("STET_REMOTE", &self.options.remote)
-                .status();
-            match status {
+                .env("STET_REMOTE", &self.options.remote);
+            if again {
+                land.env("STET_LAND_RETRY", "1");
+            }
+            match land.status() {
                 Ok(s) if s.success() => {}
                 Ok(s) => self.progress.warn(&format!(
                     "{}: the land command `{command}` failed ({s}); the branch is pushed",
@@ -218,29 +563,91 @@ impl Drive<'_> {
                 )),
             }
         }
-        let marker = self.landing_marker(item);
-        if let Err(e) = receipts::write_durably(&marker, lane.branch.as_bytes()) {
-            self.progress.warn(&format!(
-                "{}: cannot remember the landing in {}: {e}",
-                item.id,
-                marker.display()
-            ));
-        }
-        Ok(self.finish_landing(item, lane))
+        let landed = format!("landed {} by run {}", lane.branch, self.run);
+        Ok(self.finish(item, lane, Mark::Landed, &landed, true))
     }
 
-    /// Marks the item landed on the remote and forgets the lane (under the drain lock).
-    fn finish_landing(&self, item: &queue::Item, lane: &Lane) -> ItemEnd {
-        if let Err(e) = self.remote().mark_landed(
-            &item.id,
-            &format!("landed {} by run {}", lane.branch, self.run),
-        ) {
-            // The marker stays: the next attempt only writes the mark.
-            return ItemEnd::RemoteUnreachable(e.to_string());
+    /// Marks the item landed or failed on the remote (its checkpoint goes in the same
+    /// push) and, once landed, removes the working copy. A remote that does not answer
+    /// leaves the checkpoint as it was: the next attempt does only what is left.
+    fn finish(
+        &self,
+        item: &queue::Item,
+        lane: &Lane,
+        mark: Mark,
+        note: &str,
+        had_checkpoint: bool,
+    ) -> ItemEnd {
+        match self
+            .remote()
+            .finish_item(&item.id, mark, note, had_checkpoint)
+        {
+            Ok(()) => {}
+            Err(SaveError::TakenByPeer(why)) => return ItemEnd::Lost(why),
+            Err(SaveError::Remote(e)) => return ItemEnd::RemoteUnreachable(short(&e)),
         }
-        let _ = std::fs::remove_file(self.landing_marker(item));
-        lane.remove();
-        ItemEnd::Landed
+        match mark {
+            Mark::Landed => {
+                lane.remove();
+                ItemEnd::Landed
+            }
+            Mark::Failed => ItemEnd::GaveUp(note.to_string()),
+        }
+    }
+
+    /// Saves `checkpoint` under the drain lock on the remote, with the lane's branch when
+    /// the lane holds a change (nothing is pushed for a lane that holds none), if the
+    /// reservation is still this drive's. `Some` ends the lane's work: the reservation or
+    /// the branch was taken by a peer, or the remote did not answer (then the receipts of
+    /// this clone are the record until the next save).
+    fn save(&self, lane: &Lane, checkpoint: &Checkpoint) -> Result<Option<ItemEnd>, CliError> {
+        let _lock = self.lock()?;
+        if let Some(why) = self.keeper.lost() {
+            return Ok(Some(ItemEnd::Lost(why)));
+        }
+        let checkpoint = Checkpoint {
+            head: lane.head().unwrap_or_default(),
+            ..checkpoint.clone()
+        };
+        let changed = self.changed(lane)?;
+        match self.remote().save_checkpoint(
+            &lane.item,
+            &checkpoint,
+            changed.then_some(lane.branch.as_str()),
+        ) {
+            Ok(()) => Ok(None),
+            Err(SaveError::TakenByPeer(why)) => {
+                Ok(Some(ItemEnd::Lost(format!("taken by a peer: {why}"))))
+            }
+            Err(SaveError::Remote(e)) => Ok(Some(ItemEnd::RemoteUnreachable(short(&e)))),
+        }
+    }
+
+    /// Whether the lane holds a change against its base (its tree differs from the tree
+    /// it started from). Brings the lane's branch back into the repository first.
+    fn changed(&self, lane: &Lane) -> Result<bool, CliError> {
+        lane.bring_back(&self.repo).map_err(|e| {
+            CliError::failure(format!("cannot bring the lane {} back", lane.branch))
+                .caused_by(e.to_string())
+        })?;
+        let base = self.base_of(lane)?;
+        let tree = |rev: &str| lanes::git(&self.repo, &["rev-parse", &format!("{rev}^{{tree}}")]);
+        Ok(tree(&base).ok() != tree(&format!("refs/heads/{}", lane.branch)).ok())
+    }
+
+    /// Where the lane branched off the repository's HEAD.
+    fn base_of(&self, lane: &Lane) -> Result<String, CliError> {
+        lanes::git(
+            &self.repo,
+            &["merge-base", "HEAD", &format!("refs/heads/{}", lane.branch)],
+        )
+        .map_err(|e| {
+            CliError::failure(format!(
+                "cannot find where the lane {} branched off HEAD",
+                lane.branch
+            ))
+            .caused_by(e.to_string())
+        })
     }
 
     /// Before a launch: the pace since the last one. Returns false when a stop cut the
@@ -249,11 +656,11 @@ impl Drive<'_> {
         let pace = self.options.pace_secs;
         if let Some(last) = self.last_launch.get().filter(|_| pace > 0) {
             let next = last + pace;
-            if (now_ms() / 1000) as i64 <= next && !self.wait("pace between agent launches", next) {
+            if self.clock.now() <= next && !self.wait("pace between agent launches", next) {
                 return false;
             }
         }
-        self.last_launch.set(Some((now_ms() / 1000) as i64));
+        self.last_launch.set(Some(self.clock.now()));
         true
     }
 
@@ -264,6 +671,7 @@ impl Drive<'_> {
         &self,
         item: &queue::Item,
         lane: &Lane,
+        round: u32,
         role: Role,
         prompt: &str,
         commit: Option<&str>,
@@ -286,12 +694,24 @@ impl Drive<'_> {
         }
         // A fresh copy of the profile for this call alone.
         let call_profile = harness::CallProfile::of(&self.profile)?;
-        let launch = self.harness.launch(RoleRequest {
+        let launch = match self.harness.launch(RoleRequest {
             role,
             prompt: prompt.into(),
             profile_dir: call_profile.dir.clone().into(),
             workdir: lane.dir.display().to_string().into(),
-        })?;
+        }) {
+            Ok(launch) => launch,
+            // The harness cannot launch: infrastructure; no call was made, no receipt.
+            Err(e) => {
+                return Ok(Call {
+                    kind: OutcomeCode::FAILED,
+                    detail: e.to_string().replace('\n', "; "),
+                    retry_at: None,
+                    receipt: String::new(),
+                    infrastructure: true,
+                })
+            }
+        };
         let started = now_ms();
         let id = format!("{started}-{}-{role_word}", item.id);
         let mut call = receipts::CallContext {
@@ -301,6 +721,7 @@ impl Drive<'_> {
             item: item.id.clone(),
             lane: lane.branch.clone(),
             role: role_word,
+            round: Some(round),
             runtime: &self.runtime_record,
             runtime_reason: &self.runtime.selection.reason,
             harness: &self.harness_record,
@@ -342,6 +763,7 @@ impl Drive<'_> {
         // The runtime or the harness failing (a sandbox that cannot start, an output the
         // harness cannot read) is this call failing: recorded, and counted toward an
         // outage by the caller, not the end of the drive.
+        let infrastructure = ran.is_err();
         let (output, outcome) = match ran {
             Ok(ran) => ran,
             Err(e) => (
@@ -367,29 +789,70 @@ impl Drive<'_> {
         }
         call.commit_after = lane.head().unwrap_or_default();
         let mut end = harness::call_end(&output, &outcome);
+        if infrastructure {
+            end.outcome = receipts::NOT_RUN.to_string();
+        }
         match carried {
             Ok(files) => end.profile_carried = files,
             Err(e) => self
                 .progress
                 .warn(&format!("{}: {e}", item.id).replace('\n', "; ")),
         }
+        let receipt = call.id.clone();
         receipts::record_end(&self.repo, call, end)
             .map_err(|e| CliError::failure(format!("cannot record the receipt: {e}")))?;
         Ok(Call {
             kind: outcome.kind,
             detail: outcome.detail.to_string(),
             retry_at: outcome.retry_at_unix.into_option(),
+            receipt,
+            infrastructure,
         })
     }
 
-    /// The repository's check command in a fresh sandbox on the lane: passed, and the tail
-    /// of its output (all of it is in its log beside the receipts). Whatever the check
-    /// wrote in the lane is restored away afterwards: it never reaches the landed branch.
-    fn check(&self, lane: &Lane, command: &str) -> Result<(bool, String), CliError> {
+    /// The repository's check command in a fresh sandbox on the lane, with a receipt
+    /// (role `check`) like an agent call's: its whole output is in its log, its tail in
+    /// the outcome. Whatever the check wrote in the lane is restored away afterwards: it
+    /// never reaches the landed branch.
+    fn check(
+        &self,
+        item: &queue::Item,
+        lane: &Lane,
+        round: u32,
+        command: &str,
+    ) -> Result<Checked, CliError> {
         let dir = lane.dir.display().to_string();
         let plan = Plan::new("check", &self.run, &dir)
             .with_lane(LaneMounts::of_lane(lane), LaneAccess::ReadWrite);
+        let started = now_ms();
+        let id = format!("{started}-{}-check", item.id);
+        let no_harness = receipts::PluginRecord {
+            name: String::new(),
+            version: String::new(),
+            library_sha256: String::new(),
+        };
+        let mut call = receipts::CallContext {
+            log: receipts::log_path(&self.repo, &id),
+            id,
+            run: self.run.clone(),
+            item: item.id.clone(),
+            lane: lane.branch.clone(),
+            role: "check",
+            round: Some(round),
+            runtime: &self.runtime_record,
+            runtime_reason: &self.runtime.selection.reason,
+            harness: &no_harness,
+            image: &self.settings.image,
+            network: "none".to_string(),
+            limits: self.settings.limits.describe(),
+            started_unix_ms: started,
+            ended_unix_ms: started,
+            commit_before: lane.head().unwrap_or_default(),
+            commit_after: String::new(),
+        };
         let sandbox = Sandbox::create(&self.runtime, plan.spec(self.settings))?;
+        receipts::record_start(&self.repo, &call)
+            .map_err(|e| CliError::failure(format!("cannot record the receipt: {e}")))?;
         let process = sandbox.spawn(stet_plugin_api::ProcessSpec {
             argv: vec!["sh".into(), "-c".into(), command.into()].into(),
             env: Default::default(),
@@ -400,9 +863,8 @@ impl Drive<'_> {
         let limit = std::time::Duration::from_secs(self.options.call_limit_secs);
         let watchdog = sandbox::Watchdog::start(&process, limit);
         let disk = sandbox::DiskWatch::start(&process, &lane.dir, self.settings.limits.disk_bytes);
-        let log = receipts::log_path(&self.repo, &format!("{}-{}-check", now_ms(), lane.item));
-        let mut output = crate::capture::Capture::new(Some(&log), 32 * 1024)
-            .map_err(|e| CliError::failure(format!("cannot write {}: {e}", log.display())))?;
+        let mut output = crate::capture::Capture::new(Some(&call.log), 32 * 1024)
+            .map_err(|e| CliError::failure(format!("cannot write {}: {e}", call.log.display())))?;
         let (progress, follow) = (&self.progress, self.options.follow);
         let status = process.wait(&mut |_, bytes| {
             if follow {
@@ -414,7 +876,8 @@ impl Drive<'_> {
         let status = status?;
         let events = sandbox.limit_events();
         drop(sandbox);
-        let tail = String::from_utf8_lossy(&output.finish().unwrap_or_default()).into_owned();
+        let output_bytes = output.total();
+        let kept = String::from_utf8_lossy(&output.finish().unwrap_or_default()).into_owned();
         let restored = lane.restore();
         let limits = &self.settings.limits;
         let why = if watchdog.fired() {
@@ -438,11 +901,47 @@ impl Drive<'_> {
             ))
             .caused_by(e.to_string()));
         }
-        Ok(match why {
-            Some(why) => (false, format!("{why}\n{tail}")),
-            None => (status.success(), tail),
+        let passed = why.is_none() && status.success();
+        let shown = match &why {
+            Some(why) => format!("{kept}\n{why}"),
+            None => kept,
+        };
+        call.ended_unix_ms = now_ms();
+        call.commit_after = lane.head().unwrap_or_default();
+        let receipt = call.id.clone();
+        let end = receipts::CallEnd {
+            exit_code: status.code.into_option(),
+            exit_signal: status.signal.into_option(),
+            outcome: if passed { "passed" } else { "failed" }.to_string(),
+            detail: tail(&shown, 12, 4096),
+            output_bytes,
+            ..Default::default()
+        };
+        receipts::record_end(&self.repo, call, end)
+            .map_err(|e| CliError::failure(format!("cannot record the receipt: {e}")))?;
+        Ok(Checked {
+            passed,
+            output: shown,
+            receipt,
         })
     }
+}
+
+/// How a check ended.
+struct Checked {
+    passed: bool,
+    /// Its output as kept (the tail is what matters), and why it was stopped, if it was.
+    output: String,
+    /// Its receipt.
+    receipt: String,
+}
+
+/// `text` indented under the line it belongs to.
+fn indent(text: &str) -> String {
+    text.lines()
+        .map(|l| format!("    | {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The network a launch asks for, as the receipt names it before the call.

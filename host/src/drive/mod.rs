@@ -25,13 +25,17 @@ mod drain;
 mod keeper;
 mod lane;
 mod progress;
+#[cfg(test)]
+mod scenarios;
+mod time;
 
 pub use progress::clock;
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+
+use time::{Clock, Stop};
 
 use crate::error::{CliError, Exit};
 use crate::harness::{self, OpenHarness};
@@ -103,7 +107,10 @@ struct Drive<'a> {
     profile: stet_plugin_api::Profile,
     run: String,
     holder: String,
-    stop: Arc<AtomicBool>,
+    /// A stop asked by a signal; every wait wakes for it.
+    stop: Arc<Stop>,
+    /// What every now and every wait of the loop is measured by.
+    clock: Arc<dyn Clock>,
     /// The agent process running now, for a second signal to kill.
     in_flight: Arc<harness::InFlight>,
     /// The reservation held now, renewed while its lane is worked.
@@ -138,9 +145,9 @@ pub fn run(
         return Err(CliError::usage(format!("the repository has no remote named {}", options.remote))
             .hint("lanes land as branches on a remote: add one (git remote add origin URL) or pass --remote"));
     }
-    let harness = harness::open_harness(settings)?;
-    // The walls are proven on the very runtime instance the drive then uses.
-    let runtime = sandbox::open_runtime(settings)?;
+    // One survey for both; the walls are proven on the very runtime instance the drive
+    // then uses.
+    let (harness, runtime) = harness::open_with_runtime(settings)?;
     let proof = walls::prove(
         settings,
         &harness,
@@ -151,7 +158,11 @@ pub fn run(
     if !proof.held() {
         let mut error = CliError::new(
             Exit::Unusable,
-            "the walls do not hold; nothing was reserved",
+            if walls::only_unproven(&proof) {
+                "the walls could not be proven; nothing was reserved"
+            } else {
+                "the walls do not hold; nothing was reserved"
+            },
         );
         for w in proof.walls.iter().filter(|w| !w.held) {
             error = error.caused_by(format!("{}: {}", w.wall, w.detail));
@@ -257,7 +268,7 @@ pub fn run(
         }
     }
 
-    let stop = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new(Stop::default());
     let in_flight: Arc<harness::InFlight> = Arc::new(std::sync::Mutex::new(None));
     let keeper = keeper::Keeper::start(repo.clone(), options.remote.clone(), options.lease_secs);
     watch_signals(printer, stop.clone(), in_flight.clone(), keeper.clone())?;
@@ -277,6 +288,7 @@ pub fn run(
         runtime,
         run,
         stop,
+        clock: Arc::new(time::SystemClock),
         in_flight,
         keeper,
         moves: std::cell::Cell::new(0),
@@ -293,7 +305,7 @@ pub fn run(
 /// reservation lapses (the next drive reaps the sandbox and takes the lane up).
 fn watch_signals(
     printer: Printer,
-    stop: Arc<AtomicBool>,
+    stop: Arc<Stop>,
     in_flight: Arc<harness::InFlight>,
     keeper: keeper::Keeper,
 ) -> Result<(), CliError> {
@@ -301,8 +313,8 @@ fn watch_signals(
     let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
         .map_err(|e| CliError::failure(format!("cannot watch for signals: {e}")))?;
     std::thread::spawn(move || {
-        for _ in signals.forever() {
-            if !stop.swap(true, Ordering::SeqCst) {
+        for signal in signals.forever() {
+            if !stop.request(signal) {
                 note!(
                     printer,
                     "stopping after the agent call in flight (press again to kill it)"
@@ -323,7 +335,7 @@ fn watch_signals(
                 printer,
                 "killed the agent's processes; {what}; the next stet drive reaps the sandbox and takes the lane up"
             );
-            std::process::exit(130);
+            std::process::exit(Exit::Signal(signal).code().into());
         }
     });
     Ok(())

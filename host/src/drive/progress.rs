@@ -20,6 +20,9 @@ pub struct Progress {
     bar: Option<ProgressBar>,
     /// The end of the last followed chunk when it stopped inside a character.
     pending: std::sync::Mutex<Vec<u8>>,
+    /// Every line shown, kept as well (the scenario tests read what the person saw).
+    #[cfg(test)]
+    pub(super) seen: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Progress {
@@ -39,11 +42,22 @@ impl Progress {
             printer,
             bar,
             pending: Default::default(),
+            #[cfg(test)]
+            seen: Default::default(),
         }
     }
 
+    #[cfg(test)]
+    fn keep(&self, text: &str) {
+        self.seen.lock().unwrap().push(text.to_string());
+    }
+
+    #[cfg(not(test))]
+    fn keep(&self, _: &str) {}
+
     /// A line in the log above the live line.
     pub fn note(&self, text: &str) {
+        self.keep(text);
         match &self.bar {
             Some(bar) => bar.suspend(|| self.printer.note(text)),
             None => self.printer.note(text),
@@ -52,6 +66,7 @@ impl Progress {
 
     /// A warning in the log.
     pub fn warn(&self, text: &str) {
+        self.keep(&format!("warning: {text}"));
         match &self.bar {
             Some(bar) => bar.suspend(|| self.printer.warn(text)),
             None => self.printer.warn(text),
@@ -69,6 +84,7 @@ impl Progress {
     /// A new stage of a lane starts: `move` is the drive's move number.
     pub fn stage(&self, r#move: u64, lane: &str, stage: &str) {
         let text = format!("move {move} · {lane} · {stage}");
+        self.keep(&text);
         match &self.bar {
             Some(bar) => {
                 bar.reset_elapsed();
@@ -81,6 +97,7 @@ impl Progress {
     /// A wait starts: why, and until when (seconds since the epoch).
     pub fn wait(&self, reason: &str, until_unix: i64) {
         let text = format!("waiting until {} · {reason}", clock(until_unix));
+        self.keep(&text);
         match &self.bar {
             Some(bar) => {
                 bar.reset_elapsed();

@@ -27,11 +27,17 @@ pub struct Survey {
 /// Discovers plugins and probes those `wanted` accepts (by manifest), each in its own
 /// child process under the configured time limit.
 pub fn survey(settings: &PluginSettings, wanted: impl Fn(&Found) -> bool) -> Survey {
-    let host = host_api();
-    let found: Vec<Found> = discovery::discover(&settings.search_path, &host)
+    let found: Vec<Found> = discovery::discover(&settings.search_path, &host_api())
         .into_iter()
         .filter(|f| wanted(f))
         .collect();
+    survey_of(settings, found)
+}
+
+/// Probes the loadable plugins of `found` at once; the others are candidates refused by
+/// their manifests (a plugin built for another platform is never probed).
+fn survey_of(settings: &PluginSettings, found: Vec<Found>) -> Survey {
+    let host = host_api();
     let requests: Vec<ProbeRequest> = found
         .iter()
         .filter_map(Found::usable)
@@ -71,9 +77,85 @@ pub fn choose(
     kind: PluginKind,
     preference: &Preference,
 ) -> Result<(Probed, Selection), CliError> {
-    let survey = survey(settings, |f| {
-        f.manifest.as_ref().is_some_and(|m| m.kind == kind)
-    });
+    choose_each(settings, &[(kind, preference)])
+        .pop()
+        .expect("one answer per kind asked")
+}
+
+/// One survey for every kind a command needs (a drive's harness and runtime are probed
+/// together, in parallel), then a selection per kind, in the order asked. Only what can
+/// be chosen is probed: with an explicit choice (`--runtime docker`), that plugin alone;
+/// an explicit name no plugin of that kind has is refused at once, with the closest
+/// installed name.
+pub fn choose_each(
+    settings: &PluginSettings,
+    asks: &[(PluginKind, &Preference)],
+) -> Vec<Result<(Probed, Selection), CliError>> {
+    let all = discovery::discover(&settings.search_path, &host_api());
+    let wanted = |f: &Found| {
+        f.manifest.as_ref().is_some_and(|m| {
+            asks.iter().any(|(kind, preference)| {
+                m.kind == *kind
+                    && preference
+                        .explicit
+                        .as_ref()
+                        .is_none_or(|(name, _)| *name == m.name)
+            })
+        })
+    };
+    let survey = survey_of(
+        settings,
+        all.iter().filter(|f| wanted(f)).cloned().collect(),
+    );
+    asks.iter()
+        .map(|(kind, preference)| {
+            if let Some((name, source)) = &preference.explicit {
+                let installed: Vec<&str> = all
+                    .iter()
+                    .filter_map(|f| f.manifest.as_ref())
+                    .filter(|m| m.kind == *kind)
+                    .map(|m| m.name.as_str())
+                    .collect();
+                if !installed.contains(&name.as_str()) {
+                    return Err(no_such_plugin(*kind, name, source, &installed));
+                }
+            }
+            select_from(&survey, *kind, preference)
+        })
+        .collect()
+}
+
+/// A name that no installed plugin of `kind` has: the closest installed name, if one is
+/// close, is the hint.
+fn no_such_plugin(kind: PluginKind, name: &str, source: &str, installed: &[&str]) -> CliError {
+    let listed = if installed.is_empty() {
+        "none is installed".to_string()
+    } else {
+        format!("installed: {}", installed.join(", "))
+    };
+    let error = CliError::usage(format!(
+        "{source} asks for {name}, but no {} plugin named {name} is installed ({listed})",
+        kind.as_str()
+    ));
+    let closest = installed
+        .iter()
+        .map(|candidate| (strsim::jaro_winkler(name, candidate), *candidate))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    match closest {
+        Some((_, candidate)) => error.hint(format!("did you mean {candidate}?")),
+        None => error.hint(format!(
+            "stet plugins list shows the installed plugins; install a {} named {name} or choose another",
+            kind.as_str()
+        )),
+    }
+}
+
+fn select_from(
+    survey: &Survey,
+    kind: PluginKind,
+    preference: &Preference,
+) -> Result<(Probed, Selection), CliError> {
     let selection = selection::select(kind, &survey.candidates, preference);
     let Some(chosen) = selection.chosen.clone() else {
         let mut error = CliError::new(Exit::Unusable, format!("no usable {}", kind.as_str()));
@@ -97,8 +179,9 @@ pub fn choose(
     };
     let probed = survey
         .probed
-        .into_iter()
-        .find(|p| p.manifest.name == chosen)
+        .iter()
+        .find(|p| p.manifest.name == chosen && p.manifest.kind == kind)
+        .cloned()
         .expect("a chosen plugin was probed");
     Ok((probed, selection))
 }

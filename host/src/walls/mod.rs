@@ -193,12 +193,16 @@ pub fn prove(
     )?;
     proof.network = Some(output.network.clone());
     proof.session = output.session.clone();
-    proof.walls.extend(
-        harness
-            .read_proof(&output.stdout)?
-            .into_iter()
-            .map(Wall::from),
-    );
+    match cannot_run(settings, &launch, &output) {
+        // The agent never ran: nothing it printed is a proof of anything.
+        Some(wall) => proof.walls.push(wall),
+        None => proof.walls.extend(
+            harness
+                .read_proof(&output.stdout)?
+                .into_iter()
+                .map(Wall::from),
+        ),
+    }
     // The runtime's own walls, in a sandbox made as the agent's would be.
     proof
         .walls
@@ -206,6 +210,76 @@ pub fn prove(
     proof.walls.push(lane_git::prove(settings, runtime)?);
     call_profile.settle(harness, &profile)?;
     Ok(proof)
+}
+
+/// The proof launch's agent could not be started inside the sandbox (the shell's 126: not
+/// executable there, 127: not found — a script whose interpreter the image lacks, a binary
+/// for another platform): said so, with what the image needs, instead of whatever the
+/// harness makes of an output the agent never wrote.
+fn cannot_run(
+    settings: &Settings,
+    launch: &stet_plugin_api::Launch,
+    output: &harness::LaunchOutput,
+) -> Option<Wall> {
+    let code = output.status.code.into_option()?;
+    if code != 126 && code != 127 {
+        return None;
+    }
+    let program = launch.process.argv.first()?.to_string();
+    let said = String::from_utf8_lossy(&output.stderr);
+    let said = said
+        .trim()
+        .lines()
+        .last()
+        .unwrap_or("no message")
+        .to_string();
+    // The first line of the program, as the host sees it (it is mounted as itself).
+    let mut head = [0u8; 256];
+    let read = std::fs::File::open(&program)
+        .and_then(|mut f| std::io::Read::read(&mut f, &mut head))
+        .unwrap_or(0);
+    let first = String::from_utf8_lossy(&head[..read]);
+    let interpreter = first
+        .strip_prefix("#!")
+        .and_then(|l| l.lines().next())
+        .map(|l| l.trim().to_string());
+    let remedy = match &interpreter {
+        Some(line) => {
+            let needed = line
+                .split_whitespace()
+                .rfind(|w| !w.starts_with('-'))
+                .map(|w| w.rsplit('/').next().unwrap_or(w).to_string())
+                .unwrap_or_else(|| line.clone());
+            format!(
+                "{program} is a script run by `{line}`: install {needed} in the image {} (or point the harness at a build of the agent that needs no interpreter)",
+                settings.image
+            )
+        }
+        None => format!(
+            "install what {program} needs in the image {}, or use a build of it for the image's platform",
+            settings.image
+        ),
+    };
+    Some(Wall {
+        wall: stet_plugin_api::wall::PROOF_LAUNCHED.to_string(),
+        held: false,
+        state: "cannot-run".to_string(),
+        detail: format!(
+            "the agent {program} cannot run inside the image {} (exit {code}: {said})",
+            settings.image
+        ),
+        remedy,
+    })
+}
+
+/// Whether every wall that did not hold is unproven rather than broken: the model API
+/// did not answer, or the agent cannot run where it must.
+pub fn only_unproven(proof: &Proof) -> bool {
+    proof
+        .walls
+        .iter()
+        .filter(|w| !w.held)
+        .all(|w| w.state == "unreachable" || w.state == "cannot-run")
 }
 
 /// Prints a proof as lines.
@@ -230,7 +304,11 @@ pub fn print(proof: &Proof, out: &mut dyn Write) {
         let _ = writeln!(
             out,
             "  {}  {:<width$}  {}",
-            if w.held { "held  " } else { "BROKEN" },
+            match w.state.as_str() {
+                _ if w.held => "held  ".to_string(),
+                "broken" => "BROKEN".to_string(),
+                other => other.to_ascii_uppercase(),
+            },
             w.wall,
             w.detail
         );

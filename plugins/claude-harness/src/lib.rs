@@ -18,9 +18,10 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use stet_plugin_api::{
-    export_plugin, wall as walls, CredentialDecl, CredentialSource, CredentialSource_NE,
-    ExitStatus, HarnessContext, HarnessPlugin, Launch, Outcome, PluginError, ProbeReport, Profile,
-    Role, RoleRequest, WallCheck, WallReport, WallState, SESSION_HOOK_MARKER, WALL_CANARY,
+    export_plugin, wall as walls, CallOutcome, CredentialDecl, CredentialSource,
+    CredentialSource_NE, ExitStatus, HarnessContext, HarnessPlugin, Launch, Outcome, PluginError,
+    ProbeReport, Profile, Role, RoleRequest, WallCheck, WallReport, WallState, SESSION_HOOK_MARKER,
+    WALL_CANARY,
 };
 use stet_plugin_support::{find_on_path, run_bounded, CommandOutput};
 
@@ -369,6 +370,22 @@ impl HarnessPlugin for ClaudeHarness {
 
     fn read_proof_typed(&self, output: &[u8]) -> Result<Vec<WallReport>, PluginError> {
         let t = stream::read(output);
+        // The proof never reached the model: its walls are not proven either way, and
+        // that is what is said, not that a hook did not run.
+        if outcome::model_api_down(&t) {
+            let said = t
+                .result
+                .as_ref()
+                .and_then(|r| r["result"].as_str())
+                .unwrap_or("no answer")
+                .to_string();
+            return Ok(vec![WallReport {
+                wall: stet_plugin_api::wall::PROOF_MODEL_API_UNREACHABLE.into(),
+                state: WallState::UNREACHABLE,
+                detail: format!("the proof launch did not reach the model API: {said}").into(),
+                remedy: "check that the model API answers from the sandbox's network (ANTHROPIC_BASE_URL, the network route), then run stet walls again".into(),
+            }]);
+        }
         let Some(init) = &t.init else {
             return Ok(vec![wall(
                 walls::PROOF_LAUNCHED,
@@ -478,6 +495,15 @@ impl HarnessPlugin for ClaudeHarness {
         exit: ExitStatus,
     ) -> Result<Outcome, PluginError> {
         Ok(outcome::outcome(&stream::read(output), exit))
+    }
+
+    fn read_call(
+        &self,
+        _role: Role,
+        output: &[u8],
+        exit: ExitStatus,
+    ) -> Result<CallOutcome, PluginError> {
+        Ok(outcome::call(&stream::read(output), exit))
     }
 
     fn credentials(

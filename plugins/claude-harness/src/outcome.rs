@@ -1,6 +1,6 @@
 //! A role's output read into an [`Outcome`].
 
-use stet_plugin_api::{ExitStatus, Fact, Outcome, OutcomeKind, ROption};
+use stet_plugin_api::{CallOutcome, ExitStatus, Fact, Outcome, OutcomeCode, OutcomeKind, ROption};
 
 use crate::stream::Transcript;
 
@@ -11,6 +11,33 @@ const USAGE_KEYS: [&str; 4] = [
     "cache_creation_input_tokens",
     "cache_read_input_tokens",
 ];
+
+/// Whether the model API did not answer (a connection refused or reset, a 5xx, an
+/// overload), as the CLI's own typed fields say: its API error messages carry `error:
+/// "server_error"` (or `"overloaded"`) and its result line `api_error_status`. That is
+/// infrastructure, not the agent failing its task.
+pub fn model_api_down(t: &Transcript) -> bool {
+    let status = t
+        .result
+        .as_ref()
+        .and_then(|r| r["api_error_status"].as_u64());
+    t.api_errors.iter().any(|e| {
+        matches!(
+            e.as_str(),
+            "server_error" | "overloaded" | "overloaded_error"
+        )
+    }) || status.is_some_and(|s| s >= 500)
+}
+
+/// A role's output read into a typed outcome: [`outcome`], and a model API that did not
+/// answer said as such.
+pub fn call(t: &Transcript, exit: ExitStatus) -> CallOutcome {
+    let mut call: CallOutcome = outcome(t, exit).into();
+    if call.kind == OutcomeCode::FAILED && model_api_down(t) {
+        call.kind = OutcomeCode::SERVICE_UNAVAILABLE;
+    }
+    call
+}
 
 pub fn outcome(t: &Transcript, exit: ExitStatus) -> Outcome {
     let mut usage = Vec::new();
@@ -123,6 +150,20 @@ mod tests {
             .usage
             .iter()
             .any(|f| f.key.as_str() == "num_turns" && f.value.as_str() == "2"));
+    }
+
+    #[test]
+    fn a_model_api_that_does_not_answer_is_service_unavailable_not_a_failed_task() {
+        // As the CLI prints a refused connection (CLAUDE_CODE_MAX_RETRIES=0).
+        let t = read(br#"{"type":"assistant","message":{"content":[{"type":"text","text":"API Error: Connection refused"}]},"error":"server_error","is_api_error_message":true}
+{"type":"result","subtype":"success","is_error":true,"result":"API Error: Connection refused","terminal_reason":"api_error","api_error_status":null}"#);
+        let c = call(&t, ExitStatus::exited(1));
+        assert_eq!(c.kind, OutcomeCode::SERVICE_UNAVAILABLE);
+        // A 5xx answer is the same; a 400 is the task's own failure.
+        let t = read(br#"{"type":"result","subtype":"success","is_error":true,"result":"API Error: 500","terminal_reason":"api_error","api_error_status":500}"#);
+        assert_eq!(call(&t, exit0()).kind, OutcomeCode::SERVICE_UNAVAILABLE);
+        let t = read(br#"{"type":"result","subtype":"success","is_error":true,"result":"API Error: 400 prompt is too long","terminal_reason":"api_error","api_error_status":400}"#);
+        assert_eq!(call(&t, exit0()).kind, OutcomeCode::FAILED);
     }
 
     #[test]

@@ -1,0 +1,289 @@
+//! Checkpoints on the remote: how far each item's lane has got, so that a drive that
+//! stops, crashes or loses its reservation is continued — here or on a peer's clone — at
+//! the move after the last one that finished, and no paid agent call is made twice.
+//!
+//! A checkpoint is a ref, `refs/stet/progress/<item>`, on the remote, pointing at a commit
+//! (empty tree) whose message is the [`Checkpoint`] as one line of JSON. After every move
+//! that finished (an agent call with its receipt recorded and its work committed, a check,
+//! a landing about to run its command) the drive pushes the checkpoint and the lane's
+//! branch in one atomic push: the remote holds both or neither, so the branch is never
+//! ahead of or behind what the checkpoint says of it. A receipt lives on one clone; the
+//! checkpoint is where a peer that takes a lapsed reservation over learns the same thing.
+//! The checkpoint goes when the item is marked landed or failed, in the same atomic push.
+
+use serde::{Deserialize, Serialize};
+
+use crate::reservations::{Remote, ReservationError, FAILED, LANDED};
+
+/// Where checkpoints live on the remote.
+pub const PROGRESS: &str = "refs/stet/progress/";
+/// Where this clone keeps the copies it fetched.
+const SEEN: &str = "refs/stet/seen/progress/";
+
+/// The move a lane goes on with.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Next {
+    /// The implementing agent's call (of [`Checkpoint::round`]).
+    #[default]
+    Implement,
+    /// The repository's check.
+    Check,
+    /// The reviewing agent's call.
+    Review,
+    /// The landing: the reviewer said LAND.
+    Land,
+    /// The landing again: the land command was about to run (or ran) when the drive was
+    /// cut short; it runs again with `STET_LAND_RETRY=1`, so that it can look first.
+    LandAgain,
+}
+
+impl Next {
+    /// The stage's word, as reservations and the display name it.
+    pub fn word(self) -> &'static str {
+        match self {
+            Next::Implement => "implement",
+            Next::Check => "check",
+            Next::Review => "review",
+            Next::Land | Next::LandAgain => "land",
+        }
+    }
+}
+
+/// How far an item's lane has got.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Checkpoint {
+    /// The round the lane is in, from 1; every round ends in a landing or counts toward
+    /// `--rounds`.
+    pub round: u32,
+    /// The move the lane goes on with.
+    pub next: Next,
+    /// What the next implementing call is told about the attempt before it.
+    #[serde(default)]
+    pub feedback: Option<String>,
+    /// Why the round before did not land, in a line, for people (`stet queue`).
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// The receipt of the last call that finished (its record on the clone that made it).
+    #[serde(default)]
+    pub receipt: Option<String>,
+    /// The lane's commit when the checkpoint was made (empty: the lane's base).
+    #[serde(default)]
+    pub head: String,
+    /// The drive run that wrote it.
+    #[serde(default)]
+    pub run: String,
+}
+
+impl Default for Checkpoint {
+    fn default() -> Self {
+        Checkpoint {
+            round: 1,
+            next: Next::Implement,
+            feedback: None,
+            reason: None,
+            receipt: None,
+            head: String::new(),
+            run: String::new(),
+        }
+    }
+}
+
+/// How an item ends on the remote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mark {
+    /// Landed.
+    Landed,
+    /// Given up (`stet retry` takes it up again).
+    Failed,
+}
+
+/// Why a checkpoint could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum SaveError {
+    /// The remote refused the lane's branch or its checkpoint because another writer was
+    /// first: a peer took the lane over.
+    #[error("{0}")]
+    TakenByPeer(String),
+    /// The remote did not answer.
+    #[error(transparent)]
+    Remote(ReservationError),
+}
+
+impl Remote<'_> {
+    /// Every item's checkpoint, in one round trip. Refs someone wrote by hand are skipped.
+    pub fn checkpoints(
+        &self,
+    ) -> Result<std::collections::HashMap<String, Checkpoint>, ReservationError> {
+        self.git(&[
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            "--prune",
+            self.name,
+            &format!("+{PROGRESS}*:{SEEN}*"),
+        ])?;
+        let refs = self.git(&[
+            "for-each-ref",
+            "--format=%(refname)%09%(contents:subject)",
+            SEEN,
+        ])?;
+        Ok(refs
+            .lines()
+            .filter_map(|l| l.split_once('\t'))
+            .filter_map(|(r, json)| {
+                let item = r.strip_prefix(SEEN)?;
+                let checkpoint = serde_json::from_str(json.trim()).ok()?;
+                Some((item.to_string(), checkpoint))
+            })
+            .collect())
+    }
+
+    /// `item`'s checkpoint, if it has one.
+    pub fn checkpoint(&self, item: &str) -> Result<Option<Checkpoint>, ReservationError> {
+        Ok(self.checkpoints()?.remove(item))
+    }
+
+    /// Writes `item`'s checkpoint and, with `branch`, pushes the lane's branch (already in
+    /// the repository) in the same atomic push. The branch moves only forward: a branch
+    /// someone else moved is refused, as a peer's.
+    pub fn save_checkpoint(
+        &self,
+        item: &str,
+        checkpoint: &Checkpoint,
+        branch: Option<&str>,
+    ) -> Result<(), SaveError> {
+        let message = serde_json::to_string(checkpoint).expect("checkpoints serialise");
+        let oid = self.note_commit(&message).map_err(SaveError::Remote)?;
+        let progress = format!("+{oid}:{PROGRESS}{item}");
+        let lane = branch.map(|b| format!("refs/heads/{b}:refs/heads/{b}"));
+        let mut args = vec!["--atomic", self.name, &progress];
+        args.extend(lane.as_deref());
+        self.push_refs(&args)
+    }
+
+    /// Marks `item` landed or failed (the mark's message says `note`) and, when it has
+    /// one, removes its checkpoint, in one atomic push.
+    pub fn finish_item(
+        &self,
+        item: &str,
+        mark: Mark,
+        note: &str,
+        had_checkpoint: bool,
+    ) -> Result<(), SaveError> {
+        let prefix = match mark {
+            Mark::Landed => LANDED,
+            Mark::Failed => FAILED,
+        };
+        let oid = self.note_commit(note).map_err(SaveError::Remote)?;
+        let marked = format!("+{oid}:{prefix}{item}");
+        let dropped = format!(":{PROGRESS}{item}");
+        let mut args = vec!["--atomic", self.name, &marked];
+        if had_checkpoint {
+            args.push(&dropped);
+        }
+        self.push_refs(&args)
+    }
+
+    /// Starts `item` afresh (`stet retry`): round 1, at the commit its lane's branch is at
+    /// on the remote, so that no call made before counts for the new rounds.
+    pub fn restart(&self, item: &str) -> Result<(), ReservationError> {
+        let branch = format!("{}{item}", crate::reservations::LANES);
+        let head = self.git(&["ls-remote", self.name, &branch])?;
+        let checkpoint = Checkpoint {
+            head: head
+                .split_whitespace()
+                .next()
+                .unwrap_or_default()
+                .to_string(),
+            reason: Some("retried: stet retry".to_string()),
+            run: "stet retry".to_string(),
+            ..Checkpoint::default()
+        };
+        match self.save_checkpoint(item, &checkpoint, None) {
+            Ok(()) => Ok(()),
+            Err(SaveError::Remote(e)) => Err(e),
+            Err(SaveError::TakenByPeer(why)) => Err(self.unreachable(why)),
+        }
+    }
+
+    fn push_refs(&self, args: &[&str]) -> Result<(), SaveError> {
+        match crate::git::push(self.repo, args) {
+            Ok(()) => Ok(()),
+            Err(e @ crate::git::PushError::Raced { .. }) => {
+                Err(SaveError::TakenByPeer(e.to_string()))
+            }
+            Err(crate::git::PushError::Failed(e)) => {
+                Err(SaveError::Remote(self.unreachable(e.detail)))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::git::run as git;
+
+    fn clone_of_a_bare_remote() -> (tempfile::TempDir, std::path::PathBuf) {
+        let (root, _, work) = crate::git::testing::clone_of_fresh_remote();
+        (root, work)
+    }
+
+    #[test]
+    fn a_checkpoint_travels_with_the_branch_and_goes_with_the_mark() {
+        let (_root, work) = clone_of_a_bare_remote();
+        let remote = Remote {
+            repo: &work,
+            name: "origin",
+        };
+        assert_eq!(remote.checkpoint("item").unwrap(), None);
+        git(&work, &["branch", "stet/item"]).unwrap();
+        let saved = Checkpoint {
+            round: 2,
+            next: Next::Review,
+            feedback: Some("the check failed:\nline one\nline two".into()),
+            reason: Some("the check `make` failed".into()),
+            receipt: Some("r-1".into()),
+            head: "0123".into(),
+            run: "drive-1".into(),
+        };
+        remote
+            .save_checkpoint("item", &saved, Some("stet/item"))
+            .unwrap();
+        assert_eq!(remote.checkpoint("item").unwrap(), Some(saved));
+        assert!(remote.marks().unwrap().lanes.contains("item"));
+
+        // A branch someone else moved is refused as a peer's, and the checkpoint with it.
+        let other = git(&work, &["commit-tree", "HEAD^{tree}", "-m", "elsewhere"]).unwrap();
+        git(
+            &work,
+            &[
+                "push",
+                "--quiet",
+                "--force",
+                "origin",
+                &format!("{other}:refs/heads/stet/item"),
+            ],
+        )
+        .unwrap();
+        git(&work, &["commit", "--quiet", "--allow-empty", "-m", "mine"]).unwrap();
+        git(&work, &["branch", "--force", "stet/item", "HEAD"]).unwrap();
+        let later = Checkpoint::default();
+        match remote.save_checkpoint("item", &later, Some("stet/item")) {
+            Err(SaveError::TakenByPeer(_)) => {}
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(remote.checkpoint("item").unwrap().unwrap().round, 2);
+
+        remote
+            .finish_item("item", Mark::Landed, "landed stet/item", true)
+            .unwrap();
+        assert_eq!(remote.checkpoint("item").unwrap(), None);
+        assert!(remote.marks().unwrap().landed.contains("item"));
+        remote
+            .finish_item("other", Mark::Failed, "given up", false)
+            .unwrap();
+        assert!(remote.marks().unwrap().failed.contains("other"));
+    }
+}

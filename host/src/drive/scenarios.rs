@@ -1,0 +1,864 @@
+//! The drive's loop against in-process fakes: every rule of the drain, the lane, the
+//! keeper and the outage schedule, fast and without a sandbox.
+//!
+//! The runtime and the harness are made through the SDK's own constructors (the very
+//! boundary objects a plugin library exports), so the host talks to them exactly as to a
+//! loaded plugin. The fake runtime runs no process: each "process" acts out what the test
+//! scripted for that role (write a file in the lane, answer LAND, fail the task, find the
+//! model API down, hit a usage limit). Git is real, with a bare remote in a temporary
+//! directory; the clock is a [`FakeClock`], so an eight-hour outage passes at once and the
+//! waits it made are read back.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use stet_plugin_api::{
+    CallOutcome, ExitStatus, HarnessContext, HarnessPlugin, Label, Launch, Network, Outcome,
+    OutcomeCode, PluginError, ProbeReport, ProcessPlugin, ProcessSpec, Profile, ROption, Role,
+    RoleRequest, RuntimePlugin, SandboxInfo, SandboxSpec, Sink, WallCheck,
+};
+
+use super::time::fake::FakeClock;
+use super::time::Stop;
+use super::{keeper, progress, Drive, DriveOptions};
+use crate::checkpoints::{Checkpoint, Next};
+use crate::error::Exit;
+use crate::git::run as git;
+use crate::harness::OpenHarness;
+use crate::plugins::loader::{HarnessHandle, RuntimeHandle};
+use crate::receipts::PluginRecord;
+use crate::reservations::Remote;
+use crate::sandbox::OpenRuntime;
+use crate::settings::{SandboxLimits, Settings};
+
+/// What the fake agent does in one call.
+#[derive(Clone, Debug)]
+enum Act {
+    /// Appends a line to this file in the lane, and finishes.
+    Write(&'static str),
+    /// Finishes without changing anything.
+    Nothing,
+    /// Answers this (a reviewer's words), and finishes.
+    Say(&'static str),
+    /// Exits 1: the agent failed its task.
+    Fail,
+    /// The model API did not answer.
+    Unavailable,
+    /// Writes this file, then a stop is asked (a Ctrl-C during the call).
+    WriteThenStop(&'static str),
+    /// Answers this, then a stop is asked.
+    SayThenStop(&'static str),
+    /// Writes this file while a peer moves the lane's branch on the remote.
+    WriteWhileAPeerPushes(&'static str),
+    /// Writes this file, then the remote goes away (moved aside until the test restores it).
+    WriteThenLoseTheRemote(&'static str),
+}
+
+/// One test's world, shared by its fake runtime and harness.
+#[derive(Default)]
+struct Script {
+    /// What each implementing call does, in turn (then: write `change`).
+    implement: Mutex<VecDeque<Act>>,
+    /// What each review does, in turn (then: LAND).
+    review: Mutex<VecDeque<Act>>,
+    /// Each check's exit code and output, in turn (then: 0, `ok`).
+    check: Mutex<VecDeque<(i32, &'static str)>>,
+    /// How many sandboxes from now on cannot be made (the engine is down).
+    sandboxes_fail: Mutex<u32>,
+    /// Every call, as `role` (and `check`), in order.
+    calls: Mutex<Vec<String>>,
+    /// Every implementing prompt, in order.
+    prompts: Mutex<Vec<String>>,
+    /// The stop the drive watches, for the acts that ask for one.
+    stop: Mutex<Option<Arc<Stop>>>,
+    /// The bare remote, for the acts that move it.
+    remote: Mutex<Option<PathBuf>>,
+    /// The walled profile directory.
+    profile: Mutex<String>,
+}
+
+impl Script {
+    fn calls(&self) -> Vec<String> {
+        self.calls.lock().unwrap().clone()
+    }
+
+    fn count(&self, role: &str) -> usize {
+        self.calls().iter().filter(|c| *c == role).count()
+    }
+}
+
+/// Scripts by id: the SDK's constructors take a plain `fn(&str)`, so a fake finds its
+/// script by the configuration string it is given.
+fn scripts() -> &'static Mutex<HashMap<String, Arc<Script>>> {
+    static SCRIPTS: OnceLock<Mutex<HashMap<String, Arc<Script>>>> = OnceLock::new();
+    SCRIPTS.get_or_init(Default::default)
+}
+
+fn script_of(config: &str) -> Result<Arc<Script>, PluginError> {
+    scripts()
+        .lock()
+        .unwrap()
+        .get(config)
+        .cloned()
+        .ok_or_else(|| PluginError::invalid_input(format!("no script {config}")))
+}
+
+struct FakeRuntime(Arc<Script>);
+
+impl RuntimePlugin for FakeRuntime {
+    fn probe(&self) -> Result<ProbeReport, PluginError> {
+        Ok(ProbeReport::available("fake engine", 1))
+    }
+
+    fn create_sandbox(&self, spec: SandboxSpec) -> Result<SandboxInfo, PluginError> {
+        let mut failing = self.0.sandboxes_fail.lock().unwrap();
+        if *failing > 0 {
+            *failing -= 1;
+            return Err(PluginError::unavailable("the fake engine is down"));
+        }
+        Ok(SandboxInfo {
+            id: "fake-sandbox".into(),
+            state: "running".into(),
+            labels: spec.labels,
+        })
+    }
+
+    fn spawn(&self, _: &str, spec: ProcessSpec) -> Result<Box<dyn ProcessPlugin>, PluginError> {
+        Ok(Box::new(FakeProcess {
+            script: self.0.clone(),
+            spec,
+        }))
+    }
+
+    fn teardown(&self, _: &str) -> Result<(), PluginError> {
+        Ok(())
+    }
+
+    fn list_sandboxes(&self, _: &[Label]) -> Result<Vec<SandboxInfo>, PluginError> {
+        Ok(Vec::new())
+    }
+}
+
+struct FakeProcess {
+    script: Arc<Script>,
+    spec: ProcessSpec,
+}
+
+impl FakeProcess {
+    fn lane_file(&self, name: &str) -> PathBuf {
+        let workdir = self.spec.workdir.as_ref().map(|w| w.to_string());
+        Path::new(&workdir.expect("an agent runs in its lane")).join(name)
+    }
+
+    fn write(&self, name: &str) {
+        use std::io::Write;
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.lane_file(name))
+            .unwrap();
+        writeln!(file, "a line").unwrap();
+    }
+
+    fn stop(&self) {
+        if let Some(stop) = &*self.script.stop.lock().unwrap() {
+            stop.request(2);
+        }
+    }
+
+    fn remote(&self) -> PathBuf {
+        self.script.remote.lock().unwrap().clone().unwrap()
+    }
+
+    /// Acts `act` out; returns the output (`outcome: WORD` first) and the exit code.
+    fn act(&self, act: Act) -> (String, i32) {
+        match act {
+            Act::Write(name) => {
+                self.write(name);
+                (format!("outcome: done\nwrote {name}"), 0)
+            }
+            Act::Nothing => ("outcome: done\ndid nothing".into(), 0),
+            Act::Say(words) => (format!("outcome: done\n{words}"), 0),
+            Act::Fail => ("outcome: failed\ntold to fail".into(), 1),
+            Act::Unavailable => (
+                "outcome: unavailable\nthe model API did not answer".into(),
+                1,
+            ),
+            Act::WriteThenStop(name) => {
+                let done = self.act(Act::Write(name));
+                self.stop();
+                done
+            }
+            Act::SayThenStop(words) => {
+                self.stop();
+                (format!("outcome: done\n{words}"), 0)
+            }
+            Act::WriteWhileAPeerPushes(name) => {
+                let remote = self.remote();
+                let head = git(&remote, &["rev-parse", "HEAD"]).unwrap();
+                let theirs = git(
+                    &remote,
+                    &[
+                        "commit-tree",
+                        &format!("{head}^{{tree}}"),
+                        "-p",
+                        &head,
+                        "-m",
+                        "a peer",
+                    ],
+                )
+                .unwrap();
+                // The lane's working tree is `.git/stet/lanes/<item>/work`.
+                let work = self.lane_file("");
+                let item = work.parent().unwrap().file_name().unwrap();
+                let item = item.to_string_lossy().into_owned();
+                git(
+                    &remote,
+                    &["update-ref", &format!("refs/heads/stet/{item}"), &theirs],
+                )
+                .unwrap();
+                self.act(Act::Write(name))
+            }
+            Act::WriteThenLoseTheRemote(name) => {
+                let remote = self.remote();
+                std::fs::rename(&remote, remote.with_extension("gone")).unwrap();
+                self.act(Act::Write(name))
+            }
+        }
+    }
+}
+
+impl ProcessPlugin for FakeProcess {
+    fn wait(&self, sink: &mut Sink<'_>) -> Result<ExitStatus, PluginError> {
+        let argv: Vec<String> = self.spec.argv.iter().map(|a| a.to_string()).collect();
+        let (output, code) = match argv.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+            ["sh", "-c", script] if script == crate::sandbox::LIMIT_EVENTS_SCRIPT => {
+                ("[end]\n".to_string(), 0)
+            }
+            ["sh", "-c", _check] => {
+                self.script.calls.lock().unwrap().push("check".into());
+                let (code, output) = self
+                    .script
+                    .check
+                    .lock()
+                    .unwrap()
+                    .pop_front()
+                    .unwrap_or((0, "ok"));
+                (output.to_string(), code)
+            }
+            ["fake-agent", role] => {
+                self.script.calls.lock().unwrap().push(role.to_string());
+                let act = if role == "implement" {
+                    self.script
+                        .prompts
+                        .lock()
+                        .unwrap()
+                        .push(String::from_utf8_lossy(&self.spec.stdin).into_owned());
+                    self.script.implement.lock().unwrap().pop_front()
+                } else {
+                    self.script.review.lock().unwrap().pop_front()
+                };
+                let act = act.unwrap_or(if role == "implement" {
+                    Act::Write("change")
+                } else {
+                    Act::Say("LAND")
+                });
+                self.act(act)
+            }
+            _ => panic!("the fake runtime was asked to run {argv:?}"),
+        };
+        sink.stdout(output.as_bytes());
+        Ok(ExitStatus::exited(code))
+    }
+
+    fn kill(&self) -> Result<(), PluginError> {
+        Ok(())
+    }
+}
+
+struct FakeHarness(Arc<Script>);
+
+impl HarnessPlugin for FakeHarness {
+    fn probe(&self) -> Result<ProbeReport, PluginError> {
+        Ok(ProbeReport::available("fake agent", 1))
+    }
+
+    fn profile(&self, _: &HarnessContext) -> Result<Profile, PluginError> {
+        Ok(Profile {
+            dir: self.0.profile.lock().unwrap().clone().into(),
+            logged_in: true,
+            route: "the fake route".into(),
+        })
+    }
+
+    fn write_settings(&self, _: &HarnessContext, _: &Profile) -> Result<String, PluginError> {
+        Ok(String::new())
+    }
+
+    fn check_walls(&self, _: &HarnessContext, _: &Profile) -> Result<Vec<WallCheck>, PluginError> {
+        Ok(Vec::new())
+    }
+
+    fn launch(&self, request: &RoleRequest) -> Result<Launch, PluginError> {
+        let role = match request.role {
+            Role::Implement => "implement",
+            Role::Review => "review",
+            Role::Proof => "proof",
+        };
+        Ok(Launch {
+            process: ProcessSpec {
+                argv: vec!["fake-agent".into(), role.into()].into(),
+                env: Default::default(),
+                workdir: ROption::RNone,
+                stdin: request.prompt.as_bytes().to_vec().into(),
+            },
+            mounts: Default::default(),
+            network: Network::None,
+        })
+    }
+
+    fn read_proof(&self, _: &[u8]) -> Result<Vec<WallCheck>, PluginError> {
+        Ok(Vec::new())
+    }
+
+    fn read_outcome(&self, _: Role, _: &[u8], _: ExitStatus) -> Result<Outcome, PluginError> {
+        Err(PluginError::unsupported("read_call answers"))
+    }
+
+    fn read_call(&self, _: Role, output: &[u8], _: ExitStatus) -> Result<CallOutcome, PluginError> {
+        let text = String::from_utf8_lossy(output);
+        let (first, rest) = text.split_once('\n').unwrap_or((&text, ""));
+        let kind = match first.trim_start_matches("outcome: ") {
+            "done" => OutcomeCode::DONE,
+            "failed" => OutcomeCode::FAILED,
+            "unavailable" => OutcomeCode::SERVICE_UNAVAILABLE,
+            _ => OutcomeCode::OUT_OF_SHAPE,
+        };
+        Ok(CallOutcome {
+            kind,
+            detail: rest.into(),
+            retry_at_unix: ROption::RNone,
+            cost_usd: ROption::RNone,
+            usage: Default::default(),
+        })
+    }
+}
+
+fn new_runtime(config: &str) -> Result<FakeRuntime, PluginError> {
+    script_of(config).map(FakeRuntime)
+}
+
+fn new_harness(config: &str) -> Result<FakeHarness, PluginError> {
+    script_of(config).map(FakeHarness)
+}
+
+/// A repository with a bare remote, a queue, and the fakes' script.
+struct World {
+    root: tempfile::TempDir,
+    repo: PathBuf,
+    remote: PathBuf,
+    script: Arc<Script>,
+    id: String,
+    settings: Settings,
+}
+
+impl World {
+    /// A clone of a fresh bare remote with `items` queued (committed and pushed).
+    fn new(items: &[&str]) -> World {
+        let (root, remote, repo) = crate::git::testing::clone_of_fresh_remote();
+        let queue = repo.join(crate::queue::QUEUE_DIR);
+        std::fs::create_dir_all(&queue).unwrap();
+        for item in items {
+            std::fs::write(queue.join(format!("{item}.md")), format!("Do {item}\n")).unwrap();
+        }
+        git(&repo, &["add", "."]).unwrap();
+        git(&repo, &["commit", "--quiet", "-m", "queue"]).unwrap();
+        git(&repo, &["push", "--quiet", "origin", "HEAD"]).unwrap();
+        let profile = root.path().join("profile");
+        std::fs::create_dir_all(&profile).unwrap();
+        let script = Arc::new(Script::default());
+        *script.remote.lock().unwrap() = Some(remote.clone());
+        *script.profile.lock().unwrap() = profile.display().to_string();
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let id = format!(
+            "scenario-{}",
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+        );
+        scripts().lock().unwrap().insert(id.clone(), script.clone());
+        let settings = Settings {
+            plugins: crate::plugins::PluginSettings {
+                search_path: Vec::new(),
+                probe_timeout: std::time::Duration::from_secs(5),
+                plugin_config: Default::default(),
+            },
+            runtime: Default::default(),
+            harness: Default::default(),
+            image: "fake-image".into(),
+            profiles_root: root.path().to_path_buf(),
+            drive_check: None,
+            drive_land: None,
+            config_files: Vec::new(),
+            limits: SandboxLimits::defaults(),
+            repository_config: None,
+        };
+        World {
+            root,
+            repo,
+            remote,
+            script,
+            id,
+            settings,
+        }
+    }
+
+    fn options(&self) -> DriveOptions {
+        DriveOptions {
+            cap: 8,
+            yes: true,
+            remote: "origin".into(),
+            lease_secs: 3600,
+            max_rounds: 3,
+            check: None,
+            wait_floor_secs: 30,
+            outage_schedule_secs: vec![60, 300, 600, 3600],
+            outage_limit_secs: 8 * 3600,
+            pace_secs: 0,
+            call_limit_secs: 600,
+            follow: false,
+            land: None,
+        }
+    }
+
+    /// One drive over the queue with `options`; what it ended with, and what it showed.
+    fn drive(&self, options: &DriveOptions, clock: &Arc<FakeClock>) -> (Exit, Vec<String>) {
+        let config = stet_plugin_api::RStr::from_str(&self.id);
+        let runtime = OpenRuntime {
+            name: "fake".into(),
+            version: "0.0.0".into(),
+            library: PathBuf::from("(in process)"),
+            selection: Default::default(),
+            handle: RuntimeHandle::V1(
+                stet_plugin_api::__private::new_runtime(config, new_runtime).unwrap(),
+            ),
+            capabilities: Vec::new(),
+        };
+        let harness = OpenHarness::in_process(
+            "fake",
+            HarnessHandle::V1(
+                stet_plugin_api::__private::new_harness(config, new_harness).unwrap(),
+            ),
+            HarnessContext {
+                profiles_root: self.root.path().display().to_string().into(),
+                stet_binary: "/nonexistent/stet".into(),
+                host_env: Default::default(),
+            },
+        );
+        let stop = Arc::new(Stop::default());
+        *self.script.stop.lock().unwrap() = Some(stop.clone());
+        let record = |name: &str| PluginRecord {
+            name: name.into(),
+            version: "0.0.0".into(),
+            library_sha256: String::new(),
+        };
+        let keeper = keeper::Keeper::start(self.repo.clone(), "origin".into(), options.lease_secs);
+        let drive = Drive {
+            repo: self.repo.clone(),
+            settings: &self.settings,
+            options,
+            progress: progress::Progress::new(Default::default(), false),
+            profile: harness.profile().unwrap(),
+            harness,
+            runtime,
+            run: format!("drive-test-{}", self.id),
+            holder: super::holder(&self.repo),
+            stop,
+            clock: clock.clone(),
+            in_flight: Default::default(),
+            keeper,
+            harness_record: record("fake"),
+            runtime_record: record("fake"),
+            moves: Default::default(),
+            last_launch: Default::default(),
+        };
+        let (items, _) = crate::queue::scan(&self.repo);
+        let exit = drive.drain(&items).unwrap();
+        drive.keeper.finish();
+        let seen = drive.progress.seen.lock().unwrap().clone();
+        (exit, seen)
+    }
+
+    fn origin(&self) -> Remote<'_> {
+        Remote {
+            repo: &self.repo,
+            name: "origin",
+        }
+    }
+
+    fn failed_why(&self, item: &str) -> Option<String> {
+        self.origin().failure_reasons().unwrap().remove(item)
+    }
+
+    fn landed(&self) -> Vec<String> {
+        let mut landed: Vec<String> = self.origin().marks().unwrap().landed.into_iter().collect();
+        landed.sort();
+        landed
+    }
+
+    fn remote_branch(&self, item: &str) -> Option<String> {
+        git(
+            &self.remote,
+            &[
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                &format!("refs/heads/stet/{item}"),
+            ],
+        )
+        .ok()
+    }
+
+    fn script_implement(&self, acts: &[Act]) {
+        self.script
+            .implement
+            .lock()
+            .unwrap()
+            .extend(acts.iter().cloned());
+    }
+
+    fn script_review(&self, acts: &[Act]) {
+        self.script
+            .review
+            .lock()
+            .unwrap()
+            .extend(acts.iter().cloned());
+    }
+}
+
+fn shown(lines: &[String], what: &str) -> bool {
+    lines.iter().any(|l| l.contains(what))
+}
+
+#[test]
+fn an_agent_that_fails_its_task_gives_its_item_up_after_the_rounds_and_the_next_item_lands() {
+    let world = World::new(&["a-fails", "b-works"]);
+    world.script_implement(&[Act::Fail, Act::Fail]);
+    let options = DriveOptions {
+        max_rounds: 2,
+        ..world.options()
+    };
+    let clock = Arc::new(FakeClock::new());
+    let (exit, lines) = world.drive(&options, &clock);
+    assert_eq!(exit, Exit::GaveUp, "{lines:#?}");
+    assert_eq!(exit.code(), 4);
+    let why = world
+        .failed_why("a-fails")
+        .expect("marked failed on the remote");
+    assert!(
+        why.contains("not landed after 2 round(s)") && why.contains("failed its task"),
+        "{why}"
+    );
+    assert_eq!(world.landed(), ["b-works"]);
+    assert_eq!(
+        world.script.calls(),
+        ["implement", "implement", "implement", "review"],
+        "two rounds for a, then b"
+    );
+    assert!(
+        clock.waits().is_empty(),
+        "a task failure is no outage: {:?}",
+        clock.waits()
+    );
+    assert!(
+        world.script.prompts.lock().unwrap()[1].contains("Your previous attempt failed"),
+        "the second round is told why"
+    );
+    assert!(shown(&lines, "a-fails: given up"), "{lines:#?}");
+}
+
+#[test]
+fn a_lane_without_a_change_is_never_pushed_and_ends_failed_after_its_rounds() {
+    let world = World::new(&["nothing"]);
+    world.script_implement(&[Act::Nothing, Act::Nothing]);
+    let options = DriveOptions {
+        max_rounds: 2,
+        ..world.options()
+    };
+    let (exit, lines) = world.drive(&options, &Arc::new(FakeClock::new()));
+    assert_eq!(exit, Exit::GaveUp, "{lines:#?}");
+    assert!(
+        world.remote_branch("nothing").is_none(),
+        "no branch was pushed"
+    );
+    assert!(world.landed().is_empty());
+    let why = world.failed_why("nothing").unwrap();
+    assert!(why.contains("the agent changed nothing"), "{why}");
+    assert_eq!(world.script.count("review"), 0, "nothing to review");
+}
+
+#[test]
+fn calls_that_cannot_start_enter_the_outage_schedule_and_the_drive_stops_at_its_limit() {
+    let world = World::new(&["item"]);
+    *world.script.sandboxes_fail.lock().unwrap() = u32::MAX;
+    let options = DriveOptions {
+        outage_schedule_secs: vec![60, 300],
+        outage_limit_secs: 600,
+        ..world.options()
+    };
+    let clock = Arc::new(FakeClock::new());
+    let (exit, lines) = world.drive(&options, &clock);
+    assert_eq!(exit, Exit::Unusable, "{lines:#?}");
+    // Three failures in a row before each wait; the last step repeats; the limit ends it.
+    assert_eq!(clock.waits(), [60, 300, 300]);
+    assert!(
+        world.failed_why("item").is_none(),
+        "infrastructure never gives an item up"
+    );
+    assert!(world.script.calls().is_empty());
+    assert!(shown(&lines, "the fake engine is down"), "{lines:#?}");
+}
+
+#[test]
+fn a_model_api_that_does_not_answer_is_an_outage_not_a_task_failure() {
+    let world = World::new(&["item"]);
+    world.script_implement(&[Act::Unavailable, Act::Unavailable, Act::Unavailable]);
+    let clock = Arc::new(FakeClock::new());
+    let (exit, lines) = world.drive(&world.options(), &clock);
+    assert_eq!(exit, Exit::Success, "{lines:#?}");
+    assert_eq!(clock.waits(), [60], "one outage wait after three in a row");
+    assert_eq!(world.landed(), ["item"]);
+    assert_eq!(world.script.count("implement"), 4);
+    assert!(
+        !world.script.prompts.lock().unwrap()[3].contains("previous attempt"),
+        "an outage is not the agent's failure: the round was not counted"
+    );
+}
+
+#[test]
+fn a_judge_failure_counts_toward_the_rounds_and_enters_the_outage_at_once() {
+    let world = World::new(&["judged", "next"]);
+    world.script_review(&[Act::Say("Looks fine to me."), Act::Say("Looks fine to me.")]);
+    let options = DriveOptions {
+        max_rounds: 2,
+        ..world.options()
+    };
+    let clock = Arc::new(FakeClock::new());
+    let (exit, lines) = world.drive(&options, &clock);
+    assert_eq!(exit, Exit::GaveUp, "{lines:#?}");
+    assert_eq!(
+        clock.waits(),
+        [60, 300],
+        "an outage step after each judge failure"
+    );
+    let why = world.failed_why("judged").unwrap();
+    assert!(why.contains("the review failed"), "{why}");
+    // The implementing call's work stood: it was reviewed again, not redone.
+    assert_eq!(
+        world.script.calls(),
+        ["implement", "review", "review", "implement", "review"]
+    );
+    assert_eq!(world.landed(), ["next"]);
+}
+
+#[test]
+fn the_checks_output_and_the_reviewers_words_are_shown_kept_and_handed_to_the_next_round() {
+    let world = World::new(&["item"]);
+    world
+        .script
+        .check
+        .lock()
+        .unwrap()
+        .extend([(127, "sh: 1: cargo: not found"), (0, "ok")]);
+    world.script_review(&[Act::Say("REVISE\nSay it twice."), Act::Say("LAND")]);
+    let options = DriveOptions {
+        check: Some("cargo test".into()),
+        ..world.options()
+    };
+    let (exit, lines) = world.drive(&options, &Arc::new(FakeClock::new()));
+    assert_eq!(exit, Exit::Success, "{lines:#?}");
+    let text = lines.join("\n");
+    assert!(text.contains("the check `cargo test` failed"), "{text}");
+    assert!(text.contains("    | sh: 1: cargo: not found"), "{text}");
+    assert!(
+        text.contains("the reviewer asked for changes:\n    | Say it twice."),
+        "{text}"
+    );
+    let prompts = world.script.prompts.lock().unwrap().clone();
+    assert!(prompts[1].contains("cargo: not found"), "{}", prompts[1]);
+    assert!(prompts[2].contains("Say it twice."), "{}", prompts[2]);
+    // The check has receipts like a call's, its output in its log: failed in round 1,
+    // passed in round 2 (which the reviewer sent back) and in round 3.
+    let (receipts, _) = crate::receipts::read_all(&world.repo);
+    let checks: Vec<_> = receipts.iter().filter(|r| r.role == "check").collect();
+    assert_eq!(
+        checks
+            .iter()
+            .map(|r| r.outcome.as_str())
+            .collect::<Vec<_>>(),
+        ["failed", "passed", "passed"]
+    );
+    let log = std::fs::read_to_string(&checks[0].log).unwrap();
+    assert!(log.contains("cargo: not found"), "{log}");
+    assert_eq!(world.landed(), ["item"]);
+}
+
+#[test]
+fn a_stop_during_review_resumes_at_the_review_and_the_implementing_call_is_not_made_again() {
+    let world = World::new(&["item"]);
+    world.script_review(&[Act::SayThenStop("REVISE\nOnce more.")]);
+    let clock = Arc::new(FakeClock::new());
+    let (exit, lines) = world.drive(&world.options(), &clock);
+    assert_eq!(exit, Exit::Signal(2), "{lines:#?}");
+    assert_eq!(exit.code(), 130);
+    assert_eq!(world.script.calls(), ["implement", "review"]);
+    let saved = world.origin().checkpoint("item").unwrap().unwrap();
+    assert_eq!((saved.round, saved.next), (2, Next::Implement));
+    assert!(
+        world.remote_branch("item").is_some(),
+        "the change was pushed with it"
+    );
+
+    // The next drive goes on with round 2's implementing call, told what the reviewer said.
+    let (exit, lines) = world.drive(&world.options(), &clock);
+    assert_eq!(exit, Exit::Success, "{lines:#?}");
+    assert!(
+        shown(&lines, "resuming at round 2, implement"),
+        "{lines:#?}"
+    );
+    assert_eq!(
+        world.script.calls(),
+        ["implement", "review", "implement", "review"]
+    );
+    assert!(world.script.prompts.lock().unwrap()[1].contains("Once more."));
+    assert_eq!(world.landed(), ["item"]);
+    assert_eq!(
+        world.origin().checkpoint("item").unwrap(),
+        None,
+        "gone with the mark"
+    );
+}
+
+#[test]
+fn a_stop_after_implementing_resumes_at_the_review() {
+    let world = World::new(&["item"]);
+    world.script_implement(&[Act::WriteThenStop("change")]);
+    let clock = Arc::new(FakeClock::new());
+    let (exit, _) = world.drive(&world.options(), &clock);
+    assert_eq!(exit, Exit::Signal(2));
+    let (exit, lines) = world.drive(&world.options(), &clock);
+    assert_eq!(exit, Exit::Success, "{lines:#?}");
+    assert_eq!(
+        world.script.calls(),
+        ["implement", "review"],
+        "implemented once"
+    );
+    assert_eq!(world.landed(), ["item"]);
+}
+
+#[test]
+fn a_landing_cut_short_runs_the_land_command_again_with_the_retry_flag_and_nothing_else() {
+    let world = World::new(&["item"]);
+    // What a kill during the land command leaves: the branch pushed with a change, and
+    // the checkpoint saying the landing began.
+    git(&world.repo, &["checkout", "--quiet", "-b", "stet/item"]).unwrap();
+    std::fs::write(world.repo.join("change"), "done\n").unwrap();
+    git(&world.repo, &["add", "change"]).unwrap();
+    git(&world.repo, &["commit", "--quiet", "-m", "the work"]).unwrap();
+    git(&world.repo, &["checkout", "--quiet", "-"]).unwrap();
+    let landing = Checkpoint {
+        next: Next::LandAgain,
+        ..Default::default()
+    };
+    world
+        .origin()
+        .save_checkpoint("item", &landing, Some("stet/item"))
+        .unwrap();
+    let log = world.root.path().join("land.log");
+    let options = DriveOptions {
+        land: Some(format!(
+            "echo \"$STET_ITEM retry=${{STET_LAND_RETRY:-}}\" >> {}",
+            log.display()
+        )),
+        ..world.options()
+    };
+    let (exit, lines) = world.drive(&options, &Arc::new(FakeClock::new()));
+    assert_eq!(exit, Exit::Success, "{lines:#?}");
+    assert!(
+        world.script.calls().is_empty(),
+        "no call again: {:?}",
+        world.script.calls()
+    );
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "item retry=1\n");
+    assert_eq!(world.landed(), ["item"]);
+    assert!(shown(&lines, "a landing was cut short"), "{lines:#?}");
+}
+
+#[test]
+fn the_land_command_runs_once_without_the_retry_flag_on_a_clean_landing() {
+    let world = World::new(&["item"]);
+    let log = world.root.path().join("land.log");
+    let options = DriveOptions {
+        land: Some(format!(
+            "echo \"retry=${{STET_LAND_RETRY:-}}\" >> {}",
+            log.display()
+        )),
+        ..world.options()
+    };
+    let (exit, _) = world.drive(&options, &Arc::new(FakeClock::new()));
+    assert_eq!(exit, Exit::Success);
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "retry=\n");
+}
+
+#[test]
+fn a_branch_a_peer_moved_is_taken_by_a_peer_and_never_waits_as_an_outage() {
+    let world = World::new(&["item"]);
+    world.script_implement(&[Act::WriteWhileAPeerPushes("change")]);
+    let clock = Arc::new(FakeClock::new());
+    let (exit, lines) = world.drive(&world.options(), &clock);
+    assert_eq!(exit, Exit::Success, "{lines:#?}");
+    assert!(clock.waits().is_empty(), "{:?}", clock.waits());
+    assert!(shown(&lines, "taken by a peer"), "{lines:#?}");
+    assert!(world.landed().is_empty());
+}
+
+#[test]
+fn a_call_whose_checkpoint_the_remote_did_not_take_is_not_made_again_its_receipt_is_the_record() {
+    let world = World::new(&["item"]);
+    world.script_implement(&[Act::WriteThenLoseTheRemote("change")]);
+    let options = DriveOptions {
+        outage_limit_secs: 60,
+        ..world.options()
+    };
+    let clock = Arc::new(FakeClock::new());
+    let (exit, lines) = world.drive(&options, &clock);
+    assert_eq!(exit, Exit::Unusable, "the remote stayed away: {lines:#?}");
+    assert!(
+        clock.waits().iter().all(|w| *w >= 30),
+        "never below the floor"
+    );
+    std::fs::rename(world.remote.with_extension("gone"), &world.remote).unwrap();
+    clock.advance(options.lease_secs + 1);
+    let (exit, lines) = world.drive(&world.options(), &clock);
+    assert_eq!(exit, Exit::Success, "{lines:#?}");
+    assert!(
+        shown(
+            &lines,
+            "finished before the drive was cut short; going on from its receipt"
+        ),
+        "{lines:#?}"
+    );
+    assert_eq!(world.script.calls(), ["implement", "review"]);
+    assert_eq!(world.landed(), ["item"]);
+}
+
+#[test]
+fn a_stop_during_a_wait_ends_at_once_with_the_signals_exit() {
+    let world = World::new(&["item"]);
+    *world.script.sandboxes_fail.lock().unwrap() = u32::MAX;
+    let clock = Arc::new(FakeClock::new());
+    clock.stop_at_wait(0, 15);
+    let (exit, lines) = world.drive(&world.options(), &clock);
+    assert_eq!(exit, Exit::Signal(15), "{lines:#?}");
+    assert_eq!(exit.code(), 143);
+    assert!(shown(&lines, "stopped during a wait"), "{lines:#?}");
+}
