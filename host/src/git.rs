@@ -356,9 +356,8 @@ mod tests {
             "post-index-change",
         ] {
             let path = hooks.join(hook);
-            std::fs::write(&path, format!("#!/bin/sh\n{}\n", mark(hook))).unwrap();
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+            let script = format!("#!/bin/sh\n{}\n", mark(hook));
+            stet_exec_support::write_executable(&path, script.as_bytes()).unwrap();
         }
         for (key, value) in [
             ("core.fsmonitor", format!("{}; false", mark("fsmonitor"))),

@@ -96,11 +96,10 @@ impl Cmd {
 
     /// A stand-in agent: a shell script at `<root>/bin/NAME`.
     fn stand_in(&self, name: &str, body: &str) -> PathBuf {
-        use std::os::unix::fs::PermissionsExt;
         let path = self.world.root.path().join("bin").join(name);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        stet_exec_support::write_executable(&path, format!("#!/bin/sh\n{body}\n").as_bytes())
+            .unwrap();
         path
     }
 }
@@ -266,10 +265,11 @@ fn every_wall_holds_with_the_example_agent() {
 
 #[test]
 fn as_root_the_agent_runs_as_the_lanes_owner_root_and_the_wall_says_so() {
-    if !running_as_root() {
-        eprintln!("skipped: these tests do not run as root, so stet cannot either");
-        return;
-    }
+    stet_e2e::require(
+        running_as_root(),
+        "as_root_the_agent_runs_as_the_lanes_owner_root_and_the_wall_says_so",
+        "it needs the tests (and so stet) to run as root",
+    );
     let c = Cmd::with(&implement(&example_agent()), None);
     let out = c.run(&["walls", "--harness", "command", "--json"]);
     let json = out.json();

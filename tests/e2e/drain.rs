@@ -35,7 +35,7 @@ fn world_with_items(items: &[&str]) -> World {
         let added = world.run_stet(&["add", item]);
         assert_eq!(added.code, 0, "{}", added.stderr);
         // Ids are time-ordered to the millisecond: keep the queue's order the given one.
-        std::thread::sleep(Duration::from_millis(5));
+        stet_e2e::next_millisecond();
     }
     let trusted = world.trust_in(&world.work);
     assert_eq!(trusted.code, 0, "{}", trusted.stderr);
@@ -80,14 +80,57 @@ fn landed(world: &World) -> Vec<String> {
         .collect()
 }
 
-fn drive_in(world: &World, dir: &Path, args: &[&str]) -> Child {
+/// A drive running in the background, its standard error going to a file the test can
+/// read while it runs (to wait for what it says, not for time).
+struct Driving {
+    child: Child,
+    log: PathBuf,
+}
+
+impl std::ops::Deref for Driving {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.child
+    }
+}
+
+impl std::ops::DerefMut for Driving {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.child
+    }
+}
+
+impl Driving {
+    /// What the drive has said so far.
+    fn said(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Waits for the drive to end and collects what it did.
+    fn finish(self) -> Output {
+        let out = self.child.wait_with_output().expect("wait for stet drive");
+        Output {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: std::fs::read_to_string(&self.log).unwrap_or_default(),
+        }
+    }
+}
+
+fn drive_in(world: &World, dir: &Path, args: &[&str]) -> Driving {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let log = world.root.path().join(format!("drive-{n}.stderr"));
     let mut command = world.stet(&["drive", "--yes"]);
     command
         .args(args)
         .current_dir(dir)
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    command.spawn().expect("start stet drive")
+        .stderr(std::fs::File::create(&log).unwrap());
+    Driving {
+        child: command.spawn().expect("start stet drive"),
+        log,
+    }
 }
 
 fn receipts_in(world: &World, dir: &Path) -> Vec<serde_json::Value> {
@@ -129,6 +172,20 @@ fn invocations(world: &World) -> Vec<(String, String)> {
     calls
 }
 
+/// When the item's reservation on the remote lapses, if one is held.
+fn reservation_expiry(world: &World) -> Option<i64> {
+    let message = git(
+        &remote(world),
+        &[
+            "for-each-ref",
+            "--format=%(contents:subject)",
+            "refs/stet/reservations",
+        ],
+    );
+    let line = message.lines().next()?;
+    serde_json::from_str::<serde_json::Value>(line).ok()?["expires_at_unix"].as_i64()
+}
+
 fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
     let start = Instant::now();
     while !done() {
@@ -154,7 +211,7 @@ fn three_seeded_items_land_on_the_bare_remote_with_a_receipt_for_every_call() {
     ]);
     let child = drive_in(&world, &world.work, &["--follow"]);
     let pid = child.id();
-    let out = Output::finish(child);
+    let out = child.finish();
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
         out.stderr
@@ -349,7 +406,7 @@ fn a_stop_mid_lane_is_resumed_and_landed_by_a_second_clone() {
         nix::sys::signal::Signal::SIGTERM,
     )
     .unwrap();
-    let stopped = Output::finish(child);
+    let stopped = child.finish();
     assert_eq!(
         stopped.code,
         128 + 15,
@@ -386,7 +443,7 @@ fn a_stop_mid_lane_is_resumed_and_landed_by_a_second_clone() {
 
     let peer = second_clone(&world, "peer");
     let child = drive_in(&world, &peer, &[]);
-    let resumed = Output::finish(child);
+    let resumed = child.finish();
     assert_eq!(resumed.code, 0, "{}", resumed.stderr);
     assert_eq!(landed(&world).len(), 1, "{}", resumed.stderr);
     // The peer continued from the pushed lane: its first call started at that commit.
@@ -406,7 +463,7 @@ fn two_drives_on_two_clones_at_once_never_work_the_same_item() {
     let peer = second_clone(&world, "peer");
     let a = drive_in(&world, &world.work, &[]);
     let b = drive_in(&world, &peer, &[]);
-    let (a, b) = (Output::finish(a), Output::finish(b));
+    let (a, b) = (a.finish(), b.finish());
     assert_eq!(a.code, 0, "{}", a.stderr);
     assert_eq!(b.code, 0, "{}", b.stderr);
     assert_eq!(landed(&world).len(), 4, "{}\n{}", a.stderr, b.stderr);
@@ -476,7 +533,7 @@ fn kill_9_at_seeded_random_instants_then_resume_lands_every_item_once_and_loses_
             format!("{after:?} into a call")
         };
         let _ = child.kill(); // SIGKILL
-        let out = Output::finish(child);
+        let out = child.finish();
         eprintln!(
             "round {round}: killed {when} (exit {}), {} landed so far",
             out.code,
@@ -485,7 +542,7 @@ fn kill_9_at_seeded_random_instants_then_resume_lands_every_item_once_and_loses_
     }
     let last = drive_in(&world, &world.work, &[]);
     pids.push(last.id());
-    let out = Output::finish(last);
+    let out = last.finish();
     assert_eq!(out.code, 0, "{}", out.stderr);
 
     let mut items = landed(&world);
@@ -546,13 +603,26 @@ fn a_reservation_is_renewed_during_a_long_call_so_a_peer_does_not_take_it() {
     wait_for("the implementing call", Duration::from_secs(60), || {
         !invocations(&world).is_empty()
     });
-    // Well past the 2 s lease while A's agent is still working: A has renewed it.
-    std::thread::sleep(Duration::from_secs(4));
-    let b = Output::finish(drive_in(&world, &peer, &["--lease", "2s"]));
+    // Past the first 2 s lease while A's agent is still working, A has renewed it: wait
+    // until the reservation on the remote lapses later than the first one did, and the
+    // first one's time has passed.
+    let first = reservation_expiry(&world).expect("A holds the reservation");
+    wait_for(
+        "a renewal past the first lease",
+        Duration::from_secs(60),
+        || {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_secs() as i64;
+            now > first && reservation_expiry(&world).is_some_and(|e| e > now)
+        },
+    );
+    let b = drive_in(&world, &peer, &["--lease", "2s"]).finish();
     assert_eq!(b.code, 0, "{}", b.stderr);
     assert!(b.stderr.contains("landed 0"), "{}", b.stderr);
     assert!(receipts_in(&world, &peer).is_empty(), "the peer worked it");
-    let a = Output::finish(a);
+    let a = a.finish();
     assert_eq!(a.code, 0, "{}", a.stderr);
     assert_eq!(landed(&world).len(), 1, "{}", a.stderr);
 }
@@ -565,12 +635,17 @@ fn an_unreachable_remote_is_waited_out_and_the_lane_lands_when_it_is_back() {
     wait_for("the implementing call", Duration::from_secs(60), || {
         !invocations(&world).is_empty()
     });
-    // The remote goes away while the agent works, and comes back a few seconds later.
+    // The remote goes away while the agent works, and comes back once the drive has
+    // found it gone and is waiting for it.
     let away = world.root.path().join("remote.git.away");
     std::fs::rename(remote(&world), &away).unwrap();
-    std::thread::sleep(Duration::from_secs(5));
+    wait_for(
+        "the drive to find the remote gone",
+        Duration::from_secs(60),
+        || child.said().contains("did not answer"),
+    );
     std::fs::rename(&away, remote(&world)).unwrap();
-    let out = Output::finish(child);
+    let out = child.finish();
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stderr.contains("did not answer"), "{}", out.stderr);
     assert!(out.stderr.contains("waiting until"), "{}", out.stderr);

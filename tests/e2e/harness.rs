@@ -339,13 +339,11 @@ fn an_api_error_is_a_failure_with_its_reason() {
 fn output_out_of_shape_is_recognised() {
     let c = claude_world(asks_to_run("true"));
     let stand_in = c.world.root.path().join("stand-in-claude");
-    std::fs::write(
+    stet_exec_support::write_executable(
         &stand_in,
-        "#!/bin/sh\ncase \"$1\" in\n  --version) echo '2.1.332 (Claude Code)';;\n  auth) echo '{\"loggedIn\":true,\"authMethod\":\"claude.ai\"}';;\n  *) cat >/dev/null; echo 'this is not stream-json';;\nesac\n",
+        b"#!/bin/sh\ncase \"$1\" in\n  --version) echo '2.1.332 (Claude Code)';;\n  auth) echo '{\"loggedIn\":true,\"authMethod\":\"claude.ai\"}';;\n  *) cat >/dev/null; echo 'this is not stream-json';;\nesac\n",
     )
     .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&stand_in, std::fs::Permissions::from_mode(0o755)).unwrap();
     configure(&c.world, &c.api, &stand_in.display().to_string());
     let out = c.world.run_stet(&["ask", "--json", "anything"]);
     let json = out.json();
@@ -357,13 +355,14 @@ fn output_out_of_shape_is_recognised() {
     );
 }
 
-/// Writes `keys` to the child's terminal after `delay`, then collects what it printed.
+/// Writes `keys` to the child's terminal once it has printed `prompt`, then collects what
+/// it printed.
 fn on_terminal(
     mut command: std::process::Command,
-    delay_ms: u64,
+    prompt: &'static str,
     keys: &'static [u8],
 ) -> (i32, String) {
-    use std::io::Write;
+    use std::io::{Read, Write};
     use std::process::Stdio;
     let mut child = command
         .stdin(Stdio::piped())
@@ -372,23 +371,43 @@ fn on_terminal(
         .spawn()
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
-    let writer = std::thread::spawn(move || {
-        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
-        let _ = stdin.write_all(keys);
-        let _ = stdin.flush();
-        std::thread::sleep(std::time::Duration::from_secs(2));
+    let mut stdout = child.stdout.take().unwrap();
+    let (chunks, printed) = std::sync::mpsc::channel::<Vec<u8>>();
+    let reader = std::thread::spawn(move || {
+        let mut buffer = [0u8; 4096];
+        while let Ok(n) = stdout.read(&mut buffer) {
+            if n == 0 || chunks.send(buffer[..n].to_vec()).is_err() {
+                break;
+            }
+        }
     });
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap();
+    let mut seen = Vec::new();
+    while !String::from_utf8_lossy(&seen).contains(prompt) {
+        match printed.recv_timeout(std::time::Duration::from_secs(120)) {
+            Ok(chunk) => seen.extend(chunk),
+            Err(_) => panic!(
+                "no `{prompt}` on the terminal: {}",
+                String::from_utf8_lossy(&seen)
+            ),
+        }
+    }
+    stdin.write_all(keys).unwrap();
+    stdin.flush().unwrap();
+    let status = child.wait().unwrap();
+    drop(stdin);
+    reader.join().unwrap();
+    seen.extend(printed.try_iter().flatten());
+    let mut stderr = String::new();
+    let _ = child.stderr.take().unwrap().read_to_string(&mut stderr);
     (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr),
+        status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&seen).into_owned() + &stderr,
     )
 }
 
 fn stand_in_login(world: &World) -> PathBuf {
     let stand_in = world.root.path().join("stand-in-claude");
-    std::fs::write(
+    stet_exec_support::write_executable(
         &stand_in,
         r#"#!/bin/sh
 case "$1 $2" in
@@ -396,11 +415,10 @@ case "$1 $2" in
   "auth status") if [ -f "$CLAUDE_CONFIG_DIR/.credentials.json" ]; then echo '{"loggedIn":true,"authMethod":"claude.ai"}'; else echo '{"loggedIn":false,"authMethod":"none"}'; exit 1; fi;;
   "auth login") [ -t 0 ] && echo "stand-in: on a terminal"; printf 'Paste code here > '; read code; echo "{\"stand-in\":\"$code\"}" > "$CLAUDE_CONFIG_DIR/.credentials.json"; echo "Login successful.";;
 esac
-"#,
+"#
+        .as_bytes(),
     )
     .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&stand_in, std::fs::Permissions::from_mode(0o755)).unwrap();
     stand_in
 }
 
@@ -415,7 +433,7 @@ fn profile_login_runs_the_agents_login_on_a_terminal_in_a_sandbox() {
     configure(&c.world, &c.api, &stand_in.display().to_string());
     let (code, output) = on_terminal(
         c.world.stet_on_terminal(&["profile", "login"]),
-        3000,
+        "Paste code here",
         b"typed-code\r",
     );
     assert_eq!(code, 0, "{output}");
@@ -434,7 +452,7 @@ fn profile_login_starts_the_real_login_and_ctrl_c_ends_it() {
     std::fs::remove_file(c.profile.join(".credentials.json")).unwrap();
     let (code, output) = on_terminal(
         c.world.stet_on_terminal(&["profile", "login"]),
-        8000,
+        "oauth/authorize",
         b"\x03",
     );
     assert!(

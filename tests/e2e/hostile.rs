@@ -90,7 +90,7 @@ impl Attack {
         for item in items {
             let out = self.world.run_stet(&["add", item]);
             assert_eq!(out.code, 0, "{}", out.stderr);
-            std::thread::sleep(std::time::Duration::from_millis(5));
+            stet_e2e::next_millisecond();
         }
         git(&self.world.work, &["add", "."]);
         git(&self.world.work, &["commit", "--quiet", "-m", "queue"]);

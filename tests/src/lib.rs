@@ -47,6 +47,43 @@ pub fn claude_binary() -> PathBuf {
 pub const IMAGE: &str = "stet-lane:1";
 
 /// Fails loudly when the lane image is not loaded in the engine.
+/// Whether a sandbox owned by process `pid` runs a process whose command line holds
+/// `command` (as the engine's `docker top` lists them).
+pub fn runs_in_sandbox_of(pid: u32, command: &str) -> bool {
+    sandbox_ids_owned_by(pid).iter().any(|id| {
+        let out = Command::new("docker")
+            .args(["top", id])
+            .output()
+            .expect("run the docker CLI");
+        String::from_utf8_lossy(&out.stdout).contains(command)
+    })
+}
+
+/// Returns once the wall clock has moved to the next millisecond: `stet add` names items by
+/// the time to the millisecond, so two items added across this keep their order.
+pub fn next_millisecond() {
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis()
+    };
+    let start = now();
+    while now() == start {
+        std::thread::yield_now();
+    }
+}
+
+/// A test that cannot run here fails, saying why and how to leave it out on purpose: a
+/// test that passes without running would say something it never checked.
+pub fn require(condition: bool, test: &str, why: &str) {
+    assert!(
+        condition,
+        "{test} cannot run here: {why}. Leave it out by name if that is intended: \
+         cargo xtask test -- -- --skip {test}"
+    );
+}
+
 pub fn require_image() {
     let out = Command::new("docker")
         .args(["image", "inspect", "--format", "{{.Id}}", IMAGE])
@@ -74,6 +111,10 @@ pub fn containers_with_label(label: &str) -> Vec<String> {
 /// How many of stet's sandboxes (label `stet.managed=true`) the process `pid` owns, by
 /// their `stet.owner` label (`<pid>:<start time>`).
 pub fn sandboxes_owned_by(pid: u32) -> usize {
+    sandbox_ids_owned_by(pid).len()
+}
+
+fn sandbox_ids_owned_by(pid: u32) -> Vec<String> {
     containers_with_label("stet.managed=true")
         .into_iter()
         .filter(|id| {
@@ -88,7 +129,7 @@ pub fn sandboxes_owned_by(pid: u32) -> usize {
                 .expect("run the docker CLI");
             String::from_utf8_lossy(&out.stdout).starts_with(&format!("{pid}:"))
         })
-        .count()
+        .collect()
 }
 
 /// Every plugin crate of the repository: the real ones and the test fixtures.

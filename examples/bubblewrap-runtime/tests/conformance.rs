@@ -153,16 +153,24 @@ fn without_bwrap_the_probe_says_how_to_install_it() {
 
 #[test]
 fn a_bwrap_that_does_not_work_makes_the_runtime_unavailable() {
-    use std::os::unix::fs::PermissionsExt;
     let state = tempfile::tempdir().unwrap();
     let fake = state.path().join("bwrap");
+    // Written by a child process (`install`), never opened for writing here: a fork by
+    // another test thread could otherwise hold it open and its exec fail with ETXTBSY.
+    let staged = state.path().join("bwrap.staged");
     std::fs::write(
-        &fake,
+        &staged,
         "#!/bin/sh\n[ \"$1\" = --version ] && echo 'bubblewrap 0.0.0' && exit 0\n\
          echo 'bwrap: No permissions to create new namespace' >&2; exit 1\n",
     )
     .unwrap();
-    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let installed = std::process::Command::new("install")
+        .args(["-m", "755"])
+        .arg(&staged)
+        .arg(&fake)
+        .status()
+        .unwrap();
+    assert!(installed.success());
     let config = serde_json::json!({ "state_dir": state.path().join("state"), "bwrap": fake });
     let runtime = BubblewrapRuntime::from_config(&config.to_string()).unwrap();
     let probe = runtime.probe().unwrap();

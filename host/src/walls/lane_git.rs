@@ -77,9 +77,10 @@ fn plant_on_host(lane: &Lane, marks: &Path) -> std::io::Result<()> {
         "pre-auto-gc",
     ] {
         let path = hooks.join(hook);
-        std::fs::write(&path, format!("#!/bin/sh\n{}\n", mark(hook)))?;
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))?;
+        // Written through a child process: a planted hook that failed to start (ETXTBSY,
+        // a fork of this process holding it open) would pass for one git did not run.
+        let script = format!("#!/bin/sh\n{}\n", mark(hook));
+        stet_exec_support::write_executable(&path, script.as_bytes())?;
     }
     let mut config = std::fs::OpenOptions::new()
         .append(true)

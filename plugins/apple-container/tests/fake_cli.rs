@@ -3,7 +3,6 @@
 //! hangs. No VM and no Docker: the fake runs processes on this host. The conformance kit
 //! against the faithful stand-in is in `stand_in.rs`.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -84,8 +83,7 @@ impl Fake {
     fn new() -> Fake {
         let dir = tempfile::tempdir().unwrap();
         let binary = dir.path().join("container");
-        std::fs::write(&binary, FAKE).unwrap();
-        std::fs::set_permissions(&binary, std::fs::Permissions::from_mode(0o755)).unwrap();
+        stet_exec_support::write_executable(&binary, FAKE.as_bytes()).unwrap();
         Fake { dir }
     }
 

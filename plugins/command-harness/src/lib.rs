@@ -444,11 +444,9 @@ mod tests {
     }
 
     fn agent(dir: &Path) -> String {
-        use std::os::unix::fs::PermissionsExt;
         let path = dir.join("bin/agent.sh");
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, "#!/bin/sh\necho hi\n").unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        stet_exec_support::write_executable(&path, b"#!/bin/sh\necho hi\n").unwrap();
         path.display().to_string()
     }
 

@@ -28,7 +28,8 @@ impl StandIn {
     pub fn new(settings: &str) -> StandIn {
         let dir = tempfile::tempdir().expect("tempdir");
         let exe = dir.path().join("container");
-        std::fs::copy(env!("CARGO_BIN_EXE_container"), &exe).expect("copy binary");
+        stet_exec_support::copy_executable(env!("CARGO_BIN_EXE_container").as_ref(), &exe)
+            .expect("copy binary");
         std::fs::write(dir.path().join("stand-in.toml"), settings).expect("settings");
         StandIn { dir, exe }
     }
