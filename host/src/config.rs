@@ -211,6 +211,40 @@ pub fn read_optional(path: &Path) -> Result<Option<ConfigFile>, ConfigError> {
     }
 }
 
+/// The dotted path of the key whose value (or name) spans `offset` in `text`, the deepest
+/// one: `sandbox.pids`, `plugins.command.implement`.
+fn key_at(text: &str, offset: usize) -> Option<String> {
+    use toml::de::{DeTable, DeValue};
+    fn walk(table: &DeTable<'_>, offset: usize, path: &mut Vec<String>) -> bool {
+        for (key, value) in table {
+            let (k, v) = (key.span(), value.span());
+            if !(k.contains(&offset) || v.contains(&offset) || (k.start..v.end).contains(&offset)) {
+                continue;
+            }
+            path.push(key.get_ref().to_string());
+            if let DeValue::Table(inner) = value.get_ref() {
+                walk(inner, offset, path);
+            }
+            return true;
+        }
+        // A table header (`[sandbox]`) holds its keys after it: spans of tables opened by a
+        // header cover the header only, so look into each table too.
+        for (key, value) in table {
+            if let DeValue::Table(inner) = value.get_ref() {
+                path.push(key.get_ref().to_string());
+                if walk(inner, offset, path) {
+                    return true;
+                }
+                path.pop();
+            }
+        }
+        false
+    }
+    let parsed = DeTable::parse(text).ok()?;
+    let mut path = Vec::new();
+    walk(parsed.get_ref(), offset, &mut path).then(|| path.join("."))
+}
+
 /// Parses configuration `text` as if read from `path`.
 pub fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
     let error = |offset: Option<usize>, message: String| ConfigError {
@@ -218,8 +252,22 @@ pub fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
         line: offset.map(|o| text[..o.min(text.len())].matches('\n').count() + 1),
         message,
     };
-    let raw: RawConfig = toml::from_str(text)
-        .map_err(|e| error(e.span().map(|s| s.start), e.message().to_string()))?;
+    let raw: RawConfig = toml::from_str(text).map_err(|e| {
+        let at = e.span().map(|s| s.start);
+        // Serde names the type, not the key: the key is found where the error points.
+        // Serde's words for the types, said as a person would.
+        let said = e
+            .message()
+            .replace("expected i64", "expected an integer")
+            .replace("expected u32", "expected a whole number")
+            .replace("expected f64", "expected a number")
+            .replace("expected a sequence", "expected an array");
+        let message = match at.and_then(|offset| key_at(text, offset)) {
+            Some(key) => format!("key `{key}`: {said}"),
+            None => said,
+        };
+        error(at, message)
+    })?;
     let probe_timeout = match raw.probe.and_then(|p| p.timeout) {
         None => None,
         Some(spanned) => Some(parse_duration(spanned.get_ref()).map_err(|why| {
@@ -371,6 +419,24 @@ pub fn repository_root(dir: &Path) -> Option<PathBuf> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_wrong_type_is_named_by_its_key_and_line() {
+        let text = "[runtime]\nprefer = [\"docker\"]\n\n[sandbox]\npids = \"many\"\n";
+        let e = parse(Path::new("stet.toml"), text).unwrap_err();
+        assert_eq!(e.line, Some(5));
+        assert!(
+            e.message.starts_with("key `sandbox.pids`: invalid type"),
+            "{}",
+            e.message
+        );
+        let e = parse(Path::new("stet.toml"), "probe = { timeout = 5 }\n").unwrap_err();
+        assert!(
+            e.message.starts_with("key `probe.timeout`"),
+            "{}",
+            e.message
+        );
+    }
+
     fn parse_str(text: &str) -> Result<ConfigFile, ConfigError> {
         parse(Path::new("/repo/stet.toml"), text)
     }
@@ -392,7 +458,7 @@ mod tests {
         assert_eq!(err.line, Some(2));
         assert!(
             err.to_string()
-                .starts_with("/repo/stet.toml:2: unknown field `prefr`"),
+                .starts_with("/repo/stet.toml:2: key `runtime.prefr`: unknown field `prefr`"),
             "{err}"
         );
     }

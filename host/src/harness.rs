@@ -50,9 +50,18 @@ pub fn open_with_runtime(settings: &Settings) -> Result<(OpenHarness, OpenRuntim
         ],
     )
     .into_iter();
-    let (harness, runtime) = (chosen.next(), chosen.next());
-    let (harness, harness_selection) = harness.expect("asked for a harness")?;
-    let (runtime, runtime_selection) = runtime.expect("asked for a runtime")?;
+    let (harness, runtime) = (
+        chosen.next().expect("asked for a harness"),
+        chosen.next().expect("asked for a runtime"),
+    );
+    // A mistake in the command line (a name no plugin has) comes before "nothing usable".
+    if let Err(e) = &runtime {
+        if e.exit == Exit::Usage && harness.as_ref().is_err_and(|h| h.exit != Exit::Usage) {
+            return Err(e.clone());
+        }
+    }
+    let (harness, harness_selection) = harness?;
+    let (runtime, runtime_selection) = runtime?;
     Ok((
         open_probed(settings, &harness, harness_selection)?,
         crate::sandbox::open_probed(settings, &runtime, runtime_selection)?,

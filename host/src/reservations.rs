@@ -77,6 +77,17 @@ pub enum ReservationError {
     Remote { remote: String, detail: String },
 }
 
+/// What git said when it could not reach a remote, in a line: its first `fatal:` line (the
+/// cause; the lines after it are advice), else its first line.
+pub fn first_cause(detail: &str) -> &str {
+    detail
+        .lines()
+        .find(|l| l.starts_with("fatal:"))
+        .or_else(|| detail.lines().find(|l| !l.trim().is_empty()))
+        .unwrap_or_default()
+        .trim()
+}
+
 /// A repository and the name of its remote.
 pub struct Remote<'a> {
     /// The local clone.

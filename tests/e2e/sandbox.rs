@@ -212,3 +212,21 @@ fn conformance_refuses_a_harness_and_an_unavailable_runtime() {
     assert_eq!(out.code, 3, "{}", out.stderr);
     assert!(out.stderr.contains("needs macOS 26"), "{}", out.stderr);
 }
+
+#[test]
+fn a_command_that_is_not_in_the_image_exits_127_with_one_line() {
+    let world = docker_world();
+    let out = world.run_stet(&["run", "--", "no-such-command-here", "x"]);
+    assert_eq!(out.code, 127, "{}", out.stderr);
+    assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
+    assert!(
+        out.stdout.is_empty(),
+        "the engine's own message is not passed on: {}",
+        out.stdout
+    );
+    assert!(
+        out.stderr.contains("no-such-command-here"),
+        "{}",
+        out.stderr
+    );
+}

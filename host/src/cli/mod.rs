@@ -523,8 +523,43 @@ pub struct ProbeArgs {
 
 /// Parses the command line, runs the command, reports an error once, and returns the exit
 /// status.
+/// Clap's own refusal, with one addition: `stet run ls` (the command without `--`) is
+/// shown how to say it.
+fn usage_error(e: clap::Error) -> ExitCode {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let args: Vec<String> = std::env::args().collect();
+    let run_at = args.iter().position(|a| a == "run");
+    if let (ErrorKind::UnknownArgument, Some(at)) = (e.kind(), run_at) {
+        if !args.iter().any(|a| a == "--") {
+            if let Some(ContextValue::String(word)) = e.get(ContextKind::InvalidArg) {
+                let command = &args[at + 1..];
+                let at_word = command.iter().position(|a| a == word).unwrap_or(0);
+                let (options, rest) = command.split_at(at_word);
+                let mut suggested = vec!["stet".to_string(), "run".to_string()];
+                suggested.extend(options.iter().cloned());
+                suggested.push("--".to_string());
+                suggested.extend(rest.iter().cloned());
+                let error = CliError::usage(format!(
+                    "`{word}` is not an option of stet run: the command to run goes after `--`"
+                ))
+                .hint(suggested.join(" "));
+                crate::printer::error(&error);
+                return error.exit.into();
+            }
+        }
+    }
+    let _ = e.print();
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => ExitCode::SUCCESS,
+        _ => ExitCode::from(Exit::Usage.code()),
+    }
+}
+
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e),
+    };
     let printer = Printer {
         verbose: cli.global.verbose,
     };

@@ -88,6 +88,7 @@ fn entry(found: &Found, host: &semver::Version) -> Entry {
             "{why}; if you trust it: stet plugins trust {}",
             found.display_name()
         )),
+        Status::Unreadable(why) => Some(format!("{why}; fix its permissions or remove it")),
     };
     Entry {
         name: found.display_name(),

@@ -105,7 +105,7 @@ pub fn list(args: &QueueArgs, printer: Printer) -> Result<Exit, CliError> {
             Some(format!(
                 "the remote {} did not answer ({}): every item's state is unknown",
                 args.remote,
-                detail.lines().last().unwrap_or_default()
+                crate::reservations::first_cause(&detail)
             )),
         ),
         Err(e) => return Err(CliError::failure(e.to_string())),

@@ -372,7 +372,7 @@ impl Drive<'_> {
 pub(super) fn short(e: &ReservationError) -> String {
     match e {
         ReservationError::Remote { detail, .. } => {
-            detail.lines().last().unwrap_or_default().to_string()
+            crate::reservations::first_cause(detail).to_string()
         }
         other => other.to_string(),
     }

@@ -89,6 +89,9 @@ pub enum Status {
     UnsafePermissions(String),
     /// Its library is not the one `stet plugins install` recorded in the lock.
     Untrusted(String),
+    /// The directory (or the search directory it is in) cannot be read: permissions, a
+    /// symbolic link that loops or points nowhere readable.
+    Unreadable(String),
 }
 
 impl Status {
@@ -103,6 +106,7 @@ impl Status {
             Status::ShadowedBy(_) => "shadowed",
             Status::UnsafePermissions(_) => "unsafe-permissions",
             Status::Untrusted(_) => "untrusted",
+            Status::Unreadable(_) => "unreadable",
         }
     }
 }
@@ -155,7 +159,14 @@ pub fn discover(search: &[SearchDir], host_api: &semver::Version) -> Vec<Found> 
         .find(|d| d.source == DirSource::UserData)
         .map(|d| trust::Lock::read(&trust::lock_path(&d.path)));
     for search_dir in search {
-        for dir in plugin_dirs(&search_dir.path) {
+        let (dirs, unreadable) = plugin_dirs(&search_dir.path);
+        found.extend(unreadable.into_iter().map(|(dir, why)| Found {
+            dir,
+            source: search_dir.source,
+            manifest: None,
+            status: Status::Unreadable(why),
+        }));
+        for dir in dirs {
             let manifest = manifest::read(&dir.join(MANIFEST_FILE));
             let (manifest, status) = match manifest {
                 Err(e) => (None, Status::ManifestError(e)),
@@ -230,28 +241,100 @@ fn trust_status(
 }
 
 /// The subdirectories of `dir` that hold a manifest, sorted by name so that listings and
-/// shadowing are the same on every run. A missing directory holds nothing.
-fn plugin_dirs(dir: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
+/// shadowing are the same on every run, and the entries that could not be looked into
+/// (with why): reported, never silently skipped. A missing directory holds nothing; an
+/// entry without a manifest is not a plugin.
+fn plugin_dirs(dir: &Path) -> (Vec<PathBuf>, Vec<(PathBuf, String)>) {
+    let mut unreadable = Vec::new();
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (Vec::new(), unreadable),
+        Err(e) => {
+            unreadable.push((
+                dir.to_path_buf(),
+                format!("the plugins directory cannot be read: {e}"),
+            ));
+            return (Vec::new(), unreadable);
+        }
     };
-    let mut dirs: Vec<PathBuf> = entries
-        .filter_map(Result::ok)
-        .map(|e| e.path())
+    let mut dirs = Vec::new();
+    for entry in entries {
+        let path = match entry {
+            Ok(entry) => entry.path(),
+            Err(e) => {
+                unreadable.push((dir.to_path_buf(), format!("an entry cannot be read: {e}")));
+                continue;
+            }
+        };
         // Hidden directories are an install's staging and previous copies, not plugins.
-        .filter(|p| {
-            !p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with('.'))
-        })
-        .filter(|p| p.join(MANIFEST_FILE).is_file())
-        .collect();
+        if path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+        {
+            continue;
+        }
+        // A link that leads nowhere (or in a circle) may be a plugin someone meant to
+        // install: said so.
+        let is_link = std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink());
+        if is_link {
+            if let Err(e) = std::fs::metadata(&path) {
+                let target = std::fs::read_link(&path).unwrap_or_default();
+                unreadable.push((
+                    path,
+                    format!(
+                        "a symbolic link to {} that cannot be followed: {e}",
+                        target.display()
+                    ),
+                ));
+                continue;
+            }
+        }
+        match std::fs::metadata(path.join(MANIFEST_FILE)) {
+            Ok(meta) if meta.is_file() => dirs.push(path),
+            Ok(_) => {}
+            // Not a plugin: nothing there, or a file rather than a directory.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+                ) => {}
+            Err(e) => unreadable.push((path, format!("cannot be looked into: {e}"))),
+        }
+    }
     dirs.sort();
-    dirs
+    unreadable.sort();
+    (dirs, unreadable)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_symbolic_link_loop_and_an_unreadable_directory_are_reported_not_skipped() {
+        let root = tempfile::tempdir().unwrap();
+        let plugins = root.path().join("plugins");
+        std::fs::create_dir_all(&plugins).unwrap();
+        std::os::unix::fs::symlink(plugins.join("loop"), plugins.join("loop")).unwrap();
+        std::os::unix::fs::symlink("/nonexistent/elsewhere", plugins.join("dangling")).unwrap();
+        std::fs::write(plugins.join("README"), "not a plugin").unwrap();
+        let (dirs, unreadable) = plugin_dirs(&plugins);
+        assert!(dirs.is_empty());
+        assert_eq!(unreadable.len(), 2, "{unreadable:?}");
+        assert!(unreadable[0].0.ends_with("dangling"), "{unreadable:?}");
+        assert!(
+            unreadable[0].1.contains("/nonexistent/elsewhere"),
+            "{unreadable:?}"
+        );
+        assert!(unreadable[1].0.ends_with("loop"), "{unreadable:?}");
+        assert!(
+            unreadable[1].1.contains("cannot be followed"),
+            "{unreadable:?}"
+        );
+        // A search directory that is a file is unreadable as a directory, and said so.
+        let (_, unreadable) = plugin_dirs(&plugins.join("README"));
+        assert_eq!(unreadable.len(), 1, "{unreadable:?}");
+    }
 
     fn write_plugin(root: &Path, dir: &str, name: &str, api: &str, with_library: bool) {
         let d = root.join(dir);

@@ -228,5 +228,6 @@ pub fn not_probed_reason(f: &Found, host: &semver::Version) -> String {
             "refused: {why} (if you trust it: stet plugins trust {})",
             f.display_name()
         ),
+        Status::Unreadable(why) => format!("refused: {why}"),
     }
 }

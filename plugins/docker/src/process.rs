@@ -25,7 +25,12 @@ pub struct Started {
     container: String,
     exec_id: String,
     output: Output,
+    /// The program run (`argv[0]`), for saying so when it could not be started.
+    program: String,
 }
+
+/// How the engine's message begins when it could not start an exec's program.
+const ENGINE_EXEC_FAILED: &[u8] = b"OCI runtime exec failed";
 
 /// Largest chunk the engine hands us at once. Larger chunks mean fewer calls into the
 /// host's sink; the engine still sends whatever it has as soon as it has it.
@@ -107,6 +112,7 @@ async fn start_exec(
         container: sandbox.to_string(),
         exec_id: exec.id,
         output,
+        program: spec.argv[0].to_string(),
     };
     if tty {
         if !spec.stdin.is_empty() {
@@ -153,6 +159,8 @@ pub struct DockerProcess {
     container: String,
     /// The exec, or `None` for the sandbox's first process (its main process).
     exec_id: Option<String>,
+    /// The program an exec runs.
+    program: String,
     output: Mutex<Option<Output>>,
     docker: Docker,
     tokio: Arc<tokio::runtime::Runtime>,
@@ -164,6 +172,7 @@ impl DockerProcess {
         DockerProcess {
             container: started.container,
             exec_id: Some(started.exec_id),
+            program: started.program,
             output: Mutex::new(Some(started.output)),
             docker,
             tokio,
@@ -189,6 +198,7 @@ impl DockerProcess {
         DockerProcess {
             container,
             exec_id: None,
+            program: String::new(),
             output: Mutex::new(Some(first.output)),
             docker,
             tokio,
@@ -329,9 +339,25 @@ impl DockerProcess {
             })?;
         self.tokio.block_on(async {
             let mut output = output;
+            // When the engine cannot start an exec's program, the exec's only output is the
+            // engine's own message (on stdout) and its status 126: that message is held
+            // back until the status says which it was.
+            let mut first = true;
+            let mut held: Option<Vec<u8>> = None;
             while let Some(item) = output.next().await {
+                let is_first = std::mem::replace(&mut first, false);
                 match item {
+                    Ok(LogOutput::StdOut { message }) | Ok(LogOutput::Console { message })
+                        if is_first
+                            && self.exec_id.is_some()
+                            && message.starts_with(ENGINE_EXEC_FAILED) =>
+                    {
+                        held = Some(message.to_vec());
+                    }
                     Ok(LogOutput::StdOut { message }) | Ok(LogOutput::Console { message }) => {
+                        if let Some(held) = held.take() {
+                            sink.stdout(&held);
+                        }
                         sink.stdout(&message)
                     }
                     Ok(LogOutput::StdErr { message }) => sink.stderr(&message),
@@ -347,8 +373,71 @@ impl DockerProcess {
                     }
                 }
             }
-            self.exit_status().await
+            let status = self.exit_status().await?;
+            // The engine answers 126 for a program it could not start (not there, not
+            // executable, its interpreter missing): said as a shell says it, in one line.
+            if let Some(held) = held {
+                if status.code != ROption::RSome(126) {
+                    sink.stdout(&held);
+                    return Ok(status);
+                }
+                let (code, line) = self.why_not_started().await;
+                sink.stderr(line.as_bytes());
+                return Ok(ExitStatus::exited(code));
+            }
+            Ok(status)
         })
+    }
+
+    /// Why the program of this exec could not be started, as the exit status and the line
+    /// a shell would give: 127 when it is not there, 126 when it is and cannot run.
+    async fn why_not_started(&self) -> (i32, String) {
+        let program = &self.program;
+        let config = ExecConfig {
+            attach_stdout: Some(true),
+            attach_stderr: Some(true),
+            cmd: Some(vec![
+                "sh".into(),
+                "-c".into(),
+                "command -v \"$0\"".into(),
+                program.clone(),
+            ]),
+            ..Default::default()
+        };
+        let mut found = None;
+        if let Ok(exec) = self.docker.create_exec(&self.container, config).await {
+            if let Ok(StartExecResults::Attached { mut output, .. }) =
+                self.docker.start_exec(&exec.id, None).await
+            {
+                let mut text = Vec::new();
+                while let Some(Ok(item)) = output.next().await {
+                    text.extend_from_slice(&item.into_bytes());
+                }
+                let code = self
+                    .docker
+                    .inspect_exec(&exec.id)
+                    .await
+                    .ok()
+                    .and_then(|e| e.exit_code);
+                found = Some((
+                    code == Some(0),
+                    String::from_utf8_lossy(&text).trim().to_string(),
+                ));
+            }
+        }
+        match found {
+            Some((false, _)) => (127, format!("stet: {program}: not found in the sandbox\n")),
+            Some((true, path)) => (
+                126,
+                format!(
+                    "stet: {program}: found at {path} in the sandbox but cannot be run there (not executable, or its interpreter is missing)\n"
+                ),
+            ),
+            None => (
+                126,
+                format!("stet: {program}: could not be started in the sandbox\n"),
+            ),
+        }
     }
 
     fn kill_sandbox(&self) -> Result<(), PluginError> {
