@@ -68,7 +68,8 @@ pub fn open_with_runtime(settings: &Settings) -> Result<(OpenHarness, OpenRuntim
     ))
 }
 
-fn open_probed(
+/// Loads a harness that passed its probe.
+pub fn open_probed(
     settings: &Settings,
     probed: &crate::plugins::probe::Probed,
     selection: Selection,

@@ -56,18 +56,14 @@ fn real_plugins_are_probed_and_docker_is_selected_on_this_machine() {
     let claude = plugin_entry(&json, "claude");
     assert_eq!(claude["status"], "available", "{claude:#}");
     assert_eq!(claude["probe"]["backend_version"], "2.1.332 (Claude Code)");
+    // The login is read from the walled profile, as the harness reads it (never the
+    // person's own default configuration): a fresh world has no walled profile yet.
     let facts = claude["probe"]["facts"].as_array().unwrap();
-    let login = facts
-        .iter()
-        .find(|f| f["key"] == "login")
-        .expect("login fact");
-    // A fresh HOME has no login; the state is reported, never an account.
-    assert!(
-        login["value"]
-            .as_str()
-            .unwrap()
-            .starts_with("not logged in"),
-        "{login}"
+    assert!(!facts.iter().any(|f| f["key"] == "login"), "{claude:#}");
+    assert_eq!(
+        claude["walled_profile"]["said"],
+        "no walled profile yet (stet profile login makes it)",
+        "{claude:#}"
     );
 
     assert_eq!(json["selection"]["runtime"]["chosen"], "docker");
@@ -442,7 +438,7 @@ fn config_errors_name_file_line_and_key_and_exit_2() {
     assert_eq!(out.code, 2, "{}", out.stderr);
     let stderr = world.redact(&out.stderr);
     assert!(
-        stderr.contains("work/stet.toml:5: unknown field `retries`"),
+        stderr.contains("work/stet.toml:5: key `probe.retries`: unknown field `retries`"),
         "{stderr}"
     );
     assert!(stderr.contains("hint: "), "{stderr}");

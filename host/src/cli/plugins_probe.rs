@@ -48,6 +48,50 @@ struct PluginReport {
     /// Why a plugin was not probed (its listing status and detail).
     not_probed: Option<String>,
     elapsed_ms: Option<u64>,
+    /// For an available harness: the walled profile a drive would run on, and whether it
+    /// holds a login (by state alone), as the harness reads that profile.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    walled_profile: Option<WalledProfile>,
+}
+
+#[derive(Serialize)]
+struct WalledProfile {
+    /// The profile's directory, when there is one.
+    dir: Option<String>,
+    /// Whether it holds a login.
+    logged_in: Option<bool>,
+    /// What the person sees.
+    said: String,
+}
+
+/// The walled profile of an available harness, as the harness itself reads it.
+fn walled_profile(settings: &Settings, probed: &Probed) -> WalledProfile {
+    let opened = crate::harness::open_probed(settings, probed, Default::default());
+    match opened.and_then(|h| h.profile_if_any()) {
+        Ok(Some(profile)) => WalledProfile {
+            said: format!(
+                "{} in the walled profile {}",
+                if profile.logged_in {
+                    "logged in"
+                } else {
+                    "no login (stet profile login)"
+                },
+                profile.dir
+            ),
+            dir: Some(profile.dir.to_string()),
+            logged_in: Some(profile.logged_in),
+        },
+        Ok(None) => WalledProfile {
+            dir: None,
+            logged_in: None,
+            said: "no walled profile yet (stet profile login makes it)".to_string(),
+        },
+        Err(e) => WalledProfile {
+            dir: None,
+            logged_in: None,
+            said: format!("unknown: {}", e.message),
+        },
+    }
 }
 
 pub fn run(settings: &Settings, args: &ProbeArgs, printer: Printer) -> Result<Exit, CliError> {
@@ -92,7 +136,16 @@ pub fn run(settings: &Settings, args: &ProbeArgs, printer: Printer) -> Result<Ex
 
     let reports: Vec<PluginReport> = found
         .iter()
-        .map(|f| plugin_report(f, &probed, &host))
+        .map(|f| {
+            let mut report = plugin_report(f, &probed, &host);
+            let harness = probed.iter().find(|p| {
+                p.manifest.kind == PluginKind::Harness
+                    && Some(&p.manifest.path) == f.manifest.as_ref().map(|m| &m.path)
+                    && p.available().is_some()
+            });
+            report.walled_profile = harness.map(|p| walled_profile(settings, p));
+            report
+        })
         .collect();
     if args.json {
         printer.json(&Report {
@@ -158,6 +211,7 @@ fn plugin_report(f: &Found, probed: &[Probed], host: &semver::Version) -> Plugin
         failure,
         not_probed: result.is_none().then(|| not_probed_reason(f, host)),
         elapsed_ms: result.map(|p| p.elapsed.as_millis() as u64),
+        walled_profile: None,
     }
 }
 
@@ -184,6 +238,9 @@ fn print_plugin(printer: &Printer, report: &PluginReport, name_width: usize) {
             ));
             for fact in &p.facts {
                 printer.out(&format!("    {}: {}", fact.key, fact.value));
+            }
+            if let Some(profile) = &report.walled_profile {
+                printer.out(&format!("    login: {}", profile.said));
             }
             if !p.capabilities.is_empty() {
                 printer.out(&format!("    capabilities: {}", p.capabilities.join(", ")));

@@ -187,9 +187,11 @@ impl HarnessPlugin for ClaudeHarness {
                 ))
             }
         };
+        // No login is read here: the probe knows no walled profile, and the person's own
+        // login (the default configuration directory) is not what a drive runs on. The
+        // host asks the walled profile (`profile`) and shows that.
         Ok(ProbeReport::available(version, PRIORITY)
-            .with_fact("binary", binary.display().to_string())
-            .with_fact("login", describe_login(self.login(&binary, None))))
+            .with_fact("binary", binary.display().to_string()))
     }
 
     fn profile(&self, context: &HarnessContext) -> Result<Profile, PluginError> {
