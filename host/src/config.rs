@@ -72,6 +72,8 @@ pub struct ConfigFile {
     pub drive_land: Option<String>,
     /// `[plugins.<name>]` tables, as JSON for the plugins.
     pub plugins: BTreeMap<String, serde_json::Value>,
+    /// The line of each key of each `[plugins.<name>]` table, for naming a wrong one.
+    pub plugin_lines: BTreeMap<String, BTreeMap<String, usize>>,
 }
 
 /// Sandbox limits as a configuration file sets them; each one absent means "not set here".
@@ -354,6 +356,7 @@ pub fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
             Ok((name, json))
         })
         .collect::<Result<_, ConfigError>>()?;
+    let plugin_lines = plugin_key_lines(text);
     Ok(ConfigFile {
         path: path.to_path_buf(),
         from_repository: false,
@@ -370,7 +373,39 @@ pub fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
         drive_check: raw.drive.as_ref().and_then(|d| d.check.clone()),
         drive_land: raw.drive.and_then(|d| d.land),
         plugins,
+        plugin_lines,
     })
+}
+
+/// The line of every key directly under each `[plugins.<name>]` table of `text`.
+fn plugin_key_lines(text: &str) -> BTreeMap<String, BTreeMap<String, usize>> {
+    use toml::de::{DeTable, DeValue};
+    let line = |offset: usize| text[..offset.min(text.len())].matches('\n').count() + 1;
+    let mut lines = BTreeMap::new();
+    let Ok(parsed) = DeTable::parse(text) else {
+        return lines;
+    };
+    let Some(plugins) = parsed
+        .get_ref()
+        .iter()
+        .find(|(k, _)| k.get_ref() == "plugins")
+        .map(|(_, v)| v)
+    else {
+        return lines;
+    };
+    let DeValue::Table(plugins) = plugins.get_ref() else {
+        return lines;
+    };
+    for (name, table) in plugins {
+        if let DeValue::Table(table) = table.get_ref() {
+            let keys = table
+                .iter()
+                .map(|(key, _)| (key.get_ref().to_string(), line(key.span().start)))
+                .collect();
+            lines.insert(name.get_ref().to_string(), keys);
+        }
+    }
+    lines
 }
 
 /// Parses a size such as `4GiB`, `512 MiB` or `10G` (powers of 1024 for `K`, `M`, `G`
@@ -418,6 +453,15 @@ pub fn repository_root(dir: &Path) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_keys_of_plugin_tables_are_placed_by_line() {
+        let text =
+            "[sandbox]\npids = 100\n\n[plugins.command]\nimplement = 5\nnetwork = \"none\"\n";
+        let c = parse(Path::new("stet.toml"), text).unwrap();
+        assert_eq!(c.plugin_lines["command"]["implement"], 5);
+        assert_eq!(c.plugin_lines["command"]["network"], 6);
+    }
 
     #[test]
     fn a_wrong_type_is_named_by_its_key_and_line() {

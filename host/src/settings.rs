@@ -230,9 +230,17 @@ pub fn resolve(plugins_dirs: &[PathBuf], overrides: &Overrides) -> Result<Settin
 
     // A plugin's table comes whole from the highest-precedence file that has one.
     let mut plugin_config = BTreeMap::new();
+    let mut plugin_origin = BTreeMap::new();
     for file in &files {
         for (name, table) in &file.plugins {
             plugin_config.insert(name.clone(), table.clone());
+            plugin_origin.insert(
+                name.clone(),
+                (
+                    file.path.clone(),
+                    file.plugin_lines.get(name).cloned().unwrap_or_default(),
+                ),
+            );
         }
     }
 
@@ -282,6 +290,7 @@ pub fn resolve(plugins_dirs: &[PathBuf], overrides: &Overrides) -> Result<Settin
             search_path,
             probe_timeout,
             plugin_config,
+            plugin_origin,
         },
         runtime,
         harness,

@@ -61,8 +61,7 @@ fn real_plugins_are_probed_and_docker_is_selected_on_this_machine() {
     let facts = claude["probe"]["facts"].as_array().unwrap();
     assert!(!facts.iter().any(|f| f["key"] == "login"), "{claude:#}");
     assert_eq!(
-        claude["walled_profile"]["said"],
-        "no walled profile yet (stet profile login makes it)",
+        claude["walled_profile"]["said"], "no walled profile yet (stet profile login makes it)",
         "{claude:#}"
     );
 

@@ -179,3 +179,29 @@ fn retry_of_an_item_that_is_not_there() {
     let world = world();
     insta::assert_snapshot!(refusal(&world, &world.work, &["retry", "no-such-item"]));
 }
+
+#[test]
+fn walls_with_a_plugin_setting_of_the_wrong_type() {
+    let world = world();
+    std::fs::write(
+        world.work.join("stet.toml"),
+        "[harness]\nprefer = [\"command\"]\n\n[plugins.command]\nimplement = \"./agent.sh\"\n",
+    )
+    .unwrap();
+    let trusted = world.trust_in(&world.work);
+    assert_eq!(trusted.code, 0, "{}", trusted.stderr);
+    insta::assert_snapshot!(refusal(&world, &world.work, &["walls"]));
+}
+
+#[test]
+fn walls_with_a_plugin_setting_misspelt() {
+    let world = world();
+    std::fs::write(
+        world.work.join("stet.toml"),
+        "[plugins.command]\nimplement = [\"./agent.sh\"]\nnetwrk = \"none\"\n",
+    )
+    .unwrap();
+    let trusted = world.trust_in(&world.work);
+    assert_eq!(trusted.code, 0, "{}", trusted.stderr);
+    insta::assert_snapshot!(refusal(&world, &world.work, &["walls"]));
+}

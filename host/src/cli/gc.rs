@@ -139,7 +139,7 @@ pub fn run(settings: &Settings, args: &GcArgs, printer: Printer) -> Result<Exit,
             error = error.caused_by("no runtime plugin is installed");
         }
         return Err(error.hint(
-            "start the runtime's engine (for docker: the Docker daemon), then run stet gc again",
+            "start the runtime's engine (its daemon or service), then run stet gc again",
         ));
     }
     if failures.is_empty() {

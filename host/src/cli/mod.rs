@@ -65,7 +65,9 @@ pub enum Command {
     ///
     /// Looks in every available runtime for sandboxes labelled as stet's, and removes those
     /// whose owning stet process on this machine is gone. Sandboxes of running stets, and
-    /// of other machines sharing the engine, are kept and named.
+    /// of other machines sharing the engine, are kept and named. Exit status: 0 when every
+    /// runtime asked was answered; 3 when no runtime could be asked (its engine is down);
+    /// 1 when a sandbox could not be removed.
     Gc(GcArgs),
 
     /// Prove the walls around the agent: profile, settings, key, and one live launch.
@@ -91,9 +93,19 @@ pub enum Command {
     /// lane and sandbox (implement, check, review), and land it as a branch on the remote.
     ///
     /// Refuses before reserving anything when a precondition is missing or a wall does not
-    /// hold; asks once for consent (--yes for scripts). The first Ctrl-C (or TERM, HUP)
-    /// stops after the agent call in flight, releasing the reservation. Exit status: 0 when
-    /// every item it took landed; 1 when one was given up; 3 when nothing could run.
+    /// hold; asks once for consent (--yes for scripts). An item whose agent fails its
+    /// task, changes nothing, fails the check or is sent back by the reviewer counts a
+    /// round; after --rounds it is given up (marked failed on the remote, with why) and the
+    /// drive goes on. Each finished move is checkpointed on the remote with the lane's
+    /// branch, so a resumed drive (here or on a peer's clone) makes no finished call again;
+    /// a landing cut short runs the land command again with STET_LAND_RETRY=1. The first
+    /// Ctrl-C (or TERM, HUP) stops after the agent call in flight, releasing the
+    /// reservation; the second kills the call at once.
+    ///
+    /// Exit status: 0 when every item it took landed (or nothing was eligible); 4 when it
+    /// gave some up; 3 when nothing could run (the walls do not hold or cannot be proven,
+    /// an outage lasted its limit, the remote stayed away); 2 bad input; 128+N after a stop
+    /// by signal N (130 for Ctrl-C); 1 only for a bug.
     Drive(DriveArgs),
 
     /// Add a work item to the queue (`.stet/queue/` in the repository).
@@ -102,6 +114,10 @@ pub enum Command {
     /// Show the queue: each item and whether it is open (its lane pushed or not), in a lane
     /// (at which stage, held by whom, until when), lapsed, landed or failed (and why), as the
     /// remote says.
+    ///
+    /// An item in progress shows the round and move a drive resumes it at, and the last
+    /// reason a round did not land. Exit status: 0; 3 when the remote did not answer (the
+    /// items are listed, their states unknown).
     Queue(QueueArgs),
 
     /// Take a failed item up again: clears its failed mark on the remote, so the next drive

@@ -112,6 +112,14 @@ pub fn run(settings: &Settings, args: &ProbeArgs, printer: Printer) -> Result<Ex
     }
 
     let names = &args.names;
+    for found in discovery::discover(&settings.plugins.search_path, &host) {
+        if let Some(manifest) = found
+            .usable()
+            .filter(|_| names.is_empty() || names.contains(&found.display_name()))
+        {
+            settings.plugins.check(manifest)?;
+        }
+    }
     let Survey {
         found,
         probed,

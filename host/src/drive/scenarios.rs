@@ -391,6 +391,7 @@ impl World {
                 search_path: Vec::new(),
                 probe_timeout: std::time::Duration::from_secs(5),
                 plugin_config: Default::default(),
+                plugin_origin: Default::default(),
             },
             runtime: Default::default(),
             harness: Default::default(),

@@ -34,6 +34,127 @@ pub struct Manifest {
     pub platforms: Vec<String>,
     /// What it declares it can do.
     pub capabilities: Vec<String>,
+    /// The settings its `[plugins.<name>]` table may hold, with their types (`[settings]`),
+    /// when it declares them: the host then checks the table before the plugin sees it and
+    /// names a wrong key by its place in the person's configuration file.
+    pub settings: Option<std::collections::BTreeMap<String, SettingType>>,
+}
+
+/// One shape a plugin setting may take, as a manifest's `[settings]` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// `string`
+    String,
+    /// `integer`
+    Integer,
+    /// `number` (an integer or a float)
+    Number,
+    /// `boolean`
+    Boolean,
+    /// `strings`: an array of strings
+    Strings,
+    /// `table of strings`
+    StringTable,
+    /// `table`: any table
+    Table,
+    /// `any`
+    Any,
+}
+
+impl Shape {
+    fn parse(word: &str) -> Option<Shape> {
+        Some(match word {
+            "string" => Shape::String,
+            "integer" => Shape::Integer,
+            "number" => Shape::Number,
+            "boolean" => Shape::Boolean,
+            "strings" => Shape::Strings,
+            "table of strings" => Shape::StringTable,
+            "table" => Shape::Table,
+            "any" => Shape::Any,
+            _ => return None,
+        })
+    }
+
+    fn words(self) -> &'static str {
+        match self {
+            Shape::String => "a string",
+            Shape::Integer => "an integer",
+            Shape::Number => "a number",
+            Shape::Boolean => "a boolean",
+            Shape::Strings => "an array of strings",
+            Shape::StringTable => "a table of strings",
+            Shape::Table => "a table",
+            Shape::Any => "any value",
+        }
+    }
+
+    fn accepts(self, value: &serde_json::Value) -> bool {
+        use serde_json::Value;
+        match self {
+            Shape::String => value.is_string(),
+            Shape::Integer => value.is_i64() || value.is_u64(),
+            Shape::Number => value.is_number(),
+            Shape::Boolean => value.is_boolean(),
+            Shape::Strings => value
+                .as_array()
+                .is_some_and(|a| a.iter().all(Value::is_string)),
+            Shape::StringTable => value
+                .as_object()
+                .is_some_and(|t| t.values().all(Value::is_string)),
+            Shape::Table => value.is_object(),
+            Shape::Any => true,
+        }
+    }
+}
+
+/// The type of one plugin setting: one shape, or several (`string or strings`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SettingType(Vec<Shape>);
+
+impl SettingType {
+    /// Reads a type as a manifest writes it.
+    pub fn parse(text: &str) -> Result<SettingType, String> {
+        text.split(" or ")
+            .map(|word| {
+                Shape::parse(word.trim()).ok_or_else(|| {
+                    format!(
+                        "`{}` is not a setting type: use string, integer, number, boolean, strings, table of strings, table or any (joined by `or`)",
+                        word.trim()
+                    )
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(SettingType)
+    }
+
+    /// Whether `value` has one of the shapes.
+    pub fn accepts(&self, value: &serde_json::Value) -> bool {
+        self.0.iter().any(|shape| shape.accepts(value))
+    }
+
+    /// The shapes in words: "a string or an array of strings".
+    pub fn words(&self) -> String {
+        self.0
+            .iter()
+            .map(|s| s.words())
+            .collect::<Vec<_>>()
+            .join(" or ")
+    }
+}
+
+/// What a JSON value is, in words, for an error.
+pub fn shape_of(value: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match value {
+        Value::Null => "nothing",
+        Value::Bool(_) => "a boolean",
+        Value::Number(n) if n.is_f64() => "a float",
+        Value::Number(_) => "an integer",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "a table",
+    }
 }
 
 /// A manifest that could not be used, with where the problem is.
@@ -76,6 +197,8 @@ struct RawManifest {
     platforms: Vec<String>,
     #[serde(default)]
     capabilities: Vec<String>,
+    #[serde(default)]
+    settings: Option<std::collections::BTreeMap<String, Spanned<String>>>,
 }
 
 /// Reads and checks the manifest at `path`.
@@ -151,6 +274,21 @@ pub fn parse(path: &Path, text: &str) -> Result<Manifest, ManifestError> {
             format!("`{library_name}` must be a plain file name beside the manifest"),
         ));
     }
+    let settings = match raw.settings {
+        None => None,
+        Some(declared) => Some(
+            declared
+                .into_iter()
+                .map(|(key, ty)| {
+                    SettingType::parse(ty.get_ref())
+                        .map(|t| (key.clone(), t))
+                        .map_err(|why| {
+                            error(Some(ty.span()), Some(&format!("settings.{key}")), why)
+                        })
+                })
+                .collect::<Result<_, _>>()?,
+        ),
+    };
     let dir = path.parent().unwrap_or(Path::new("."));
     Ok(Manifest {
         path: path.to_path_buf(),
@@ -162,6 +300,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Manifest, ManifestError> {
         description: raw.description,
         platforms: raw.platforms,
         capabilities: raw.capabilities,
+        settings,
     })
 }
 
@@ -216,6 +355,30 @@ platforms = ["linux"]
             m.library,
             PathBuf::from("/p/docker/libstet_plugin_docker.so")
         );
+    }
+
+    #[test]
+    fn declared_settings_are_typed_and_a_bad_type_word_is_named() {
+        let m = parse_str(&format!(
+            "{GOOD}[settings]\nhost = \"string\"\ntimeout = \"number or string\"\nenv = \"table of strings\"\n"
+        ))
+        .unwrap();
+        let declared = m.settings.unwrap();
+        assert!(declared["timeout"].accepts(&serde_json::json!(1.5)));
+        assert!(declared["timeout"].accepts(&serde_json::json!("5s")));
+        assert!(!declared["host"].accepts(&serde_json::json!(5)));
+        assert!(declared["env"].accepts(&serde_json::json!({"A": "b"})));
+        assert!(!declared["env"].accepts(&serde_json::json!({"A": 1})));
+        assert_eq!(declared["timeout"].words(), "a number or a string");
+        let err = parse_str(&format!("{GOOD}[settings]\nhost = \"text\"\n")).unwrap_err();
+        assert_eq!(err.key.as_deref(), Some("settings.host"));
+        assert_eq!(err.line, Some(9));
+        assert!(
+            err.message.contains("`text` is not a setting type"),
+            "{err}"
+        );
+        // A manifest without `[settings]` leaves its table to the plugin.
+        assert!(parse_str(GOOD).unwrap().settings.is_none());
     }
 
     #[test]

@@ -22,9 +22,68 @@ pub struct PluginSettings {
     pub probe_timeout: std::time::Duration,
     /// Each plugin's settings table, as JSON.
     pub plugin_config: std::collections::BTreeMap<String, serde_json::Value>,
+    /// Where each plugin's table came from: the file, and each key's line in it.
+    pub plugin_origin: std::collections::BTreeMap<
+        String,
+        (
+            std::path::PathBuf,
+            std::collections::BTreeMap<String, usize>,
+        ),
+    >,
 }
 
 impl PluginSettings {
+    /// Checks plugin `manifest`'s table against the settings its manifest declares (when
+    /// it declares them): an unknown key or a value of the wrong type is named by its file,
+    /// line and key, before the plugin is handed anything.
+    pub fn check(&self, manifest: &manifest::Manifest) -> Result<(), crate::error::CliError> {
+        let (Some(declared), Some(serde_json::Value::Object(table))) = (
+            manifest.settings.as_ref(),
+            self.plugin_config.get(&manifest.name),
+        ) else {
+            return Ok(());
+        };
+        let name = &manifest.name;
+        let place = |key: &str| match self.plugin_origin.get(name) {
+            Some((file, lines)) => match lines.get(key) {
+                Some(line) => format!("{}:{line}: ", file.display()),
+                None => format!("{}: ", file.display()),
+            },
+            None => String::new(),
+        };
+        for (key, value) in table {
+            let Some(ty) = declared.get(key) else {
+                let known: Vec<&str> = declared.keys().map(String::as_str).collect();
+                let closest = known
+                    .iter()
+                    .map(|k| (strsim::jaro_winkler(key, k), *k))
+                    .filter(|(score, _)| *score > 0.8)
+                    .max_by(|a, b| a.0.total_cmp(&b.0));
+                let error = crate::error::CliError::usage(format!(
+                    "{}key `plugins.{name}.{key}`: plugin {name} has no such setting (its settings: {})",
+                    place(key),
+                    known.join(", ")
+                ));
+                return Err(match closest {
+                    Some((_, k)) => error.hint(format!("did you mean `{k}`?")),
+                    None => error.hint(format!(
+                        "the settings of {name} are described in its documentation; remove the key or fix its name"
+                    )),
+                });
+            };
+            if !ty.accepts(value) {
+                return Err(crate::error::CliError::usage(format!(
+                    "{}key `plugins.{name}.{key}`: expected {}, found {}",
+                    place(key),
+                    ty.words(),
+                    manifest::shape_of(value)
+                ))
+                .hint("fix the value named above; a plugin's settings are described in its documentation"));
+            }
+        }
+        Ok(())
+    }
+
     /// The settings JSON handed to plugin `name` (`{}` when none).
     pub fn config_json(&self, name: &str) -> String {
         self.plugin_config

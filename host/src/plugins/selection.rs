@@ -196,6 +196,7 @@ mod tests {
                 description: String::new(),
                 platforms: vec![],
                 capabilities: vec![],
+                settings: None,
             },
             identity: None,
             interface: None,

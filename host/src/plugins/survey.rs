@@ -103,6 +103,13 @@ pub fn choose_each(
             })
         })
     };
+    // A plugin's table is checked against the settings its manifest declares before the
+    // plugin is handed it (to probe or to build).
+    for manifest in all.iter().filter(|f| wanted(f)).filter_map(Found::usable) {
+        if let Err(e) = settings.check(manifest) {
+            return asks.iter().map(|_| Err(e.clone())).collect();
+        }
+    }
     let survey = survey_of(
         settings,
         all.iter().filter(|f| wanted(f)).cloned().collect(),
@@ -189,6 +196,7 @@ fn select_from(
 /// Loads a plugin that passed its probe into this process and builds its object.
 pub fn instantiate(settings: &PluginSettings, probed: &Probed) -> Result<Instance, CliError> {
     let manifest = &probed.manifest;
+    settings.check(manifest)?;
     let loaded = loader::load(manifest).map_err(|e| {
         CliError::failure(format!("plugin {} could not be loaded", manifest.name))
             .caused_by(e.to_string())
