@@ -138,9 +138,8 @@ pub fn run(settings: &Settings, args: &GcArgs, printer: Printer) -> Result<Exit,
         if report.runtimes_skipped.is_empty() {
             error = error.caused_by("no runtime plugin is installed");
         }
-        return Err(error.hint(
-            "start the runtime's engine (its daemon or service), then run stet gc again",
-        ));
+        return Err(error
+            .hint("start the runtime's engine (its daemon or service), then run stet gc again"));
     }
     if failures.is_empty() {
         Ok(Exit::Success)
