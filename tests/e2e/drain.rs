@@ -736,3 +736,61 @@ fn an_item_given_up_is_marked_failed_with_why_skipped_by_the_next_drive_and_retr
         unknown.stderr
     );
 }
+
+/// A drive killed (SIGKILL) while its land command runs: the next drive makes no agent
+/// call again, runs the land command once more with STET_LAND_RETRY=1 (so that it can
+/// check first: at least once, with that flag), and marks the item landed.
+#[test]
+fn a_landing_cut_short_by_kill_9_runs_the_land_command_again_with_the_retry_flag_and_no_call_again()
+{
+    let _serial = serial_drives();
+    let world = world_with_items(&["Land it\n\nfile: land.txt"]);
+    let log = world.root.path().join("land.log");
+    let pid = world.root.path().join("land.pid");
+    let mut config = std::fs::read_to_string(world.work.join("stet.toml")).unwrap();
+    config.push_str(&format!(
+        "\n[drive]\nland = \"echo run ${{STET_LAND_RETRY:-first}} >> {log}; [ -n \\\"$STET_LAND_RETRY\\\" ] || {{ echo $$ > {pid}; exec sleep 600; }}\"\n",
+        log = log.display(),
+        pid = pid.display()
+    ));
+    std::fs::write(world.work.join("stet.toml"), config).unwrap();
+    let trusted = world.trust_in(&world.work);
+    assert_eq!(trusted.code, 0, "{}", trusted.stderr);
+
+    let mut first = drive_in(&world, &world.work, &[]);
+    wait_for("the land command", Duration::from_secs(120), || {
+        std::fs::read_to_string(&pid).is_ok_and(|p| !p.trim().is_empty())
+    });
+    first.kill().unwrap(); // SIGKILL, in the middle of landing
+                           // The land command outlives its drive (it holds the drive's stdout): it goes too.
+    let land_pid: i32 = std::fs::read_to_string(&pid)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(land_pid),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    let _ = first.finish();
+    let calls_before = invocations(&world).len();
+
+    let out = drive_in(&world, &world.work, &[]).finish();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("a landing was cut short"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        "run first\nrun 1\n",
+        "once as it was, once again with the flag"
+    );
+    assert_eq!(
+        invocations(&world).len(),
+        calls_before,
+        "no agent call again"
+    );
+    assert_eq!(landed(&world).len(), 1, "{}", out.stderr);
+}

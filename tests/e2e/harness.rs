@@ -474,3 +474,106 @@ fn profile_login_needs_a_terminal() {
         out.stderr
     );
 }
+
+/// A model API that does not answer is named by the proof (`proof-model-api-unreachable`,
+/// state unreachable), not taken for a broken wall (a guard hook that did not run); a
+/// drive refuses saying the walls could not be proven.
+#[test]
+fn a_model_api_that_does_not_answer_is_named_by_the_proof_not_taken_for_a_broken_wall() {
+    let world = World::new();
+    // A port nothing listens on.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://127.0.0.1:{}", closed.local_addr().unwrap().port());
+    drop(closed);
+    let config = walled_claude_setup(&world, &claude_binary().display().to_string(), &url, "");
+    world.clone_of_fresh_remote();
+    world.repo_config(&config);
+    let out = world.run_stet(&["walls", "--json"]);
+    assert_eq!(out.code, 3, "{}{}", out.stdout, out.stderr);
+    let json = out.json();
+    let unreachable = wall(&json, "proof-model-api-unreachable");
+    assert_eq!(unreachable["state"], "unreachable", "{json:#}");
+    assert!(
+        unreachable["detail"]
+            .as_str()
+            .unwrap()
+            .contains("did not reach the model API"),
+        "{json:#}"
+    );
+    let walls: Vec<&str> = json["walls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["wall"].as_str().unwrap())
+        .collect();
+    assert!(
+        !walls.contains(&"proof-guard-refused-canary"),
+        "no hook is blamed: {walls:?}"
+    );
+    let text = world.run_stet(&["walls"]);
+    assert!(
+        text.stdout
+            .contains("UNREACHABLE  proof-model-api-unreachable"),
+        "{}",
+        text.stdout
+    );
+    world.run_stet(&["add", "Anything"]);
+    let drive = world.run_stet(&["drive", "--yes"]);
+    assert_eq!(drive.code, 3, "{}", drive.stderr);
+    assert!(
+        drive
+            .stderr
+            .contains("the walls could not be proven; nothing was reserved"),
+        "{}",
+        drive.stderr
+    );
+}
+
+/// An agent binary that is a script whose interpreter the image lacks (a `claude`
+/// installed by npm, run by node, say) is refused before the first move, by name, with
+/// what to install — not reported as a proof that "printed no init line".
+#[test]
+fn an_agent_whose_interpreter_the_image_lacks_is_refused_naming_what_to_install() {
+    let world = World::new();
+    let bin = world.root.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    // The interpreter exists on the host (so the probe runs the script), not in the image.
+    let interpreter = bin.join("stet-test-interpreter");
+    stet_exec_support::write_executable(&interpreter, b"#!/bin/sh\nexec /bin/sh \"$@\"\n").unwrap();
+    let claude = bin.join("claude");
+    stet_exec_support::write_executable(
+        &claude,
+        format!(
+            "#!{}\ncase \"$1 $2\" in\n  \"--version \"*) echo '2.1.332 (Claude Code)';;\n  \"auth status\") echo '{{\"loggedIn\":true,\"authMethod\":\"claude.ai\"}}';;\nesac\n",
+            interpreter.display()
+        )
+        .as_bytes(),
+    )
+    .unwrap();
+    let config = walled_claude_setup(
+        &world,
+        &claude.display().to_string(),
+        "http://127.0.0.1:9",
+        "",
+    );
+    world.repo_config(&config);
+    let out = world.run_stet(&["walls", "--json"]);
+    assert_eq!(out.code, 3, "{}{}", out.stdout, out.stderr);
+    let json = out.json();
+    let launched = wall(&json, "proof-launched");
+    assert_eq!(launched["state"], "cannot-run", "{json:#}");
+    assert!(
+        launched["detail"]
+            .as_str()
+            .unwrap()
+            .contains("cannot run inside the image"),
+        "{json:#}"
+    );
+    assert!(
+        launched["remedy"]
+            .as_str()
+            .unwrap()
+            .contains("install stet-test-interpreter in the image"),
+        "{json:#}"
+    );
+}

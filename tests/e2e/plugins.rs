@@ -684,3 +684,20 @@ fn a_newer_minor_plugin_needing_what_this_host_lacks_is_refused_naming_both_vers
         out.stderr
     );
 }
+
+/// With `--runtime X` only X is probed: a runtime elsewhere on the path whose probe hangs
+/// costs nothing and is never mentioned.
+#[test]
+fn an_explicit_runtime_is_the_only_one_probed() {
+    stet_e2e::require_image();
+    let world = World::new();
+    world.install("docker");
+    world.install("fixture-hangs");
+    let out = world.run_stet(&["-v", "run", "--runtime", "docker", "--", "true"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stderr.contains("runtime: docker"), "{}", out.stderr);
+    assert!(!out.stderr.contains("hangs"), "{}", out.stderr);
+    // Without it, the hanging one is probed, and its time limit named.
+    let out = world.run_stet(&["-v", "run", "--probe-timeout", "300ms", "--", "true"]);
+    assert!(out.stderr.contains("hangs"), "{}", out.stderr);
+}

@@ -205,3 +205,16 @@ fn walls_with_a_plugin_setting_misspelt() {
     assert_eq!(trusted.code, 0, "{}", trusted.stderr);
     insta::assert_snapshot!(refusal(&world, &world.work, &["walls"]));
 }
+
+#[test]
+fn gc_with_no_runtime_that_answers() {
+    let world = world();
+    std::fs::write(
+        world.work.join("stet.toml"),
+        "[plugins.docker]\nhost = \"unix:///nonexistent/docker.sock\"\n",
+    )
+    .unwrap();
+    let trusted = world.trust_in(&world.work);
+    assert_eq!(trusted.code, 0, "{}", trusted.stderr);
+    insta::assert_snapshot!(refusal(&world, &world.work, &["gc"]));
+}

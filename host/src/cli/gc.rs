@@ -85,6 +85,22 @@ pub fn run(settings: &Settings, args: &GcArgs, printer: Printer) -> Result<Exit,
         }
     }
 
+    let asked = survey.probed.len() - report.runtimes_skipped.len();
+    if asked == 0 {
+        // Nothing could be looked at: "removed 0" would say there was nothing to remove.
+        let mut error = CliError::new(
+            Exit::Unusable,
+            "no runtime could be asked for the sandboxes stet left behind",
+        );
+        for s in &report.runtimes_skipped {
+            error = error.caused_by(format!("{}: {}", s.runtime, s.reason));
+        }
+        if report.runtimes_skipped.is_empty() {
+            error = error.caused_by("no runtime plugin is installed");
+        }
+        return Err(error
+            .hint("start the runtime's engine (its daemon or service), then run stet gc again"));
+    }
     if args.json {
         printer.json(&report);
     } else {
@@ -124,22 +140,6 @@ pub fn run(settings: &Settings, args: &GcArgs, printer: Printer) -> Result<Exit,
             if report.removed.len() == 1 { "" } else { "es" },
             report.kept.len()
         ));
-    }
-    let asked = survey.probed.len() - report.runtimes_skipped.len();
-    if asked == 0 {
-        // Nothing could be looked at: "removed 0" would say there was nothing to remove.
-        let mut error = CliError::new(
-            Exit::Unusable,
-            "no runtime could be asked for the sandboxes stet left behind",
-        );
-        for s in &report.runtimes_skipped {
-            error = error.caused_by(format!("{}: {}", s.runtime, s.reason));
-        }
-        if report.runtimes_skipped.is_empty() {
-            error = error.caused_by("no runtime plugin is installed");
-        }
-        return Err(error
-            .hint("start the runtime's engine (its daemon or service), then run stet gc again"));
     }
     if failures.is_empty() {
         Ok(Exit::Success)

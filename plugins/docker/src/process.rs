@@ -342,22 +342,32 @@ impl DockerProcess {
             // When the engine cannot start an exec's program, the exec's only output is the
             // engine's own message (on stdout) and its status 126: that message is held
             // back until the status says which it was.
+            // The runtime's own "exec <program>: no such file or directory" (on stderr,
+            // status 1) says the same of a program whose interpreter is missing.
             let mut first = true;
-            let mut held: Option<Vec<u8>> = None;
+            let mut held: Option<(bool, Vec<u8>)> = None;
+            let runtime_said = format!("exec {}: ", self.program).into_bytes();
             while let Some(item) = output.next().await {
-                let is_first = std::mem::replace(&mut first, false);
+                let is_first = std::mem::replace(&mut first, false) && self.exec_id.is_some();
+                if let Some((on_stdout, bytes)) = held.take() {
+                    if on_stdout {
+                        sink.stdout(&bytes);
+                    } else {
+                        sink.stderr(&bytes);
+                    }
+                }
                 match item {
                     Ok(LogOutput::StdOut { message }) | Ok(LogOutput::Console { message })
-                        if is_first
-                            && self.exec_id.is_some()
-                            && message.starts_with(ENGINE_EXEC_FAILED) =>
+                        if is_first && message.starts_with(ENGINE_EXEC_FAILED) =>
                     {
-                        held = Some(message.to_vec());
+                        held = Some((true, message.to_vec()));
+                    }
+                    Ok(LogOutput::StdErr { message })
+                        if is_first && message.starts_with(&runtime_said) =>
+                    {
+                        held = Some((false, message.to_vec()));
                     }
                     Ok(LogOutput::StdOut { message }) | Ok(LogOutput::Console { message }) => {
-                        if let Some(held) = held.take() {
-                            sink.stdout(&held);
-                        }
                         sink.stdout(&message)
                     }
                     Ok(LogOutput::StdErr { message }) => sink.stderr(&message),
@@ -376,9 +386,14 @@ impl DockerProcess {
             let status = self.exit_status().await?;
             // The engine answers 126 for a program it could not start (not there, not
             // executable, its interpreter missing): said as a shell says it, in one line.
-            if let Some(held) = held {
-                if status.code != ROption::RSome(126) {
-                    sink.stdout(&held);
+            if let Some((on_stdout, bytes)) = held {
+                let expected = if on_stdout { 126 } else { 1 };
+                if status.code != ROption::RSome(expected) {
+                    if on_stdout {
+                        sink.stdout(&bytes);
+                    } else {
+                        sink.stderr(&bytes);
+                    }
                     return Ok(status);
                 }
                 let (code, line) = self.why_not_started().await;
