@@ -18,8 +18,8 @@ pub enum Exit {
     /// image, is unavailable), a runtime that is down, a remote that does not answer, the
     /// walls not holding.
     Unusable,
-    /// 4: the drive ran, and gave some items up (each is marked failed on the remote with
-    /// why; `stet queue` shows it).
+    /// 4: the work ran and was not done: a drive gave some items up (each is marked failed
+    /// on the remote with why; `stet queue` shows it), or `ask`'s agent failed its task.
     GaveUp,
     /// 128+N: the command stopped because of signal N (130 for Ctrl-C).
     Signal(i32),

@@ -380,7 +380,7 @@ fn ask_makes_the_example_agent_write_the_file() {
         "nice",
     ]);
     let json = out.json();
-    assert_eq!(out.code, 1, "{json:#}");
+    assert_eq!(out.code, 4, "{json:#}");
     assert_eq!(json["outcome"], "failed");
     assert!(
         json["detail"]
@@ -397,7 +397,7 @@ fn ask_makes_the_example_agent_write_the_file() {
         "--json",
         "write ../escape.txt: x",
     ]);
-    assert_eq!(out.code, 1);
+    assert_eq!(out.code, 4);
     assert!(!c.world.root.path().join("escape.txt").exists());
 }
 
@@ -485,7 +485,7 @@ fn the_outcome_protocol_through_the_real_binary() {
         "judge",
     ]);
     let json = out.json();
-    assert_eq!(out.code, 1, "{json:#}\n{}", out.stderr);
+    assert_eq!(out.code, 4, "{json:#}\n{}", out.stderr);
     assert_eq!(json["outcome"], "out-of-shape");
     assert_eq!(
         json["detail"],

@@ -318,8 +318,10 @@ fn a_usage_limit_is_rate_limited_until_the_reset() {
     assert_eq!(json["retry_at_unix"], 1893456000);
 }
 
+/// A model API answering 500 is the model API down (infrastructure), not the agent failing
+/// its task: said as such, with the reason, and the call could not be made (3).
 #[test]
-fn an_api_error_is_a_failure_with_its_reason() {
+fn an_api_error_is_the_service_unavailable_with_its_reason() {
     let api = FakeApi::start(|_| Reply::Error {
         status: 500,
         headers: vec![],
@@ -328,8 +330,8 @@ fn an_api_error_is_a_failure_with_its_reason() {
     let c = claude_world(api);
     let out = c.world.run_stet(&["ask", "--json", "anything"]);
     let json = out.json();
-    assert_eq!(out.code, 1, "{json:#}");
-    assert_eq!(json["outcome"], "failed");
+    assert_eq!(out.code, 3, "{json:#}");
+    assert_eq!(json["outcome"], "service-unavailable");
     assert!(json["detail"].as_str().unwrap().contains("500"), "{json:#}");
 }
 
@@ -347,7 +349,7 @@ fn output_out_of_shape_is_recognised() {
     configure(&c.world, &c.api, &stand_in.display().to_string());
     let out = c.world.run_stet(&["ask", "--json", "anything"]);
     let json = out.json();
-    assert_eq!(out.code, 1, "{json:#}");
+    assert_eq!(out.code, 4, "{json:#}");
     assert_eq!(json["outcome"], "out-of-shape");
     assert!(
         json["detail"].as_str().unwrap().contains("no result line"),

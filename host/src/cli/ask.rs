@@ -183,8 +183,9 @@ pub fn run(settings: &Settings, args: &AskArgs, printer: Printer) -> Result<Exit
     }
     Ok(match outcome.kind {
         OutcomeCode::DONE => Exit::Success,
+        // The agent ran and did not do the work: the work's failure, not a bug.
         OutcomeCode::FAILED | OutcomeCode::OUT_OF_SHAPE | OutcomeCode::RESOURCE_LIMIT => {
-            Exit::Failure
+            Exit::GaveUp
         }
         _ => Exit::Unusable,
     })

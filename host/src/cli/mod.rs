@@ -86,7 +86,8 @@ pub enum Command {
     /// walled profile, after rewriting the walled settings and checking the static walls,
     /// and prints how the call ended: done, failed, out of shape, rate-limited until a
     /// time, or not logged in, with cost and usage when the agent reports them. Exit status:
-    /// 0 done; 1 failed or out of shape; 3 rate-limited, not logged in, or a wall broken.
+    /// 0 done; 4 the agent failed its task, answered out of shape or hit a limit; 3 the call
+    /// could not be made (rate-limited, not logged in, the model API down, a wall broken).
     Ask(AskArgs),
 
     /// Drain the queue, unattended: reserve each item on the remote, work it in its own
