@@ -70,6 +70,11 @@ pub struct ConfigFile {
     pub drive_check: Option<String>,
     /// `[drive] land`: run on the host after a lane's branch is pushed.
     pub drive_land: Option<String>,
+    /// `[network] allow`: hosts every proxied sandbox may reach beside what its harness
+    /// declares (entries checked: `host`, `host:port`, `*.domain`).
+    pub network_allow: Vec<String>,
+    /// `[network] deny`: hosts no sandbox may reach, whoever lists them.
+    pub network_deny: Vec<String>,
     /// `[plugins.<name>]` tables, as JSON for the plugins.
     pub plugins: BTreeMap<String, serde_json::Value>,
     /// The line of each key of each `[plugins.<name>]` table, for naming a wrong one.
@@ -109,8 +114,16 @@ struct RawConfig {
     probe: Option<RawProbe>,
     sandbox: Option<RawSandbox>,
     drive: Option<RawDrive>,
+    network: Option<RawNetwork>,
     #[serde(default)]
     plugins: BTreeMap<String, toml::Table>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawNetwork {
+    allow: Option<Vec<Spanned<String>>>,
+    deny: Option<Vec<Spanned<String>>>,
 }
 
 #[derive(Deserialize)]
@@ -357,6 +370,24 @@ pub fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
         })
         .collect::<Result<_, ConfigError>>()?;
     let plugin_lines = plugin_key_lines(text);
+    let mut network_allow = Vec::new();
+    let mut network_deny = Vec::new();
+    if let Some(network) = raw.network {
+        for (key, entries, into) in [
+            ("allow", network.allow, &mut network_allow),
+            ("deny", network.deny, &mut network_deny),
+        ] {
+            for (i, entry) in entries.into_iter().flatten().enumerate() {
+                crate::network::check_entry(entry.get_ref()).map_err(|why| {
+                    error(
+                        Some(entry.span().start),
+                        format!("key `network.{key}[{i}]`: {why}"),
+                    )
+                })?;
+                into.push(entry.into_inner());
+            }
+        }
+    }
     Ok(ConfigFile {
         path: path.to_path_buf(),
         from_repository: false,
@@ -372,6 +403,8 @@ pub fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
         limits,
         drive_check: raw.drive.as_ref().and_then(|d| d.check.clone()),
         drive_land: raw.drive.and_then(|d| d.land),
+        network_allow,
+        network_deny,
         plugins,
         plugin_lines,
     })

@@ -6,15 +6,15 @@
 use std::path::{Path, PathBuf};
 
 use stet_plugin_api::{
-    CallOutcome, EnvVar, ExitStatus, HarnessContext, Launch, Network, OutcomeCode, PluginError,
-    PluginKind, Profile, ROption, Role, RoleRequest, Stream, WallReport, WallState,
+    CallOutcome, EnvVar, ExitStatus, HarnessContext, Launch, OutcomeCode, PluginError, PluginKind,
+    Profile, ROption, Role, RoleRequest, Stream, WallReport, WallState,
 };
 
 use crate::error::{CliError, Exit};
 use crate::plugins::loader::{HarnessHandle, Instance};
 use crate::plugins::selection::Selection;
 use crate::plugins::survey;
-use crate::sandbox::{plugin_error, DiskWatch, LaneAccess, OpenRuntime, Plan, Sandbox};
+use crate::sandbox::{plugin_error, DiskWatch, LaneAccess, OpenRuntime, Plan};
 use crate::settings::Settings;
 
 /// A harness plugin loaded into this process.
@@ -336,6 +336,8 @@ pub struct LaunchOutput {
     pub limit: Option<LimitReached>,
     /// The network it had, in words.
     pub network: String,
+    /// What stet's proxy refused it.
+    pub blocked: Vec<crate::network::BlockedRecord>,
 }
 
 impl LaunchOutput {
@@ -354,6 +356,7 @@ impl LaunchOutput {
             timed_out: None,
             limit: None,
             network,
+            blocked: Vec::new(),
         }
     }
 }
@@ -394,23 +397,6 @@ pub fn run_launch(
         writable: true,
     });
     plan.mounts.extend(launch.mounts.iter().cloned());
-    // A runtime that cannot limit egress to the declared hosts gets its open network; the
-    // route names the hosts so the person sees what the agent needs.
-    let (network, described) = match &launch.network {
-        Network::None => (Network::None, "none".to_string()),
-        Network::Open => (Network::Open, "open".to_string()),
-        Network::AllowHosts(hosts) => {
-            let hosts: Vec<String> = hosts.iter().map(|h| h.to_string()).collect();
-            (
-                Network::Open,
-                format!(
-                    "open (the agent needs {}; egress is not limited to it yet)",
-                    hosts.join(", ")
-                ),
-            )
-        }
-    };
-    plan.network = network;
     // The launch's process carries its whole environment.
     plan.env = Vec::new();
     let workdir = plan.workdir.clone();
@@ -419,9 +405,12 @@ pub fn run_launch(
         .as_ref()
         .filter(|(_, access)| *access == LaneAccess::ReadWrite)
         .map(|(lane, _)| lane.work_tree.clone());
-    let sandbox = Sandbox::create(runtime, plan.spec(settings))?;
+    let walled = crate::network::WalledSandbox::make(settings, runtime, &launch.network, plan)?;
+    let described = walled.described.clone();
+    let sandbox = &walled.sandbox;
     let mut process = launch.process.clone();
     process.workdir = ROption::RSome(workdir.into());
+    process.env.extend(walled.env());
     process.env.push(EnvVar::new(
         SESSION_LOG_VAR,
         session_log.display().to_string(),
@@ -481,7 +470,7 @@ pub fn run_launch(
     } else {
         None
     };
-    drop(sandbox);
+    let blocked = walled.finish();
     let stdout_bytes = stdout.total();
     let stdout = stdout.finish().map_err(|e| {
         CliError::failure(format!(
@@ -508,6 +497,7 @@ pub fn run_launch(
         timed_out,
         limit,
         network: described,
+        blocked,
     })
 }
 
@@ -560,6 +550,7 @@ pub fn call_end(output: &LaunchOutput, outcome: &CallOutcome) -> crate::receipts
         limit_reached: output.limit.map(|l| l.word().to_string()),
         output_bytes: output.stdout_bytes,
         profile_carried: Vec::new(),
+        network_blocked: output.blocked.clone(),
     }
 }
 

@@ -13,6 +13,7 @@ pub mod files;
 pub mod git;
 pub mod harness;
 pub mod lanes;
+pub mod network;
 pub mod plugins;
 pub mod printer;
 pub mod queue;

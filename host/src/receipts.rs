@@ -106,6 +106,9 @@ pub struct Receipt {
     /// login); everything else the call wrote there is gone.
     #[serde(default)]
     pub profile_carried: Vec<String>,
+    /// What stet's proxy refused the call: each host:port, why, how often, first when.
+    #[serde(default)]
+    pub network_blocked: Vec<crate::network::BlockedRecord>,
 }
 
 /// Who makes an agent call and where, for its receipt: known before the call starts.
@@ -172,6 +175,8 @@ pub struct CallEnd {
     pub output_bytes: u64,
     /// Profile files the harness carried back.
     pub profile_carried: Vec<String>,
+    /// What stet's proxy refused it.
+    pub network_blocked: Vec<crate::network::BlockedRecord>,
 }
 
 /// Records that an agent call is starting: a receipt whose outcome is [`RUNNING`],
@@ -201,6 +206,7 @@ pub fn record_end(repo: &Path, call: CallContext<'_>, end: CallEnd) -> std::io::
         limit_reached: end.limit_reached,
         output_bytes: end.output_bytes,
         profile_carried: end.profile_carried,
+        network_blocked: end.network_blocked,
         ..receipt_of(call)
     };
     record(repo, &receipt)
@@ -237,6 +243,7 @@ fn receipt_of(call: CallContext<'_>) -> Receipt {
         limit_reached: None,
         output_bytes: 0,
         profile_carried: Vec::new(),
+        network_blocked: Vec::new(),
     }
 }
 
@@ -377,6 +384,7 @@ mod tests {
             limit_reached: None,
             output_bytes: 3,
             profile_carried: vec![],
+            network_blocked: vec![],
         }
     }
 

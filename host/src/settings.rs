@@ -69,8 +69,20 @@ pub struct Settings {
     pub config_files: Vec<PathBuf>,
     /// The limits of every sandbox a drive, `ask` or `run` makes.
     pub limits: SandboxLimits,
+    /// What the person adds to, and takes from, what harnesses declare they need to reach.
+    pub network: NetworkSettings,
     /// The repository's configuration file, when there is one, and whether it is trusted.
     pub repository_config: Option<RepositoryConfig>,
+}
+
+/// `[network]`, from every file that may say it: hosts allowed beside a harness's own
+/// (the person's files and a trusted repository file only), and hosts denied (any file).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NetworkSettings {
+    /// Entries every proxied sandbox may reach too.
+    pub allow: Vec<String>,
+    /// Entries no sandbox may reach.
+    pub deny: Vec<String>,
 }
 
 /// The limits of a sandbox, resolved.
@@ -279,8 +291,15 @@ pub fn resolve(plugins_dirs: &[PathBuf], overrides: &Overrides) -> Result<Settin
         limits.disk_bytes = l.disk_bytes.unwrap_or(limits.disk_bytes);
     }
 
+    let mut network = NetworkSettings::default();
+    for file in &files {
+        network.allow.extend(file.network_allow.iter().cloned());
+        network.deny.extend(file.network_deny.iter().cloned());
+    }
+
     Ok(Settings {
         limits,
+        network,
         repository_config,
         drive_check,
         drive_land,
@@ -325,6 +344,10 @@ fn untrusted_narrow_only(
         }
         for name in std::mem::take(&mut repo.plugins).into_keys() {
             ignored.push(format!("[plugins.{name}]"));
+        }
+        // Hosts it allows widen the network wall; hosts it denies narrow it, and apply.
+        if !std::mem::take(&mut repo.network_allow).is_empty() {
+            ignored.push("[network] allow".to_string());
         }
         // Limits: only lower than what the person's own settings (or the defaults) give.
         let mut theirs = SandboxLimits::defaults();

@@ -100,6 +100,21 @@ pub use types::{
 /// and approver refuse it.
 pub const WALL_CANARY: &str = "stet-wall-canary";
 
+/// The variables the host adds to every process of a sandbox whose launch declared hosts
+/// ([`Network::AllowHosts`]): they name stet's proxy, the one way out of a sandbox that has
+/// no interface but loopback (`NO_PROXY` keeps that loopback direct). A harness's own
+/// proof of its environment counts them as the host's. Since 1.3.
+pub const PROXY_VARIABLES: [&str; 8] = [
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+    "NO_PROXY",
+    "no_proxy",
+];
+
 /// What stet's session-start hook tells the agent. A harness that finds it in its agent's
 /// output knows stet's walled settings were loaded (agents may have session hooks of their
 /// own, so "a hook ran" proves nothing).

@@ -8,6 +8,8 @@
 #   secret: PATH        a host file it must not read
 #   look: PATH          a host path it tries to read (repeatable)
 #   size: N             bytes of output, for `output`
+#   listed: HOST:PORT   a host-loopback service the sandbox is allowed (the `network` attack)
+#   unlisted: PORT      a host-loopback port it is not allowed
 #
 # What it managed, it writes to report.txt in the lane (data, landed with the branch), so a
 # test can see what the sandbox allowed; whether anything got *through* is decided by the
@@ -102,6 +104,44 @@ implement)
         ;;
     escape)
         printf 'done \033]0;pwned\007\033[2J\n'
+        ;;
+    network)
+        # Every way out it can think of; what it got is reported (as data), and the test
+        # decides from the host side (the unlisted listener counts every connection).
+        listed=$(directive listed)
+        unlisted=$(directive unlisted)
+        proxy=${HTTPS_PROXY#http://}
+        proxy_host=${proxy%:*}
+        proxy_port=${proxy##*:}
+        ask() { # ask TARGET: a CONNECT through the proxy, with bash's /dev/tcp
+            bash -c "exec 3<>/dev/tcp/$proxy_host/$proxy_port || exit 1
+                printf 'CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n' '$1' '$1' >&3
+                timeout 3 cat <&3" 2>&1 | tr -d '\r' | head -n 8 | tr '\n' ' '
+        }
+        report "proxy $HTTPS_PROXY"
+        report "unlisted: $(ask "127.0.0.1:$unlisted")"
+        report "other loopback: $(ask "127.0.0.2:${listed##*:}")"
+        report "a name for loopback: $(ask "localhost:$unlisted")"
+        # git honours the proxy variables (loopback stays direct, as NO_PROXY says).
+        report "git: $(timeout 10 git ls-remote "http://unlisted.invalid:$unlisted/x.git" 2>&1 | head -n 2 | tr '\n' ' ')"
+        # A CONNECT inside an allowed tunnel: bytes for the listed service, never a second
+        # tunnel.
+        report "nested: $(bash -c "exec 3<>/dev/tcp/$proxy_host/$proxy_port || exit 1
+            printf 'CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n' '$listed' '$listed' >&3
+            sleep 1
+            printf 'CONNECT 127.0.0.1:%s HTTP/1.1\r\nHost: 127.0.0.1:%s\r\n\r\n' '$unlisted' '$unlisted' >&3
+            timeout 3 cat <&3" 2>&1 | tr -d '\r' | tr '\n' ' ')"
+        # Not HTTP at all, to the proxy's port.
+        report "not http: $(bash -c "exec 3<>/dev/tcp/$proxy_host/$proxy_port || exit 1
+            printf 'SSH-2.0-OpenSSH_9.6\r\n' >&3; timeout 3 cat <&3" 2>&1 | tr -d '\r' | head -n 2 | tr '\n' ' ')"
+        # The proxy variables removed: straight at the unlisted port. Off the machine there is
+        # nothing to dial (no test sends traffic beyond loopback): what it has is reported, the
+        # interfaces and the routes out.
+        for v in HTTP_PROXY HTTPS_PROXY ALL_PROXY http_proxy https_proxy all_proxy; do unset "$v"; done
+        report "direct unlisted: $(bash -c "exec 3<>/dev/tcp/127.0.0.1/$unlisted && echo connected" 2>&1 | tail -n 1)"
+        report "interfaces: $(ls /sys/class/net | tr '\n' ' ')"
+        report "routes out: $(tail -n +2 /proc/net/route | wc -l) $(grep -v ' lo$' /proc/net/ipv6_route 2>/dev/null | wc -l)"
+        report "git direct: $(timeout 10 git ls-remote "http://127.0.0.1:$unlisted/x.git" 2>&1 | head -n 1)"
         ;;
     esac
     echo "the hostile agent was here" >>work.txt

@@ -1,7 +1,9 @@
 //! The claude harness through the real `stet` binary: the real Claude Code CLI (2.1.332)
 //! in a real Docker sandbox, walled by stet's settings, hooks and approver, talking to a
-//! fake Messages API on loopback (the sandbox shares the host's network for that:
-//! `[plugins.docker] open_network = "host"`). The login is a dummy made only for the fake.
+//! fake Messages API on the host's loopback, reached the one way a sandbox reaches anything:
+//! through stet's proxy (the sandbox has no interface but its own loopback; the fake's
+//! `127.0.0.1:PORT` is the harness's declared model API). The login is a dummy made only
+//! for the fake.
 
 use std::path::PathBuf;
 

@@ -503,6 +503,125 @@ fn an_agent_command_inside_the_repository_is_mounted_as_itself() {
     );
 }
 
+/// A service on the host's loopback that counts who connects and keeps what they send.
+struct Counting {
+    port: u16,
+    connections: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    received: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+}
+
+impl Counting {
+    fn start(greeting: &'static str) -> Counting {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let connections = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let received = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (count, keep) = (connections.clone(), received.clone());
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let keep = keep.clone();
+                std::thread::spawn(move || {
+                    let mut stream = stream;
+                    let _ = stream.write_all(greeting.as_bytes());
+                    let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(3)));
+                    let mut buffer = [0u8; 1024];
+                    while let Ok(n) = stream.read(&mut buffer) {
+                        if n == 0 {
+                            break;
+                        }
+                        keep.lock().unwrap().extend_from_slice(&buffer[..n]);
+                    }
+                });
+            }
+        });
+        Counting {
+            port,
+            connections,
+            received,
+        }
+    }
+
+    fn connections(&self) -> usize {
+        self.connections.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// The network wall under attack: the agent has no interface but loopback and one listed
+/// host (a service on the host's loopback) through stet's proxy. Through the proxy it
+/// asks for an unlisted port, another loopback address, a name for loopback, with git too;
+/// it sends a CONNECT inside its allowed tunnel, and a protocol that is not HTTP; it
+/// removes the proxy variables and goes straight. The unlisted service, watched from the
+/// host, is never reached; the nested CONNECT arrives at the listed service as bytes; every
+/// refusal is in the call's receipt.
+#[test]
+fn the_network_wall_holds_against_every_way_out_the_agent_tries() {
+    let listed = Counting::start("listed-service\n");
+    let unlisted = Counting::start("LEAK\n");
+    let attack = Attack::new(&format!("allow_hosts = [\"127.0.0.1:{}\"]\n", listed.port));
+    // (`network` and `allow_hosts` land in the [plugins.command] table Attack writes.)
+    attack.queue(&[attack.item(
+        "Get out",
+        &format!(
+            "attack: network\nlisted: 127.0.0.1:{}\nunlisted: {}",
+            listed.port, unlisted.port
+        ),
+    )]);
+    let out = attack.drive(&[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let report = attack
+        .landed_file("report.txt")
+        .expect("the agent reported");
+    assert_eq!(
+        unlisted.connections(),
+        0,
+        "the unlisted service was reached:\n{report}"
+    );
+    assert!(
+        String::from_utf8_lossy(&listed.received.lock().unwrap())
+            .contains(&format!("CONNECT 127.0.0.1:{}", unlisted.port)),
+        "the nested CONNECT reached the listed service as its bytes:\n{report}"
+    );
+    for refused in [
+        "unlisted: HTTP/1.1 403",
+        "other loopback: HTTP/1.1 403",
+        "a name for loopback: HTTP/1.1 403",
+    ] {
+        assert!(report.contains(refused), "{refused}?\n{report}");
+    }
+    assert!(
+        report.contains("git: ") && report.contains("403"),
+        "git went through the proxy and was refused:\n{report}"
+    );
+    assert!(report.contains("not http: HTTP/1.1 400"), "{report}");
+    assert!(
+        report.contains("interfaces: lo \n"),
+        "loopback is all there is:\n{report}"
+    );
+    assert!(
+        report.contains("routes out: 0 0\n"),
+        "no route off the machine:\n{report}"
+    );
+    assert!(!report.contains("LEAK"), "{report}");
+    let blocked: Vec<String> = attack
+        .receipts()
+        .iter()
+        .flat_map(|r| r["network_blocked"].as_array().cloned().unwrap_or_default())
+        .map(|b| b["target"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert!(
+        blocked.contains(&format!("127.0.0.1:{}", unlisted.port)),
+        "the receipt counts the refusals: {blocked:?}"
+    );
+    let queue = attack.world.run_stet(&["queue"]);
+    assert!(
+        queue.stdout.contains("network blocked: 127.0.0.1"),
+        "{}",
+        queue.stdout
+    );
+}
+
 #[test]
 fn escape_sequences_from_items_and_agents_reach_the_terminal_inert() {
     let a = Attack::new("");

@@ -429,8 +429,7 @@ pub fn walled_claude_setup(world: &World, binary: &str, api_url: &str, extra: &s
 pub fn walled_claude_config(world: &World, binary: &str, api_url: &str, extra: &str) -> String {
     format!(
         "[harness]\nprofiles = \"{profiles}\"\n\n[sandbox]\nimage = \"{IMAGE}\"\n\n\
-         [plugins.claude]\nbinary = \"{binary}\"\napi_base_url = \"{api_url}\"\nmodel = \"sonnet\"\n\n\
-         [plugins.docker]\nopen_network = \"host\"\n{extra}",
+         [plugins.claude]\nbinary = \"{binary}\"\napi_base_url = \"{api_url}\"\nmodel = \"sonnet\"\n{extra}",
         profiles = world.root.path().join("profiles").display(),
     )
 }

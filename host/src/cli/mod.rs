@@ -14,6 +14,7 @@ use crate::settings;
 mod ask;
 mod drive;
 mod gc;
+mod net;
 mod plugins_conformance;
 mod plugins_install;
 mod plugins_list;
@@ -50,6 +51,40 @@ pub struct GlobalArgs {
     /// Say more: full layout reports of refused plugins, and what failing probes printed.
     #[arg(short, long, global = true)]
     pub verbose: bool,
+}
+
+/// `stet net …`, run by stet inside a sandbox.
+#[derive(Debug, Subcommand)]
+pub enum NetCommand {
+    /// Relay the sandbox's loopback to stet's proxy.
+    Bridge {
+        /// The proxy's socket, as forwarded into the sandbox.
+        #[arg(long)]
+        socket: PathBuf,
+        /// The loopback port proxy requests come to.
+        #[arg(long)]
+        listen: u16,
+        /// PORT=HOST:PORT: a loopback port tunnelled to a listed host (repeatable).
+        #[arg(long)]
+        forward: Vec<String>,
+    },
+    /// Try one connection and say in a line what happened.
+    Probe {
+        /// Through the proxy (a CONNECT) or straight.
+        #[arg(value_enum)]
+        how: ProbeHow,
+        /// HOST:PORT.
+        target: String,
+    },
+}
+
+/// How `stet net probe` connects.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum ProbeHow {
+    /// A CONNECT through the proxy HTTPS_PROXY names.
+    Connect,
+    /// A TCP connection that ignores every proxy variable.
+    Direct,
 }
 
 #[derive(Debug, Subcommand)]
@@ -172,6 +207,11 @@ pub enum Command {
 
     /// Internal: the permission-prompt server of a walled agent (MCP on stdio).
     Approver,
+
+    /// Internal: the network wall's pieces inside a sandbox (the bridge to stet's proxy,
+    /// and the proof's connection probe).
+    #[command(subcommand, hide = true)]
+    Net(NetCommand),
 
     /// Internal: probe one plugin in this child process and answer in JSON.
     #[command(name = probe::WORKER_COMMAND, hide = true)]
@@ -607,6 +647,7 @@ pub fn main() -> ExitCode {
     }
     match &cli.command {
         Command::ProbeWorker { manifest, config } => return probe::worker_main(manifest, config),
+        Command::Net(command) => return net::main(command),
         Command::Hook { event } => {
             let code = crate::walls::hooks::hook(
                 *event,
@@ -670,6 +711,7 @@ fn run(cli: Cli, printer: Printer) -> Result<Exit, CliError> {
             plugins_probe::run(&settings, &args, printer)
         }
         Command::ProbeWorker { .. }
+        | Command::Net(_)
         | Command::Hook { .. }
         | Command::Approver
         | Command::Add(_)

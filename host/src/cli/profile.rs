@@ -6,12 +6,12 @@ use std::io::{IsTerminal, Read, Write};
 use std::os::fd::AsFd;
 
 use nix::sys::termios::{self, SetArg, Termios};
-use stet_plugin_api::{Network, TerminalSize};
+use stet_plugin_api::TerminalSize;
 
 use crate::error::{CliError, Exit};
 use crate::harness;
 use crate::printer::Printer;
-use crate::sandbox::{Plan, Sandbox};
+use crate::sandbox::Plan;
 use crate::settings::Settings;
 
 use super::ProfileLoginArgs;
@@ -86,14 +86,12 @@ pub fn login(
     let mut plan = Plan::new("login", &format!("login-{}", std::process::id()), "/tmp");
     plan.mounts = launch.mounts.to_vec();
     plan.env = Vec::new();
-    // The login talks to the agent's vendor; egress limits are a later step.
-    plan.network = match launch.network {
-        Network::None => Network::None,
-        _ => Network::Open,
-    };
-    let spec = plan.spec(settings);
-    let sandbox = Sandbox::create(&runtime, spec)?;
-    let terminal = sandbox.spawn_terminal(launch.process.clone(), terminal_size())?;
+    // The login talks to the agent's vendor, and only to the hosts its harness declared,
+    // through stet's proxy.
+    let walled = crate::network::WalledSandbox::make(settings, &runtime, &launch.network, plan)?;
+    let mut process = launch.process.clone();
+    process.env.extend(walled.env());
+    let terminal = walled.sandbox.spawn_terminal(process, terminal_size())?;
     let status = {
         let _raw = RawMode::enter()?;
         let keys = terminal.clone();
@@ -114,7 +112,7 @@ pub fn login(
             let _ = out.write_all(bytes).and_then(|_| out.flush());
         })?
     };
-    drop(sandbox);
+    walled.finish();
     let logged_in = harness.profile().map(|p| p.logged_in).unwrap_or(false);
     printer.out("");
     if logged_in {

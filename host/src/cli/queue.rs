@@ -74,6 +74,10 @@ struct Row {
     next: Option<&'static str>,
     /// Why its last round did not land, when one did not.
     reason: Option<String>,
+    /// What stet's proxy refused its calls on this clone (from their receipts): each
+    /// host:port and how often.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    blocked: Vec<(String, u64)>,
 }
 
 pub fn list(args: &QueueArgs, printer: Printer) -> Result<Exit, CliError> {
@@ -114,6 +118,18 @@ pub fn list(args: &QueueArgs, printer: Printer) -> Result<Exit, CliError> {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
         .unwrap_or(0);
+    // What the network wall refused each item's calls, as this clone's receipts say.
+    let mut blocked: std::collections::BTreeMap<String, std::collections::BTreeMap<String, u64>> =
+        Default::default();
+    for receipt in crate::receipts::read_all(&repo).0 {
+        for b in receipt.network_blocked {
+            *blocked
+                .entry(receipt.item.clone())
+                .or_default()
+                .entry(b.target)
+                .or_default() += b.count;
+        }
+    }
     let rows: Vec<Row> = items
         .iter()
         .map(|item| {
@@ -148,6 +164,10 @@ pub fn list(args: &QueueArgs, printer: Printer) -> Result<Exit, CliError> {
                 round: checkpoints.get(&item.id).map(|c| c.round),
                 next: checkpoints.get(&item.id).map(|c| c.next.word()),
                 reason: checkpoints.get(&item.id).and_then(|c| c.reason.clone()),
+                blocked: blocked
+                    .get(&item.id)
+                    .map(|b| b.iter().map(|(t, n)| (t.clone(), *n)).collect())
+                    .unwrap_or_default(),
             }
         })
         .collect();
@@ -206,6 +226,16 @@ pub fn list(args: &QueueArgs, printer: Printer) -> Result<Exit, CliError> {
                 format!("{detail} (last: {reason})")
             }
             _ => detail,
+        };
+        let detail = if row.blocked.is_empty() {
+            detail
+        } else {
+            let list: Vec<String> = row
+                .blocked
+                .iter()
+                .map(|(target, n)| format!("{target} ×{n}"))
+                .collect();
+            format!("{detail} [network blocked: {}]", list.join(", "))
         };
         printer.out(&format!(
             "{:<9} {}  {}{detail}",

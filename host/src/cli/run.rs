@@ -51,6 +51,11 @@ pub fn run(settings: &Settings, args: &RunArgs, printer: Printer) -> Result<Exit
         LaneAccess::ReadWrite,
     );
     if args.network {
+        // The one way to an open network: the person's own command, asked for by name.
+        printer.warn(&format!(
+            "--network: this sandbox gets {}'s open network, with no allow-list (an agent never gets it)",
+            runtime.name
+        ));
         plan.network = Network::Open;
     }
     plan.limits = Some(limits);

@@ -401,6 +401,7 @@ impl World {
             drive_land: None,
             config_files: Vec::new(),
             limits: SandboxLimits::defaults(),
+            network: Default::default(),
             repository_config: None,
         };
         World {

@@ -7,7 +7,12 @@
 //!   every mount is not visible;
 //! - `env-from-launch`: no variable the launch did not set (beyond what a shell or the
 //!   runtime sets by itself), and none whose name looks like a credential;
-//! - `network-as-launched`: with no network, loopback only.
+//! - `network-as-launched`: loopback only — with no network, and with hosts declared (they
+//!   are reached through stet's proxy, never through an interface);
+//! - `egress-allow-list` (when the launch declares hosts): from inside, through the proxy, a
+//!   listener on the host's loopback that is listed is reached, a second one that is not is
+//!   refused, and a direct connection to the unlisted one with the proxy variables removed
+//!   finds nothing there (the sandbox's loopback is its own).
 
 use std::collections::BTreeSet;
 
@@ -61,12 +66,40 @@ pub fn prove(
     std::fs::write(&canary, stet_plugin_api::WALL_CANARY)
         .map_err(|e| CliError::failure(format!("cannot write the canary: {e}")))?;
 
+    // Two listeners on the host's loopback for the egress wall: one listed, one not.
+    let listeners = match &launch.network {
+        Network::AllowHosts(_) => Some((
+            Listener::start("stet-egress-ok")?,
+            Listener::start("stet-egress-leak")?,
+        )),
+        _ => None,
+    };
+    let egress_script = match &listeners {
+        Some((listed, unlisted)) => {
+            let stet = std::env::current_exe()
+                .and_then(|p| p.canonicalize())
+                .map_err(|e| {
+                    CliError::failure(format!("cannot find the running stet binary: {e}"))
+                })?
+                .display()
+                .to_string();
+            format!(
+                "'{stet}' net probe connect {listed} | sed 's/^/egress listed /'\n\
+                 '{stet}' net probe connect {unlisted} | sed 's/^/egress unlisted /'\n\
+                 env -u HTTP_PROXY -u HTTPS_PROXY -u ALL_PROXY -u http_proxy -u https_proxy -u all_proxy '{stet}' net probe direct {unlisted} | sed 's/^/egress direct /'\n",
+                listed = listed.address,
+                unlisted = unlisted.address,
+            )
+        }
+        None => String::new(),
+    };
     let script = format!(
         "echo '{BEGIN}'\n\
          env | sed -n 's/^\\([A-Za-z_][A-Za-z0-9_]*\\)=.*/env \\1/p'\n\
          {{ ls -1 /sys/class/net 2>/dev/null | grep . || sed -n 's/^ *\\([^: ]*\\):.*/\\1/p' /proc/net/dev 2>/dev/null; }} | sed 's/^/net /'\n\
          if [ -e '{canary}' ]; then echo 'canary seen'; else echo 'canary unseen'; fi\n\
          if echo written > '{lane}/.stet-walls'; then echo 'lane writable'; fi\n\
+         {egress_script}\
          echo '{END}'\n",
         canary = canary.display(),
         lane = lane_path.display(),
@@ -79,7 +112,15 @@ pub fn prove(
             stdin: Default::default(),
         },
         mounts: launch.mounts.clone(),
-        network: launch.network.clone(),
+        // What the launch declares, and the listed listener of the egress wall.
+        network: match (&launch.network, &listeners) {
+            (Network::AllowHosts(hosts), Some((listed, _))) => {
+                let mut hosts = hosts.to_vec();
+                hosts.push(listed.address.to_string().into());
+                Network::AllowHosts(hosts.into())
+            }
+            (other, _) => other.clone(),
+        },
     };
     let workdir = lane_path.display().to_string();
     let output = harness::run_launch(
@@ -97,12 +138,59 @@ pub fn prove(
     // Written in the sandbox: read as data, no link followed.
     let seen_on_host = crate::files::read_untrusted(&lane_path.join(".stet-walls"), 64)
         .is_ok_and(|b| b == b"written\n");
+    let mut allowed_env: Vec<EnvVar> = launch.process.env.to_vec();
+    if matches!(launch.network, Network::AllowHosts(_)) {
+        // The proxy variables are the host's own addition to a proxied launch.
+        allowed_env.extend(
+            stet_plugin_api::PROXY_VARIABLES
+                .iter()
+                .map(|name| EnvVar::new(*name, "")),
+        );
+    }
+    drop(listeners);
     Ok(read(
         &String::from_utf8_lossy(&output.stdout),
-        &launch.process.env,
+        &allowed_env,
         &launch.network,
         seen_on_host,
     ))
+}
+
+/// A listener on the host's loopback that greets whoever connects, for the egress wall.
+struct Listener {
+    address: std::net::SocketAddr,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Listener {
+    fn start(greeting: &'static str) -> Result<Listener, CliError> {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr().map(|a| (l, a)))
+            .map_err(|e| CliError::failure(format!("cannot listen on the loopback: {e}")));
+        let (listener, address) = listener?;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = stop.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                if stopped.load(std::sync::atomic::Ordering::SeqCst) {
+                    return;
+                }
+                if let Ok(mut stream) = stream {
+                    use std::io::Write;
+                    let _ = writeln!(stream, "{greeting}");
+                }
+            }
+        });
+        Ok(Listener { address, stop })
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        // Wakes the accepting thread, which then sees the stop.
+        let _ = std::net::TcpStream::connect(self.address);
+    }
 }
 
 fn wall(name: &str, held: bool, detail: String, remedy: &str) -> Wall {
@@ -184,29 +272,52 @@ fn read(
     // (no /sys, no /proc/net), which proves nothing.
     let only_loopback = nets == ["lo"];
     walls.push(match network {
-        Network::None => wall(
+        Network::Open => wall(
+            "network-as-launched",
+            true,
+            format!("open, as asked: {}", nets.join(", ")),
+            "",
+        ),
+        _ => wall(
             "network-as-launched",
             only_loopback,
             if only_loopback {
-                "no network: loopback only".into()
+                "no interface but loopback".into()
             } else {
                 format!(
-                    "no network was asked for, yet the sandbox has {}",
+                    "the sandbox has {} (only loopback was made)",
                     nets.join(", ")
                 )
             },
             "the runtime ignores `network none`: use another runtime",
         ),
-        _ => wall(
-            "network-as-launched",
-            true,
-            format!(
-                "open, as the harness asks for its model API: {}",
-                nets.join(", ")
-            ),
-            "",
-        ),
     });
+    if let Network::AllowHosts(_) = network {
+        let egress = |which: &str| {
+            lines
+                .iter()
+                .find_map(|l| l.strip_prefix(&format!("egress {which} ") as &str))
+                .unwrap_or("no answer")
+        };
+        let (listed, unlisted, direct) = (egress("listed"), egress("unlisted"), egress("direct"));
+        let reached = listed.starts_with("reached") && listed.contains("stet-egress-ok");
+        let refused = unlisted.starts_with("refused");
+        // The unlisted listener on the host's loopback, dialled with the variables removed:
+        // inside the sandbox `127.0.0.1` is its own loopback, so nothing answers there. (No
+        // probe ever dials an address off the machine; that loopback is all there is is
+        // `network-as-launched`'s fact.)
+        let no_route = direct.starts_with("no-route") || direct.starts_with("not-there");
+        walls.push(wall(
+            "egress-allow-list",
+            reached && refused && no_route,
+            if reached && refused && no_route {
+                "through stet's proxy a listed host is reached and an unlisted one refused; without it the unlisted one is not there".to_string()
+            } else {
+                format!("listed: {listed}; unlisted: {unlisted}; direct: {direct}")
+            },
+            "the network wall does not hold: do not drive; report this with the runtime's version",
+        ));
+    }
     walls
 }
 
@@ -284,5 +395,55 @@ mod tests {
         let none = read("no report", &launch, &Network::None, true);
         assert_eq!(none.len(), 1);
         assert!(!none[0].held);
+    }
+
+    #[test]
+    fn the_egress_wall_holds_only_when_listed_reached_unlisted_refused_and_nothing_routed() {
+        let launch = env(&["STET_ROLE"]);
+        let hosts = Network::AllowHosts(vec!["127.0.0.1:1".into()].into());
+        let egress = |listed: &str, unlisted: &str, direct: &str| {
+            let out = report(&format!(
+                "env STET_ROLE\nnet lo\ncanary unseen\nlane writable\n\
+                 egress listed {listed}\negress unlisted {unlisted}\negress direct {direct}"
+            ));
+            read(&out, &launch, &hosts, true)
+                .into_iter()
+                .find(|w| w.wall == "egress-allow-list")
+                .unwrap()
+        };
+        let good = (
+            "reached 127.0.0.1:1: stet-egress-ok",
+            "refused 127.0.0.1:2: stet: blocked 127.0.0.1:2: not listed",
+            "not-there 127.0.0.1:2: Connection refused (os error 111)",
+        );
+        assert!(egress(good.0, good.1, good.2).held);
+        let leak = egress(good.0, "reached 127.0.0.1:2: stet-egress-leak", good.2);
+        assert!(!leak.held);
+        assert!(leak.detail.contains("stet-egress-leak"), "{}", leak.detail);
+        assert!(!egress("refused 127.0.0.1:1: x", good.1, good.2).held);
+        // A timeout is not "not there": something may have left the sandbox.
+        assert!(!egress(good.0, good.1, "unreachable 127.0.0.1:2: timed out").held);
+        assert!(!egress(good.0, good.1, "reached 127.0.0.1:2").held);
+        assert!(
+            egress(
+                good.0,
+                good.1,
+                "no-route 127.0.0.1:2: Network is unreachable"
+            )
+            .held
+        );
+        // And with hosts declared, an interface beside loopback breaks the network wall.
+        assert!(
+            !read(
+                &report("env STET_ROLE\nnet lo\nnet eth0\ncanary unseen\nlane writable"),
+                &launch,
+                &hosts,
+                true
+            )
+            .into_iter()
+            .find(|w| w.wall == "network-as-launched")
+            .unwrap()
+            .held
+        );
     }
 }

@@ -104,7 +104,7 @@ pub fn launch(
         // A gateway or test fake answers at once; retries would only hide its errors.
         env.push(EnvVar::new("CLAUDE_CODE_MAX_RETRIES", "0"));
     }
-    let host = api_host(setup.api_base_url);
+    let endpoint = api_endpoint(setup.api_base_url);
     Launch {
         process: ProcessSpec {
             argv: argv.into_iter().map(Into::into).collect(),
@@ -130,7 +130,30 @@ pub fn launch(
             },
         ]
         .into(),
-        network: Network::AllowHosts(vec![host.into()].into()),
+        // The model API and nothing else: with nonessential traffic off, the CLI needs no
+        // other host for a call (the tests' proxy records every other attempt).
+        network: Network::AllowHosts(vec![endpoint.into()].into()),
+    }
+}
+
+/// The model API as `host:port`, for the network wall: the configured base URL's (its
+/// port, else its scheme's), else Anthropic's API on 443.
+pub fn api_endpoint(api_base_url: Option<&str>) -> String {
+    let Some(url) = api_base_url else {
+        return "api.anthropic.com:443".to_string();
+    };
+    let (scheme, rest) = url.split_once("://").unwrap_or(("https", url));
+    let authority = rest.split('/').next().unwrap_or(rest);
+    let has_port = authority
+        .rsplit_once(':')
+        .is_some_and(|(_, port)| port.parse::<u16>().is_ok())
+        && !authority.ends_with(']');
+    if has_port {
+        authority.to_string()
+    } else if scheme.eq_ignore_ascii_case("http") {
+        format!("{authority}:80")
+    } else {
+        format!("{authority}:443")
     }
 }
 
@@ -182,5 +205,28 @@ pub fn login(claude: &str, profile_dir: &str) -> Launch {
             ]
             .into(),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_model_api_is_declared_by_host_and_port() {
+        assert_eq!(api_endpoint(None), "api.anthropic.com:443");
+        assert_eq!(
+            api_endpoint(Some("http://127.0.0.1:38743")),
+            "127.0.0.1:38743"
+        );
+        assert_eq!(
+            api_endpoint(Some("https://gateway.example/v1")),
+            "gateway.example:443"
+        );
+        assert_eq!(
+            api_endpoint(Some("http://gateway.example")),
+            "gateway.example:80"
+        );
+        assert_eq!(api_endpoint(Some("http://[::1]:8080/x")), "[::1]:8080");
     }
 }

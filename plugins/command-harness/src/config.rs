@@ -42,6 +42,7 @@ struct Raw {
 #[serde(rename_all = "lowercase")]
 enum NetworkWord {
     None,
+    /// Refused by name: an agent never gets the runtime's open network any more.
     Open,
 }
 
@@ -50,9 +51,7 @@ enum NetworkWord {
 pub enum Net {
     /// Loopback only (the default).
     None,
-    /// The runtime's ordinary outbound network.
-    Open,
-    /// Outbound to these hosts only (as far as the runtime can enforce it).
+    /// These hosts only, through stet's proxy (the sandbox itself has loopback only).
     AllowHosts(Vec<String>),
 }
 
@@ -61,7 +60,6 @@ impl Net {
     pub fn describe(&self) -> String {
         match self {
             Net::None => "none".to_string(),
-            Net::Open => "open".to_string(),
             Net::AllowHosts(hosts) => format!("allow_hosts {}", hosts.join(", ")),
         }
     }
@@ -202,17 +200,24 @@ pub fn parse(json: &str, cwd: &Path) -> Result<Config, PluginError> {
             }
             for h in &hosts {
                 let ok = !h.is_empty()
-                    && h.chars()
-                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | ':'));
+                    && h.chars().all(|c| {
+                        c.is_ascii_alphanumeric()
+                            || matches!(c, '.' | '-' | '_' | ':' | '*' | '[' | ']')
+                    });
                 if !ok {
                     return Err(bad(format!(
-                        "`allow_hosts` entry `{h}` is not a host name (e.g. \"api.example.com\")"
+                        "`allow_hosts` entry `{h}` is not a host (e.g. \"api.example.com\", \"api.example.com:8443\", \"*.example.com\")"
                     )));
                 }
             }
             Net::AllowHosts(hosts)
         }
-        (Some(NetworkWord::Open), None) => Net::Open,
+        (Some(NetworkWord::Open), None) => {
+            return Err(bad(
+                "network = \"open\" would give the agent the runtime's whole network, which stet does not do: \
+                 name the hosts it needs in allow_hosts (reached through stet's proxy)",
+            ));
+        }
         (Some(NetworkWord::None), None) | (None, None) => Net::None,
     };
     for name in raw.env.keys() {
@@ -325,12 +330,12 @@ mod tests {
     #[test]
     fn review_defaults_to_implement_and_a_bare_name_stays_bare() {
         let c = parse(
-            r#"{"implement":["codex","exec"],"network":"open"}"#,
+            r#"{"implement":["codex","exec"],"allow_hosts":["api.example.com"]}"#,
             Path::new("/"),
         )
         .unwrap();
         assert_eq!(c.argv(true).unwrap(), ["codex", "exec"]);
-        assert_eq!(c.network, Net::Open);
+        assert_eq!(c.network, Net::AllowHosts(vec!["api.example.com".into()]));
     }
 
     #[test]
@@ -339,6 +344,7 @@ mod tests {
             r#"{"implement":["a"],"timeout":"5m"}"#,
             r#"{"implement":"a"}"#,
             r#"{"network":"host"}"#,
+            r#"{"implement":["a"],"network":"open"}"#,
             r#"{"implement":[]}"#,
             r#"{"review":["a"]}"#,
             r#"{"implement":["a"],"network":"open","allow_hosts":["x"]}"#,

@@ -103,7 +103,6 @@ fn mounts(config: &Config, profile_dir: &str, commands: &[&str]) -> Vec<Mount> {
 pub fn network(net: &Net) -> Network {
     match net {
         Net::None => Network::None,
-        Net::Open => Network::Open,
         Net::AllowHosts(hosts) => {
             Network::AllowHosts(hosts.iter().map(|h| h.as_str().into()).collect())
         }
@@ -234,7 +233,7 @@ mod tests {
     #[test]
     fn the_launch_mounts_the_profile_the_command_and_the_mounts() {
         let c = parse(
-            r#"{"implement":["/opt/a/run","--x"],"mounts":["/opt/a","/data"],"network":"open"}"#,
+            r#"{"implement":["/opt/a/run","--x"],"mounts":["/opt/a","/data"],"allow_hosts":["api.example.com"]}"#,
             Path::new("/"),
         )
         .unwrap();
@@ -247,7 +246,10 @@ mod tests {
             "do it",
         );
         assert_eq!(l.process.stdin.as_slice(), b"do it");
-        assert_eq!(l.network, Network::Open);
+        assert_eq!(
+            l.network,
+            Network::AllowHosts(vec!["api.example.com".into()].into())
+        );
         let m: Vec<(String, bool)> = l
             .mounts
             .iter()

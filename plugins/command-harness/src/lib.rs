@@ -12,8 +12,8 @@
 //! implement = ["/abs/path/agent.sh"]    # required: argv; the prompt arrives on stdin
 //! review = ["/abs/path/agent.sh"]       # default: implement (STET_ROLE tells them apart)
 //! mounts = ["/opt/agent-runtime"]       # host paths, read-only at the same path
-//! network = "none"                      # "none" (default) or "open"
-//! # allow_hosts = ["api.example.com"]   # instead of network: only these hosts
+//! network = "none"                      # the default: loopback only
+//! # allow_hosts = ["api.example.com"]   # instead: only these hosts, through stet's proxy
 //! env = { MODEL = "small" }             # literal variables for the agent
 //! profile = ".command"                  # the agent's HOME: <profiles root>/<profile>
 //! ```
@@ -615,8 +615,7 @@ mod tests {
 
     #[test]
     fn each_role_gets_its_own_command_and_role_word() {
-        let h =
-            harness(r#"{"implement":["/opt/a/run"],"review":["/opt/b/judge"],"network":"open"}"#);
+        let h = harness(r#"{"implement":["/opt/a/run"],"review":["/opt/b/judge"]}"#);
         let request = |role| RoleRequest {
             role,
             prompt: "the prompt".into(),
@@ -630,7 +629,7 @@ mod tests {
             .env
             .iter()
             .any(|v| v.name.as_str() == "STET_ROLE" && v.value.as_str() == "review"));
-        assert_eq!(l.network, Network::Open);
+        assert_eq!(l.network, Network::None);
         let sources: Vec<&RString> = l.mounts.iter().map(|m| &m.source).collect();
         assert_eq!(sources, ["/p/command", "/opt/b/judge"]);
         let l = h.launch(&request(Role::Implement)).unwrap();

@@ -108,12 +108,19 @@ pub fn read(output: &[u8], expected: &Expected) -> Vec<WallCheck> {
     let mut walls = Vec::new();
 
     // env-from-scratch
+    // A launch that names hosts reaches them through the host's proxy, whose variables the
+    // host adds.
+    let proxied: &[&str] = match expected.network {
+        Net::AllowHosts(_) => &stet_plugin_api::PROXY_VARIABLES,
+        Net::None => &[],
+    };
     let allowed: BTreeSet<&str> = expected
         .env
         .iter()
         .map(String::as_str)
         .chain(HOST_ENV)
         .chain(INHERENT_ENV)
+        .chain(proxied.iter().copied())
         .collect();
     let mut extra: Vec<&str> = facts
         .env
@@ -200,21 +207,22 @@ pub fn read(output: &[u8], expected: &Expected) -> Vec<WallCheck> {
             },
             "the runtime did not cut the network: do not drive; report this with the runtime's version",
         ),
-        Net::Open => wall(
-            "network-as-configured",
-            true,
-            format!("network open, as configured: {interfaces}"),
-            "",
-        ),
+        // Hosts are reached through stet's proxy, never through an interface.
         Net::AllowHosts(hosts) => wall(
             "network-as-configured",
-            true,
-            format!(
-                "allow_hosts {} as configured; the runtime gives {interfaces} (egress may be open \
-                 beyond those hosts where the runtime cannot limit it)",
-                hosts.join(", ")
-            ),
-            "",
+            only_loopback,
+            if only_loopback {
+                format!(
+                    "allow_hosts {} through stet's proxy; {interfaces}",
+                    hosts.join(", ")
+                )
+            } else {
+                format!(
+                    "allow_hosts {} was configured, so only loopback was made, but the sandbox has {interfaces}",
+                    hosts.join(", ")
+                )
+            },
+            "the runtime did not cut the network: do not drive; report this with the runtime's version",
         ),
     });
 
@@ -413,18 +421,16 @@ mod tests {
     }
 
     #[test]
-    fn a_network_interface_breaks_network_none_but_not_open() {
+    fn a_network_interface_breaks_the_network_wall_whatever_was_configured() {
         let out = HELD.replace("net lo\n", "net eth0\nnet lo\n");
         let walls = read(out.as_bytes(), &expected(Net::None));
         assert!(!held(&walls, "network-as-configured"));
         assert!(detail(&walls, "network-as-configured").contains("eth0"));
-        let walls = read(out.as_bytes(), &expected(Net::Open));
-        assert!(held(&walls, "network-as-configured"));
+        let hosts = expected(Net::AllowHosts(vec!["api.example.com".into()]));
+        let walls = read(out.as_bytes(), &hosts);
+        assert!(!held(&walls, "network-as-configured"));
         assert!(detail(&walls, "network-as-configured").contains("eth0 lo"));
-        let walls = read(
-            out.as_bytes(),
-            &expected(Net::AllowHosts(vec!["api.example.com".into()])),
-        );
+        let walls = read(HELD.as_bytes(), &hosts);
         assert!(held(&walls, "network-as-configured"));
         assert!(detail(&walls, "network-as-configured").contains("api.example.com"));
     }

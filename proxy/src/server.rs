@@ -1,0 +1,425 @@
+//! The host side: an HTTP/1.1 proxy on a unix socket that a sandbox's bridge relays to.
+//!
+//! A unix socket rather than a TCP port because a socket file can be bind-mounted into one
+//! sandbox and no other, and nothing on the host's network can reach it. Each request is
+//! checked with [`policy::decide`] against addresses resolved here, on the host; the proxy
+//! then connects to exactly the address that was checked. It runs on its own thread and
+//! tokio runtime so the caller (stet's synchronous host) needs no async runtime of its own,
+//! and dropping that runtime closes every tunnel at once.
+
+use std::convert::Infallible;
+use std::io;
+use std::net::{IpAddr, ToSocketAddrs};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use http_body_util::{combinators::BoxBody, BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
+use hyper::http::uri::{PathAndQuery, Scheme};
+use hyper::{Method, Request, Response, StatusCode, Uri, Version};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::{TcpStream, UnixListener, UnixStream};
+use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
+use tokio::time::timeout;
+
+use crate::policy::{self, Refusal, Rules, Verdict};
+
+/// An idle client (or one trickling a request head) is dropped after this long.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+const RESOLVE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Client connections served at once (tunnels included). Each may hold two of the host
+/// process's descriptors; an agent opening connections without end must not exhaust them.
+const MAX_CONNECTIONS: usize = 256;
+/// Distinct refusals kept one by one; past this a hostile agent inventing names would only
+/// grow the host's memory, so the rest are counted together.
+const MAX_BLOCKED: usize = 1000;
+
+/// Resolves host names; tests inject their own. Blocking is fine (called on a blocking thread).
+pub trait Resolver: Send + Sync + 'static {
+    /// The addresses `host` resolves to (`port` is what the client asked for, for resolvers
+    /// that care).
+    fn resolve(&self, host: &str, port: u16) -> io::Result<Vec<IpAddr>>;
+}
+
+/// The system's resolver (`std::net::ToSocketAddrs`).
+pub struct SystemResolver;
+
+impl Resolver for SystemResolver {
+    fn resolve(&self, host: &str, port: u16) -> io::Result<Vec<IpAddr>> {
+        Ok((host, port).to_socket_addrs()?.map(|a| a.ip()).collect())
+    }
+}
+
+/// Refused attempts, one entry per target and reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Blocked {
+    /// `host:port` that was refused (`-` for a request that was not a proxy request).
+    pub target: String,
+    /// Why, one line.
+    pub why: String,
+    /// How many times.
+    pub count: u64,
+    /// When first, in milliseconds since the Unix epoch.
+    pub first_unix_ms: u64,
+}
+
+/// A running proxy. Serves until [`Proxy::stop`] or drop.
+pub struct Proxy {
+    state: Arc<State>,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    socket: PathBuf,
+}
+
+struct State {
+    rules: Rules,
+    resolver: Arc<dyn Resolver>,
+    blocked: Mutex<Vec<Blocked>>,
+}
+
+impl Proxy {
+    /// Binds a unix socket at `socket` (removing a stale file first; the socket is made mode
+    /// 0666 so a sandbox's non-root user can connect; its parent directory is the caller's),
+    /// and serves on its own thread with its own tokio runtime until `stop` or drop.
+    pub fn start(socket: &Path, rules: Rules, resolver: Arc<dyn Resolver>) -> io::Result<Proxy> {
+        match std::fs::remove_file(socket) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+        let listener = std::os::unix::net::UnixListener::bind(socket)?;
+        std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o666))?;
+        listener.set_nonblocking(true)?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let listener = {
+            let _entered = runtime.enter();
+            UnixListener::from_std(listener)?
+        };
+        let state = Arc::new(State {
+            rules,
+            resolver,
+            blocked: Mutex::new(Vec::new()),
+        });
+        let (stop, stopped) = oneshot::channel();
+        let served = state.clone();
+        let thread = std::thread::Builder::new()
+            .name("stet-egress".into())
+            .spawn(move || {
+                runtime.block_on(serve(listener, served, stopped));
+                // Shutting down drops every task, so every tunnel's sockets close; a resolver
+                // call still blocking is not waited for long.
+                runtime.shutdown_timeout(Duration::from_secs(1));
+            })?;
+        Ok(Proxy {
+            state,
+            stop: Some(stop),
+            thread: Some(thread),
+            socket: socket.to_owned(),
+        })
+    }
+
+    /// What was refused so far.
+    pub fn blocked(&self) -> Vec<Blocked> {
+        self.state
+            .blocked
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Stops serving (open tunnels are closed) and removes the socket file.
+    pub fn stop(self) {
+        drop(self); // Drop does the work, so a proxy that is merely dropped stops too.
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+        let _ = std::fs::remove_file(&self.socket);
+    }
+}
+
+impl State {
+    fn record(&self, refusal: &Refusal) {
+        let mut blocked = self.blocked.lock().unwrap_or_else(PoisonError::into_inner);
+        let (target, why) = if blocked.len() < MAX_BLOCKED
+            || blocked
+                .iter()
+                .any(|b| b.target == refusal.target && b.why == refusal.why)
+        {
+            (refusal.target.as_str(), refusal.why.as_str())
+        } else {
+            ("*", "more distinct refusals than stet lists one by one")
+        };
+        match blocked
+            .iter_mut()
+            .find(|b| b.target == target && b.why == why)
+        {
+            Some(entry) => entry.count += 1,
+            None => blocked.push(Blocked {
+                target: target.to_owned(),
+                why: why.to_owned(),
+                count: 1,
+                first_unix_ms: SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .map_or(0, |d| d.as_millis() as u64),
+            }),
+        }
+    }
+}
+
+/// Accepts until the proxy is stopped; then returning drops this future and, with the
+/// runtime's shutdown, every connection task.
+async fn serve(listener: UnixListener, state: Arc<State>, stopped: oneshot::Receiver<()>) {
+    tokio::spawn(async move {
+        let permits = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+        // Waiting for a permit before accepting leaves further clients in the kernel's
+        // backlog, holding none of the host's descriptors.
+        while let Ok(permit) = permits.clone().acquire_owned().await {
+            match listener.accept().await {
+                Ok((stream, _)) => {
+                    tokio::spawn(connection(stream, state.clone(), Arc::new(permit)));
+                }
+                // Out of descriptors, most likely: pause rather than spin; keep serving.
+                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        }
+    });
+    // A dropped sender (the Proxy dropped) stops it as surely as a sent one.
+    let _ = stopped.await;
+}
+
+/// Serves one client connection. `permit` is held until it and any tunnel it opened end.
+async fn connection(stream: UnixStream, state: Arc<State>, permit: Permit) {
+    let service = hyper::service::service_fn(move |req| handle(req, state.clone(), permit.clone()));
+    // A connection's error (a malformed request, a timeout) ends that connection only.
+    let _ = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_TIMEOUT)
+        .serve_connection(TokioIo::new(stream), service)
+        .with_upgrades()
+        .await;
+}
+
+type Body = BoxBody<Bytes, hyper::Error>;
+type Permit = Arc<OwnedSemaphorePermit>;
+
+async fn handle(
+    req: Request<Incoming>,
+    state: Arc<State>,
+    permit: Permit,
+) -> Result<Response<Body>, Infallible> {
+    Ok(if req.method() == Method::CONNECT {
+        tunnel(req, &state, permit).await
+    } else if req.uri().scheme().is_some() {
+        forward(req, &state).await
+    } else {
+        let body = "stet: this is stet's egress proxy; it serves only proxy requests \
+                    (CONNECT host:port, or an absolute http:// URL)\n";
+        refuse(
+            &state,
+            StatusCode::BAD_REQUEST,
+            refusal("-", "not a proxy request"),
+            body,
+        )
+    })
+}
+
+/// `CONNECT host:port`: check, connect, answer 200, then relay opaque bytes. Nothing inside
+/// the tunnel is read, so a CONNECT sent through it is only bytes to the target.
+async fn tunnel(req: Request<Incoming>, state: &State, permit: Permit) -> Response<Body> {
+    let Some((host, port)) = req
+        .uri()
+        .authority()
+        .map(|a| (a.host().to_owned(), a.port_u16()))
+    else {
+        return malformed(state, "-", "CONNECT without a host:port");
+    };
+    let Some(port) = port else {
+        return malformed(state, &host, "CONNECT needs host:port");
+    };
+    let mut upstream = match reach(state, &host, port).await {
+        Ok(upstream) => upstream,
+        Err(response) => return response,
+    };
+    tokio::spawn(async move {
+        if let Ok(upgraded) = hyper::upgrade::on(req).await {
+            let _ = tokio::io::copy_bidirectional(&mut TokioIo::new(upgraded), &mut upstream).await;
+        }
+        drop(permit);
+    });
+    Response::new(full(String::new()))
+}
+
+/// `GET http://host:port/path`: check, connect, send the request on in origin form with
+/// the hop-by-hop and `Proxy-*` headers removed, stream the answer back.
+async fn forward(req: Request<Incoming>, state: &State) -> Response<Body> {
+    let uri = req.uri().clone();
+    let Some(host) = uri.host().filter(|_| uri.scheme() == Some(&Scheme::HTTP)) else {
+        return malformed(
+            state,
+            "-",
+            "only http:// URLs are forwarded (https goes by CONNECT)",
+        );
+    };
+    let port = uri.port_u16().unwrap_or(80);
+    let upstream = match reach(state, host, port).await {
+        Ok(upstream) => upstream,
+        Err(response) => return response,
+    };
+    let (mut parts, body) = req.into_parts();
+    strip_hop_by_hop(&mut parts.headers);
+    // Host names what was checked (RFC 9112 §3.2.2), never a client's other choice of
+    // virtual host on the same address.
+    let authority = match uri.port() {
+        Some(port) => format!("{host}:{port}"),
+        None => host.to_owned(),
+    };
+    if let Ok(value) = HeaderValue::from_str(&authority) {
+        parts.headers.insert(header::HOST, value);
+    }
+    parts.uri = Uri::from(
+        uri.path_and_query()
+            .cloned()
+            .unwrap_or(PathAndQuery::from_static("/")),
+    );
+    parts.version = Version::HTTP_11;
+    let target = policy::target(&policy::canonical(host), port);
+    let failed = |e: hyper::Error| bad_gateway(&format!("stet: {target} failed: {e}\n"));
+    let (mut sender, connection) =
+        match hyper::client::conn::http1::handshake(TokioIo::new(upstream)).await {
+            Ok(pair) => pair,
+            Err(e) => return failed(e),
+        };
+    tokio::spawn(connection);
+    match sender.send_request(Request::from_parts(parts, body)).await {
+        Ok(response) => {
+            let (mut parts, body) = response.into_parts();
+            strip_hop_by_hop(&mut parts.headers);
+            Response::from_parts(parts, body.boxed())
+        }
+        Err(e) => failed(e),
+    }
+}
+
+/// Resolves (only names the rules could allow), decides, and connects to the checked
+/// address. `Err` is the answer to send instead.
+async fn reach(state: &State, host: &str, port: u16) -> Result<TcpStream, Response<Body>> {
+    let forbidden = |r: Refusal| {
+        let body = format!("stet: blocked {}: {}\n", r.target, r.why);
+        refuse(state, StatusCode::FORBIDDEN, r, &body)
+    };
+    let name = policy::canonical(host);
+    let resolved = match name.parse::<IpAddr>() {
+        Ok(ip) => vec![ip],
+        Err(_) => {
+            policy::by_name(&state.rules, &name, port).map_err(forbidden)?;
+            let resolver = state.resolver.clone();
+            let lookup = tokio::task::spawn_blocking(move || resolver.resolve(&name, port));
+            match timeout(RESOLVE_TIMEOUT, lookup).await {
+                Ok(Ok(Ok(ips))) => ips,
+                _ => Vec::new(),
+            }
+        }
+    };
+    let addr = match policy::decide(&state.rules, host, port, &resolved) {
+        Verdict::Allow(addr) => addr,
+        Verdict::Deny(refusal) => return Err(forbidden(refusal)),
+    };
+    let target = policy::target(&policy::canonical(host), port);
+    let failure = match timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await {
+        Ok(Ok(stream)) => return Ok(stream),
+        Ok(Err(e)) => e.to_string(),
+        Err(_) => format!("no answer in {CONNECT_TIMEOUT:?}"),
+    };
+    Err(bad_gateway(&format!(
+        "stet: cannot connect to {target} ({addr}): {failure}\n"
+    )))
+}
+
+/// A refusal: counted in `blocked()`, answered with `status` and the one-line `body`.
+fn refuse(state: &State, status: StatusCode, refusal: Refusal, body: &str) -> Response<Body> {
+    state.record(&refusal);
+    let mut response = text(status, body);
+    if let Ok(value) = HeaderValue::from_str(&refusal.target) {
+        response.headers_mut().insert("x-stet-blocked", value);
+    }
+    response
+}
+
+fn malformed(state: &State, target: &str, why: &str) -> Response<Body> {
+    refuse(
+        state,
+        StatusCode::BAD_REQUEST,
+        refusal(target, why),
+        &format!("stet: {why}\n"),
+    )
+}
+
+fn refusal(target: &str, why: &str) -> Refusal {
+    Refusal {
+        target: target.into(),
+        why: why.into(),
+    }
+}
+
+/// Not a refusal (not counted): the target was allowed but did not answer.
+fn bad_gateway(body: &str) -> Response<Body> {
+    text(StatusCode::BAD_GATEWAY, body)
+}
+
+fn full(body: String) -> Body {
+    Full::new(Bytes::from(body))
+        .map_err(|never| match never {})
+        .boxed()
+}
+
+fn text(status: StatusCode, body: &str) -> Response<Body> {
+    let mut response = Response::new(full(body.to_owned()));
+    *response.status_mut() = status;
+    let plain = HeaderValue::from_static("text/plain; charset=utf-8");
+    response.headers_mut().insert(header::CONTENT_TYPE, plain);
+    response
+}
+
+/// Headers that concern one hop only (RFC 9110 §7.6.1).
+const HOP_BY_HOP: [&str; 6] = [
+    "connection",
+    "keep-alive",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+];
+
+/// Removes the hop-by-hop headers, those the `Connection` header names, and every `Proxy-*`
+/// header (credentials meant for this proxy never travel on).
+fn strip_hop_by_hop(headers: &mut HeaderMap) {
+    let named = headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok());
+    let named = named
+        .flat_map(|v| v.split(','))
+        .map(|name| name.trim().to_ascii_lowercase());
+    let proxy = headers
+        .keys()
+        .map(HeaderName::as_str)
+        .filter(|k| k.starts_with("proxy-"));
+    let doomed: Vec<String> = named.chain(proxy.map(str::to_owned)).collect();
+    for name in doomed.iter().map(String::as_str).chain(HOP_BY_HOP) {
+        headers.remove(name);
+    }
+}

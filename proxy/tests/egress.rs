@@ -1,0 +1,367 @@
+//! The proxy and the bridge over real sockets: a unix socket in a temp dir, targets on
+//! 127.0.0.0/8 with ephemeral ports. Nothing here sends a byte off the loopback interface.
+
+use std::convert::Infallible;
+use std::io::{self, Read, Write};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use stet_egress::bridge;
+use stet_egress::policy::{Entry, Rules};
+use stet_egress::server::{Proxy, Resolver};
+
+const PATIENCE: Duration = Duration::from_secs(10);
+
+/// Names the tests made up, resolved without DNS.
+struct Names(Vec<(&'static str, IpAddr)>);
+
+impl Resolver for Names {
+    fn resolve(&self, host: &str, _port: u16) -> io::Result<Vec<IpAddr>> {
+        Ok(self
+            .0
+            .iter()
+            .filter(|(name, _)| *name == host)
+            .map(|(_, ip)| *ip)
+            .collect())
+    }
+}
+
+struct Running {
+    proxy: Proxy,
+    socket: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+fn start(allow: &[&str], deny: &[&str], names: &[(&'static str, IpAddr)]) -> Running {
+    let parse = |list: &[&str]| list.iter().map(|e| Entry::parse(e).unwrap()).collect();
+    let rules = Rules {
+        allow: parse(allow),
+        deny: parse(deny),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("egress.sock");
+    let proxy = Proxy::start(&socket, rules, Arc::new(Names(names.to_vec()))).unwrap();
+    Running {
+        proxy,
+        socket,
+        _dir: dir,
+    }
+}
+
+/// An echo server on `ip`, port chosen by the kernel.
+fn echo(ip: &str) -> SocketAddr {
+    let listener = TcpListener::bind((ip, 0)).unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut back = stream.try_clone().unwrap();
+                let _ = io::copy(&mut stream, &mut back);
+            });
+        }
+    });
+    addr
+}
+
+/// A tiny hyper HTTP server that answers with what it was sent.
+fn http_origin() -> SocketAddr {
+    use hyper::{body::Incoming, Request, Response};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    listener.set_nonblocking(true).unwrap();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            while let Ok((stream, _)) = listener.accept().await {
+                let service = hyper::service::service_fn(|req: Request<Incoming>| async move {
+                    let header = |name| req.headers().get(name).map(|v| v.to_str().unwrap());
+                    let seen = format!(
+                        "{} {} host={:?} proxy-authorization={:?}",
+                        req.method(),
+                        req.uri(),
+                        header("host"),
+                        header("proxy-authorization")
+                    );
+                    Ok::<_, Infallible>(Response::new(http_body_util::Full::new(
+                        bytes::Bytes::from(seen),
+                    )))
+                });
+                let io = hyper_util::rt::TokioIo::new(stream);
+                tokio::spawn(
+                    hyper::server::conn::http1::Builder::new().serve_connection(io, service),
+                );
+            }
+        });
+    });
+    addr
+}
+
+/// Sends `request` on a new connection to the proxy; returns the connection and the answer
+/// head.
+fn ask(socket: &Path, request: &str) -> (UnixStream, String) {
+    let mut stream = UnixStream::connect(socket).unwrap();
+    stream.set_read_timeout(Some(PATIENCE)).unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let head = head(&mut stream);
+    (stream, head)
+}
+
+/// Asks, expects `status`, returns the body (which has a Content-Length).
+fn answer(socket: &Path, request: &str, status: u16) -> String {
+    answer_and_head(socket, request, status).0
+}
+
+fn answer_and_head(socket: &Path, request: &str, status: u16) -> (String, String) {
+    let (mut stream, head) = ask(socket, request);
+    assert!(head.starts_with(&format!("HTTP/1.1 {status} ")), "{head}");
+    let length = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length: "))
+        .unwrap();
+    let mut body = vec![0; length.parse().unwrap()];
+    stream.read_exact(&mut body).unwrap();
+    (String::from_utf8(body).unwrap(), head)
+}
+
+/// Asks for a tunnel, expects 200, returns it.
+fn tunnel(socket: &Path, target: &str) -> UnixStream {
+    let (stream, head) = ask(socket, &connect(target));
+    assert!(head.starts_with("HTTP/1.1 200 "), "{head}");
+    stream
+}
+
+fn head(stream: &mut impl Read) -> String {
+    let mut head = Vec::new();
+    let mut byte = [0u8];
+    while !head.ends_with(b"\r\n\r\n") {
+        stream.read_exact(&mut byte).unwrap();
+        head.push(byte[0]);
+    }
+    String::from_utf8(head).unwrap()
+}
+
+/// Whether the far end closed the connection (rather than the read timing out).
+fn closed(stream: &mut impl Read) -> bool {
+    match stream.read(&mut [0; 64]) {
+        Ok(n) => n == 0,
+        Err(e) => e.kind() == io::ErrorKind::ConnectionReset,
+    }
+}
+
+fn connect(target: &str) -> String {
+    format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n")
+}
+
+/// Writes `bytes` and reads back as many (the far end echoes).
+fn round_trip(stream: &mut (impl Read + Write), bytes: &[u8]) -> Vec<u8> {
+    stream.write_all(bytes).unwrap();
+    let mut back = vec![0; bytes.len()];
+    stream.read_exact(&mut back).unwrap();
+    back
+}
+
+#[test]
+fn connect_to_a_listed_loopback_port_relays_both_ways() {
+    let target = echo("127.0.0.1").to_string();
+    let running = start(&[&target], &[], &[]);
+    let mode = std::fs::metadata(&running.socket)
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o666);
+    let mut tunnel = tunnel(&running.socket, &target);
+    assert_eq!(round_trip(&mut tunnel, b"hello\x00\xff"), b"hello\x00\xff");
+    assert!(running.proxy.blocked().is_empty());
+}
+
+#[test]
+fn connect_inside_a_tunnel_is_only_bytes_to_the_target() {
+    let target = echo("127.0.0.1").to_string();
+    let running = start(&[&target], &[], &[]);
+    let mut tunnel = tunnel(&running.socket, &target);
+    let inner = connect("169.254.169.254:80");
+    assert_eq!(round_trip(&mut tunnel, inner.as_bytes()), inner.as_bytes());
+    assert!(running.proxy.blocked().is_empty());
+}
+
+#[test]
+fn unlisted_loopback_port_is_refused_and_counted() {
+    let (listed, other) = (echo("127.0.0.1").to_string(), echo("127.0.0.1").to_string());
+    let running = start(&[&listed], &[], &[]);
+    for _ in 0..2 {
+        let (body, head) = answer_and_head(&running.socket, &connect(&other), 403);
+        assert!(
+            head.contains(&format!("\r\nx-stet-blocked: {other}\r\n")),
+            "{head}"
+        );
+        let why = format!("127.0.0.1 is a loopback address and {other} is not listed");
+        assert_eq!(body, format!("stet: blocked {other}: {why}\n"));
+    }
+    let blocked = running.proxy.blocked();
+    assert_eq!(blocked.len(), 1, "{blocked:?}");
+    assert_eq!((&blocked[0].target, blocked[0].count), (&other, 2));
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    assert!((now - 60_000..=now).contains(&blocked[0].first_unix_ms));
+}
+
+#[test]
+fn another_loopback_address_is_refused_as_loopback() {
+    // Linux routes all of 127/8 to lo, so this listener is real; the proxy must not reach it.
+    let target = echo("127.0.0.2");
+    let running = start(&["127.0.0.2", "127.0.0.1:1"], &[], &[]);
+    for asked in [target.to_string(), "127.0.0.2:443".into()] {
+        let why = format!("127.0.0.2 is a loopback address and {asked} is not listed");
+        let body = answer(&running.socket, &connect(&asked), 403);
+        assert_eq!(body, format!("stet: blocked {asked}: {why}\n"));
+    }
+    let request = format!("GET http://{target}/ HTTP/1.1\r\nHost: {target}\r\n\r\n");
+    answer(&running.socket, &request, 403);
+    assert_eq!(running.proxy.blocked().len(), 2);
+}
+
+#[test]
+fn a_name_rebound_to_loopback_is_refused_unless_listed_exactly() {
+    let port = echo("127.0.0.1").port();
+    let names = [("rebind.test", IpAddr::V4(Ipv4Addr::LOCALHOST))];
+    let asked = format!("rebind.test:{port}");
+    let running = start(&[&format!("*.test:{port}")], &[], &names);
+    let body = answer(&running.socket, &connect(&asked), 403);
+    assert!(body.contains("rebind.test resolves to 127.0.0.1, a loopback address"));
+    drop(running);
+    let running = start(&[&asked], &[], &names);
+    assert_eq!(
+        round_trip(&mut tunnel(&running.socket, &asked), b"ping"),
+        b"ping"
+    );
+}
+
+#[test]
+fn deny_wins_over_a_listed_entry() {
+    let target = echo("127.0.0.1").to_string();
+    let running = start(&[&target], &[&target], &[]);
+    let body = answer(&running.socket, &connect(&target), 403);
+    assert!(body.contains(&format!("{target} is denied")), "{body}");
+}
+
+#[test]
+fn plain_http_is_forwarded_in_origin_form() {
+    let origin = http_origin();
+    let running = start(&[&origin.to_string()], &[], &[]);
+    let request = format!(
+        "GET http://{origin}/x?y=1 HTTP/1.1\r\nHost: elsewhere.example\r\n\
+         Proxy-Authorization: Basic c2VjcmV0\r\nProxy-Connection: keep-alive\r\n\r\n"
+    );
+    let expected = format!("GET /x?y=1 host=Some(\"{origin}\") proxy-authorization=None");
+    assert_eq!(answer(&running.socket, &request, 200), expected);
+}
+
+#[test]
+fn an_origin_form_request_gets_400() {
+    let running = start(&[], &[], &[]);
+    let body = answer(&running.socket, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", 400);
+    assert!(
+        body.contains("stet's egress proxy") && body.ends_with(")\n"),
+        "{body}"
+    );
+    let blocked = running.proxy.blocked();
+    assert_eq!((blocked[0].target.as_str(), blocked[0].count), ("-", 1));
+}
+
+#[test]
+fn an_allowed_target_that_does_not_answer_is_502_and_not_counted() {
+    // Port 1 (tcpmux): nothing listens there, and binding it needs privileges no test uses.
+    let closed = "127.0.0.1:1";
+    let running = start(&[closed], &[], &[]);
+    assert!(answer(&running.socket, &connect(closed), 502).contains("cannot connect"));
+    assert!(running.proxy.blocked().is_empty());
+}
+
+#[test]
+fn stop_closes_tunnels_and_removes_the_socket() {
+    let target = echo("127.0.0.1").to_string();
+    let running = start(&[&target], &[], &[]);
+    let mut tunnel = tunnel(&running.socket, &target);
+    assert_eq!(round_trip(&mut tunnel, b"up"), b"up");
+    running.proxy.stop();
+    assert!(!running.socket.exists());
+    assert!(closed(&mut tunnel));
+}
+
+#[test]
+fn the_system_resolver_resolves_localhost_to_loopback() {
+    let ips = stet_egress::server::SystemResolver
+        .resolve("localhost", 80)
+        .unwrap();
+    assert!(
+        !ips.is_empty() && ips.iter().all(IpAddr::is_loopback),
+        "{ips:?}"
+    );
+}
+
+/// Three consecutive ports below Linux's ephemeral range (32768-60999), so no `bind(:0)` in
+/// this process can take one between the choice and the bridge's bind.
+fn unlikely_ports(attempt: u32) -> [u16; 3] {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    let base = 20_000 + ((nanos ^ std::process::id() ^ attempt) % 12_000) as u16;
+    [base, base + 1, base + 2]
+}
+
+#[test]
+fn bridge_relays_the_listen_port_and_forward_ports() {
+    let (target, unlisted) = (echo("127.0.0.1").to_string(), echo("127.0.0.1").to_string());
+    let running = start(&[&target], &[], &[]);
+    // Ports are fixed numbers in `run`'s contract: retry with others if one is taken.
+    let [listen, forward, refused] = (0..20)
+        .find_map(|attempt| {
+            let ports @ [listen, forward, refused] = unlikely_ports(attempt);
+            let forwards = vec![(forward, target.clone()), (refused, unlisted.clone())];
+            let socket = running.socket.clone();
+            let bridge = std::thread::spawn(move || bridge::run(&socket, listen, &forwards));
+            // Bounded polling: the bridge is ready once all three ports accept.
+            for _ in 0..500 {
+                if bridge.is_finished() {
+                    let error = bridge.join().unwrap().unwrap_err();
+                    assert_eq!(error.kind(), io::ErrorKind::AddrInUse, "{error}");
+                    return None;
+                }
+                if ports
+                    .iter()
+                    .all(|p| TcpStream::connect(("127.0.0.1", *p)).is_ok())
+                {
+                    return Some(ports);
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            panic!("the bridge never listened");
+        })
+        .expect("no free ports");
+    let through = |port| {
+        let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        stream.set_read_timeout(Some(PATIENCE)).unwrap();
+        stream
+    };
+    let mut proxied = through(listen);
+    proxied.write_all(connect(&target).as_bytes()).unwrap();
+    assert!(head(&mut proxied).starts_with("HTTP/1.1 200 "));
+    assert_eq!(round_trip(&mut proxied, b"via proxy"), b"via proxy");
+    assert_eq!(
+        round_trip(&mut through(forward), b"no request"),
+        b"no request"
+    );
+    assert!(closed(&mut through(refused)));
+    assert!(running.proxy.blocked().iter().any(|b| b.target == unlisted));
+}
