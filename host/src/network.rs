@@ -79,6 +79,8 @@ pub struct Egress {
     forwards: Vec<(u16, String)>,
     /// The allow-list, as the consent screen and the receipt name it.
     pub allowed: Vec<String>,
+    /// The deny-list, likewise.
+    denied: Vec<String>,
 }
 
 impl Egress {
@@ -122,6 +124,7 @@ impl Egress {
             .find(|p| !forwards.iter().any(|(f, _)| f == p))
             .unwrap_or(PROXY_PORT);
         let allowed: Vec<String> = allow.iter().map(ToString::to_string).collect();
+        let denied: Vec<String> = deny.iter().map(ToString::to_string).collect();
         let dir = tempfile::Builder::new()
             .prefix("stet-egress-")
             .tempdir()
@@ -140,6 +143,7 @@ impl Egress {
             port,
             forwards,
             allowed,
+            denied,
         })
     }
 
@@ -192,14 +196,7 @@ impl Egress {
 
     /// The route in words, for the consent screen and receipts.
     pub fn describe(&self) -> String {
-        format!(
-            "only {} (through stet's proxy)",
-            if self.allowed.is_empty() {
-                "nothing".to_string()
-            } else {
-                self.allowed.join(", ")
-            }
-        )
+        route(&self.allowed, &self.denied)
     }
 
     /// Stops the proxy; returns what it refused.
@@ -208,6 +205,42 @@ impl Egress {
         self.proxy.stop();
         blocked.into_iter().map(Into::into).collect()
     }
+}
+
+/// The network a launch asking for `asked` gets, in words, before its sandbox is made (the
+/// receipt written before a call names it): what [`Egress::describe`] will say.
+pub fn describe(asked: &Network, settings: &NetworkSettings) -> String {
+    match asked {
+        Network::AllowHosts(hosts) => {
+            // Canonical, as the proxy's own rules will print them.
+            let canonical = |h: &str| Entry::parse(h).map_or(h.to_string(), |e| e.to_string());
+            let allowed: Vec<String> = hosts
+                .iter()
+                .map(|h| canonical(h))
+                .chain(settings.allow.iter().map(|h| canonical(h)))
+                .collect();
+            let denied: Vec<String> = settings.deny.iter().map(|h| canonical(h)).collect();
+            route(&allowed, &denied)
+        }
+        Network::Open => "refused: the open network".to_string(),
+        _ => "none".to_string(),
+    }
+}
+
+fn route(allowed: &[String], denied: &[String]) -> String {
+    format!(
+        "only {} (through stet's proxy{})",
+        if allowed.is_empty() {
+            "nothing".to_string()
+        } else {
+            allowed.join(", ")
+        },
+        if denied.is_empty() {
+            String::new()
+        } else {
+            format!("; denied: {}", denied.join(", "))
+        }
+    )
 }
 
 /// A sandbox made with its network wall: no interface but loopback, and, when the launch
@@ -375,6 +408,22 @@ mod tests {
             egress.allowed,
             ["127.0.0.1:3128", "api.example.com", "*.pypi.org"]
         );
+        // What the receipt says before the call is what the proxy says it enforces.
+        let said = "only 127.0.0.1:3128, api.example.com, *.pypi.org (through stet's proxy; denied: evil.example.com)";
+        assert_eq!(egress.describe(), said);
+        assert_eq!(
+            describe(
+                &Network::AllowHosts(
+                    vec!["127.0.0.1:3128".into(), "API.example.com".into()].into()
+                ),
+                &NetworkSettings {
+                    allow: vec!["*.pypi.org".into()],
+                    deny: vec!["evil.example.com".into()],
+                }
+            ),
+            said
+        );
+        assert_eq!(describe(&Network::None, &Default::default()), "none");
         let env = egress.env();
         assert!(env.iter().any(
             |v| v.name.as_str() == "HTTPS_PROXY" && v.value.as_str() == "http://127.0.0.1:3129"

@@ -78,10 +78,23 @@ fn the_walls_hold_end_to_end_with_the_real_cli_in_a_sandbox() {
         "lane-only",
         "env-from-launch",
         "network-as-launched",
+        // Claude Code declares its model API (the fake, on the host's loopback): reached
+        // through stet's proxy, a second listener refused.
+        "egress-allow-list",
     ] {
         assert_eq!(wall(&json, name)["held"], true, "{name}: {json:#}");
     }
     assert_eq!(json["runtime"], "docker");
+    let fake = c
+        .api
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches('/');
+    assert_eq!(
+        json["network"],
+        format!("only {fake} (through stet's proxy)"),
+        "the proof names the one host the sandbox could reach: {json:#}"
+    );
     // The settings stet wrote hold its hooks, naming the stet binary by absolute path.
     let settings = std::fs::read_to_string(c.profile.join("settings.json")).unwrap();
     assert!(settings.contains(" hook guard\""), "{settings}");
@@ -279,6 +292,22 @@ fn ask_runs_an_approved_command_and_reports_cost_and_usage() {
     assert!(receipt["cost_usd"].as_f64().unwrap() > 0.0);
     let log = std::fs::read_to_string(receipt["log"].as_str().unwrap()).unwrap();
     assert!(log.contains("\"type\":\"result\""), "{log}");
+    // The receipt names the allowed hosts; the real CLI, with its nonessential traffic off,
+    // asked the proxy for nothing but its model API.
+    let fake = c
+        .api
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches('/');
+    assert_eq!(
+        receipt["network"],
+        format!("only {fake} (through stet's proxy)")
+    );
+    assert_eq!(
+        receipt["network_blocked"],
+        serde_json::json!([]),
+        "{receipt:#}"
+    );
 }
 
 #[test]

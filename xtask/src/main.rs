@@ -114,7 +114,7 @@ fn bench(root: &std::path::Path) -> Result<(), String> {
     run(&mut build)?;
     run(&mut Command::new(root.join("scripts/build-image.sh")))?;
     let mut bench = cargo(root);
-    bench.args(["bench", "--package", "stet"]);
+    bench.args(["bench", "--package", "stet", "--package", "stet-egress"]);
     if let Ok(claude) = install_claude(root) {
         let dir = claude.parent().unwrap_or(root).display().to_string();
         bench.env("BENCH_PATH", format!("{dir}:/usr/bin:/bin"));

@@ -726,7 +726,7 @@ impl Drive<'_> {
             runtime_reason: &self.runtime.selection.reason,
             harness: &self.harness_record,
             image: &self.settings.image,
-            network: describe(&launch.network),
+            network: crate::network::describe(&launch.network, &self.settings.network),
             limits: self.settings.limits.describe(),
             started_unix_ms: started,
             ended_unix_ms: started,
@@ -942,22 +942,6 @@ fn indent(text: &str) -> String {
         .map(|l| format!("    | {l}"))
         .collect::<Vec<_>>()
         .join("\n")
-}
-
-/// The network a launch asks for, as the receipt names it before the call.
-fn describe(network: &stet_plugin_api::Network) -> String {
-    match network {
-        stet_plugin_api::Network::None => "none".into(),
-        stet_plugin_api::Network::Open => "open".into(),
-        stet_plugin_api::Network::AllowHosts(hosts) => format!(
-            "open (the agent needs {})",
-            hosts
-                .iter()
-                .map(|h| h.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    }
 }
 
 fn implement_prompt(item: &queue::Item, feedback: Option<&str>) -> String {
