@@ -271,7 +271,7 @@ impl<'a> WalledSandbox<'a> {
                     "the {} launch asks for the open network; an agent gets only the hosts its harness declares",
                     plan.kind
                 ))
-                .hint("name the hosts the agent needs (for the command harness: network = \"hosts\" and allow_hosts = [...]; or [network] allow)"));
+                .hint("name the hosts the agent needs (for the command harness: allow_hosts = [...]; for any harness: [network] allow)"));
             }
             Network::AllowHosts(hosts) => {
                 // Fail closed: without the forwarded socket there is no way out at all,

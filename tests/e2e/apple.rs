@@ -147,3 +147,38 @@ fn a_drive_lands_an_item_through_the_native_runtime_with_the_command_harness() {
         .iter()
         .all(|r| r["runtime"]["name"] == "apple-container"));
 }
+
+#[test]
+fn the_network_wall_holds_on_the_native_runtime_through_its_forwarded_socket() {
+    require_image();
+    let world = World::new();
+    world.install("apple-container");
+    world.install("command");
+    let binary = stand_in(&world, "shape = \"1.x\"\n");
+    let _cleanup = Cleanup(world.root.path().to_path_buf());
+    let agent = stet_e2e::repo_root().join("examples/agent/agent.sh");
+    // An agent that declares a host: its sandboxes get stet's proxy, and the proof shows,
+    // from inside one, the listed listener reached, an unlisted one refused, and nothing
+    // there with the proxy variables removed.
+    world.repo_config(&format!(
+        "[harness]\nprefer = [\"command\"]\n\n[plugins.command]\nimplement = [\"{}\"]\n\
+         allow_hosts = [\"api.example.com\"]\n\n\
+         [plugins.apple-container]\nbinary = \"{}\"\nskip_platform_check = true\n",
+        agent.display(),
+        binary.display()
+    ));
+    let out = world.run_stet(&["walls", "--runtime", "apple-container", "--json"]);
+    assert!(!out.stdout.is_empty(), "{}", out.stderr);
+    let json = out.json();
+    assert_eq!(out.code, 0, "{json:#}\n{}", out.stderr);
+    assert_eq!(json["runtime"], "apple-container", "{json:#}");
+    for name in ["network-as-launched", "egress-allow-list"] {
+        let wall = json["walls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| w["wall"] == name)
+            .unwrap_or_else(|| panic!("no {name}: {json:#}"));
+        assert_eq!(wall["held"], true, "{wall:#}");
+    }
+}

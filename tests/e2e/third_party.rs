@@ -321,6 +321,39 @@ fn bubblewrap_builds_out_of_tree_installs_passes_the_kit_through_the_host_and_ru
 }
 
 #[test]
+fn the_network_wall_holds_on_bubblewrap_through_its_forwarded_socket() {
+    require_bwrap();
+    let world = World::new();
+    world.install("command");
+    let dir = plugin_dir(&world, "bubblewrap-runtime");
+    install(&world, &dir, "bubblewrap");
+    let agent = stet_e2e::repo_root().join("examples/agent/agent.sh");
+    // An agent that declares a host: its sandbox has loopback only and stet's proxy, and
+    // the proof shows, from inside one, the listed listener reached, an unlisted one
+    // refused, and nothing there with the proxy variables removed.
+    world.repo_config(&format!(
+        "[harness]\nprefer = [\"command\"]\n\n[sandbox]\nimage = \"host\"\n\n\
+         [plugins.command]\nimplement = [\"{}\"]\n\
+         allow_hosts = [\"api.example.com\"]\n",
+        agent.display()
+    ));
+    let out = world.run_stet(&["walls", "--runtime", "bubblewrap", "--json"]);
+    assert!(!out.stdout.is_empty(), "{}", out.stderr);
+    let json = out.json();
+    assert_eq!(out.code, 0, "{json:#}\n{}", out.stderr);
+    assert_eq!(json["runtime"], "bubblewrap", "{json:#}");
+    for name in ["network-as-launched", "egress-allow-list"] {
+        let wall = json["walls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| w["wall"] == name)
+            .unwrap_or_else(|| panic!("no {name}: {json:#}"));
+        assert_eq!(wall["held"], true, "{wall:#}");
+    }
+}
+
+#[test]
 fn docker_outranks_bubblewrap_when_both_are_available() {
     require_bwrap();
     let world = World::new();

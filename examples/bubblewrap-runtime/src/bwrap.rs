@@ -53,6 +53,9 @@ pub struct Launch<'a> {
     /// The whole environment (the sandbox's and the process's).
     pub env: &'a [(String, String)],
     pub workdir: &'a str,
+    /// The sandbox's network namespace, which every process of the sandbox joins (`None`:
+    /// a fresh one for this process alone, as the probe needs).
+    pub netns: Option<&'a Netns>,
 }
 
 fn push(args: &mut Vec<String>, items: &[&str]) {
@@ -135,7 +138,7 @@ impl Launch<'_> {
         let mut command = Command::new(bwrap);
         command.args(self.args()).env_clear().current_dir("/");
         if self.record.network != "open" {
-            let setup = NetnsSetup::new();
+            let setup = NetnsSetup::new(self.netns);
             // SAFETY: `enter_netns` makes only async-signal-safe system calls on memory
             // prepared before the fork.
             unsafe {
@@ -146,37 +149,108 @@ impl Launch<'_> {
     }
 }
 
+/// A sandbox's network namespace (with the user namespace that owns it), held open by
+/// descriptors for as long as the sandbox exists, so that all its processes share one
+/// loopback: a bridge one process listens with is reached by the next. It is made by a
+/// forked child that enters fresh namespaces, brings up `lo` and waits while this process
+/// opens them; then the child exits and the descriptors keep them alive.
+pub struct Netns {
+    user: std::os::fd::OwnedFd,
+    net: std::os::fd::OwnedFd,
+}
+
+impl Netns {
+    pub fn new() -> std::io::Result<Netns> {
+        use std::os::fd::{FromRawFd, OwnedFd};
+        let setup = NetnsSetup::new(None);
+        let pipe = || -> std::io::Result<(OwnedFd, OwnedFd)> {
+            let mut fds = [0; 2];
+            // SAFETY: a valid two-element array.
+            check(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) })?;
+            // SAFETY: both were just opened and are owned here alone.
+            Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+        };
+        let (ready_r, ready_w) = pipe()?;
+        let (hold_r, hold_w) = pipe()?;
+        use std::os::fd::AsRawFd;
+        let fds = [
+            ready_r.as_raw_fd(),
+            ready_w.as_raw_fd(),
+            hold_r.as_raw_fd(),
+            hold_w.as_raw_fd(),
+        ];
+        // SAFETY: the child makes only async-signal-safe system calls on memory prepared
+        // before the fork, and leaves with `_exit`.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if pid == 0 {
+            // SAFETY: see above; the descriptors are this child's copies.
+            unsafe {
+                libc::close(fds[0]);
+                libc::close(fds[3]);
+                let ok: u8 = u8::from(setup.fresh_user_and_net().is_ok());
+                libc::write(fds[1], (&ok as *const u8).cast(), 1);
+                let mut byte = 0u8;
+                // Returns (end of file) once the parent closes its end.
+                libc::read(fds[2], (&mut byte as *mut u8).cast(), 1);
+                libc::_exit(0);
+            }
+        }
+        drop(ready_w);
+        drop(hold_r);
+        let opened = (|| {
+            let mut ok = 0u8;
+            // SAFETY: reading one byte into a valid buffer.
+            let n = unsafe { libc::read(ready_r.as_raw_fd(), (&mut ok as *mut u8).cast(), 1) };
+            if n != 1 || ok != 1 {
+                return Err(std::io::Error::other(
+                    "could not make a network namespace (are unprivileged user namespaces allowed?)",
+                ));
+            }
+            let open = |what: &str| {
+                std::fs::File::open(format!("/proc/{pid}/ns/{what}")).map(OwnedFd::from)
+            };
+            Ok(Netns {
+                user: open("user")?,
+                net: open("net")?,
+            })
+        })();
+        drop(hold_w);
+        let mut status = 0;
+        // SAFETY: reaping our own child.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        opened
+    }
+}
+
 /// What the child needs, prepared before `fork` (no allocation after it).
 struct NetnsSetup {
     uid_map: Vec<u8>,
     gid_map: Vec<u8>,
+    /// The sandbox's namespaces to join (user, net), instead of fresh ones.
+    join: Option<(libc::c_int, libc::c_int)>,
 }
 
 impl NetnsSetup {
-    fn new() -> Self {
+    fn new(join: Option<&Netns>) -> Self {
+        use std::os::fd::AsRawFd;
         // SAFETY: plain syscalls without arguments.
         let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
         NetnsSetup {
             uid_map: format!("0 {uid} 1\n").into_bytes(),
             gid_map: format!("0 {gid} 1\n").into_bytes(),
+            join: join.map(|ns| (ns.user.as_raw_fd(), ns.net.as_raw_fd())),
         }
     }
 
-    /// Runs in the forked child just before it executes bwrap: enters a new user, network
-    /// and mount namespace (the caller mapped to root there, as `unshare -r` does), mounts
-    /// a fresh read-only sysfs on `/sys` so that it shows this network namespace, and
-    /// brings up its loopback. bwrap then binds that `/sys` into the sandbox and shares
-    /// the network namespace.
-    ///
-    /// Why not `bwrap --unshare-net`: bwrap cannot mount sysfs, so a sandbox made that way
-    /// either shows the *host's* interfaces under `/sys/class/net` (sysfs shows the network
-    /// namespace of whoever mounted it) or no `/sys` at all.
-    fn enter(&self) -> std::io::Result<()> {
+    /// A new user namespace (the caller mapped to root there, as `unshare -r` does) and a
+    /// new network namespace in it, with `lo` up.
+    fn fresh_user_and_net(&self) -> std::io::Result<()> {
         // SAFETY: system calls on valid, NUL-terminated paths and prepared buffers.
         unsafe {
-            check(libc::unshare(
-                libc::CLONE_NEWUSER | libc::CLONE_NEWNET | libc::CLONE_NEWNS,
-            ))?;
+            check(libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET))?;
             // Needed before an unprivileged gid_map; absent on kernels before 3.19.
             if let Err(e) = write_file(c"/proc/self/setgroups", b"deny") {
                 if e.raw_os_error() != Some(libc::ENOENT) {
@@ -185,6 +259,32 @@ impl NetnsSetup {
             }
             write_file(c"/proc/self/uid_map", &self.uid_map)?;
             write_file(c"/proc/self/gid_map", &self.gid_map)?;
+            loopback_up()
+        }
+    }
+
+    /// Runs in the forked child just before it executes bwrap: joins the sandbox's user and
+    /// network namespaces (or enters fresh ones, `lo` up), enters a new mount namespace and
+    /// mounts a fresh read-only sysfs on `/sys` so that it shows this network namespace.
+    /// bwrap then binds that `/sys` into the sandbox and shares the network namespace.
+    ///
+    /// Why not `bwrap --unshare-net`: bwrap cannot mount sysfs, so a sandbox made that way
+    /// either shows the *host's* interfaces under `/sys/class/net` (sysfs shows the network
+    /// namespace of whoever mounted it) or no `/sys` at all.
+    fn enter(&self) -> std::io::Result<()> {
+        // SAFETY: system calls on valid, NUL-terminated paths, prepared buffers and
+        // descriptors the parent holds open.
+        unsafe {
+            match self.join {
+                // The sandbox's own namespaces: the user namespace first (it owns the
+                // network namespace; its creator's uid holds every capability in it).
+                Some((user, net)) => {
+                    check(libc::setns(user, libc::CLONE_NEWUSER))?;
+                    check(libc::setns(net, libc::CLONE_NEWNET))?;
+                }
+                None => self.fresh_user_and_net()?,
+            }
+            check(libc::unshare(libc::CLONE_NEWNS))?;
             // Nothing mounted here may reach the host's mount namespace.
             check(libc::mount(
                 std::ptr::null(),
@@ -212,7 +312,7 @@ impl NetnsSetup {
                     std::ptr::null(),
                 ))?;
             }
-            loopback_up()
+            Ok(())
         }
     }
 }
@@ -405,6 +505,7 @@ mod tests {
             argv: &argv,
             env: &env,
             workdir: "/lane",
+            netns: None,
         };
         let args = launch.args().join(" ");
         for needed in [

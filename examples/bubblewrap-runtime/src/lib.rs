@@ -87,6 +87,8 @@ pub struct BubblewrapRuntime {
     store: Store,
     /// Processes started by this instance, per sandbox, for `teardown`.
     processes: Mutex<HashMap<String, Vec<Weak<Shared>>>>,
+    /// Each sandbox's network namespace (network none), which all its processes join.
+    netns: Mutex<HashMap<String, Arc<bwrap::Netns>>>,
 }
 
 fn io_error(doing: &str) -> impl Fn(std::io::Error) -> PluginError + '_ {
@@ -108,6 +110,7 @@ impl BubblewrapRuntime {
             store: Store::locate(NAME, config.state_dir.as_deref())?,
             config,
             processes: Mutex::new(HashMap::new()),
+            netns: Mutex::new(HashMap::new()),
         })
     }
 
@@ -152,6 +155,7 @@ impl BubblewrapRuntime {
             argv: &argv,
             env: &record.env,
             workdir: "/",
+            netns: None,
         };
         match bwrap::run_bounded(launch.command(bwrap), PROBE_LIMIT)? {
             ran if ran.success() => Ok(()),
@@ -314,6 +318,17 @@ impl RuntimePlugin for BubblewrapRuntime {
                 .collect(),
             created: records::now_secs(),
         };
+        // One network namespace for the sandbox's lifetime: its processes share a loopback
+        // (an egress bridge one of them listens with is reached by the others).
+        let netns = match network {
+            "open" => None,
+            _ => Some(Arc::new(bwrap::Netns::new().map_err(|e| {
+                PluginError::backend(format!("cannot make the sandbox's network namespace: {e}"))
+                    .with_remedy(
+                        "allow unprivileged user namespaces (kernel.unprivileged_userns_clone=1)",
+                    )
+            })?)),
+        };
         let dir = self.store.create(&record)?;
         let checked = (|| {
             let tmp = dir.join("tmp");
@@ -329,6 +344,7 @@ impl RuntimePlugin for BubblewrapRuntime {
                 argv: &argv,
                 env: &record.env,
                 workdir: &record.workdir,
+                netns: netns.as_deref(),
             };
             match bwrap::run_bounded(launch.command(&bwrap), CREATE_LIMIT) {
                 Ok(ran) if ran.success() => Ok(()),
@@ -343,6 +359,12 @@ impl RuntimePlugin for BubblewrapRuntime {
                     )
             })
         })();
+        if let Some(netns) = netns {
+            self.netns
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(record.id.clone(), netns);
+        }
         if let Err(e) = checked {
             let _ = self.teardown(&record.id);
             return Err(e);
@@ -383,6 +405,22 @@ impl RuntimePlugin for BubblewrapRuntime {
             ROption::RNone => record.workdir.clone(),
         };
         let tmp = self.store.dir(sandbox)?.join("tmp");
+        let netns = self
+            .netns
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(sandbox)
+            .cloned();
+        if netns.is_none() && record.network != "open" {
+            // Its namespace lives in the process that made it; a fresh one here would be a
+            // second, separate loopback.
+            return Err(PluginError::unsupported(
+                "this sandbox's network namespace is held by the process that made it",
+            )
+            .with_remedy(
+                "run processes in a bubblewrap sandbox from the stet process that created it",
+            ));
+        }
         let launch = bwrap::Launch {
             record: &record,
             image: &image,
@@ -390,6 +428,7 @@ impl RuntimePlugin for BubblewrapRuntime {
             argv: &argv,
             env: &env,
             workdir: &workdir,
+            netns: netns.as_deref(),
         };
         let (process, shared) = process::start(
             launch.command(&bwrap),
@@ -421,6 +460,10 @@ impl RuntimePlugin for BubblewrapRuntime {
             .unwrap_or_else(|p| p.into_inner())
             .remove(sandbox)
             .unwrap_or_default();
+        self.netns
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(sandbox);
         for process in ours.iter().filter_map(Weak::upgrade) {
             process.kill();
         }

@@ -14,7 +14,7 @@ use stet_plugin_api::PluginError;
 /// The remedy of every bad-table error: the keys there are.
 pub const KEYS: &str = "the keys under [plugins.command] are `implement` (argv array, required), \
      `review` (argv array, default: implement), `mounts` (host paths, read-only), \
-     `network` (\"none\" or \"open\"), `allow_hosts` (host names), `env` (NAME = \"value\") \
+     `network` (\"none\", the default), `allow_hosts` (the hosts it needs, reached through stet's proxy), `env` (NAME = \"value\") \
      and `profile` (a directory name under the profiles root); see examples/agent/README.md";
 
 /// The default profile directory's name under the profiles root.
