@@ -32,7 +32,7 @@ fn main() {
     }
     if let Some(i) = args.iter().position(|a| a == "--serve-bridge") {
         let port: u16 = args[i + 2].parse().expect("a port");
-        let never = stet_egress::bridge::run(Path::new(&args[i + 1]), port, &[]);
+        let never = stet_egress::bridge::run(Path::new(&args[i + 1]), &[port], &[]);
         panic!("the bridge stopped: {never:?}");
     }
     if args.iter().any(|a| a == "--list") {

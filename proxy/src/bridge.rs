@@ -22,16 +22,16 @@ const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
 /// A longer answer head than this is not the proxy's.
 const MAX_HEAD: usize = 16 * 1024;
 
-/// Runs inside a sandbox: listens on 127.0.0.1:`listen` (the proxy port the proxy variables
-/// name) and on 127.0.0.1:P for each `(P, target)` in `forwards`; relays every connection to
-/// the unix socket at `socket`. A connection on the listen port is relayed as it is (the
-/// client speaks proxy HTTP). A connection on a forward port P is relayed after the bridge
+/// Runs inside a sandbox: listens on 127.0.0.1:P for each P in `raw` (the proxy port the
+/// proxy variables name, and each credential gateway's port) and for each `(P, target)` in
+/// `forwards`; relays every connection to the unix socket at `socket`. A connection on a
+/// raw port is relayed as it is (the client speaks proxy HTTP, or plain HTTP to a gateway). A connection on a forward port P is relayed after the bridge
 /// itself sends `CONNECT <target> HTTP/1.1\r\nHost: <target>\r\n\r\n` and reads the proxy's
 /// answer head: on 200 it relays the bytes; on anything else it closes the connection. Once
 /// every listener is bound it writes exactly the line `stet-bridge: ready\n` to stdout and
 /// flushes. Never returns unless binding fails (or a target holds a space or control
 /// character, which could not be sent as one request line).
-pub fn run(socket: &Path, listen: u16, forwards: &[(u16, String)]) -> io::Result<Infallible> {
+pub fn run(socket: &Path, raw: &[u16], forwards: &[(u16, String)]) -> io::Result<Infallible> {
     if let Some((_, bad)) = forwards.iter().find(|(_, t)| {
         t.is_empty()
             || t.bytes()
@@ -45,10 +45,10 @@ pub fn run(socket: &Path, listen: u16, forwards: &[(u16, String)]) -> io::Result
         .build()?;
     runtime.block_on(async {
         let socket: Arc<Path> = socket.into();
-        let mut listeners = vec![(
-            TcpListener::bind((Ipv4Addr::LOCALHOST, listen)).await?,
-            None,
-        )];
+        let mut listeners = Vec::new();
+        for port in raw {
+            listeners.push((TcpListener::bind((Ipv4Addr::LOCALHOST, *port)).await?, None));
+        }
         for (port, target) in forwards {
             let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, *port)).await?;
             listeners.push((listener, Some(Arc::<str>::from(target.as_str()))));

@@ -43,5 +43,6 @@
 #![warn(missing_docs)]
 
 pub mod bridge;
+pub mod credentials;
 pub mod policy;
 pub mod server;

@@ -153,7 +153,7 @@ pub(crate) fn canonical(host: &str) -> String {
     }
 }
 
-fn bracketed(host: &str) -> Cow<'_, str> {
+pub(crate) fn bracketed(host: &str) -> Cow<'_, str> {
     if host.contains(':') {
         format!("[{host}]").into()
     } else {

@@ -6,13 +6,18 @@
 //! then connects to exactly the address that was checked. It runs on its own thread and
 //! tokio runtime so the caller (stet's synchronous host) needs no async runtime of its own,
 //! and dropping that runtime closes every tunnel at once.
+//!
+//! Besides proxy requests it serves the [`Gateway`]s it was given: plain-HTTP requests in
+//! origin form whose `Host` is the sandbox's loopback at a gateway's port, which it sends on
+//! to the model API with the real credential in place of the stand-in.
 
 use std::convert::Infallible;
 use std::io;
 use std::net::{IpAddr, ToSocketAddrs};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
@@ -22,10 +27,12 @@ use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
 use hyper::http::uri::{PathAndQuery, Scheme};
 use hyper::{Method, Request, Response, StatusCode, Uri, Version};
 use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpStream, UnixListener, UnixStream};
 use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
 use tokio::time::timeout;
 
+use crate::credentials::{Gateway, Revoked};
 use crate::policy::{self, Refusal, Rules, Verdict};
 
 /// An idle client (or one trickling a request head) is dropped after this long.
@@ -80,6 +87,19 @@ struct State {
     rules: Rules,
     resolver: Arc<dyn Resolver>,
     blocked: Mutex<Vec<Blocked>>,
+    gateways: Vec<Gateway>,
+    revoked: Revoked,
+    /// Requests a gateway sent on with a credential swapped in.
+    swapped: AtomicU64,
+}
+
+/// What a proxy serves beyond its rules.
+#[derive(Debug, Default)]
+pub struct Extras {
+    /// The model APIs it serves with credentials swapped in.
+    pub gateways: Vec<Gateway>,
+    /// The stand-ins it refuses as revoked (shared with the other proxies of the process).
+    pub revoked: Revoked,
 }
 
 impl Proxy {
@@ -87,6 +107,16 @@ impl Proxy {
     /// 0666 so a sandbox's non-root user can connect; its parent directory is the caller's),
     /// and serves on its own thread with its own tokio runtime until `stop` or drop.
     pub fn start(socket: &Path, rules: Rules, resolver: Arc<dyn Resolver>) -> io::Result<Proxy> {
+        Proxy::start_with(socket, rules, resolver, Extras::default())
+    }
+
+    /// [`Proxy::start`], serving `extras` too.
+    pub fn start_with(
+        socket: &Path,
+        rules: Rules,
+        resolver: Arc<dyn Resolver>,
+        extras: Extras,
+    ) -> io::Result<Proxy> {
         match std::fs::remove_file(socket) {
             Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
             _ => {}
@@ -105,6 +135,9 @@ impl Proxy {
             rules,
             resolver,
             blocked: Mutex::new(Vec::new()),
+            gateways: extras.gateways,
+            revoked: extras.revoked,
+            swapped: AtomicU64::new(0),
         });
         let (stop, stopped) = oneshot::channel();
         let served = state.clone();
@@ -131,6 +164,11 @@ impl Proxy {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
+
+    /// How many requests a gateway sent on with the real credential swapped in.
+    pub fn swapped(&self) -> u64 {
+        self.state.swapped.load(Ordering::Relaxed)
     }
 
     /// Stops serving (open tunnels are closed) and removes the socket file.
@@ -221,10 +259,35 @@ async fn handle(
     state: Arc<State>,
     permit: Permit,
 ) -> Result<Response<Body>, Infallible> {
+    // A stand-in whose sandbox is gone is refused wherever it travels in the head.
+    let revoked = state.revoked.carried_by(&req.uri().to_string())
+        || req
+            .headers()
+            .values()
+            .filter_map(|v| v.to_str().ok())
+            .any(|v| state.revoked.carried_by(v));
+    if revoked {
+        let target = req
+            .uri()
+            .authority()
+            .map(|a| a.to_string())
+            .or_else(|| host_header(&req).map(str::to_owned))
+            .unwrap_or_else(|| "-".into());
+        let why = "a revoked stand-in credential (its sandbox is gone)";
+        let body = format!("stet: blocked {target}: {why}\n");
+        return Ok(refuse(
+            &state,
+            StatusCode::FORBIDDEN,
+            refusal(&target, why),
+            &body,
+        ));
+    }
     Ok(if req.method() == Method::CONNECT {
         tunnel(req, &state, permit).await
     } else if req.uri().scheme().is_some() {
         forward(req, &state).await
+    } else if let Some(gateway) = gateway_for(&req, &state).cloned() {
+        through_gateway(req, &state, &gateway).await
     } else {
         let body = "stet: this is stet's egress proxy; it serves only proxy requests \
                     (CONNECT host:port, or an absolute http:// URL)\n";
@@ -297,6 +360,15 @@ async fn forward(req: Request<Incoming>, state: &State) -> Response<Body> {
     );
     parts.version = Version::HTTP_11;
     let target = policy::target(&policy::canonical(host), port);
+    send(upstream, Request::from_parts(parts, body), &target).await
+}
+
+/// Sends `req` on `upstream` (HTTP/1.1) and streams the answer back, hop-by-hop headers
+/// removed.
+async fn send<T>(upstream: T, req: Request<Incoming>, target: &str) -> Response<Body>
+where
+    T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
     let failed = |e: hyper::Error| bad_gateway(&format!("stet: {target} failed: {e}\n"));
     let (mut sender, connection) =
         match hyper::client::conn::http1::handshake(TokioIo::new(upstream)).await {
@@ -304,7 +376,7 @@ async fn forward(req: Request<Incoming>, state: &State) -> Response<Body> {
             Err(e) => return failed(e),
         };
     tokio::spawn(connection);
-    match sender.send_request(Request::from_parts(parts, body)).await {
+    match sender.send_request(req).await {
         Ok(response) => {
             let (mut parts, body) = response.into_parts();
             strip_hop_by_hop(&mut parts.headers);
@@ -312,6 +384,99 @@ async fn forward(req: Request<Incoming>, state: &State) -> Response<Body> {
         }
         Err(e) => failed(e),
     }
+}
+
+fn host_header(req: &Request<Incoming>) -> Option<&str> {
+    req.headers().get(header::HOST)?.to_str().ok()
+}
+
+/// The gateway a request in origin form is for: its `Host` is the sandbox's loopback at a
+/// gateway's port.
+fn gateway_for<'s>(req: &Request<Incoming>, state: &'s State) -> Option<&'s Gateway> {
+    let authority: hyper::http::uri::Authority = host_header(req)?.parse().ok()?;
+    let loopback = matches!(authority.host(), "127.0.0.1" | "localhost" | "[::1]");
+    let port = authority.port_u16()?;
+    state.gateways.iter().find(|g| loopback && g.port == port)
+}
+
+/// A request to a gateway: sent on to its model API (checked by the rules like any other
+/// target) with `Host` naming the API and the real credential in place of the stand-in.
+async fn through_gateway(
+    req: Request<Incoming>,
+    state: &State,
+    gateway: &Gateway,
+) -> Response<Body> {
+    let upstream = match reach(state, &gateway.host, gateway.upstream_port).await {
+        Ok(upstream) => upstream,
+        Err(response) => return response,
+    };
+    let (mut parts, body) = req.into_parts();
+    strip_hop_by_hop(&mut parts.headers);
+    let host = policy::canonical(&gateway.host);
+    let default_port = if gateway.tls { 443 } else { 80 };
+    let authority = if gateway.upstream_port == default_port {
+        policy::bracketed(&host).to_string()
+    } else {
+        policy::target(&host, gateway.upstream_port)
+    };
+    if let Ok(value) = HeaderValue::from_str(&authority) {
+        parts.headers.insert(header::HOST, value);
+    }
+    let mut swapped = false;
+    for swap in &gateway.swaps {
+        let Ok(name) = HeaderName::from_bytes(swap.header.as_bytes()) else {
+            continue;
+        };
+        if parts.headers.get(&name).map(HeaderValue::as_bytes) == Some(swap.stand_in.as_bytes()) {
+            if let Ok(mut real) = HeaderValue::from_str(&swap.real) {
+                real.set_sensitive(true);
+                parts.headers.insert(name, real);
+                swapped = true;
+            }
+        }
+    }
+    if swapped {
+        state.swapped.fetch_add(1, Ordering::Relaxed);
+    }
+    parts.version = Version::HTTP_11;
+    let req = Request::from_parts(parts, body);
+    let target = policy::target(&host, gateway.upstream_port);
+    if !gateway.tls {
+        return send(upstream, req, &target).await;
+    }
+    let Ok(server_name) = tokio_rustls::rustls::pki_types::ServerName::try_from(host.clone())
+    else {
+        return bad_gateway(&format!("stet: {target}: not a name TLS can verify\n"));
+    };
+    let connector = tokio_rustls::TlsConnector::from(tls_config());
+    match timeout(CONNECT_TIMEOUT, connector.connect(server_name, upstream)).await {
+        Ok(Ok(tls)) => send(tls, req, &target).await,
+        Ok(Err(e)) => bad_gateway(&format!("stet: TLS with {target} failed: {e}\n")),
+        Err(_) => bad_gateway(&format!(
+            "stet: TLS with {target}: no answer in {CONNECT_TIMEOUT:?}\n"
+        )),
+    }
+}
+
+/// TLS to model APIs, verified against the Mozilla root store (webpki-roots): a sandbox's
+/// model API is a public service, and the roots travel with stet rather than with the host.
+fn tls_config() -> Arc<tokio_rustls::rustls::ClientConfig> {
+    static CONFIG: OnceLock<Arc<tokio_rustls::rustls::ClientConfig>> = OnceLock::new();
+    CONFIG
+        .get_or_init(|| {
+            use tokio_rustls::rustls;
+            let mut roots = rustls::RootCertStore::empty();
+            roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+            let provider = Arc::new(rustls::crypto::ring::default_provider());
+            Arc::new(
+                rustls::ClientConfig::builder_with_provider(provider)
+                    .with_safe_default_protocol_versions()
+                    .expect("ring supports the default protocol versions")
+                    .with_root_certificates(roots)
+                    .with_no_client_auth(),
+            )
+        })
+        .clone()
 }
 
 /// Resolves (only names the rules could allow), decides, and connects to the checked

@@ -11,8 +11,9 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use stet_egress::bridge;
+use stet_egress::credentials::{Gateway, Revoked, Swap};
 use stet_egress::policy::{Entry, Rules};
-use stet_egress::server::{Proxy, Resolver};
+use stet_egress::server::{Extras, Proxy, Resolver};
 
 const PATIENCE: Duration = Duration::from_secs(10);
 
@@ -37,6 +38,15 @@ struct Running {
 }
 
 fn start(allow: &[&str], deny: &[&str], names: &[(&'static str, IpAddr)]) -> Running {
+    start_with(allow, deny, names, Extras::default())
+}
+
+fn start_with(
+    allow: &[&str],
+    deny: &[&str],
+    names: &[(&'static str, IpAddr)],
+    extras: Extras,
+) -> Running {
     let parse = |list: &[&str]| list.iter().map(|e| Entry::parse(e).unwrap()).collect();
     let rules = Rules {
         allow: parse(allow),
@@ -44,7 +54,7 @@ fn start(allow: &[&str], deny: &[&str], names: &[(&'static str, IpAddr)]) -> Run
     };
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("egress.sock");
-    let proxy = Proxy::start(&socket, rules, Arc::new(Names(names.to_vec()))).unwrap();
+    let proxy = Proxy::start_with(&socket, rules, Arc::new(Names(names.to_vec())), extras).unwrap();
     Running {
         proxy,
         socket,
@@ -83,13 +93,16 @@ fn http_origin() -> SocketAddr {
             while let Ok((stream, _)) = listener.accept().await {
                 let service = hyper::service::service_fn(|req: Request<Incoming>| async move {
                     let header = |name| req.headers().get(name).map(|v| v.to_str().unwrap());
-                    let seen = format!(
+                    let mut seen = format!(
                         "{} {} host={:?} proxy-authorization={:?}",
                         req.method(),
                         req.uri(),
                         header("host"),
                         header("proxy-authorization")
                     );
+                    if let Some(auth) = header("authorization") {
+                        seen.push_str(&format!(" authorization={auth:?}"));
+                    }
                     Ok::<_, Infallible>(Response::new(http_body_util::Full::new(
                         bytes::Bytes::from(seen),
                     )))
@@ -278,6 +291,116 @@ fn an_origin_form_request_gets_400() {
     assert_eq!((blocked[0].target.as_str(), blocked[0].count), ("-", 1));
 }
 
+const STAND_IN: &str = "sk-ant-oat01-standinstandinstandin";
+const REAL: &str = "sk-ant-oat01-therealonetherealone";
+
+/// A proxy whose gateway at the sandbox's port 3180 serves `origin` (plain HTTP, a service
+/// on the host's loopback, as the tests' fake model API is).
+fn gateway_to(origin: SocketAddr, revoked: Revoked) -> Running {
+    let gateway = Gateway {
+        port: 3180,
+        host: origin.ip().to_string(),
+        upstream_port: origin.port(),
+        tls: false,
+        swaps: vec![Swap {
+            header: "authorization".into(),
+            stand_in: format!("Bearer {STAND_IN}"),
+            real: format!("Bearer {REAL}"),
+        }],
+    };
+    let extras = Extras {
+        gateways: vec![gateway],
+        revoked,
+    };
+    start_with(&[&origin.to_string()], &[], &[], extras)
+}
+
+fn to_gateway(authorization: &str) -> String {
+    format!(
+        "POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1:3180\r\n\
+         Authorization: {authorization}\r\nContent-Length: 0\r\n\r\n"
+    )
+}
+
+#[test]
+fn a_gateway_swaps_the_stand_in_for_the_real_credential_on_its_way_to_the_model_api() {
+    let origin = http_origin();
+    let running = gateway_to(origin, Revoked::default());
+    let seen = answer(
+        &running.socket,
+        &to_gateway(&format!("Bearer {STAND_IN}")),
+        200,
+    );
+    assert_eq!(
+        seen,
+        format!(
+            "POST /v1/messages host=Some(\"{origin}\") proxy-authorization=None \
+             authorization=\"Bearer {REAL}\""
+        )
+    );
+    assert_eq!(running.proxy.swapped(), 1);
+    // Anything but the stand-in's exact value goes on as it came: it opens nothing.
+    let seen = answer(&running.socket, &to_gateway("Bearer something-else"), 200);
+    assert!(
+        seen.ends_with("authorization=\"Bearer something-else\""),
+        "{seen}"
+    );
+    assert_eq!(running.proxy.swapped(), 1);
+}
+
+#[test]
+fn a_gateway_to_an_unlisted_host_is_refused_like_any_target() {
+    let origin = http_origin();
+    let gateway = Gateway {
+        port: 3180,
+        host: origin.ip().to_string(),
+        upstream_port: origin.port(),
+        tls: false,
+        swaps: Vec::new(),
+    };
+    let extras = Extras {
+        gateways: vec![gateway],
+        revoked: Revoked::default(),
+    };
+    let running = start_with(&[], &[], &[], extras);
+    let body = answer(&running.socket, &to_gateway("Bearer x"), 403);
+    assert_eq!(
+        body,
+        format!(
+            "stet: blocked {origin}: 127.0.0.1 is a loopback address and {origin} is not listed\n"
+        )
+    );
+}
+
+#[test]
+fn a_revoked_stand_in_is_refused_with_the_reason_by_every_proxy_that_shares_the_list() {
+    let origin = http_origin();
+    let revoked = Revoked::default();
+    let first = gateway_to(origin, revoked.clone());
+    let second = gateway_to(origin, revoked.clone());
+    answer(
+        &first.socket,
+        &to_gateway(&format!("Bearer {STAND_IN}")),
+        200,
+    );
+    // The first sandbox is torn down: its stand-in is revoked, for the other proxies too.
+    first.proxy.stop();
+    revoked.revoke(STAND_IN);
+    let body = answer(
+        &second.socket,
+        &to_gateway(&format!("Bearer {STAND_IN}")),
+        403,
+    );
+    assert_eq!(
+        body,
+        "stet: blocked 127.0.0.1:3180: a revoked stand-in credential (its sandbox is gone)\n"
+    );
+    // Also in a plain proxy request, wherever it travels in the head.
+    let request = format!("GET http://{origin}/?t={STAND_IN} HTTP/1.1\r\nHost: {origin}\r\n\r\n");
+    answer(&second.socket, &request, 403);
+    assert_eq!(second.proxy.swapped(), 0);
+}
+
 #[test]
 fn an_allowed_target_that_does_not_answer_is_502_and_not_counted() {
     // Port 1 (tcpmux): nothing listens there, and binding it needs privileges no test uses.
@@ -330,7 +453,7 @@ fn bridge_relays_the_listen_port_and_forward_ports() {
             let ports @ [listen, forward, refused] = unlikely_ports(attempt);
             let forwards = vec![(forward, target.clone()), (refused, unlisted.clone())];
             let socket = running.socket.clone();
-            let bridge = std::thread::spawn(move || bridge::run(&socket, listen, &forwards));
+            let bridge = std::thread::spawn(move || bridge::run(&socket, &[listen], &forwards));
             // Bounded polling: the bridge is ready once all three ports accept.
             for _ in 0..500 {
                 if bridge.is_finished() {

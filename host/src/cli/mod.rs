@@ -64,6 +64,9 @@ pub enum NetCommand {
         /// The loopback port proxy requests come to.
         #[arg(long)]
         listen: u16,
+        /// A loopback port relayed as it is: a credential gateway's (repeatable).
+        #[arg(long)]
+        gateway: Vec<u16>,
         /// PORT=HOST:PORT: a loopback port tunnelled to a listed host (repeatable).
         #[arg(long)]
         forward: Vec<String>,

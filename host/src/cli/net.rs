@@ -16,6 +16,7 @@ pub fn main(command: &NetCommand) -> ExitCode {
         NetCommand::Bridge {
             socket,
             listen,
+            gateway,
             forward,
         } => {
             let mut forwards = Vec::new();
@@ -30,7 +31,10 @@ pub fn main(command: &NetCommand) -> ExitCode {
                 };
                 forwards.push((port, target.to_string()));
             }
-            match stet_egress::bridge::run(Path::new(socket), *listen, &forwards) {
+            let raw: Vec<u16> = std::iter::once(*listen)
+                .chain(gateway.iter().copied())
+                .collect();
+            match stet_egress::bridge::run(Path::new(socket), &raw, &forwards) {
                 Ok(never) => match never {},
                 Err(e) => {
                     eprintln!("stet net bridge: {e}");
