@@ -214,14 +214,17 @@ impl OpenHarness {
 /// a call writes there reaches a later call. Deleted when dropped; [`CallProfile::settle`]
 /// first lets the harness carry back what its own rule keeps (a login its agent refreshed).
 pub struct CallProfile {
+    /// The copy's stand-ins; revoked when this is dropped, after the call's sandbox.
+    pub sealed: crate::credentials::Sealed,
     copy: tempfile::TempDir,
     /// The copy's path, as the launch is told it.
     pub dir: String,
 }
 
 impl CallProfile {
-    /// Copies the walled profile `profile` for one call.
-    pub fn of(profile: &Profile) -> Result<CallProfile, CliError> {
+    /// Copies the walled profile `profile` for one call, with a stand-in in place of each
+    /// credential `harness` declares (`credentials::seal`).
+    pub fn of(harness: &OpenHarness, profile: &Profile) -> Result<CallProfile, CliError> {
         let copy = tempfile::Builder::new()
             .prefix("stet-call-profile-")
             .tempdir()
@@ -231,7 +234,13 @@ impl CallProfile {
             CliError::failure(format!("cannot copy the walled profile {}", profile.dir))
                 .caused_by(e.to_string())
         })?;
+        let decls = harness
+            .handle
+            .credentials(harness.context.clone(), profile.clone())
+            .map_err(harness.err("could not declare its credentials"))?;
+        let sealed = crate::credentials::seal(&harness.name, &decls, &dir)?;
         Ok(CallProfile {
+            sealed,
             dir: dir.display().to_string(),
             copy,
         })
@@ -270,6 +279,9 @@ pub struct Watch<'a> {
     pub follow: Option<&'a Follow<'a>>,
     /// Variables the host adds to the agent's environment (the receipt's id).
     pub env: Vec<EnvVar>,
+    /// The call's credentials (its profile copy's stand-ins): the launch's environment is
+    /// sealed too, and the proxy serves their gateways.
+    pub sealed: Option<&'a mut crate::credentials::Sealed>,
 }
 
 /// A resource limit a call ran into.
@@ -380,7 +392,7 @@ pub fn run_launch(
     runtime: &OpenRuntime,
     launch: &Launch,
     mut plan: Plan,
-    watch: Watch<'_>,
+    mut watch: Watch<'_>,
     log: Option<&Path>,
 ) -> Result<LaunchOutput, CliError> {
     // The agent's hooks record its session here, outside the lane so the working copy
@@ -405,10 +417,19 @@ pub fn run_launch(
         .as_ref()
         .filter(|(_, access)| *access == LaneAccess::ReadWrite)
         .map(|(lane, _)| lane.work_tree.clone());
-    let walled = crate::network::WalledSandbox::make(settings, runtime, &launch.network, plan)?;
+    let mut process = launch.process.clone();
+    if let Some(sealed) = watch.sealed.as_deref_mut() {
+        sealed.seal_env(process.env.as_mut_slice())?;
+    }
+    let gateways = watch
+        .sealed
+        .as_deref()
+        .map(crate::credentials::Sealed::gateways)
+        .unwrap_or_default();
+    let walled =
+        crate::network::WalledSandbox::make(settings, runtime, &launch.network, gateways, plan)?;
     let described = walled.described.clone();
     let sandbox = &walled.sandbox;
-    let mut process = launch.process.clone();
     process.workdir = ROption::RSome(workdir.into());
     process.env.extend(walled.env());
     process.env.push(EnvVar::new(

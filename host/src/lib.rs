@@ -7,6 +7,7 @@ pub mod capture;
 pub mod checkpoints;
 pub mod cli;
 pub mod config;
+pub mod credentials;
 pub mod drive;
 pub mod error;
 pub mod files;

@@ -22,8 +22,9 @@
 
 use std::path::PathBuf;
 
+use stet_egress::credentials::Gateway;
 use stet_egress::policy::{Entry, Rules};
-use stet_egress::server::{Blocked, Proxy, SystemResolver};
+use stet_egress::server::{Blocked, Extras, Proxy, SystemResolver};
 use stet_plugin_api::{EnvVar, Network, ProcessSpec, SandboxOption};
 
 use crate::error::{CliError, Exit};
@@ -77,6 +78,8 @@ pub struct Egress {
     socket: PathBuf,
     port: u16,
     forwards: Vec<(u16, String)>,
+    /// The credential gateways' ports inside the sandbox.
+    gateway_ports: Vec<u16>,
     /// The allow-list, as the consent screen and the receipt name it.
     pub allowed: Vec<String>,
     /// The deny-list, likewise.
@@ -85,11 +88,12 @@ pub struct Egress {
 
 impl Egress {
     /// Starts the proxy for a sandbox whose launch (`whose`, for errors) declared
-    /// `declared`.
+    /// `declared`, serving `gateways` (the call's credentials, `credentials::Sealed`).
     pub fn start(
         whose: &str,
         declared: &[String],
         settings: &NetworkSettings,
+        gateways: Vec<Gateway>,
     ) -> Result<Egress, CliError> {
         let parse = |text: &String, whose: &str| {
             Entry::parse(text).map_err(|why| {
@@ -102,6 +106,13 @@ impl Egress {
         }
         for host in &settings.allow {
             allow.push(parse(host, "[network] allow")?);
+        }
+        // A gateway's model API is the harness's declaration: listed, like its hosts.
+        for gateway in &gateways {
+            let entry = Entry::HostPort(gateway.host.clone(), gateway.upstream_port);
+            if !allow.contains(&entry) {
+                allow.push(entry);
+            }
         }
         let deny = settings
             .deny
@@ -123,6 +134,17 @@ impl Egress {
         let port = (PROXY_PORT..)
             .find(|p| !forwards.iter().any(|(f, _)| f == p))
             .unwrap_or(PROXY_PORT);
+        if let Some(gateway) = gateways
+            .iter()
+            .find(|g| g.port == port || forwards.iter().any(|(f, _)| *f == g.port))
+        {
+            return Err(CliError::failure(format!(
+                "{whose}: the credential gateway's port {} inside the sandbox is taken by a listed service on the host's loopback",
+                gateway.port
+            ))
+            .hint("run that service on another port"));
+        }
+        let gateway_ports: Vec<u16> = gateways.iter().map(|g| g.port).collect();
         let allowed: Vec<String> = allow.iter().map(ToString::to_string).collect();
         let denied: Vec<String> = deny.iter().map(ToString::to_string).collect();
         let dir = tempfile::Builder::new()
@@ -130,10 +152,14 @@ impl Egress {
             .tempdir()
             .map_err(|e| CliError::failure(format!("cannot make the proxy's directory: {e}")))?;
         let socket = dir.path().join("proxy.sock");
-        let proxy = Proxy::start(
+        let proxy = Proxy::start_with(
             &socket,
             Rules { allow, deny },
             std::sync::Arc::new(SystemResolver),
+            Extras {
+                gateways,
+                revoked: crate::credentials::revoked().clone(),
+            },
         )
         .map_err(|e| CliError::failure(format!("cannot start stet's egress proxy: {e}")))?;
         Ok(Egress {
@@ -142,6 +168,7 @@ impl Egress {
             socket,
             port,
             forwards,
+            gateway_ports,
             allowed,
             denied,
         })
@@ -166,6 +193,10 @@ impl Egress {
             "--listen".to_string(),
             self.port.to_string(),
         ];
+        for port in &self.gateway_ports {
+            argv.push("--gateway".to_string());
+            argv.push(port.to_string());
+        }
         for (port, target) in &self.forwards {
             argv.push("--forward".to_string());
             argv.push(format!("{port}={target}"));
@@ -256,13 +287,22 @@ pub struct WalledSandbox<'a> {
 
 impl<'a> WalledSandbox<'a> {
     /// Makes `plan`'s sandbox on `runtime` with the network `asked` (a launch's): none, or
-    /// the hosts it declared, through the proxy. The open network is refused.
+    /// the hosts it declared, through the proxy, which also serves `gateways` (the call's
+    /// credentials). The open network is refused.
     pub fn make(
         settings: &Settings,
         runtime: &'a OpenRuntime,
         asked: &Network,
+        gateways: Vec<Gateway>,
         mut plan: Plan,
     ) -> Result<WalledSandbox<'a>, CliError> {
+        // A harness whose credential goes through a gateway needs the proxy even when it
+        // declared no host by name.
+        let none = stet_plugin_api::RVec::new();
+        let asked = match asked {
+            Network::None if !gateways.is_empty() => &Network::AllowHosts(none),
+            asked => asked,
+        };
         let egress = match asked {
             // `stet run --network` is the one way to an open network, and it does not come
             // here: a launch (an agent's, a proof's) never gets one.
@@ -295,6 +335,7 @@ impl<'a> WalledSandbox<'a> {
                     &format!("the {} launch", plan.kind),
                     &hosts,
                     &settings.network,
+                    gateways,
                 )?)
             }
             _ => None,
@@ -400,6 +441,7 @@ mod tests {
                 allow: vec!["*.pypi.org".into()],
                 deny: vec!["evil.example.com".into()],
             },
+            Vec::new(),
         )
         .unwrap();
         assert_eq!(egress.forwards, [(3128, "127.0.0.1:3128".to_string())]);
@@ -453,6 +495,7 @@ mod tests {
             "the proof launch",
             &["http://x".to_string()],
             &Default::default(),
+            Vec::new(),
         )
         .err()
         .unwrap();

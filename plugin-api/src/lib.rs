@@ -186,6 +186,15 @@ pub mod wall {
     pub const PROOF_MODEL_API_UNREACHABLE: &str = "proof-model-api-unreachable";
 }
 
+/// Inside a sandbox, the port on its loopback where the host serves the model API of the
+/// first credential a harness declares with a header (`HarnessPlugin::credentials`), in
+/// plain HTTP: stet's proxy puts the real credential in place of the stand-in the sandbox
+/// holds and sends the request on to the declared host — over TLS, unless that host is on
+/// the host's loopback. Each further declared host is served at the next port, in the
+/// order declared. Point the agent's base URL there (`http://127.0.0.1:3180`, the path of
+/// the configured base URL kept). Since 1.3 (an addition to the SDK, not to the ABI).
+pub const GATEWAY_PORT: u16 = 3180;
+
 /// The version of this API (`major.minor.patch`), which plugins report in their identity
 /// and the host compares with its own.
 pub const API_VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -278,6 +278,25 @@ fn ask_runs_an_approved_command_and_reports_cost_and_usage() {
     assert_eq!(approvals[0]["behavior"], "allow");
     // The prompt reached the model on stdin.
     assert!(c.api.requests()[0].body.to_string().contains("make a file"));
+    // The sandbox held a stand-in; stet's gateway swapped the login in on the way to the
+    // model API, and only there.
+    for request in c.api.requests() {
+        let auth = request
+            .headers
+            .iter()
+            .find(|(name, _)| name == "authorization")
+            .map(|(_, v)| v.as_str());
+        assert_eq!(
+            auth,
+            Some(format!("Bearer {}", stet_e2e::DUMMY_ACCESS_TOKEN).as_str()),
+            "{:?}",
+            request.headers
+        );
+        assert!(!request
+            .body
+            .to_string()
+            .contains(stet_e2e::DUMMY_ACCESS_TOKEN));
+    }
     // In a repository the call left a receipt, with its full output beside it.
     let receipts = c.world.run_stet(&["receipts", "--json"]).json();
     let receipt = &receipts.as_array().unwrap()[0];

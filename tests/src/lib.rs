@@ -392,6 +392,12 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
 
 /// Writes the stored-login shape Claude Code writes after /login into `profile`, with dummy
 /// tokens that only the fake API accepts. Written by the tests, never read by stet.
+/// The dummy stored login's access token (made for the fake only): what the fake model API
+/// must receive, swapped in by stet's gateway, while the sandbox holds a stand-in.
+pub const DUMMY_ACCESS_TOKEN: &str = "sk-ant-oat01-dummy-made-for-the-fake-api-only-0000";
+/// Its refresh token, likewise a dummy.
+pub const DUMMY_REFRESH_TOKEN: &str = "sk-ant-ort01-dummy-made-for-the-fake-api-only-1111";
+
 pub fn dummy_login(profile: &Path) {
     let expires = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -401,8 +407,8 @@ pub fn dummy_login(profile: &Path) {
     let path = profile.join(".credentials.json");
     std::fs::write(
         &path,
-        serde_json::json!({"claudeAiOauth": {"accessToken": "dummy-for-fake",
-            "refreshToken": "dummy-for-fake", "expiresAt": expires,
+        serde_json::json!({"claudeAiOauth": {"accessToken": DUMMY_ACCESS_TOKEN,
+            "refreshToken": DUMMY_REFRESH_TOKEN, "expiresAt": expires,
             "scopes": ["user:inference"], "subscriptionType": "max"}})
         .to_string(),
     )
@@ -413,7 +419,8 @@ pub fn dummy_login(profile: &Path) {
 
 /// Installs docker and claude into `world`, makes one walled profile holding a dummy stored
 /// login, and returns the `stet.toml` text that points the claude harness (`binary`) at the
-/// fake API `api_url`, with the sandboxes on the host's network so they reach it on loopback.
+/// fake API `api_url` (on the host's loopback: listed, the sandboxes reach it through stet's
+/// proxy, the real login swapped in at its gateway).
 /// `extra` is appended (e.g. a `[drive]` table).
 pub fn walled_claude_setup(world: &World, binary: &str, api_url: &str, extra: &str) -> String {
     require_image();

@@ -69,7 +69,7 @@ pub fn run(settings: &Settings, args: &AskArgs, printer: Printer) -> Result<Exit
         AskRole::Implement => Role::Implement,
         AskRole::Review => Role::Review,
     };
-    let call_profile = harness::CallProfile::of(&profile)?;
+    let mut call_profile = harness::CallProfile::of(&harness, &profile)?;
     let launch = harness.launch(RoleRequest {
         role,
         prompt: args.prompt.join(" ").into(),
@@ -103,7 +103,10 @@ pub fn run(settings: &Settings, args: &AskArgs, printer: Printer) -> Result<Exit
         &launch,
         Plan::new("ask", &format!("ask-{}", std::process::id()), &workdir)
             .with_lane(LaneMounts::of_directory(&cwd), access),
-        harness::Watch::default(),
+        harness::Watch {
+            sealed: Some(&mut call_profile.sealed),
+            ..harness::Watch::default()
+        },
         log.as_deref(),
     )?;
     let ended = now_ms();

@@ -693,7 +693,7 @@ impl Drive<'_> {
                 .hint("do not edit the profile's settings while a drive runs; start the drive again to rewrite them"));
         }
         // A fresh copy of the profile for this call alone.
-        let call_profile = harness::CallProfile::of(&self.profile)?;
+        let mut call_profile = harness::CallProfile::of(&self.harness, &self.profile)?;
         let launch = match self.harness.launch(RoleRequest {
             role,
             prompt: prompt.into(),
@@ -753,6 +753,7 @@ impl Drive<'_> {
                 time_limit: Some(std::time::Duration::from_secs(self.options.call_limit_secs)),
                 follow: self.options.follow.then_some(&follow as _),
                 env: vec![EnvVar::new("STET_RECEIPT", call.id.clone())],
+                sealed: Some(&mut call_profile.sealed),
             },
             Some(&call.log),
         )

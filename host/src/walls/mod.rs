@@ -171,7 +171,7 @@ pub fn prove(
     let workdir = lane.dir.display().to_string();
     // The proof runs on a fresh copy of the profile, as every call does; it lives until
     // the runtime's walls, which make their sandbox with the proof launch's mounts.
-    let call_profile = harness::CallProfile::of(&profile)?;
+    let mut call_profile = harness::CallProfile::of(harness, &profile)?;
     let launch = harness.launch(RoleRequest {
         role: Role::Proof,
         prompt: "".into(),
@@ -187,6 +187,7 @@ pub fn prove(
             .with_lane(LaneMounts::of_lane(&lane), LaneAccess::ReadWrite),
         harness::Watch {
             time_limit: Some(PROOF_LIMIT),
+            sealed: Some(&mut call_profile.sealed),
             ..harness::Watch::default()
         },
         log,

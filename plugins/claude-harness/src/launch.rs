@@ -99,8 +99,14 @@ pub fn launch(
         EnvVar::new("DISABLE_AUTOUPDATER", "1"),
         EnvVar::new("STET_ROLE", role_word(role)),
     ];
-    if let Some(url) = setup.api_base_url {
-        env.push(EnvVar::new("ANTHROPIC_BASE_URL", url));
+    // The model API through the host's credential gateway on the sandbox's loopback, where
+    // the real login is swapped in for the profile copy's stand-in (plain HTTP in here; the
+    // host speaks TLS to the API).
+    env.push(EnvVar::new(
+        "ANTHROPIC_BASE_URL",
+        gateway_url(setup.api_base_url),
+    ));
+    if setup.api_base_url.is_some() {
         // A gateway or test fake answers at once; retries would only hide its errors.
         env.push(EnvVar::new("CLAUDE_CODE_MAX_RETRIES", "0"));
     }
@@ -136,6 +142,17 @@ pub fn launch(
     }
 }
 
+/// Where the sandbox reaches the model API: the host's gateway
+/// (`stet_plugin_api::GATEWAY_PORT`), with the configured base URL's path.
+pub fn gateway_url(api_base_url: Option<&str>) -> String {
+    let path = api_base_url
+        .and_then(|u| u.split_once("://"))
+        .and_then(|(_, rest)| rest.find('/').map(|i| &rest[i..]))
+        .unwrap_or("")
+        .trim_end_matches('/');
+    format!("http://127.0.0.1:{}{path}", stet_plugin_api::GATEWAY_PORT)
+}
+
 /// The model API as `host:port`, for the network wall: the configured base URL's (its
 /// port, else its scheme's), else Anthropic's API on 443.
 pub fn api_endpoint(api_base_url: Option<&str>) -> String {
@@ -155,14 +172,6 @@ pub fn api_endpoint(api_base_url: Option<&str>) -> String {
     } else {
         format!("{authority}:443")
     }
-}
-
-/// The host of the model API: the configured base URL's, else Anthropic's.
-pub fn api_host(api_base_url: Option<&str>) -> String {
-    api_base_url
-        .and_then(|u| u.split("://").nth(1))
-        .map(|rest| rest.split(['/', ':']).next().unwrap_or(rest).to_string())
-        .unwrap_or_else(|| "api.anthropic.com".to_string())
 }
 
 /// Claude Code's own login (`claude auth login`), writing into the profile. It runs on a
@@ -228,5 +237,18 @@ mod tests {
             "gateway.example:80"
         );
         assert_eq!(api_endpoint(Some("http://[::1]:8080/x")), "[::1]:8080");
+    }
+
+    #[test]
+    fn the_sandbox_reaches_the_model_api_at_the_gateway_with_the_configured_path() {
+        assert_eq!(gateway_url(None), "http://127.0.0.1:3180");
+        assert_eq!(
+            gateway_url(Some("http://127.0.0.1:38743/")),
+            "http://127.0.0.1:3180"
+        );
+        assert_eq!(
+            gateway_url(Some("https://gateway.example/anthropic/")),
+            "http://127.0.0.1:3180/anthropic"
+        );
     }
 }

@@ -513,26 +513,32 @@ impl HarnessPlugin for ClaudeHarness {
         _context: &HarnessContext,
         _profile: &Profile,
     ) -> Result<Vec<CredentialDecl>, PluginError> {
-        // The stored login's access token, sent as a bearer to the model API.
-        Ok(vec![CredentialDecl {
-            id: "claude-login".into(),
-            source: CredentialSource_NE::new(CredentialSource::ProfileFile {
-                path: login::FILE.into(),
-                pointer: "/claudeAiOauth/accessToken".into(),
-            }),
-            host: launch::api_host(self.config.api_base_url.as_deref()).into(),
-            header: "Authorization".into(),
-            value: "Bearer {secret}".into(),
-        }])
-    }
-
-    fn settle_profile(
-        &self,
-        _context: &HarnessContext,
-        profile: &Profile,
-        used: &Path,
-    ) -> Result<Vec<String>, PluginError> {
-        login::carry_back_refreshed(Path::new(profile.dir.as_str()), used)
+        let file = || login::FILE.into();
+        Ok(vec![
+            // The stored login's access token, sent as a bearer to the model API.
+            CredentialDecl {
+                id: "claude-login".into(),
+                source: CredentialSource_NE::new(CredentialSource::ProfileFile {
+                    path: file(),
+                    pointer: login::ACCESS_TOKEN.into(),
+                }),
+                host: launch::api_endpoint(self.config.api_base_url.as_deref()).into(),
+                header: "Authorization".into(),
+                value: "Bearer {secret}".into(),
+            },
+            // Its refresh token: sent only to the OAuth host, never from a sandbox (no
+            // header: the host keeps it out and carries it nowhere).
+            CredentialDecl {
+                id: "claude-login-refresh".into(),
+                source: CredentialSource_NE::new(CredentialSource::ProfileFile {
+                    path: file(),
+                    pointer: login::REFRESH_TOKEN.into(),
+                }),
+                host: login::OAUTH_HOST.into(),
+                header: "".into(),
+                value: "{secret}".into(),
+            },
+        ])
     }
 }
 

@@ -1,0 +1,511 @@
+//! The credential wall: the person's login stays on the host.
+//!
+//! A harness declares the credentials its agent uses (`HarnessPlugin::credentials`: where
+//! each is kept, the host and header its requests carry it in). For each agent call the host
+//! [`seal`]s the call's fresh copy of the profile: every declared secret there is replaced by
+//! a *stand-in* — random, of the same shape — and the copy is then checked to hold no real
+//! secret anywhere. Inside the sandbox the agent's client reaches its model API at a gateway
+//! on the sandbox's loopback ([`GATEWAY_PORT`] on), where stet's proxy swaps the real value
+//! in for the stand-in on requests to the declared host only. When the call's profile is
+//! dropped (its sandbox is gone) its stand-ins are revoked: any proxy of this process refuses
+//! a request that carries one, saying why.
+//!
+//! The real values live in this process's memory for the length of a call; nothing here
+//! logs, prints or writes them. What is kept longer is their [`Fingerprint`]s, for the scan of
+//! a lane before it is pushed (`scan.rs`).
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::{Mutex, OnceLock, PoisonError};
+
+use stet_egress::credentials::{Fingerprint, Gateway, Revoked, Swap};
+use stet_plugin_api::{CredentialDecl, CredentialSource, EnvVar};
+
+pub use stet_plugin_api::GATEWAY_PORT;
+
+use crate::error::CliError;
+
+/// The stand-ins of every sandbox of this process that is gone.
+pub fn revoked() -> &'static Revoked {
+    static REVOKED: OnceLock<Revoked> = OnceLock::new();
+    REVOKED.get_or_init(Revoked::default)
+}
+
+/// The fingerprints of every real credential this process has sealed away (a drive's).
+pub fn known() -> Vec<Fingerprint> {
+    known_set()
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .iter()
+        .copied()
+        .collect()
+}
+
+fn known_set() -> &'static Mutex<HashSet<Fingerprint>> {
+    static KNOWN: OnceLock<Mutex<HashSet<Fingerprint>>> = OnceLock::new();
+    KNOWN.get_or_init(Default::default)
+}
+
+/// One declared credential of one call: its real value and the stand-in the sandbox holds.
+struct Held {
+    id: String,
+    host: String,
+    header: String,
+    value: String,
+    real: String,
+    stand_in: String,
+    /// The launch variable it travels in (`CredentialSource::Environment`).
+    variable: Option<String>,
+}
+
+/// The credentials of one call. Dropping it revokes its stand-ins.
+#[derive(Default)]
+pub struct Sealed {
+    held: Vec<Held>,
+}
+
+impl std::fmt::Debug for Sealed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ids: Vec<&str> = self.held.iter().map(|h| h.id.as_str()).collect();
+        write!(f, "Sealed({ids:?})")
+    }
+}
+
+/// Replaces each secret `decls` keep in the profile copy `copy` by a stand-in, then checks
+/// that no file of the copy holds a real one. `whose` names the harness, for errors. A
+/// declared file or value that is absent is no credential (not logged in: the harness says
+/// so by its own walls).
+pub fn seal(whose: &str, decls: &[CredentialDecl], copy: &Path) -> Result<Sealed, CliError> {
+    let mut sealed = Sealed::default();
+    for decl in decls {
+        let Ok(source) = decl.source.as_enum() else {
+            return Err(CliError::failure(format!(
+                "harness {whose} keeps its credential `{}` where this stet cannot keep it out of the sandbox",
+                decl.id
+            ))
+            .hint("update stet, or use a harness version built for this one"));
+        };
+        // Absent (not logged in), a credential is still declared: its host is still served
+        // through the gateway, so the agent's client says what is wrong itself.
+        let (real, variable) = match source {
+            CredentialSource::ProfileFile { path, pointer } => (
+                replace_in_file(&copy.join(path.as_str()), pointer.as_str())?
+                    .unwrap_or_else(StandIn::none),
+                None,
+            ),
+            // Replaced in the launch's environment by `seal_env`.
+            CredentialSource::Environment { name } => (StandIn::none(), Some(name.to_string())),
+            _ => continue,
+        };
+        sealed.held.push(Held {
+            id: decl.id.to_string(),
+            host: decl.host.to_string(),
+            header: decl.header.to_string(),
+            value: decl.value.to_string(),
+            real: real.real,
+            stand_in: real.stand_in,
+            variable,
+        });
+    }
+    for held in sealed.held.iter().filter(|h| !h.real.is_empty()) {
+        if let Some(file) = holding(copy, &held.real) {
+            return Err(CliError::failure(format!(
+                "the call's copy of the profile still holds the credential `{}` in {file}; the call is not made",
+                held.id
+            ))
+            .hint("the harness keeps that credential somewhere it did not declare: report this to its author"));
+        }
+    }
+    sealed.remember();
+    Ok(sealed)
+}
+
+/// A real value and its stand-in.
+struct StandIn {
+    real: String,
+    stand_in: String,
+}
+
+impl StandIn {
+    fn of(real: String) -> StandIn {
+        StandIn {
+            stand_in: stand_in(&real),
+            real,
+        }
+    }
+
+    fn none() -> StandIn {
+        StandIn {
+            real: String::new(),
+            stand_in: String::new(),
+        }
+    }
+}
+
+impl Sealed {
+    /// Puts stand-ins in place of the secrets in the launch's environment (credentials
+    /// kept in a variable), and refuses an environment that still holds a real one.
+    pub fn seal_env(&mut self, env: &mut [EnvVar]) -> Result<(), CliError> {
+        for held in self.held.iter_mut().filter(|h| h.variable.is_some()) {
+            let name = held.variable.as_deref().unwrap_or_default();
+            if let Some(var) = env.iter_mut().find(|v| v.name.as_str() == name) {
+                let real = var.value.to_string();
+                held.stand_in = stand_in(&real);
+                held.real = real;
+                var.value = held.stand_in.clone().into();
+            }
+        }
+        self.remember();
+        for var in env.iter() {
+            if let Some(held) = self
+                .held
+                .iter()
+                .find(|h| !h.real.is_empty() && var.value.as_str().contains(h.real.as_str()))
+            {
+                return Err(CliError::failure(format!(
+                    "the agent's environment holds the credential `{}` in {}; the call is not made",
+                    held.id, var.name
+                ))
+                .hint("the harness passes that credential somewhere it did not declare: report this to its author"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The gateways the call's proxy serves: one per declared host whose credential travels
+    /// in a header, at [`GATEWAY_PORT`] on in declaration order.
+    pub fn gateways(&self) -> Vec<Gateway> {
+        let mut gateways: Vec<Gateway> = Vec::new();
+        for held in self.held.iter().filter(|h| !h.header.is_empty()) {
+            let (host, port) = split_host(&held.host);
+            let swaps: Vec<Swap> = (!held.real.is_empty())
+                .then(|| Swap {
+                    header: held.header.to_ascii_lowercase(),
+                    stand_in: held.value.replace("{secret}", &held.stand_in),
+                    real: held.value.replace("{secret}", &held.real),
+                })
+                .into_iter()
+                .collect();
+            match gateways
+                .iter_mut()
+                .find(|g| g.host == host && g.upstream_port == port)
+            {
+                Some(gateway) => gateway.swaps.extend(swaps),
+                None => gateways.push(Gateway {
+                    port: GATEWAY_PORT + gateways.len() as u16,
+                    tls: !is_loopback(&host),
+                    host,
+                    upstream_port: port,
+                    swaps,
+                }),
+            }
+        }
+        gateways
+    }
+
+    /// The ids of the credentials kept out of this call, for the receipt (never a value).
+    pub fn ids(&self) -> Vec<String> {
+        self.held
+            .iter()
+            .filter(|h| !h.real.is_empty())
+            .map(|h| h.id.clone())
+            .collect()
+    }
+
+    fn remember(&self) {
+        let mut known = known_set().lock().unwrap_or_else(PoisonError::into_inner);
+        known.extend(
+            self.held
+                .iter()
+                .filter(|h| !h.real.is_empty())
+                .map(|h| Fingerprint::of(&h.real)),
+        );
+    }
+}
+
+impl Drop for Sealed {
+    fn drop(&mut self) {
+        for held in self.held.iter().filter(|h| !h.stand_in.is_empty()) {
+            revoked().revoke(&held.stand_in);
+        }
+    }
+}
+
+/// Reads the string at `pointer` in the JSON file `file`, puts a stand-in there, writes the
+/// file back (its mode kept). `None` when the file or the value is absent.
+fn replace_in_file(file: &Path, pointer: &str) -> Result<Option<StandIn>, CliError> {
+    let cannot = |doing: &str, e: String| {
+        CliError::failure(format!(
+            "cannot {doing} {} to keep the credential out of the sandbox",
+            file.display()
+        ))
+        .caused_by(e)
+    };
+    let bytes = match std::fs::read(file) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(cannot("read", e.to_string())),
+    };
+    let Ok(mut json) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
+        // Not JSON: it cannot hold the value where declared, and the check of the whole
+        // copy afterwards cannot know it either; the harness's own walls say what it is.
+        return Ok(None);
+    };
+    let Some(slot) = json.pointer_mut(pointer) else {
+        return Ok(None);
+    };
+    let Some(real) = slot.as_str().map(str::to_owned).filter(|r| !r.is_empty()) else {
+        return Ok(None);
+    };
+    let pair = StandIn::of(real);
+    *slot = serde_json::Value::String(pair.stand_in.clone());
+    let text = serde_json::to_vec(&json).map_err(|e| cannot("write", e.to_string()))?;
+    std::fs::write(file, text).map_err(|e| cannot("write", e.to_string()))?;
+    Ok(Some(pair))
+}
+
+/// The first file under `dir` (relative) whose bytes contain `secret`.
+fn holding(dir: &Path, secret: &str) -> Option<String> {
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(at) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&at) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
+                stack.push(path);
+            } else if kind.is_file()
+                && std::fs::read(&path)
+                    .is_ok_and(|bytes| bytes.windows(secret.len()).any(|w| w == secret.as_bytes()))
+            {
+                let shown = path.strip_prefix(dir).unwrap_or(&path);
+                return Some(shown.display().to_string());
+            }
+        }
+    }
+    None
+}
+
+/// A random value of `real`'s shape: its lowercase prefix kept (`sk-ant-oat01-`), the rest
+/// as long and of the same kinds of characters, drawn afresh.
+pub fn stand_in(real: &str) -> String {
+    let prefix = shape_prefix(real);
+    let rest = &real[prefix.len()..];
+    let mut alphabet: Vec<u8> = Vec::new();
+    let has = |f: fn(&u8) -> bool| rest.as_bytes().iter().any(f);
+    if has(u8::is_ascii_lowercase) || rest.is_empty() {
+        alphabet.extend(b'a'..=b'z');
+    }
+    if has(u8::is_ascii_uppercase) {
+        alphabet.extend(b'A'..=b'Z');
+    }
+    if has(u8::is_ascii_digit) || alphabet.is_empty() {
+        alphabet.extend(b'0'..=b'9');
+    }
+    for special in [b'-', b'_'] {
+        if rest.as_bytes().contains(&special) {
+            alphabet.push(special);
+        }
+    }
+    let length = rest.chars().count().max(32);
+    let mut random = vec![0u8; length];
+    // The stand-in is worth nothing outside its sandbox's proxy, but it must not be
+    // guessable from another sandbox: drawn from the operating system.
+    getrandom::fill(&mut random).expect("the operating system's random source");
+    let drawn: String = random
+        .iter()
+        .map(|b| alphabet[*b as usize % alphabet.len()] as char)
+        .collect();
+    format!("{prefix}{drawn}")
+}
+
+/// `sk-ant-oat01-` of `sk-ant-oat01-…`: leading groups of lowercase letters and digits, up
+/// to 8 each, each ended by `-`, while something follows.
+fn shape_prefix(real: &str) -> &str {
+    let mut end = 0;
+    for group in real.split_inclusive('-') {
+        let word = group.trim_end_matches('-');
+        let is_prefix = group.ends_with('-')
+            && !word.is_empty()
+            && word.len() <= 8
+            && word
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+            && end + group.len() < real.len();
+        if !is_prefix {
+            break;
+        }
+        end += group.len();
+    }
+    &real[..end]
+}
+
+/// `host:port` (443 when no port is given).
+fn split_host(host: &str) -> (String, u16) {
+    if let Some((name, port)) = host.rsplit_once(':') {
+        if let Ok(port) = port.parse::<u16>() {
+            if !name.is_empty() && (!name.contains(':') || name.ends_with(']')) {
+                return (
+                    name.trim_start_matches('[')
+                        .trim_end_matches(']')
+                        .to_string(),
+                    port,
+                );
+            }
+        }
+    }
+    (
+        host.trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string(),
+        443,
+    )
+}
+
+fn is_loopback(host: &str) -> bool {
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use stet_plugin_api::CredentialSource_NE;
+
+    const REAL: &str = "sk-ant-oat01-Abc_def-GHIjkl0123456789abcdefABCDEF";
+
+    fn decl(pointer: &str, header: &str) -> CredentialDecl {
+        CredentialDecl {
+            id: "login".into(),
+            source: CredentialSource_NE::new(CredentialSource::ProfileFile {
+                path: ".credentials.json".into(),
+                pointer: pointer.into(),
+            }),
+            host: "127.0.0.1:4242".into(),
+            header: header.into(),
+            value: "Bearer {secret}".into(),
+        }
+    }
+
+    #[test]
+    fn a_stand_in_has_the_shape_of_the_real_value_and_none_of_it() {
+        let one = stand_in(REAL);
+        assert!(one.starts_with("sk-ant-oat01-"), "{one}");
+        assert_eq!(one.len(), REAL.len());
+        assert_ne!(one, REAL);
+        assert_ne!(one, stand_in(REAL), "drawn afresh each time");
+        assert_eq!(shape_prefix("abcdef0123456789"), "");
+        assert_eq!(shape_prefix("ghp_ABCDEF"), "");
+        assert!(
+            stand_in("x").len() >= 32,
+            "short secrets get a long stand-in"
+        );
+    }
+
+    #[test]
+    fn sealing_replaces_the_declared_secrets_and_serves_the_host_through_a_gateway() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(".credentials.json");
+        std::fs::write(
+            &file,
+            format!(
+                r#"{{"claudeAiOauth":{{"accessToken":"{REAL}","refreshToken":"sk-ant-ort01-refreshrefreshrefreshrefresh","expiresAt":1}}}}"#
+            ),
+        )
+        .unwrap();
+        let sealed = seal(
+            "claude",
+            &[
+                decl("/claudeAiOauth/accessToken", "Authorization"),
+                decl("/claudeAiOauth/refreshToken", ""),
+            ],
+            dir.path(),
+        )
+        .unwrap();
+        let now = std::fs::read_to_string(&file).unwrap();
+        assert!(
+            !now.contains(REAL) && !now.contains("refreshrefresh"),
+            "{now}"
+        );
+        assert!(now.contains("\"expiresAt\":1"), "the rest is kept: {now}");
+        let gateways = sealed.gateways();
+        assert_eq!(gateways.len(), 1, "the refresh token travels in no header");
+        let gateway = &gateways[0];
+        assert_eq!(
+            (
+                gateway.port,
+                gateway.host.as_str(),
+                gateway.upstream_port,
+                gateway.tls
+            ),
+            (GATEWAY_PORT, "127.0.0.1", 4242, false)
+        );
+        assert_eq!(gateway.swaps[0].real, format!("Bearer {REAL}"));
+        let stand_in = gateway.swaps[0]
+            .stand_in
+            .trim_start_matches("Bearer ")
+            .to_string();
+        assert!(now.contains(&stand_in));
+        assert!(known().contains(&Fingerprint::of(REAL)));
+        // The sandbox is gone: its stand-in is revoked.
+        assert!(!revoked().carried_by(&stand_in));
+        drop(sealed);
+        assert!(revoked().carried_by(&stand_in));
+    }
+
+    #[test]
+    fn a_real_secret_left_anywhere_in_the_copy_stops_the_call() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(".credentials.json"),
+            format!(r#"{{"claudeAiOauth":{{"accessToken":"{REAL}"}}}}"#),
+        )
+        .unwrap();
+        std::fs::create_dir(dir.path().join("backups")).unwrap();
+        std::fs::write(dir.path().join("backups/old.json"), REAL).unwrap();
+        let e = seal(
+            "claude",
+            &[decl("/claudeAiOauth/accessToken", "Authorization")],
+            dir.path(),
+        )
+        .unwrap_err();
+        assert!(e.message.contains("backups/old.json"), "{}", e.message);
+        assert!(!e.message.contains(REAL));
+    }
+
+    #[test]
+    fn nothing_declared_or_nothing_there_seals_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let sealed = seal(
+            "claude",
+            &[decl("/claudeAiOauth/accessToken", "Authorization")],
+            dir.path(),
+        )
+        .unwrap();
+        // Not logged in: the host is still served, with nothing to swap.
+        let gateways = sealed.gateways();
+        assert_eq!(gateways.len(), 1);
+        assert!(gateways[0].swaps.is_empty());
+        assert!(sealed.ids().is_empty());
+        assert!(seal("claude", &[], dir.path())
+            .unwrap()
+            .gateways()
+            .is_empty());
+    }
+
+    #[test]
+    fn hosts_split_with_their_port_or_443() {
+        assert_eq!(
+            split_host("api.anthropic.com"),
+            ("api.anthropic.com".into(), 443)
+        );
+        assert_eq!(split_host("127.0.0.1:8080"), ("127.0.0.1".into(), 8080));
+        assert_eq!(split_host("[::1]:8080"), ("::1".into(), 8080));
+    }
+}
