@@ -22,6 +22,8 @@
 //! [drive]
 //! check = "cargo test"                      # run in a sandbox on each lane before review
 //! land = "gh pr create --fill --head $STET_BRANCH"   # on the host, after a lane lands
+//! secrets_allowed = ["tests/fixtures/"]     # where secret shapes are expected (not pushed
+//!                                           # otherwise; stet's own credentials never)
 //!
 //! [plugins.docker]                          # handed to the docker plugin as JSON
 //! host = "unix:///var/run/docker.sock"
@@ -70,6 +72,8 @@ pub struct ConfigFile {
     pub drive_check: Option<String>,
     /// `[drive] land`: run on the host after a lane's branch is pushed.
     pub drive_land: Option<String>,
+    /// `[drive] secrets_allowed`: paths where secret shapes are expected.
+    pub drive_secrets_allowed: Vec<String>,
     /// `[network] allow`: hosts every proxied sandbox may reach beside what its harness
     /// declares (entries checked: `host`, `host:port`, `*.domain`).
     pub network_allow: Vec<String>,
@@ -144,6 +148,7 @@ struct RawHarness {
 struct RawDrive {
     check: Option<String>,
     land: Option<String>,
+    secrets_allowed: Option<Vec<String>>,
 }
 
 #[derive(Deserialize)]
@@ -402,7 +407,11 @@ pub fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
         sandbox_image,
         limits,
         drive_check: raw.drive.as_ref().and_then(|d| d.check.clone()),
-        drive_land: raw.drive.and_then(|d| d.land),
+        drive_land: raw.drive.as_ref().and_then(|d| d.land.clone()),
+        drive_secrets_allowed: raw
+            .drive
+            .and_then(|d| d.secrets_allowed)
+            .unwrap_or_default(),
         network_allow,
         network_deny,
         plugins,

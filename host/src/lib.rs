@@ -21,6 +21,7 @@ pub mod queue;
 pub mod receipts;
 pub mod reservations;
 pub mod sandbox;
+pub mod scan;
 pub mod settings;
 pub mod text;
 pub mod trust;

@@ -65,6 +65,8 @@ pub struct Settings {
     pub drive_check: Option<String>,
     /// The command run on the host after a lane lands (`[drive] land`).
     pub drive_land: Option<String>,
+    /// Paths of a lane where secret shapes are expected (`[drive] secrets_allowed`).
+    pub secrets_allowed: Vec<String>,
     /// The configuration files that were read, lowest precedence first.
     pub config_files: Vec<PathBuf>,
     /// The limits of every sandbox a drive, `ask` or `run` makes.
@@ -281,6 +283,10 @@ pub fn resolve(plugins_dirs: &[PathBuf], overrides: &Overrides) -> Result<Settin
 
     let drive_check = files.iter().rev().find_map(|f| f.drive_check.clone());
     let drive_land = files.iter().rev().find_map(|f| f.drive_land.clone());
+    let secrets_allowed: Vec<String> = files
+        .iter()
+        .flat_map(|f| f.drive_secrets_allowed.iter().cloned())
+        .collect();
 
     let mut limits = SandboxLimits::defaults();
     for file in &files {
@@ -303,6 +309,7 @@ pub fn resolve(plugins_dirs: &[PathBuf], overrides: &Overrides) -> Result<Settin
         repository_config,
         drive_check,
         drive_land,
+        secrets_allowed,
         profiles_root,
         image,
         plugins: PluginSettings {
@@ -338,6 +345,10 @@ fn untrusted_narrow_only(
     if !trusted {
         if repo.drive_land.take().is_some() {
             ignored.push("[drive] land".to_string());
+        }
+        // Allowing secret shapes lets more leave: only from a trusted file.
+        if !std::mem::take(&mut repo.drive_secrets_allowed).is_empty() {
+            ignored.push("[drive] secrets_allowed".to_string());
         }
         if repo.profiles_root.take().is_some() {
             ignored.push("[harness] profiles".to_string());

@@ -46,6 +46,10 @@ implement)
     git-plant)
         plant_git
         ;;
+    secret)
+        # A key-shaped string in a file (as a test fixture would hold one).
+        mkdir -p fixtures && printf 'aws_access_key_id = AKIAIOSFODNN7EXAMPLE\n' > fixtures/creds.txt
+        ;;
     gitdir-file)
         mkdir -p evil-git
         cp -r .git/. evil-git/ 2>/dev/null

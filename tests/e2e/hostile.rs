@@ -556,6 +556,47 @@ impl Counting {
 /// host, is never reached; the nested CONNECT arrives at the listed service as bytes; every
 /// refusal is in the call's receipt.
 #[test]
+fn a_secret_in_a_lanes_change_is_never_pushed_unless_the_person_expects_it_there() {
+    let attack = Attack::new("");
+    attack.queue(&[attack.item("Leak a key", "attack: secret")]);
+    let out = attack.drive(&[]);
+    assert_eq!(out.code, 4, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(
+            "the change holds a secret, so its branch was not pushed: fixtures/creds.txt:1 \
+             (an AWS access key) (if none is a secret, list those paths under [drive] \
+             secrets_allowed and stet retry the item)"
+        ),
+        "{}",
+        out.stderr
+    );
+    let branches = git(&attack.remote(), &["branch", "--list", "stet/*"]);
+    assert!(branches.is_empty(), "pushed: {branches}");
+    // A fixture, as the person says: allowed where they expect it, and it lands.
+    let config = attack
+        .world
+        .root
+        .path()
+        .join("home/.config/stet/config.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        text.replace(
+            "[plugins.command]",
+            "[drive]\nsecrets_allowed = [\"fixtures/\"]\n\n[plugins.command]",
+        ),
+    )
+    .unwrap();
+    let queue = attack.world.run_stet(&["queue", "--json"]).json();
+    let id = queue[0]["id"].as_str().unwrap().to_string();
+    assert_eq!(attack.world.run_stet(&["retry", &id]).code, 0);
+    let out = attack.drive(&[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let branches = git(&attack.remote(), &["branch", "--list", "stet/*"]);
+    assert_eq!(branches.lines().count(), 1, "{branches}");
+}
+
+#[test]
 fn the_network_wall_holds_against_every_way_out_the_agent_tries() {
     let listed = Counting::start("listed-service\n");
     let unlisted = Counting::start("LEAK\n");
@@ -842,6 +883,9 @@ fn through_claude_the_login_never_enters_a_sandbox_and_a_stand_in_dies_with_its_
             }
             return Reply::Text("done".into());
         }
+        if body.contains("Commit the login") {
+            return bash("cp \"$CLAUDE_CONFIG_DIR\"/.cred* stolen.json".into());
+        }
         if body.contains("Steal the login") {
             return bash(
                 "cat \"$CLAUDE_CONFIG_DIR\"/.cred*; echo; env | sort; \
@@ -869,11 +913,29 @@ fn through_claude_the_login_never_enters_a_sandbox_and_a_stand_in_dies_with_its_
     world.trust_in(&world.work);
     git(&world.work, &["add", "stet.toml"]);
     git(&world.work, &["commit", "--quiet", "-m", "configure stet"]);
-    for item in ["A Steal the login", "B Use the stolen login"] {
+    for item in [
+        "A Steal the login",
+        "B Use the stolen login",
+        "C Commit the login",
+    ] {
         assert_eq!(world.run_stet(&["add", item]).code, 0);
     }
     let out = world.run_stet(&["drive", "--yes"]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
+    // A and B land; C's change holds (the stand-in of) a login: never pushed.
+    assert_eq!(out.code, 4, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(
+            "the change holds a secret, so its branch was not pushed: stolen.json:1 (an Anthropic key)"
+        ),
+        "{}",
+        out.stderr
+    );
+    let remote = world.root.path().join("remote.git");
+    let branches = git(&remote, &["branch", "--list", "stet/*"]);
+    assert_eq!(branches.lines().count(), 2, "{branches}");
+    assert!(!branches.contains("commit-the-login"), "{branches}");
+    let queue = world.run_stet(&["queue"]);
+    assert!(queue.stdout.contains("stolen.json:1"), "{}", queue.stdout);
 
     let seen = tool_results(&api);
     let stand_in = stolen.lock().unwrap().clone();

@@ -610,6 +610,11 @@ impl Drive<'_> {
             ..checkpoint.clone()
         };
         let changed = self.changed(lane)?;
+        if changed {
+            if let Some(end) = self.refuse_secrets(lane, &checkpoint)? {
+                return Ok(Some(end));
+            }
+        }
         match self.remote().save_checkpoint(
             &lane.item,
             &checkpoint,
@@ -619,6 +624,69 @@ impl Drive<'_> {
             Err(SaveError::TakenByPeer(why)) => {
                 Ok(Some(ItemEnd::Lost(format!("taken by a peer: {why}"))))
             }
+            Err(SaveError::Remote(e)) => Ok(Some(ItemEnd::RemoteUnreachable(short(&e)))),
+        }
+    }
+
+    /// Before the lane's branch is pushed: its change must hold no secret (`scan.rs`). A
+    /// finding keeps the branch here, saves the checkpoint without it and marks the item
+    /// failed, naming each file, line and kind (never the value).
+    fn refuse_secrets(
+        &self,
+        lane: &Lane,
+        checkpoint: &Checkpoint,
+    ) -> Result<Option<ItemEnd>, CliError> {
+        let base = self.base_of(lane)?;
+        let diff = lane
+            .git()
+            .run(&[
+                "diff",
+                "--no-color",
+                "--no-ext-diff",
+                "--no-textconv",
+                "--no-renames",
+                "--unified=0",
+                // Inert git marks every file binary (no diff driver runs): read them all
+                // as text, so a secret in any file is seen.
+                "--text",
+                &base,
+                "HEAD",
+            ])
+            .map_err(|e| {
+                CliError::failure(format!("cannot read the lane {}'s change", lane.branch))
+                    .caused_by(e.to_string())
+            })?;
+        let findings = crate::scan::scan_diff(
+            &diff,
+            &crate::credentials::known(),
+            &self.settings.secrets_allowed,
+        );
+        if findings.is_empty() {
+            return Ok(None);
+        }
+        let listed: Vec<String> = findings.iter().map(ToString::to_string).collect();
+        let how = if findings.iter().all(|f| f.allowable) {
+            "if none is a secret, list those paths under [drive] secrets_allowed and stet retry the item"
+        } else {
+            "remove it from the lane's history; stet's own credentials are never allowed"
+        };
+        let note = format!(
+            "the change holds a secret, so its branch was not pushed: {} ({how})",
+            listed.join(", ")
+        );
+        match self.remote().save_checkpoint(&lane.item, checkpoint, None) {
+            Ok(()) => {}
+            Err(SaveError::TakenByPeer(why)) => {
+                return Ok(Some(ItemEnd::Lost(format!("taken by a peer: {why}"))))
+            }
+            Err(SaveError::Remote(e)) => return Ok(Some(ItemEnd::RemoteUnreachable(short(&e)))),
+        }
+        match self
+            .remote()
+            .finish_item(&lane.item, Mark::Failed, &note, true)
+        {
+            Ok(()) => Ok(Some(ItemEnd::GaveUp(note))),
+            Err(SaveError::TakenByPeer(why)) => Ok(Some(ItemEnd::Lost(why))),
             Err(SaveError::Remote(e)) => Ok(Some(ItemEnd::RemoteUnreachable(short(&e)))),
         }
     }

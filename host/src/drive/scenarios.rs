@@ -399,6 +399,7 @@ impl World {
             profiles_root: root.path().to_path_buf(),
             drive_check: None,
             drive_land: None,
+            secrets_allowed: Vec::new(),
             config_files: Vec::new(),
             limits: SandboxLimits::defaults(),
             network: Default::default(),

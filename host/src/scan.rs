@@ -1,0 +1,195 @@
+//! Nothing secret leaves in a branch: a lane's change is scanned before any push.
+//!
+//! Two kinds of finding, both in the lines the change adds: a credential stet itself sealed
+//! away this drive (`credentials::known`, compared by fingerprint, never held as text here),
+//! and the well-known shapes of secrets (Anthropic, OpenAI, GitHub and AWS keys, private
+//! keys). A finding refuses the push; the item is marked failed with the file, the line and
+//! the kind. A shape in a path the person lists in `[drive] secrets_allowed` is expected
+//! (test fixtures); a credential of stet's own never is.
+//!
+//! A shape is policy, not a wall: a secret split or encoded passes (every file is read as
+//! text, binary ones too).
+//! What holds is that the real credentials never enter a sandbox (`credentials.rs`).
+
+use std::sync::OnceLock;
+
+use regex::Regex;
+use stet_egress::credentials::{tokens, Fingerprint};
+
+/// One finding, for a person: where, and what kind (never the value).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// The file, relative to the lane.
+    pub file: String,
+    /// The line in the new version of the file.
+    pub line: usize,
+    /// What was found (`an Anthropic API key`, `stet's own credential`).
+    pub kind: &'static str,
+    /// Whether the person may allow it (shapes yes, stet's own credentials never).
+    pub allowable: bool,
+}
+
+impl std::fmt::Display for Finding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{} ({})", self.file, self.line, self.kind)
+    }
+}
+
+fn shapes() -> &'static [(&'static str, Regex)] {
+    static SHAPES: OnceLock<Vec<(&'static str, Regex)>> = OnceLock::new();
+    SHAPES.get_or_init(|| {
+        [
+            (
+                "an Anthropic key",
+                r"sk-ant-[a-z0-9]{2,8}-[A-Za-z0-9_\-]{20,}",
+            ),
+            (
+                "an OpenAI key",
+                r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{32,}",
+            ),
+            (
+                "a GitHub token",
+                r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{40,})",
+            ),
+            ("an AWS access key", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+            (
+                "a private key",
+                r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----",
+            ),
+        ]
+        .into_iter()
+        .map(|(kind, pattern)| (kind, Regex::new(pattern).expect("the shapes compile")))
+        .collect()
+    })
+}
+
+/// The findings in a diff (`git diff --unified=0`), skipping shapes in `allowed` paths (a
+/// path, or a directory ending in `/`).
+pub fn scan_diff(diff: &str, known: &[Fingerprint], allowed: &[String]) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    let mut file = String::new();
+    let mut line = 0usize;
+    for text in diff.lines() {
+        if let Some(path) = text.strip_prefix("+++ ") {
+            file = path.strip_prefix("b/").unwrap_or(path).to_string();
+            continue;
+        }
+        if let Some(hunk) = text.strip_prefix("@@ ") {
+            // `@@ -a,b +c,d @@`: the new lines start at c.
+            line = hunk
+                .split_whitespace()
+                .find_map(|part| part.strip_prefix('+'))
+                .and_then(|c| c.split(',').next())
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(0);
+            continue;
+        }
+        let Some(added) = text.strip_prefix('+') else {
+            continue;
+        };
+        if tokens(added).any(|t| known.contains(&Fingerprint::of(t))) {
+            findings.push(Finding {
+                file: file.clone(),
+                line,
+                kind: "stet's own credential, sealed away from the agent",
+                allowable: false,
+            });
+        } else if let Some((kind, _)) = shapes().iter().find(|(_, re)| re.is_match(added)) {
+            let expected = allowed
+                .iter()
+                .any(|a| a == &file || (a.ends_with('/') && file.starts_with(a.as_str())));
+            if !expected {
+                findings.push(Finding {
+                    file: file.clone(),
+                    line,
+                    kind,
+                    allowable: true,
+                });
+            }
+        }
+        line += 1;
+    }
+    findings
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn diff(file: &str, added: &[&str]) -> String {
+        let mut text = format!(
+            "diff --git a/{file} b/{file}\n--- a/{file}\n+++ b/{file}\n@@ -0,0 +3,{} @@\n",
+            added.len()
+        );
+        for line in added {
+            text.push_str(&format!("+{line}\n"));
+        }
+        text
+    }
+
+    #[test]
+    fn each_shape_is_found_with_its_file_and_line() {
+        let cases = [
+            (
+                "sk-ant-api03-AAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+                "an Anthropic key",
+            ),
+            (
+                "key = sk-proj-BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB",
+                "an OpenAI key",
+            ),
+            ("ghp_CCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCC", "a GitHub token"),
+            (
+                "aws_access_key_id=AKIAIOSFODNN7EXAMPLE",
+                "an AWS access key",
+            ),
+            ("-----BEGIN OPENSSH PRIVATE KEY-----", "a private key"),
+        ];
+        for (line, kind) in cases {
+            let found = scan_diff(&diff("src/x.rs", &["fine", line]), &[], &[]);
+            assert_eq!(
+                found,
+                [Finding {
+                    file: "src/x.rs".into(),
+                    line: 4,
+                    kind,
+                    allowable: true
+                }],
+                "{line}"
+            );
+        }
+        assert!(scan_diff(&diff("a", &["nothing secret here: sk-short"]), &[], &[]).is_empty());
+    }
+
+    #[test]
+    fn a_sealed_credential_is_found_by_fingerprint_and_never_allowed() {
+        let real = "dummy-but-long-enough-credential";
+        let known = [Fingerprint::of(real)];
+        let found = scan_diff(
+            &diff("fixtures/a.json", &[&format!("{{\"t\":\"{real}\"}}")]),
+            &known,
+            &["fixtures/".into()],
+        );
+        assert_eq!(found.len(), 1);
+        assert!(!found[0].allowable);
+        assert!(!found[0].to_string().contains(real));
+    }
+
+    #[test]
+    fn shapes_in_allowed_paths_are_expected() {
+        let line = "-----BEGIN RSA PRIVATE KEY-----";
+        let allowed = ["tests/fixtures/".to_string(), "key.pem".to_string()];
+        assert!(scan_diff(&diff("tests/fixtures/k.pem", &[line]), &[], &allowed).is_empty());
+        assert!(scan_diff(&diff("key.pem", &[line]), &[], &allowed).is_empty());
+        assert_eq!(
+            scan_diff(&diff("other.pem", &[line]), &[], &allowed).len(),
+            1
+        );
+    }
+
+    #[test]
+    fn removed_lines_are_not_findings() {
+        let text = "+++ b/a\n@@ -1 +0,0 @@\n-sk-ant-api03-AAAAAAAAAAAAAAAAAAAAAAAAAAAA\n";
+        assert!(scan_diff(text, &[], &[]).is_empty());
+    }
+}
