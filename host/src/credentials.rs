@@ -149,10 +149,15 @@ impl Sealed {
         for held in self.held.iter_mut().filter(|h| h.variable.is_some()) {
             let name = held.variable.as_deref().unwrap_or_default();
             if let Some(var) = env.iter_mut().find(|v| v.name.as_str() == name) {
-                let real = var.value.to_string();
-                held.stand_in = stand_in(&real);
-                held.real = real;
-                var.value = held.stand_in.clone().into();
+                // Sealed once per call: a second launch of the call (the proof's walls)
+                // gets the same stand-in.
+                if held.real.is_empty() {
+                    held.real = var.value.to_string();
+                    held.stand_in = stand_in(&held.real);
+                }
+                if var.value.as_str() == held.real {
+                    var.value = held.stand_in.clone().into();
+                }
             }
         }
         self.remember();
@@ -201,6 +206,25 @@ impl Sealed {
             }
         }
         gateways
+    }
+
+    /// What the credential wall checks for this call: the real values' fingerprints, and
+    /// whether one travels in a header (`None` when nothing was sealed).
+    pub fn check(&self, swapped: u64) -> Option<crate::walls::runtime::CredentialCheck> {
+        let real: Vec<Fingerprint> = self
+            .held
+            .iter()
+            .filter(|h| !h.real.is_empty())
+            .map(|h| Fingerprint::of(&h.real))
+            .collect();
+        (!real.is_empty()).then(|| crate::walls::runtime::CredentialCheck {
+            real,
+            swaps_expected: self
+                .held
+                .iter()
+                .any(|h| !h.real.is_empty() && !h.header.is_empty()),
+            swapped,
+        })
     }
 
     /// The ids of the credentials kept out of this call, for the receipt (never a value).

@@ -350,6 +350,8 @@ pub struct LaunchOutput {
     pub network: String,
     /// What stet's proxy refused it.
     pub blocked: Vec<crate::network::BlockedRecord>,
+    /// Requests its credential gateways sent on with the real credential swapped in.
+    pub swapped: u64,
 }
 
 impl LaunchOutput {
@@ -369,6 +371,7 @@ impl LaunchOutput {
             limit: None,
             network,
             blocked: Vec::new(),
+            swapped: 0,
         }
     }
 }
@@ -491,7 +494,7 @@ pub fn run_launch(
     } else {
         None
     };
-    let blocked = walled.finish();
+    let (blocked, swapped) = walled.finish();
     let stdout_bytes = stdout.total();
     let stdout = stdout.finish().map_err(|e| {
         CliError::failure(format!(
@@ -519,6 +522,7 @@ pub fn run_launch(
         limit,
         network: described,
         blocked,
+        swapped,
     })
 }
 

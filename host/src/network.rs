@@ -230,11 +230,13 @@ impl Egress {
         route(&self.allowed, &self.denied)
     }
 
-    /// Stops the proxy; returns what it refused.
-    pub fn finish(self) -> Vec<BlockedRecord> {
+    /// Stops the proxy; returns what it refused, and how many requests its gateways sent
+    /// on with a real credential swapped in.
+    pub fn finish(self) -> (Vec<BlockedRecord>, u64) {
         let blocked = self.proxy.blocked();
+        let swapped = self.proxy.swapped();
         self.proxy.stop();
-        blocked.into_iter().map(Into::into).collect()
+        (blocked.into_iter().map(Into::into).collect(), swapped)
     }
 }
 
@@ -378,8 +380,9 @@ impl<'a> WalledSandbox<'a> {
         self.egress.as_ref().map(Egress::env).unwrap_or_default()
     }
 
-    /// Removes the sandbox and stops its proxy; returns what the proxy refused.
-    pub fn finish(self) -> Vec<BlockedRecord> {
+    /// Removes the sandbox and stops its proxy; returns what the proxy refused, and how
+    /// many requests had a credential swapped in.
+    pub fn finish(self) -> (Vec<BlockedRecord>, u64) {
         if let Some(bridge) = &self.bridge {
             let _ = bridge.kill();
         }
@@ -486,7 +489,7 @@ mod tests {
                 "3128=127.0.0.1:3128"
             ]
         );
-        assert!(egress.finish().is_empty());
+        assert_eq!(egress.finish(), (Vec::new(), 0));
     }
 
     #[test]

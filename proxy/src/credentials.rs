@@ -26,6 +26,23 @@ impl Fingerprint {
     pub fn of(secret: &str) -> Fingerprint {
         Fingerprint(Sha256::digest(secret.trim_end_matches('=').as_bytes()).into())
     }
+
+    /// As 64 hex digits (how a sandbox reports what it holds, never the value).
+    pub fn hex(&self) -> String {
+        self.0.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// From [`Fingerprint::hex`]'s form.
+    pub fn from_hex(text: &str) -> Option<Fingerprint> {
+        if text.len() != 64 || !text.is_ascii() {
+            return None;
+        }
+        let mut bytes = [0u8; 32];
+        for (i, byte) in bytes.iter_mut().enumerate() {
+            *byte = u8::from_str_radix(text.get(2 * i..2 * i + 2)?, 16).ok()?;
+        }
+        Some(Fingerprint(bytes))
+    }
 }
 
 impl fmt::Debug for Fingerprint {
@@ -148,6 +165,9 @@ mod tests {
             Fingerprint::of("abcdefghijklmnopq=="),
             Fingerprint::of("abcdefghijklmnopq")
         );
+        let fp = Fingerprint::of("abcdefghijklmnopq");
+        assert_eq!(Fingerprint::from_hex(&fp.hex()), Some(fp));
+        assert_eq!(Fingerprint::from_hex("zz"), None);
     }
 
     #[test]

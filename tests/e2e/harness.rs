@@ -81,6 +81,9 @@ fn the_walls_hold_end_to_end_with_the_real_cli_in_a_sandbox() {
         // Claude Code declares its model API (the fake, on the host's loopback): reached
         // through stet's proxy, a second listener refused.
         "egress-allow-list",
+        // The login stayed on the host: nothing inside has its fingerprint, and the proof's
+        // requests had it swapped in at stet's gateway.
+        "credential-not-in-sandbox",
     ] {
         assert_eq!(wall(&json, name)["held"], true, "{name}: {json:#}");
     }

@@ -136,7 +136,23 @@ fn serve(stream: TcpStream, script: &Script, seen: &Mutex<Vec<Request>>) -> std:
         // Recorded before the script answers, so a test can see a request while a slow
         // answer is still being made.
         seen.lock().unwrap().push(request.clone());
-        let reply = script(&request);
+        // As the real API does: anything but the (dummy) login is not authenticated. The
+        // sandbox holds a stand-in; only stet's gateway can have put this here.
+        let expected = format!("Bearer {}", crate::DUMMY_ACCESS_TOKEN);
+        let authorized = request
+            .headers
+            .iter()
+            .any(|(name, value)| name == "authorization" && *value == expected);
+        let reply = if authorized {
+            script(&request)
+        } else {
+            Reply::Error {
+                status: 401,
+                headers: vec![],
+                body: json!({"type": "error", "error": {"type": "authentication_error",
+                    "message": "invalid bearer token (the fake knows only the dummy login)"}}),
+            }
+        };
         match reply {
             Reply::Error {
                 status,

@@ -71,6 +71,13 @@ pub enum NetCommand {
         #[arg(long)]
         forward: Vec<String>,
     },
+    /// Print the fingerprint of every credential-like token in this process's environment
+    /// and in the files under PATHS (the credential wall's proof: the host compares them
+    /// with the real credentials' own, never seeing a value from inside).
+    Fingerprints {
+        /// Files or directories (searched without following links).
+        paths: Vec<PathBuf>,
+    },
     /// Try one connection and say in a line what happened.
     Probe {
         /// Through the proxy (a CONNECT) or straight.

@@ -42,6 +42,12 @@ pub fn main(command: &NetCommand) -> ExitCode {
                 }
             }
         }
+        NetCommand::Fingerprints { paths } => {
+            for fp in fingerprints(paths) {
+                println!("fp {fp}");
+            }
+            ExitCode::SUCCESS
+        }
         NetCommand::Probe { how, target } => {
             let line = match how {
                 ProbeHow::Connect => through_proxy(target),
@@ -51,6 +57,47 @@ pub fn main(command: &NetCommand) -> ExitCode {
             ExitCode::SUCCESS
         }
     }
+}
+
+/// Files larger than this are not read (a credential file is small; the agent's binary is
+/// not one).
+const FINGERPRINT_FILE_LIMIT: u64 = 8 << 20;
+/// Nor more than this in all.
+const FINGERPRINT_TOTAL_LIMIT: u64 = 256 << 20;
+
+/// The distinct fingerprints of the tokens in the environment and under `paths`.
+fn fingerprints(paths: &[std::path::PathBuf]) -> std::collections::BTreeSet<String> {
+    use stet_egress::credentials::{tokens, Fingerprint};
+    let mut seen = std::collections::BTreeSet::new();
+    let mut add = |text: &str| {
+        for token in tokens(text) {
+            seen.insert(Fingerprint::of(token).hex());
+        }
+    };
+    for (_, value) in std::env::vars_os() {
+        add(&value.to_string_lossy());
+    }
+    let mut total = 0u64;
+    let mut stack: Vec<std::path::PathBuf> = paths.to_vec();
+    while let Some(path) = stack.pop() {
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if meta.is_dir() {
+            if let Ok(entries) = std::fs::read_dir(&path) {
+                stack.extend(entries.flatten().map(|e| e.path()));
+            }
+        } else if meta.is_file()
+            && meta.len() <= FINGERPRINT_FILE_LIMIT
+            && total + meta.len() <= FINGERPRINT_TOTAL_LIMIT
+        {
+            total += meta.len();
+            if let Ok(bytes) = std::fs::read(&path) {
+                add(&String::from_utf8_lossy(&bytes));
+            }
+        }
+    }
+    seen
 }
 
 /// A CONNECT to `target` through the proxy the environment names (`HTTPS_PROXY`).

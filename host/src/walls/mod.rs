@@ -193,6 +193,7 @@ pub fn prove(
         log,
     )?;
     proof.network = Some(output.network.clone());
+    let credential = call_profile.sealed.check(output.swapped);
     proof.session = output.session.clone();
     match cannot_run(settings, &launch, &output) {
         // The agent never ran: nothing it printed is a proof of anything.
@@ -204,10 +205,24 @@ pub fn prove(
                 .map(Wall::from),
         ),
     }
-    // The runtime's own walls, in a sandbox made as the agent's would be.
-    proof
+    // The model API not answering is said by its own wall: the credential wall then
+    // checks what the sandbox holds, not whether a request was authenticated.
+    let model_answered = !proof
         .walls
-        .extend(runtime::prove(settings, runtime, &launch)?);
+        .iter()
+        .any(|w| w.wall == stet_plugin_api::wall::PROOF_MODEL_API_UNREACHABLE && !w.held);
+    let credential = credential.map(|mut check| {
+        check.swaps_expected &= model_answered;
+        check
+    });
+    // The runtime's own walls, in a sandbox made as the agent's would be.
+    proof.walls.extend(runtime::prove(
+        settings,
+        runtime,
+        &launch,
+        Some(&mut call_profile.sealed),
+        credential,
+    )?);
     proof.walls.push(lane_git::prove(settings, runtime)?);
     call_profile.settle(harness, &profile)?;
     Ok(proof)

@@ -39,12 +39,27 @@ const CREDENTIAL_WORDS: [&str; 6] = ["KEY", "TOKEN", "SECRET", "PASSWORD", "CRED
 const BEGIN: &str = "stet-runtime-walls 1";
 const END: &str = "stet-runtime-walls-end";
 
+/// What the credential wall checks: the real credentials' fingerprints, and how many
+/// requests of the proof call had one swapped in at the gateway.
+pub struct CredentialCheck {
+    /// The fingerprints of the credentials sealed away from the proof's sandbox.
+    pub real: Vec<stet_egress::credentials::Fingerprint>,
+    /// Whether one of them travels in a header (so the proof call's requests must have
+    /// had it swapped in).
+    pub swaps_expected: bool,
+    /// How many did.
+    pub swapped: u64,
+}
+
 /// Proves the runtime's walls for `launch` (the harness's proof launch, whose mounts,
-/// network and environment an agent's launch shares).
+/// network and environment an agent's launch shares), in a sandbox sealed as the agent's
+/// is (`sealed`: the call's credentials).
 pub fn prove(
     settings: &Settings,
     runtime: &OpenRuntime,
     launch: &Launch,
+    sealed: Option<&mut crate::credentials::Sealed>,
+    credential: Option<CredentialCheck>,
 ) -> Result<Vec<Wall>, CliError> {
     let scratch = |prefix: &str| {
         tempfile::Builder::new()
@@ -93,6 +108,32 @@ pub fn prove(
         }
         None => String::new(),
     };
+    // Every token in the environment and in every directory mounted, fingerprinted inside
+    // and compared outside: no real credential may be there.
+    let credential_script = match &credential {
+        Some(_) => {
+            let stet = std::env::current_exe()
+                .and_then(|p| p.canonicalize())
+                .map_err(|e| {
+                    CliError::failure(format!("cannot find the running stet binary: {e}"))
+                })?
+                .display()
+                .to_string();
+            let mut dirs: Vec<String> = launch
+                .mounts
+                .iter()
+                .filter(|m| std::path::Path::new(m.source.as_str()).is_dir())
+                .map(|m| format!("'{}'", m.target))
+                .collect();
+            dirs.push(format!("'{}'", lane_path.display()));
+            dirs.push("/tmp".into());
+            format!(
+                "'{stet}' net fingerprints {} | sed 's/^/cred /' && echo 'cred done'\n",
+                dirs.join(" ")
+            )
+        }
+        None => String::new(),
+    };
     let script = format!(
         "echo '{BEGIN}'\n\
          env | sed -n 's/^\\([A-Za-z_][A-Za-z0-9_]*\\)=.*/env \\1/p'\n\
@@ -100,6 +141,7 @@ pub fn prove(
          if [ -e '{canary}' ]; then echo 'canary seen'; else echo 'canary unseen'; fi\n\
          if echo written > '{lane}/.stet-walls'; then echo 'lane writable'; fi\n\
          {egress_script}\
+         {credential_script}\
          echo '{END}'\n",
         canary = canary.display(),
         lane = lane_path.display(),
@@ -131,6 +173,7 @@ pub fn prove(
             .with_lane(LaneMounts::of_lane(&lane), LaneAccess::ReadWrite),
         harness::Watch {
             time_limit: Some(std::time::Duration::from_secs(120)),
+            sealed,
             ..harness::Watch::default()
         },
         None,
@@ -148,12 +191,46 @@ pub fn prove(
         );
     }
     drop(listeners);
-    Ok(read(
-        &String::from_utf8_lossy(&output.stdout),
-        &allowed_env,
-        &launch.network,
-        seen_on_host,
-    ))
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let mut walls = read(&stdout, &allowed_env, &launch.network, seen_on_host);
+    if let Some(check) = credential {
+        walls.push(credential_wall(&stdout, &check));
+    }
+    Ok(walls)
+}
+
+/// `credential-not-in-sandbox`: no token inside has a real credential's fingerprint, and
+/// the proof call's requests to the model API had the real one swapped in at the gateway.
+fn credential_wall(output: &str, check: &CredentialCheck) -> Wall {
+    let lines: Vec<&str> = output.lines().collect();
+    let reported = lines.contains(&"cred done");
+    let inside: Vec<stet_egress::credentials::Fingerprint> = lines
+        .iter()
+        .filter_map(|l| l.strip_prefix("cred fp "))
+        .filter_map(stet_egress::credentials::Fingerprint::from_hex)
+        .collect();
+    let found = check.real.iter().filter(|r| inside.contains(r)).count();
+    let authenticated = !check.swaps_expected || check.swapped > 0;
+    let held = reported && found == 0 && authenticated;
+    let detail = if !reported {
+        "the sandbox did not report what it holds".to_string()
+    } else if found > 0 {
+        format!("{found} real credential(s) found inside the sandbox")
+    } else if !authenticated {
+        "no request of the proof call reached the model API with the credential swapped in at stet's gateway".to_string()
+    } else {
+        format!(
+            "none of {} token(s) inside is a real credential; {} request(s) reached the model API with the real one swapped in at stet's gateway",
+            inside.len(),
+            check.swapped
+        )
+    };
+    wall(
+        "credential-not-in-sandbox",
+        held,
+        detail,
+        "the harness keeps its credential somewhere it did not declare, or the runtime mounts more than asked: do not drive; report this with both plugins' versions",
+    )
 }
 
 /// A listener on the host's loopback that greets whoever connects, for the egress wall.
@@ -445,5 +522,33 @@ mod tests {
             .unwrap()
             .held
         );
+    }
+
+    #[test]
+    fn the_credential_wall_breaks_on_a_real_fingerprint_inside_or_no_swap() {
+        use stet_egress::credentials::Fingerprint;
+        let real = Fingerprint::of("sk-ant-oat01-the-real-one-0000000000");
+        let other = Fingerprint::of("sk-ant-oat01-a-stand-in-00000000000");
+        let check = |swapped| CredentialCheck {
+            real: vec![real],
+            swaps_expected: true,
+            swapped,
+        };
+        let out = |fps: &[Fingerprint], done: bool| {
+            let mut text: String = fps
+                .iter()
+                .map(|f| format!("cred fp {}\n", f.hex()))
+                .collect();
+            if done {
+                text.push_str("cred done\n");
+            }
+            text
+        };
+        assert!(credential_wall(&out(&[other], true), &check(2)).held);
+        let leak = credential_wall(&out(&[other, real], true), &check(2));
+        assert!(!leak.held);
+        assert_eq!(leak.detail, "1 real credential(s) found inside the sandbox");
+        assert!(!credential_wall(&out(&[other], true), &check(0)).held);
+        assert!(!credential_wall(&out(&[other], false), &check(2)).held);
     }
 }
