@@ -210,7 +210,10 @@ impl Sealed {
 
     /// What the credential wall checks for this call: the real values' fingerprints, and
     /// whether one travels in a header (`None` when nothing was sealed).
-    pub fn check(&self, swapped: u64) -> Option<crate::walls::runtime::CredentialCheck> {
+    pub fn check(
+        &self,
+        gateway: stet_egress::server::GatewayCounts,
+    ) -> Option<crate::walls::runtime::CredentialCheck> {
         let real: Vec<Fingerprint> = self
             .held
             .iter()
@@ -223,8 +226,16 @@ impl Sealed {
                 .held
                 .iter()
                 .any(|h| !h.real.is_empty() && !h.header.is_empty()),
-            swapped,
+            gateway,
         })
+    }
+
+    /// The launch variables that hold stand-ins (declared `Environment` credentials).
+    pub fn variables(&self) -> Vec<String> {
+        self.held
+            .iter()
+            .filter_map(|h| h.variable.clone())
+            .collect()
     }
 
     /// The ids of the credentials kept out of this call, for the receipt (never a value).

@@ -350,8 +350,8 @@ pub struct LaunchOutput {
     pub network: String,
     /// What stet's proxy refused it.
     pub blocked: Vec<crate::network::BlockedRecord>,
-    /// Requests its credential gateways sent on with the real credential swapped in.
-    pub swapped: u64,
+    /// Requests to its credential gateways, and those sent on with the real credential.
+    pub gateway: stet_egress::server::GatewayCounts,
 }
 
 impl LaunchOutput {
@@ -371,7 +371,7 @@ impl LaunchOutput {
             limit: None,
             network,
             blocked: Vec::new(),
-            swapped: 0,
+            gateway: Default::default(),
         }
     }
 }
@@ -494,7 +494,7 @@ pub fn run_launch(
     } else {
         None
     };
-    let (blocked, swapped) = walled.finish();
+    let (blocked, gateway) = walled.finish();
     let stdout_bytes = stdout.total();
     let stdout = stdout.finish().map_err(|e| {
         CliError::failure(format!(
@@ -522,7 +522,7 @@ pub fn run_launch(
         limit,
         network: described,
         blocked,
-        swapped,
+        gateway,
     })
 }
 

@@ -24,7 +24,7 @@ use std::path::PathBuf;
 
 use stet_egress::credentials::Gateway;
 use stet_egress::policy::{Entry, Rules};
-use stet_egress::server::{Blocked, Extras, Proxy, SystemResolver};
+use stet_egress::server::{Blocked, Extras, GatewayCounts, Proxy, SystemResolver};
 use stet_plugin_api::{EnvVar, Network, ProcessSpec, SandboxOption};
 
 use crate::error::{CliError, Exit};
@@ -232,11 +232,11 @@ impl Egress {
 
     /// Stops the proxy; returns what it refused, and how many requests its gateways sent
     /// on with a real credential swapped in.
-    pub fn finish(self) -> (Vec<BlockedRecord>, u64) {
+    pub fn finish(self) -> (Vec<BlockedRecord>, GatewayCounts) {
         let blocked = self.proxy.blocked();
-        let swapped = self.proxy.swapped();
+        let counts = self.proxy.gateway_counts();
         self.proxy.stop();
-        (blocked.into_iter().map(Into::into).collect(), swapped)
+        (blocked.into_iter().map(Into::into).collect(), counts)
     }
 }
 
@@ -382,7 +382,7 @@ impl<'a> WalledSandbox<'a> {
 
     /// Removes the sandbox and stops its proxy; returns what the proxy refused, and how
     /// many requests had a credential swapped in.
-    pub fn finish(self) -> (Vec<BlockedRecord>, u64) {
+    pub fn finish(self) -> (Vec<BlockedRecord>, GatewayCounts) {
         if let Some(bridge) = &self.bridge {
             let _ = bridge.kill();
         }
@@ -489,7 +489,7 @@ mod tests {
                 "3128=127.0.0.1:3128"
             ]
         );
-        assert_eq!(egress.finish(), (Vec::new(), 0));
+        assert_eq!(egress.finish(), (Vec::new(), GatewayCounts::default()));
     }
 
     #[test]

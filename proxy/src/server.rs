@@ -89,8 +89,18 @@ struct State {
     blocked: Mutex<Vec<Blocked>>,
     gateways: Vec<Gateway>,
     revoked: Revoked,
-    /// Requests a gateway sent on with a credential swapped in.
+    /// Requests to a gateway, and of them those sent on with a credential swapped in.
+    through_gateways: AtomicU64,
     swapped: AtomicU64,
+}
+
+/// Requests to a proxy's gateways.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GatewayCounts {
+    /// Every request that came to a gateway.
+    pub requests: u64,
+    /// Those sent on with the real credential in place of the stand-in.
+    pub swapped: u64,
 }
 
 /// What a proxy serves beyond its rules.
@@ -137,6 +147,7 @@ impl Proxy {
             blocked: Mutex::new(Vec::new()),
             gateways: extras.gateways,
             revoked: extras.revoked,
+            through_gateways: AtomicU64::new(0),
             swapped: AtomicU64::new(0),
         });
         let (stop, stopped) = oneshot::channel();
@@ -166,9 +177,13 @@ impl Proxy {
             .clone()
     }
 
-    /// How many requests a gateway sent on with the real credential swapped in.
-    pub fn swapped(&self) -> u64 {
-        self.state.swapped.load(Ordering::Relaxed)
+    /// How many requests came to a gateway, and how many of them it sent on with the real
+    /// credential swapped in.
+    pub fn gateway_counts(&self) -> GatewayCounts {
+        GatewayCounts {
+            requests: self.state.through_gateways.load(Ordering::Relaxed),
+            swapped: self.state.swapped.load(Ordering::Relaxed),
+        }
     }
 
     /// Stops serving (open tunnels are closed) and removes the socket file.
@@ -422,6 +437,7 @@ async fn through_gateway(
     if let Ok(value) = HeaderValue::from_str(&authority) {
         parts.headers.insert(header::HOST, value);
     }
+    state.through_gateways.fetch_add(1, Ordering::Relaxed);
     let mut swapped = false;
     for swap in &gateway.swaps {
         let Ok(name) = HeaderName::from_bytes(swap.header.as_bytes()) else {

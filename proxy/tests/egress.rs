@@ -338,14 +338,20 @@ fn a_gateway_swaps_the_stand_in_for_the_real_credential_on_its_way_to_the_model_
              authorization=\"Bearer {REAL}\""
         )
     );
-    assert_eq!(running.proxy.swapped(), 1);
+    assert_eq!(running.proxy.gateway_counts().swapped, 1);
     // Anything but the stand-in's exact value goes on as it came: it opens nothing.
     let seen = answer(&running.socket, &to_gateway("Bearer something-else"), 200);
     assert!(
         seen.ends_with("authorization=\"Bearer something-else\""),
         "{seen}"
     );
-    assert_eq!(running.proxy.swapped(), 1);
+    assert_eq!(
+        running.proxy.gateway_counts(),
+        stet_egress::server::GatewayCounts {
+            requests: 2,
+            swapped: 1
+        }
+    );
 }
 
 #[test]
@@ -398,7 +404,7 @@ fn a_revoked_stand_in_is_refused_with_the_reason_by_every_proxy_that_shares_the_
     // Also in a plain proxy request, wherever it travels in the head.
     let request = format!("GET http://{origin}/?t={STAND_IN} HTTP/1.1\r\nHost: {origin}\r\n\r\n");
     answer(&second.socket, &request, 403);
-    assert_eq!(second.proxy.swapped(), 0);
+    assert_eq!(second.proxy.gateway_counts().swapped, 0);
 }
 
 #[test]

@@ -600,3 +600,104 @@ fn a_drive_lands_an_item_with_the_example_agent() {
     );
     assert!(calls[1].2.starts_with("LAND\n"), "{calls:?}");
 }
+
+/// A service on the host's loopback that records the `Authorization` header of each
+/// request and answers `200 ok`.
+fn recording_api() -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut auth = String::from("none");
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(value) = line.to_ascii_lowercase().strip_prefix("authorization:") {
+                    auth = line[line.len() - value.len()..].trim().to_string();
+                }
+            }
+            kept.lock().unwrap().push(auth);
+            let mut out = stream;
+            let _ = out
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
+        }
+    });
+    (port, seen)
+}
+
+#[test]
+fn a_configured_credential_reaches_its_api_while_the_agent_holds_a_stand_in() {
+    const REAL: &str = "the-real-api-secret-0123456789abcdef";
+    let (port, seen) = recording_api();
+    let c = Cmd::new("");
+    // bash, for /dev/tcp.
+    let agent = c.world.root.path().join("bin/api-agent");
+    std::fs::create_dir_all(agent.parent().unwrap()).unwrap();
+    stet_exec_support::write_executable(
+        &agent,
+        "#!/bin/bash\n\
+         cat >/dev/null\n\
+         printf '%s' \"$EXAMPLE_API_KEY\" > held.txt\n\
+         hostport=${EXAMPLE_BASE_URL#http://}\n\
+         exec 3<>/dev/tcp/${hostport%:*}/${hostport#*:} || exit 1\n\
+         printf 'GET /v1/models HTTP/1.1\\r\\nHost: %s\\r\\nAuthorization: Bearer %s\\r\\nConnection: close\\r\\n\\r\\n' \"$hostport\" \"$EXAMPLE_API_KEY\" >&3\n\
+         timeout 10 cat <&3 > answer.txt\n\
+         echo asked\n"
+            .as_bytes(),
+    )
+    .unwrap();
+    c.configure(&format!(
+        "implement = [\"{}\"]\n\
+         credentials = [{{ host = \"127.0.0.1:{port}\", from = {{ env = \"STET_TEST_API_SECRET\" }}, \
+         variable = \"EXAMPLE_API_KEY\", base_url = \"EXAMPLE_BASE_URL\" }}]",
+        agent.display()
+    ));
+    let with_secret = |args: &[&str]| {
+        let mut command = c.world.stet(args);
+        command.env("STET_TEST_API_SECRET", REAL);
+        c.world.run(&mut command)
+    };
+    // The walls hold with it configured: the proof's sandbox holds the stand-in only.
+    let walls = with_secret(&["walls", "--harness", "command", "--json"]);
+    assert!(!walls.stdout.is_empty(), "{}", walls.stderr);
+    let json = walls.json();
+    assert_eq!(walls.code, 0, "{json:#}\n{}", walls.stderr);
+    assert_eq!(
+        wall(&json, "credential-not-in-sandbox")["held"],
+        true,
+        "{json:#}"
+    );
+
+    let out = with_secret(&["ask", "--harness", "command", "--json", "ask the api"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let held = std::fs::read_to_string(c.world.work.join("held.txt")).unwrap();
+    assert_ne!(held, REAL);
+    assert!(
+        held.starts_with("the-real-api-secret-"),
+        "a stand-in of its shape: {held}"
+    );
+    let answer = std::fs::read_to_string(c.world.work.join("answer.txt")).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(
+        seen.lock().unwrap().contains(&format!("Bearer {REAL}")),
+        "{:?}",
+        seen.lock().unwrap()
+    );
+    // Read at call time: without the secret on the host, the call is refused by name.
+    let out = c.run(&["ask", "--harness", "command", "ask the api"]);
+    assert_ne!(out.code, 0);
+    assert!(
+        out.stderr.contains(
+            "cannot read the credential for EXAMPLE_API_KEY: STET_TEST_API_SECRET is not set"
+        ),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains(REAL));
+}

@@ -193,7 +193,7 @@ pub fn prove(
         log,
     )?;
     proof.network = Some(output.network.clone());
-    let credential = call_profile.sealed.check(output.swapped);
+    let credential = call_profile.sealed.check(output.gateway);
     proof.session = output.session.clone();
     match cannot_run(settings, &launch, &output) {
         // The agent never ran: nothing it printed is a proof of anything.

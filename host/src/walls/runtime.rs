@@ -47,8 +47,8 @@ pub struct CredentialCheck {
     /// Whether one of them travels in a header (so the proof call's requests must have
     /// had it swapped in).
     pub swaps_expected: bool,
-    /// How many did.
-    pub swapped: u64,
+    /// How many of the proof call's requests came to the gateway, and how many had it.
+    pub gateway: stet_egress::server::GatewayCounts,
 }
 
 /// Proves the runtime's walls for `launch` (the harness's proof launch, whose mounts,
@@ -165,6 +165,7 @@ pub fn prove(
         },
     };
     let workdir = lane_path.display().to_string();
+    let sealed_names = sealed.as_deref().map(|s| s.variables()).unwrap_or_default();
     let output = harness::run_launch(
         settings,
         runtime,
@@ -192,7 +193,13 @@ pub fn prove(
     }
     drop(listeners);
     let stdout = String::from_utf8_lossy(&output.stdout);
-    let mut walls = read(&stdout, &allowed_env, &launch.network, seen_on_host);
+    let mut walls = read(
+        &stdout,
+        &allowed_env,
+        &launch.network,
+        seen_on_host,
+        &sealed_names,
+    );
     if let Some(check) = credential {
         walls.push(credential_wall(&stdout, &check));
     }
@@ -210,7 +217,10 @@ fn credential_wall(output: &str, check: &CredentialCheck) -> Wall {
         .filter_map(stet_egress::credentials::Fingerprint::from_hex)
         .collect();
     let found = check.real.iter().filter(|r| inside.contains(r)).count();
-    let authenticated = !check.swaps_expected || check.swapped > 0;
+    // A proof that sends nothing to its API (a command agent's proof script) shows the
+    // sandbox's side only; one that does must have had the credential swapped in.
+    let sent = check.gateway.requests > 0;
+    let authenticated = !check.swaps_expected || !sent || check.gateway.swapped > 0;
     let held = reported && found == 0 && authenticated;
     let detail = if !reported {
         "the sandbox did not report what it holds".to_string()
@@ -218,11 +228,16 @@ fn credential_wall(output: &str, check: &CredentialCheck) -> Wall {
         format!("{found} real credential(s) found inside the sandbox")
     } else if !authenticated {
         "no request of the proof call reached the model API with the credential swapped in at stet's gateway".to_string()
+    } else if !sent {
+        format!(
+            "none of {} token(s) inside is a real credential (the proof sent no request to the API)",
+            inside.len()
+        )
     } else {
         format!(
             "none of {} token(s) inside is a real credential; {} request(s) reached the model API with the real one swapped in at stet's gateway",
             inside.len(),
-            check.swapped
+            check.gateway.swapped
         )
     };
     wall(
@@ -280,6 +295,7 @@ fn read(
     launch_env: &[EnvVar],
     network: &Network,
     lane_seen_on_host: bool,
+    sealed: &[String],
 ) -> Vec<Wall> {
     let Some(report) = output
         .split_once(BEGIN)
@@ -329,7 +345,8 @@ fn read(
         .copied()
         .filter(|n| {
             let upper = n.to_ascii_uppercase();
-            CREDENTIAL_WORDS.iter().any(|w| upper.contains(w))
+            // A declared credential's variable holds its stand-in, sealed by the host.
+            CREDENTIAL_WORDS.iter().any(|w| upper.contains(w)) && !sealed.iter().any(|s| s == n)
         })
         .collect();
     walls.push(wall(
@@ -414,7 +431,13 @@ mod tests {
     fn a_clean_sandbox_holds_every_wall() {
         let out =
             report("env PATH\nenv STET_ROLE\nenv HOSTNAME\nnet lo\ncanary unseen\nlane writable");
-        let walls = read(&out, &env(&["PATH", "STET_ROLE"]), &Network::None, true);
+        let walls = read(
+            &out,
+            &env(&["PATH", "STET_ROLE"]),
+            &Network::None,
+            true,
+            &[],
+        );
         assert!(walls.iter().all(|w| w.held), "{walls:?}");
     }
 
@@ -422,7 +445,7 @@ mod tests {
     fn each_leak_breaks_its_wall() {
         let launch = env(&["STET_ROLE"]);
         let held = |out: &str, net: &Network, seen: bool, name: &str| {
-            read(&report(out), &launch, net, seen)
+            read(&report(out), &launch, net, seen, &[])
                 .into_iter()
                 .find(|w| w.wall == name)
                 .unwrap()
@@ -449,9 +472,25 @@ mod tests {
             &with_key,
             &Network::None,
             true,
+            &[],
         );
         assert!(
             !walls
+                .iter()
+                .find(|w| w.wall == "env-from-launch")
+                .unwrap()
+                .held
+        );
+        // Unless the host sealed it: then it holds a stand-in.
+        let walls = read(
+            &report(&format!("{clean}\nenv OPENAI_API_KEY")),
+            &with_key,
+            &Network::None,
+            true,
+            &["OPENAI_API_KEY".to_string()],
+        );
+        assert!(
+            walls
                 .iter()
                 .find(|w| w.wall == "env-from-launch")
                 .unwrap()
@@ -469,7 +508,7 @@ mod tests {
             true,
             "network-as-launched"
         ));
-        let none = read("no report", &launch, &Network::None, true);
+        let none = read("no report", &launch, &Network::None, true, &[]);
         assert_eq!(none.len(), 1);
         assert!(!none[0].held);
     }
@@ -483,7 +522,7 @@ mod tests {
                 "env STET_ROLE\nnet lo\ncanary unseen\nlane writable\n\
                  egress listed {listed}\negress unlisted {unlisted}\negress direct {direct}"
             ));
-            read(&out, &launch, &hosts, true)
+            read(&out, &launch, &hosts, true, &[])
                 .into_iter()
                 .find(|w| w.wall == "egress-allow-list")
                 .unwrap()
@@ -515,7 +554,8 @@ mod tests {
                 &report("env STET_ROLE\nnet lo\nnet eth0\ncanary unseen\nlane writable"),
                 &launch,
                 &hosts,
-                true
+                true,
+                &[],
             )
             .into_iter()
             .find(|w| w.wall == "network-as-launched")
@@ -532,7 +572,10 @@ mod tests {
         let check = |swapped| CredentialCheck {
             real: vec![real],
             swaps_expected: true,
-            swapped,
+            gateway: stet_egress::server::GatewayCounts {
+                requests: 2,
+                swapped,
+            },
         };
         let out = |fps: &[Fingerprint], done: bool| {
             let mut text: String = fps

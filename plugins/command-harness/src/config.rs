@@ -14,8 +14,9 @@ use stet_plugin_api::PluginError;
 /// The remedy of every bad-table error: the keys there are.
 pub const KEYS: &str = "the keys under [plugins.command] are `implement` (argv array, required), \
      `review` (argv array, default: implement), `mounts` (host paths, read-only), \
-     `network` (\"none\", the default), `allow_hosts` (the hosts it needs, reached through stet's proxy), `env` (NAME = \"value\") \
-     and `profile` (a directory name under the profiles root); see examples/agent/README.md";
+     `network` (\"none\", the default), `allow_hosts` (the hosts it needs, reached through stet's proxy), `env` (NAME = \"value\"), \
+     `profile` (a directory name under the profiles root) and `credentials` ([{ host, header, value, \
+     from = { env | file | command }, variable, base_url }]); see examples/agent/README.md";
 
 /// The default profile directory's name under the profiles root.
 pub const DEFAULT_PROFILE: &str = ".command";
@@ -36,6 +37,50 @@ struct Raw {
     #[serde(default)]
     env: BTreeMap<String, String>,
     profile: Option<String>,
+    #[serde(default)]
+    credentials: Vec<RawCredential>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCredential {
+    host: String,
+    header: Option<String>,
+    value: Option<String>,
+    from: From,
+    variable: String,
+    base_url: Option<String>,
+}
+
+/// Where a credential's secret is read, on the host, at each call.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase", deny_unknown_fields)]
+pub enum From {
+    /// A variable of stet's own environment.
+    Env(String),
+    /// A file (its content, trailing newlines trimmed).
+    File(PathBuf),
+    /// A command's standard output (`gh auth token`, `op read ...`), run with PATH and HOME
+    /// only.
+    Command(Vec<String>),
+}
+
+/// A credential the agent uses, kept out of its sandbox: the agent sees a stand-in in
+/// `variable`; stet's gateway for `host` swaps the secret in (`header: value`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Credential {
+    /// `host[:port]` of the API.
+    pub host: String,
+    /// The header the secret travels in.
+    pub header: String,
+    /// The header's value, `{secret}` standing for the secret.
+    pub value: String,
+    /// Where the secret is read.
+    pub from: From,
+    /// The variable the agent finds its (stand-in) credential in.
+    pub variable: String,
+    /// A variable set to the gateway's URL inside the sandbox, for the agent's base URL.
+    pub base_url: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize)]
@@ -81,9 +126,23 @@ pub struct Config {
     pub env: BTreeMap<String, String>,
     /// The profile directory's name under the profiles root.
     pub profile: String,
+    /// Credentials kept out of the sandbox.
+    pub credentials: Vec<Credential>,
 }
 
 impl Config {
+    /// The distinct credential hosts in order: the n-th is served at the gateway port
+    /// `GATEWAY_PORT + n` inside the sandbox (as the host assigns them).
+    pub fn gateway_hosts(&self) -> Vec<&str> {
+        let mut hosts: Vec<&str> = Vec::new();
+        for c in &self.credentials {
+            if !hosts.contains(&c.host.as_str()) {
+                hosts.push(&c.host);
+            }
+        }
+        hosts
+    }
+
     /// The argv of a role: `review` falls back to `implement`.
     pub fn argv(&self, review: bool) -> Option<&[String]> {
         if review {
@@ -251,6 +310,28 @@ pub fn parse(json: &str, cwd: &Path) -> Result<Config, PluginError> {
             "`profile` `{profile}` is not a directory name (one path component, e.g. \"codex\")"
         )));
     }
+    let credentials = raw
+        .credentials
+        .into_iter()
+        .map(|c| credential(c, &raw.env))
+        .collect::<Result<Vec<_>, _>>()?;
+    // A credential's host is one the agent needs: declared, so the proof expects the proxy.
+    let network = match network {
+        _ if credentials.is_empty() => network,
+        Net::None => Net::AllowHosts(Vec::new()),
+        hosts => hosts,
+    };
+    let network = match network {
+        Net::AllowHosts(mut hosts) => {
+            for c in &credentials {
+                if !hosts.contains(&c.host) {
+                    hosts.push(c.host.clone());
+                }
+            }
+            Net::AllowHosts(hosts)
+        }
+        none => none,
+    };
     Ok(Config {
         implement,
         review,
@@ -258,6 +339,88 @@ pub fn parse(json: &str, cwd: &Path) -> Result<Config, PluginError> {
         network,
         env: raw.env,
         profile,
+        credentials,
+    })
+}
+
+fn is_variable_name(name: &str) -> bool {
+    name.chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// One `credentials` entry, checked.
+fn credential(
+    raw: RawCredential,
+    env: &BTreeMap<String, String>,
+) -> Result<Credential, PluginError> {
+    let host_ok = !raw.host.is_empty()
+        && raw
+            .host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']'));
+    if !host_ok {
+        return Err(bad(format!(
+            "`credentials` host `{}` is not a host (e.g. \"api.example.com\" or \"api.example.com:8443\")",
+            raw.host
+        )));
+    }
+    let header = raw.header.unwrap_or_else(|| "Authorization".to_string());
+    if header.is_empty()
+        || !header
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+    {
+        return Err(bad(format!(
+            "`credentials` header `{header}` is not a header name"
+        )));
+    }
+    let value = raw.value.unwrap_or_else(|| "Bearer {secret}".to_string());
+    if !value.contains("{secret}") || value.chars().any(|c| c.is_control()) {
+        return Err(bad(format!(
+            "`credentials` value `{value}` must hold {{secret}} (e.g. \"Bearer {{secret}}\") and no control character"
+        )));
+    }
+    for (what, name) in [
+        ("variable", Some(&raw.variable)),
+        ("base_url", raw.base_url.as_ref()),
+    ] {
+        let Some(name) = name else { continue };
+        if !is_variable_name(name)
+            || RESERVED_ENV.contains(&name.as_str())
+            || name.starts_with("STET_")
+            || env.contains_key(name)
+        {
+            return Err(bad(format!(
+                "`credentials` {what} `{name}` is not a free variable name (letters, digits, _; not HOME, STET_*, nor one `env` sets)"
+            )));
+        }
+    }
+    match &raw.from {
+        From::Env(name) if !is_variable_name(name) => {
+            return Err(bad(format!(
+                "`credentials` from env `{name}` is not a variable name"
+            )));
+        }
+        From::File(path) if !path.is_absolute() && !path.starts_with("~") => {
+            return Err(bad(format!(
+                "`credentials` from file `{}` must be an absolute path (or start with ~)",
+                path.display()
+            )));
+        }
+        From::Command(argv) if argv.is_empty() => {
+            return Err(bad("`credentials` from command is empty"));
+        }
+        _ => {}
+    }
+    Ok(Credential {
+        host: raw.host,
+        header,
+        value,
+        from: raw.from,
+        variable: raw.variable,
+        base_url: raw.base_url,
     })
 }
 
@@ -339,6 +502,26 @@ mod tests {
     }
 
     #[test]
+    fn a_credential_names_its_host_source_and_variable_and_is_a_declared_host() {
+        let c = parse(
+            r#"{"implement":["a"],"credentials":[{"host":"api.example.com","from":{"command":["gh","auth","token"]},"variable":"GH_TOKEN","base_url":"GH_URL"}]}"#,
+            Path::new("/"),
+        )
+        .unwrap();
+        let credential = &c.credentials[0];
+        assert_eq!(
+            (credential.header.as_str(), credential.value.as_str()),
+            ("Authorization", "Bearer {secret}")
+        );
+        assert_eq!(
+            credential.from,
+            From::Command(vec!["gh".into(), "auth".into(), "token".into()])
+        );
+        assert_eq!(c.network, Net::AllowHosts(vec!["api.example.com".into()]));
+        assert_eq!(c.gateway_hosts(), ["api.example.com"]);
+    }
+
+    #[test]
     fn unknown_keys_and_wrong_types_are_bad_input_naming_the_keys() {
         for json in [
             r#"{"implement":["a"],"timeout":"5m"}"#,
@@ -355,6 +538,13 @@ mod tests {
             r#"{"implement":["a"],"env":{"A-B":"x"}}"#,
             r#"{"implement":["a"],"profile":"../x"}"#,
             r#"{"implement":["a"],"mounts":["/"]}"#,
+            r#"{"implement":["a"],"credentials":[{"host":"x","from":{"env":"K"}}]}"#,
+            r#"{"implement":["a"],"credentials":[{"host":"http://x","from":{"env":"K"},"variable":"V"}]}"#,
+            r#"{"implement":["a"],"credentials":[{"host":"x","from":{"env":"K"},"variable":"HOME"}]}"#,
+            r#"{"implement":["a"],"credentials":[{"host":"x","from":{"file":"rel"},"variable":"V"}]}"#,
+            r#"{"implement":["a"],"credentials":[{"host":"x","from":{"command":[]},"variable":"V"}]}"#,
+            r#"{"implement":["a"],"credentials":[{"host":"x","from":{"env":"K"},"variable":"V","value":"no secret"}]}"#,
+            r#"{"implement":["a"],"credentials":[{"host":"x","from":{"keyring":"K"},"variable":"V"}]}"#,
         ] {
             let e = parse(json, Path::new("/")).unwrap_err();
             assert_eq!(e.code, stet_plugin_api::ErrorCode::INVALID_INPUT, "{json}");

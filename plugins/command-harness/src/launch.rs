@@ -46,10 +46,16 @@ pub fn env(config: &Config, role: Role, profile_dir: &str) -> Vec<EnvVar> {
 
 /// The names of a launch's environment.
 pub fn env_names(config: &Config) -> Vec<String> {
-    env(config, Role::Implement, "")
+    let mut names: Vec<String> = env(config, Role::Implement, "")
         .into_iter()
         .map(|v| v.name.into_string())
-        .collect()
+        .collect();
+    // Set at launch: each credential's (stand-in) variable and its gateway URL's.
+    for c in &config.credentials {
+        names.push(c.variable.clone());
+        names.extend(c.base_url.clone());
+    }
+    names
 }
 
 /// What must be mounted for a command: nothing for a bare name (looked up in the image);

@@ -74,8 +74,9 @@
 use std::path::{Path, PathBuf};
 
 use stet_plugin_api::{
-    export_plugin, ExitStatus, HarnessContext, HarnessPlugin, Launch, Outcome, PluginError,
-    ProbeReport, Profile, Role, RoleRequest, WallCheck,
+    export_plugin, CredentialDecl, CredentialSource, CredentialSource_NE, EnvVar, ExitStatus,
+    HarnessContext, HarnessPlugin, Launch, Outcome, PluginError, ProbeReport, Profile, Role,
+    RoleRequest, WallCheck,
 };
 
 mod config;
@@ -83,6 +84,7 @@ mod launch;
 mod outcome;
 mod profile;
 mod proof;
+mod secrets;
 
 pub use config::{looks_like_credential, Config, Net};
 
@@ -367,7 +369,7 @@ impl HarnessPlugin for CommandHarness {
         }
         let implement = self.require_implement()?;
         let c = &self.config;
-        Ok(match request.role {
+        let mut launch = match request.role {
             Role::Proof => launch::proof(
                 c,
                 implement,
@@ -383,7 +385,50 @@ impl HarnessPlugin for CommandHarness {
                 &request.workdir,
                 &request.prompt,
             ),
-        })
+        };
+        // Each credential's secret, read now, in its variable for the host to seal: the
+        // host replaces it with a stand-in before the sandbox is made (`credentials`).
+        let hosts = c.gateway_hosts();
+        for credential in &c.credentials {
+            let secret = secrets::read(&credential.variable, &credential.from)?;
+            launch
+                .process
+                .env
+                .push(EnvVar::new(credential.variable.as_str(), secret));
+            if let Some(name) = &credential.base_url {
+                let n = hosts
+                    .iter()
+                    .position(|h| *h == credential.host)
+                    .unwrap_or(0);
+                let port = stet_plugin_api::GATEWAY_PORT + n as u16;
+                launch.process.env.push(EnvVar::new(
+                    name.as_str(),
+                    format!("http://127.0.0.1:{port}"),
+                ));
+            }
+        }
+        Ok(launch)
+    }
+
+    fn credentials(
+        &self,
+        _context: &HarnessContext,
+        _profile: &Profile,
+    ) -> Result<Vec<CredentialDecl>, PluginError> {
+        Ok(self
+            .config
+            .credentials
+            .iter()
+            .map(|c| CredentialDecl {
+                id: c.variable.as_str().into(),
+                source: CredentialSource_NE::new(CredentialSource::Environment {
+                    name: c.variable.as_str().into(),
+                }),
+                host: c.host.as_str().into(),
+                header: c.header.as_str().into(),
+                value: c.value.as_str().into(),
+            })
+            .collect())
     }
 
     fn read_proof(&self, output: &[u8]) -> Result<Vec<WallCheck>, PluginError> {
