@@ -632,3 +632,73 @@ fn an_agent_whose_interpreter_the_image_lacks_is_refused_naming_what_to_install(
         "{json:#}"
     );
 }
+
+#[test]
+fn a_long_lived_token_beside_the_profile_is_a_login_the_sandbox_holds_only_a_stand_in_of() {
+    use std::os::unix::fs::PermissionsExt;
+    let c = claude_world(FakeApi::start(|request| {
+        let command = if request.body.to_string().contains("This is a wall check") {
+            "stet-wall-canary"
+        } else {
+            // The CLI keeps the token from its tools' environment; the agent digs it out.
+            "cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n' | grep -a OAUTH_TOKEN | sort -u; \
+             ls -a \"$CLAUDE_CONFIG_DIR\"/.."
+        };
+        if request.tool_results().is_empty() {
+            Reply::ToolUse {
+                name: "Bash".into(),
+                input: json!({"command": command, "description": "as asked"}),
+            }
+        } else {
+            Reply::Text("finished".into())
+        }
+    }));
+    // `claude setup-token` printed it; the person stored it beside the profile.
+    std::fs::remove_file(c.profile.join(".credentials.json")).unwrap();
+    let token_file = c.world.root.path().join("profiles/claude.oauth-token");
+    std::fs::write(&token_file, format!("{}\n", stet_e2e::DUMMY_ACCESS_TOKEN)).unwrap();
+    std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    // Readable by others: refused by name.
+    let out = c.world.run_stet(&["walls", "--json"]);
+    assert_ne!(out.code, 0);
+    assert!(
+        format!("{}{}", out.stdout, out.stderr).contains("chmod 600"),
+        "{}\n{}",
+        out.stdout,
+        out.stderr
+    );
+    std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let out = c.world.run_stet(&["walls", "--json"]);
+    let json = out.json();
+    assert_eq!(out.code, 0, "{json:#}\n{}", out.stderr);
+    let login = wall(&json, "login-present");
+    assert!(
+        login["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("a long-lived token (claude setup-token) in"),
+        "{login:#}"
+    );
+    assert_eq!(
+        wall(&json, "credential-not-in-sandbox")["held"],
+        true,
+        "{json:#}"
+    );
+    // A call: the CLI sends its stand-in, the fake (which knows only the real one) answers.
+    let out = c.world.run_stet(&["ask", "--json", "look around"]);
+    let json = out.json();
+    assert_eq!(out.code, 0, "{json:#}\n{}", out.stderr);
+    let results: String = c
+        .api
+        .requests()
+        .iter()
+        .flat_map(|r| r.tool_results())
+        .map(|r| r.to_string())
+        .collect();
+    assert!(results.contains("CLAUDE_CODE_OAUTH_TOKEN="), "{results}");
+    assert!(!results.contains(stet_e2e::DUMMY_ACCESS_TOKEN), "{results}");
+    assert!(
+        !results.contains("oauth-token"),
+        "the token file is not mounted: {results}"
+    );
+}

@@ -198,6 +198,20 @@ impl HarnessPlugin for ClaudeHarness {
         *self.context.lock().unwrap_or_else(|p| p.into_inner()) = Some(context.clone());
         let dir = profile::find(Path::new(context.profiles_root.as_str()))?;
         let binary = self.require_binary()?;
+        // A long-lived token beside the profile is a login by its presence; the CLI is
+        // never handed it on the host.
+        if login::token(&dir)?.is_some() {
+            return Ok(Profile {
+                dir: dir.display().to_string().into(),
+                logged_in: true,
+                route: format!(
+                    "subscription token {} for the walled profile {}",
+                    login::token_file(&dir).display(),
+                    dir.display()
+                )
+                .into(),
+            });
+        }
         let logged_in = self
             .login(&binary, Some(&dir))
             .map(|s| s.logged_in)
@@ -275,20 +289,38 @@ impl HarnessPlugin for ClaudeHarness {
             ),
         });
         let binary = self.require_binary()?;
-        walls.push(
-            match self.login(&binary, Some(Path::new(profile.dir.as_str()))) {
+        let token = login::token(Path::new(profile.dir.as_str()));
+        walls.push(match token {
+            Ok(Some(_)) => wall(
+                walls::LOGIN_PRESENT,
+                true,
+                format!(
+                    "a long-lived token (claude setup-token) in {}",
+                    login::token_file(Path::new(profile.dir.as_str())).display()
+                ),
+                "",
+            ),
+            Err(e) => wall(
+                walls::LOGIN_PRESENT,
+                false,
+                e.message.to_string(),
+                e.remedy.as_str(),
+            ),
+            Ok(None) => match self.login(&binary, Some(Path::new(profile.dir.as_str()))) {
                 Ok(s) if s.logged_in => wall(walls::LOGIN_PRESENT, true, describe_login(Ok(s)), ""),
                 other => wall(
                     walls::LOGIN_PRESENT,
                     false,
                     describe_login(other),
                     &format!(
-                        "log in once in your own shell: CLAUDE_CONFIG_DIR={} claude, then /login",
-                        profile.dir
+                        "log in once in your own shell: CLAUDE_CONFIG_DIR={} claude, then /login \
+                         (or store a `claude setup-token` token in {}, mode 600)",
+                        profile.dir,
+                        login::token_file(Path::new(profile.dir.as_str())).display()
                     ),
                 ),
             },
-        );
+        });
         let path = Path::new(profile.dir.as_str()).join(settings::FILE);
         walls.push(match std::fs::read_to_string(&path) {
             Ok(text) => match settings::check(&text, &context.stet_binary) {
@@ -353,13 +385,31 @@ impl HarnessPlugin for ClaudeHarness {
             Role::Proof => launch::proof_prompt(),
             _ => request.prompt.to_string(),
         };
-        Ok(launch::launch(
+        let mut launch = launch::launch(
             &setup,
             request.role,
             &request.profile_dir,
             &request.workdir,
             &prompt,
-        ))
+        );
+        // A long-lived token beside the walled profile (the launch runs on a copy of it):
+        // in its variable for the host to seal, which puts a stand-in there.
+        let root = self
+            .context
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map(|c| c.profiles_root.to_string());
+        if let Some(root) = root {
+            let dir = profile::find(Path::new(&root))?;
+            if let Some(token) = login::token(&dir)? {
+                launch
+                    .process
+                    .env
+                    .push(stet_plugin_api::EnvVar::new(login::TOKEN_VARIABLE, token));
+            }
+        }
+        Ok(launch)
     }
 
     fn read_proof(&self, output: &[u8]) -> Result<Vec<WallCheck>, PluginError> {
@@ -521,6 +571,17 @@ impl HarnessPlugin for ClaudeHarness {
                 source: CredentialSource_NE::new(CredentialSource::ProfileFile {
                     path: file(),
                     pointer: login::ACCESS_TOKEN.into(),
+                }),
+                host: launch::api_endpoint(self.config.api_base_url.as_deref()).into(),
+                header: "Authorization".into(),
+                value: "Bearer {secret}".into(),
+            },
+            // A long-lived token (`claude setup-token`), put in the launch's variable from
+            // beside the profile: sent as a bearer to the model API.
+            CredentialDecl {
+                id: "claude-token".into(),
+                source: CredentialSource_NE::new(CredentialSource::Environment {
+                    name: login::TOKEN_VARIABLE.into(),
                 }),
                 host: launch::api_endpoint(self.config.api_base_url.as_deref()).into(),
                 header: "Authorization".into(),

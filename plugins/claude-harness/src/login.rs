@@ -20,3 +20,72 @@ pub const REFRESH_TOKEN: &str = "/claudeAiOauth/refreshToken";
 
 /// The OAuth host Claude Code refreshes a login at (measured with 2.1.332).
 pub const OAUTH_HOST: &str = "platform.claude.com";
+
+/// The variable Claude Code reads a long-lived token from (`claude setup-token`).
+pub const TOKEN_VARIABLE: &str = "CLAUDE_CODE_OAUTH_TOKEN";
+
+/// Where the person keeps a long-lived token beside the profile: `<profile>.oauth-token`
+/// (`claude setup-token` prints it and saves nothing). A file, so it is not a profile.
+pub fn token_file(profile: &std::path::Path) -> std::path::PathBuf {
+    let name = profile
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    profile.with_file_name(format!("{name}.oauth-token"))
+}
+
+/// The long-lived token beside `profile`, if the person stored one: read to be put in the
+/// launch's variable, which the host seals (a stand-in replaces it before the sandbox is
+/// made). Refused when others may read the file.
+pub fn token(profile: &std::path::Path) -> Result<Option<String>, stet_plugin_api::PluginError> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = token_file(profile);
+    let meta = match std::fs::symlink_metadata(&path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(stet_plugin_api::PluginError::backend(format!(
+                "cannot read {}: {e}",
+                path.display()
+            )))
+        }
+    };
+    if !meta.is_file() || meta.permissions().mode() & 0o077 != 0 {
+        return Err(stet_plugin_api::PluginError::invalid_input(format!(
+            "the long-lived token {} is not a file only you can read",
+            path.display()
+        ))
+        .with_remedy(format!("chmod 600 {}", path.display())));
+    }
+    let bytes = stet_plugin_support::read_untrusted(&path, 16 * 1024).map_err(|e| {
+        stet_plugin_api::PluginError::backend(format!("cannot read {}: {e}", path.display()))
+    })?;
+    let token = String::from_utf8_lossy(&bytes).trim().to_string();
+    Ok((!token.is_empty()).then_some(token))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_token_lives_beside_the_profile_and_only_its_owner_may_read_it() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let profile = dir.path().join("claude");
+        std::fs::create_dir(&profile).unwrap();
+        assert_eq!(token_file(&profile), dir.path().join("claude.oauth-token"));
+        assert_eq!(token(&profile).unwrap(), None);
+        std::fs::write(token_file(&profile), "sk-ant-oat01-long-lived\n").unwrap();
+        std::fs::set_permissions(token_file(&profile), std::fs::Permissions::from_mode(0o644))
+            .unwrap();
+        let e = token(&profile).unwrap_err();
+        assert!(e.remedy.starts_with("chmod 600"), "{}", e.remedy);
+        std::fs::set_permissions(token_file(&profile), std::fs::Permissions::from_mode(0o600))
+            .unwrap();
+        assert_eq!(
+            token(&profile).unwrap().as_deref(),
+            Some("sk-ant-oat01-long-lived")
+        );
+    }
+}
