@@ -159,6 +159,7 @@ impl Egress {
             Extras {
                 gateways,
                 revoked: crate::credentials::revoked().clone(),
+                tls_roots: None,
             },
         )
         .map_err(|e| CliError::failure(format!("cannot start stet's egress proxy: {e}")))?;

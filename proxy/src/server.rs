@@ -89,6 +89,7 @@ struct State {
     blocked: Mutex<Vec<Blocked>>,
     gateways: Vec<Gateway>,
     revoked: Revoked,
+    tls: Arc<tokio_rustls::rustls::ClientConfig>,
     /// Requests to a gateway, and of them those sent on with a credential swapped in.
     through_gateways: AtomicU64,
     swapped: AtomicU64,
@@ -110,6 +111,9 @@ pub struct Extras {
     pub gateways: Vec<Gateway>,
     /// The stand-ins it refuses as revoked (shared with the other proxies of the process).
     pub revoked: Revoked,
+    /// The roots a gateway's TLS is verified against; `None`: the Mozilla root store
+    /// (webpki-roots). Tests give their own CA.
+    pub tls_roots: Option<Arc<tokio_rustls::rustls::RootCertStore>>,
 }
 
 impl Proxy {
@@ -147,6 +151,10 @@ impl Proxy {
             blocked: Mutex::new(Vec::new()),
             gateways: extras.gateways,
             revoked: extras.revoked,
+            tls: match extras.tls_roots {
+                Some(roots) => client_config(roots),
+                None => tls_config(),
+            },
             through_gateways: AtomicU64::new(0),
             swapped: AtomicU64::new(0),
         });
@@ -464,7 +472,7 @@ async fn through_gateway(
     else {
         return bad_gateway(&format!("stet: {target}: not a name TLS can verify\n"));
     };
-    let connector = tokio_rustls::TlsConnector::from(tls_config());
+    let connector = tokio_rustls::TlsConnector::from(state.tls.clone());
     match timeout(CONNECT_TIMEOUT, connector.connect(server_name, upstream)).await {
         Ok(Ok(tls)) => send(tls, req, &target).await,
         Ok(Err(e)) => bad_gateway(&format!("stet: TLS with {target} failed: {e}\n")),
@@ -480,19 +488,25 @@ fn tls_config() -> Arc<tokio_rustls::rustls::ClientConfig> {
     static CONFIG: OnceLock<Arc<tokio_rustls::rustls::ClientConfig>> = OnceLock::new();
     CONFIG
         .get_or_init(|| {
-            use tokio_rustls::rustls;
-            let mut roots = rustls::RootCertStore::empty();
+            let mut roots = tokio_rustls::rustls::RootCertStore::empty();
             roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-            let provider = Arc::new(rustls::crypto::ring::default_provider());
-            Arc::new(
-                rustls::ClientConfig::builder_with_provider(provider)
-                    .with_safe_default_protocol_versions()
-                    .expect("ring supports the default protocol versions")
-                    .with_root_certificates(roots)
-                    .with_no_client_auth(),
-            )
+            client_config(Arc::new(roots))
         })
         .clone()
+}
+
+fn client_config(
+    roots: Arc<tokio_rustls::rustls::RootCertStore>,
+) -> Arc<tokio_rustls::rustls::ClientConfig> {
+    use tokio_rustls::rustls;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    Arc::new(
+        rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("ring supports the default protocol versions")
+            .with_root_certificates(roots)
+            .with_no_client_auth(),
+    )
 }
 
 /// Resolves (only names the rules could allow), decides, and connects to the checked

@@ -311,6 +311,7 @@ fn gateway_to(origin: SocketAddr, revoked: Revoked) -> Running {
     let extras = Extras {
         gateways: vec![gateway],
         revoked,
+        tls_roots: None,
     };
     start_with(&[&origin.to_string()], &[], &[], extras)
 }
@@ -367,6 +368,7 @@ fn a_gateway_to_an_unlisted_host_is_refused_like_any_target() {
     let extras = Extras {
         gateways: vec![gateway],
         revoked: Revoked::default(),
+        tls_roots: None,
     };
     let running = start_with(&[], &[], &[], extras);
     let body = answer(&running.socket, &to_gateway("Bearer x"), 403);
@@ -493,4 +495,109 @@ fn bridge_relays_the_listen_port_and_forward_ports() {
     );
     assert!(closed(&mut through(refused)));
     assert!(running.proxy.blocked().iter().any(|b| b.target == unlisted));
+}
+
+/// An HTTPS origin on 127.0.0.1 with a certificate of a CA made for the test: answers
+/// with the `Authorization` header it got. Returns its address and the CA's roots.
+fn https_origin() -> (SocketAddr, Arc<tokio_rustls::rustls::RootCertStore>) {
+    use hyper::{body::Incoming, Request, Response};
+    use tokio_rustls::rustls;
+    let key = rcgen::KeyPair::generate().unwrap();
+    let params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
+    let cert = params.self_signed(&key).unwrap();
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(cert.der().clone()).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![cert.der().clone()],
+            rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+        )
+        .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    listener.set_nonblocking(true).unwrap();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            while let Ok((stream, _)) = listener.accept().await {
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    let Ok(tls) = acceptor.accept(stream).await else {
+                        return;
+                    };
+                    let service = hyper::service::service_fn(|req: Request<Incoming>| async move {
+                        let auth = req
+                            .headers()
+                            .get("authorization")
+                            .map(|v| v.to_str().unwrap().to_string());
+                        let host = req
+                            .headers()
+                            .get("host")
+                            .map(|v| v.to_str().unwrap().to_string());
+                        Ok::<_, Infallible>(Response::new(http_body_util::Full::new(
+                            bytes::Bytes::from(format!("tls host={host:?} authorization={auth:?}")),
+                        )))
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(hyper_util::rt::TokioIo::new(tls), service)
+                        .await;
+                });
+            }
+        });
+    });
+    (addr, Arc::new(roots))
+}
+
+#[test]
+fn a_gateway_speaks_verified_tls_to_its_api_and_refuses_a_certificate_it_cannot_verify() {
+    let (origin, roots) = https_origin();
+    let gateway = || Gateway {
+        port: 3180,
+        host: "127.0.0.1".into(),
+        upstream_port: origin.port(),
+        tls: true,
+        swaps: vec![Swap {
+            header: "authorization".into(),
+            stand_in: format!("Bearer {STAND_IN}"),
+            real: format!("Bearer {REAL}"),
+        }],
+    };
+    let start = |tls_roots| {
+        let extras = Extras {
+            gateways: vec![gateway()],
+            revoked: Revoked::default(),
+            tls_roots,
+        };
+        start_with(&[&origin.to_string()], &[], &[], extras)
+    };
+    let trusting = start(Some(roots));
+    let seen = answer(
+        &trusting.socket,
+        &to_gateway(&format!("Bearer {STAND_IN}")),
+        200,
+    );
+    assert_eq!(
+        seen,
+        format!("tls host=Some(\"{origin}\") authorization=Some(\"Bearer {REAL}\")")
+    );
+    // With the public roots only, the test's CA is no one's: the request never leaves.
+    let public = start(None);
+    let body = answer(
+        &public.socket,
+        &to_gateway(&format!("Bearer {STAND_IN}")),
+        502,
+    );
+    assert!(
+        body.starts_with(&format!("stet: TLS with {origin} failed:")),
+        "{body}"
+    );
 }
