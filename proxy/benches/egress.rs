@@ -17,12 +17,14 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use stet_egress::credentials::{Gateway, Swap};
 use stet_egress::policy::{Entry, Rules};
-use stet_egress::server::{Proxy, SystemResolver};
+use stet_egress::server::{Extras, Proxy, SystemResolver};
 
 const GIB: u64 = 1 << 30;
 const REPEATS: usize = 3;
 const REQUESTS: usize = 300;
+const STAND_IN: &str = "stand-in-for-the-bench-0000000000";
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -31,8 +33,11 @@ fn main() {
         serve_proxy(Path::new(&args[i + 1]), &args[i + 2..]);
     }
     if let Some(i) = args.iter().position(|a| a == "--serve-bridge") {
-        let port: u16 = args[i + 2].parse().expect("a port");
-        let never = stet_egress::bridge::run(Path::new(&args[i + 1]), &[port], &[]);
+        let ports: Vec<u16> = args[i + 2..]
+            .iter()
+            .map(|p| p.parse().expect("a port"))
+            .collect();
+        let never = stet_egress::bridge::run(Path::new(&args[i + 1]), &ports, &[]);
         panic!("the bridge stopped: {never:?}");
     }
     if args.iter().any(|a| a == "--list") {
@@ -44,10 +49,15 @@ fn main() {
     let http = HttpServer::start();
     let echo = Echo::start();
     let socket = dir.path().join("egress.sock");
-    let allow = [source.port, http.port, echo.port].map(|p| format!("127.0.0.1:{p}"));
+    let gateway_port = free_port();
+    let mut allow: Vec<String> = [source.port, http.port, echo.port]
+        .map(|p| format!("127.0.0.1:{p}"))
+        .to_vec();
+    // A credential gateway in front of the HTTP server, as a model API is served.
+    allow.push(format!("gateway={gateway_port}:{}", http.port));
     let proxy = Server::proxy(&socket, &allow);
     let bridge_port = free_port();
-    let bridge = Server::bridge(&socket, bridge_port);
+    let bridge = Server::bridge(&socket, &[bridge_port, gateway_port]);
 
     println!("egress (stet-egress, loopback, {REPEATS} interleaved repetitions, medians)");
 
@@ -99,6 +109,23 @@ fn main() {
             request(&mut s);
         }));
     }
+    // Through the credential gateway (plain HTTP to the bridge; the stand-in swapped for the
+    // real value on the way), a fresh connection each, against direct.
+    let (mut fresh_plain, mut fresh_gateway) = (vec![], vec![]);
+    for _ in 0..REQUESTS {
+        fresh_plain.push(timed(|| {
+            let mut s = TcpStream::connect(("127.0.0.1", http.port)).expect("the server");
+            request_with(&mut s, "bench", "");
+        }));
+        fresh_gateway.push(timed(|| {
+            let mut s = TcpStream::connect(("127.0.0.1", gateway_port)).expect("the gateway");
+            request_with(
+                &mut s,
+                &format!("127.0.0.1:{gateway_port}"),
+                &format!("Authorization: Bearer {STAND_IN}\r\n"),
+            );
+        }));
+    }
     let mut open_direct = TcpStream::connect(("127.0.0.1", http.port)).expect("the server");
     let mut open_proxied = connect_through(
         TcpStream::connect(("127.0.0.1", bridge_port)).expect("the bridge"),
@@ -117,6 +144,13 @@ fn main() {
         us(fd),
         us(fp),
         us(fp.saturating_sub(fd))
+    );
+    let (fp2, fg) = (median(fresh_plain), median(fresh_gateway));
+    println!(
+        "  a request through the credential gateway (fresh connection): direct {:6.0} µs, gateway {:6.0} µs (+{:.0} µs)",
+        us(fp2),
+        us(fg),
+        us(fg.saturating_sub(fp2))
     );
     println!(
         "  a request on an open connection:  direct {:6.0} µs, through bridge + proxy {:6.0} µs (+{:.0} µs)",
@@ -157,14 +191,38 @@ fn main() {
 
 /// Runs a proxy on `socket` allowing `allow` until killed.
 fn serve_proxy(socket: &Path, allow: &[String]) -> ! {
+    let gateways = allow
+        .iter()
+        .filter_map(|a| a.strip_prefix("gateway="))
+        .map(|g| {
+            let (port, upstream) = g.split_once(':').expect("PORT:UPSTREAM");
+            Gateway {
+                port: port.parse().expect("a port"),
+                host: "127.0.0.1".into(),
+                upstream_port: upstream.parse().expect("a port"),
+                tls: false,
+                swaps: vec![Swap {
+                    header: "authorization".into(),
+                    stand_in: format!("Bearer {STAND_IN}"),
+                    real: "Bearer the-real-one-for-the-bench-0000".into(),
+                }],
+            }
+        })
+        .collect();
     let rules = Rules {
         allow: allow
             .iter()
+            .filter(|a| !a.starts_with("gateway="))
             .map(|a| Entry::parse(a).expect("an entry"))
             .collect(),
         deny: vec![],
     };
-    let _proxy = Proxy::start(socket, rules, Arc::new(SystemResolver)).expect("the proxy starts");
+    let extras = Extras {
+        gateways,
+        ..Extras::default()
+    };
+    let _proxy = Proxy::start_with(socket, rules, Arc::new(SystemResolver), extras)
+        .expect("the proxy starts");
     println!("ready");
     loop {
         thread::park();
@@ -181,12 +239,9 @@ impl Server {
         Server::spawn(&args, "ready")
     }
 
-    fn bridge(socket: &Path, port: u16) -> Server {
-        let args = [
-            "--serve-bridge".to_string(),
-            socket.display().to_string(),
-            port.to_string(),
-        ];
+    fn bridge(socket: &Path, ports: &[u16]) -> Server {
+        let mut args = vec!["--serve-bridge".to_string(), socket.display().to_string()];
+        args.extend(ports.iter().map(u16::to_string));
         Server::spawn(&args, "stet-bridge: ready")
     }
 
@@ -262,9 +317,13 @@ fn read_head(stream: &mut impl Read) -> String {
 
 /// One `GET /` and its two-byte answer.
 fn request(stream: &mut (impl Read + Write)) {
-    stream
-        .write_all(b"GET / HTTP/1.1\r\nHost: bench\r\n\r\n")
-        .expect("send a request");
+    request_with(stream, "bench", "")
+}
+
+/// One `GET /` to `host` with `headers` (each ending in CRLF) and its two-byte answer.
+fn request_with(stream: &mut (impl Read + Write), host: &str, headers: &str) {
+    let head = format!("GET / HTTP/1.1\r\nHost: {host}\r\n{headers}\r\n");
+    stream.write_all(head.as_bytes()).expect("send a request");
     let head = read_head(stream);
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     let mut body = [0u8; 2];
