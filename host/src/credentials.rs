@@ -146,6 +146,16 @@ impl Sealed {
     /// Puts stand-ins in place of the secrets in the launch's environment (credentials
     /// kept in a variable), and refuses an environment that still holds a real one.
     pub fn seal_env(&mut self, env: &mut [EnvVar]) -> Result<(), CliError> {
+        // A variable twice would leave the second copy as it is (and runtimes let the last
+        // one win): refused.
+        for held in self.held.iter().filter_map(|h| h.variable.as_deref()) {
+            if env.iter().filter(|v| v.name.as_str() == held).count() > 1 {
+                return Err(CliError::failure(format!(
+                    "the agent's environment sets {held}, which holds a credential, more than once; the call is not made"
+                ))
+                .hint("give each credential its own variable"));
+            }
+        }
         for held in self.held.iter_mut().filter(|h| h.variable.is_some()) {
             let name = held.variable.as_deref().unwrap_or_default();
             if let Some(var) = env.iter_mut().find(|v| v.name.as_str() == name) {
@@ -182,7 +192,12 @@ impl Sealed {
     pub fn gateways(&self) -> Vec<Gateway> {
         let mut gateways: Vec<Gateway> = Vec::new();
         for held in self.held.iter().filter(|h| !h.header.is_empty()) {
-            let (host, port) = split_host(&held.host);
+            // `host[:port][/path-prefix]`: the paths the credential is for.
+            let (authority, path) = match held.host.find('/') {
+                Some(i) => (&held.host[..i], Some(held.host[i..].to_string())),
+                None => (held.host.as_str(), None),
+            };
+            let (host, port) = split_host(authority);
             let swaps: Vec<Swap> = (!held.real.is_empty())
                 .then(|| Swap {
                     header: held.header.to_ascii_lowercase(),
@@ -195,12 +210,20 @@ impl Sealed {
                 .iter_mut()
                 .find(|g| g.host == host && g.upstream_port == port)
             {
-                Some(gateway) => gateway.swaps.extend(swaps),
+                Some(gateway) => {
+                    gateway.swaps.extend(swaps);
+                    // One credential for every path widens it to every path.
+                    match path {
+                        Some(path) if !gateway.paths.is_empty() => gateway.paths.push(path),
+                        _ => gateway.paths.clear(),
+                    }
+                }
                 None => gateways.push(Gateway {
                     port: GATEWAY_PORT + gateways.len() as u16,
                     tls: !is_loopback(&host),
                     host,
                     upstream_port: port,
+                    paths: path.into_iter().collect(),
                     swaps,
                 }),
             }
@@ -276,15 +299,28 @@ fn replace_in_file(file: &Path, pointer: &str) -> Result<Option<StandIn>, CliErr
         ))
         .caused_by(e)
     };
-    let bytes = match std::fs::read(file) {
-        Ok(bytes) => bytes,
+    match std::fs::symlink_metadata(file) {
+        Ok(meta) if meta.file_type().is_symlink() || !meta.is_file() => {
+            // Written through, a link would put stand-ins into whatever it names (the
+            // person's own login elsewhere).
+            return Err(CliError::failure(format!(
+                "the profile's {} is not a plain file; stet writes stand-ins only into a copy it owns",
+                file.display()
+            ))
+            .hint("replace the link in the walled profile by the file itself"));
+        }
+        Ok(_) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(cannot("read", e.to_string())),
-    };
+    }
+    let bytes = std::fs::read(file).map_err(|e| cannot("read", e.to_string()))?;
     let Ok(mut json) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
-        // Not JSON: it cannot hold the value where declared, and the check of the whole
-        // copy afterwards cannot know it either; the harness's own walls say what it is.
-        return Ok(None);
+        // Its secret cannot be found where declared, so it cannot be kept out: no call.
+        return Err(CliError::failure(format!(
+            "{} is not JSON, so the credential declared in it cannot be kept out of the sandbox; the call is not made",
+            file.display()
+        ))
+        .hint("log in again (the file is the agent's own), or remove the file"));
     };
     let Some(slot) = json.pointer_mut(pointer) else {
         return Ok(None);
@@ -295,7 +331,11 @@ fn replace_in_file(file: &Path, pointer: &str) -> Result<Option<StandIn>, CliErr
     let pair = StandIn::of(real);
     *slot = serde_json::Value::String(pair.stand_in.clone());
     let text = serde_json::to_vec(&json).map_err(|e| cannot("write", e.to_string()))?;
-    std::fs::write(file, text).map_err(|e| cannot("write", e.to_string()))?;
+    // A new file renamed over the old: nothing is written through whatever was there.
+    let fresh = file.with_extension("stet-stand-in");
+    std::fs::write(&fresh, text)
+        .and_then(|()| std::fs::rename(&fresh, file))
+        .map_err(|e| cannot("write", e.to_string()))?;
     Ok(Some(pair))
 }
 
@@ -358,25 +398,30 @@ pub fn stand_in(real: &str) -> String {
     format!("{prefix}{drawn}")
 }
 
-/// `sk-ant-oat01-` of `sk-ant-oat01-…`: leading groups of lowercase letters and digits, up
-/// to 8 each, each ended by `-`, while something follows.
+/// The vendor prefixes a stand-in keeps (what tools recognise a credential's kind by).
+/// Nothing else of the real value is kept: a prefix of an arbitrary secret is part of it.
+const KNOWN_PREFIXES: [&str; 12] = [
+    "sk-ant-oat01-",
+    "sk-ant-ort01-",
+    "sk-ant-api03-",
+    "sk-ant-admin01-",
+    "sk-proj-",
+    "sk-svcacct-",
+    "sk-",
+    "github_pat_",
+    "ghp_",
+    "gho_",
+    "ghs_",
+    "glpat-",
+];
+
+/// `sk-ant-oat01-` of `sk-ant-oat01-…`: the longest known vendor prefix, else nothing.
 fn shape_prefix(real: &str) -> &str {
-    let mut end = 0;
-    for group in real.split_inclusive('-') {
-        let word = group.trim_end_matches('-');
-        let is_prefix = group.ends_with('-')
-            && !word.is_empty()
-            && word.len() <= 8
-            && word
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-            && end + group.len() < real.len();
-        if !is_prefix {
-            break;
-        }
-        end += group.len();
-    }
-    &real[..end]
+    KNOWN_PREFIXES
+        .iter()
+        .filter(|p| real.len() > p.len() && real.starts_with(*p))
+        .max_by_key(|p| p.len())
+        .map_or("", |p| &real[..p.len()])
 }
 
 /// `host:port` (443 when no port is given).
@@ -436,7 +481,10 @@ mod tests {
         assert_ne!(one, REAL);
         assert_ne!(one, stand_in(REAL), "drawn afresh each time");
         assert_eq!(shape_prefix("abcdef0123456789"), "");
-        assert_eq!(shape_prefix("ghp_ABCDEF"), "");
+        assert_eq!(shape_prefix("ghp_ABCDEF"), "ghp_");
+        // A prefix of an arbitrary secret is part of the secret: none is kept.
+        assert_eq!(shape_prefix("1b4e28ba-2fa1-11d2-883f-0016d3cca427"), "");
+        assert_eq!(shape_prefix("correct-horse-battery-staple"), "");
         assert!(
             stand_in("x").len() >= 32,
             "short secrets get a long stand-in"

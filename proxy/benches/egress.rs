@@ -201,6 +201,7 @@ fn serve_proxy(socket: &Path, allow: &[String]) -> ! {
                 host: "127.0.0.1".into(),
                 upstream_port: upstream.parse().expect("a port"),
                 tls: false,
+                paths: Vec::new(),
                 swaps: vec![Swap {
                     header: "authorization".into(),
                     stand_in: format!("Bearer {STAND_IN}"),

@@ -133,8 +133,24 @@ pub struct Gateway {
     pub upstream_port: u16,
     /// Whether to speak TLS to it.
     pub tls: bool,
+    /// The paths it serves (prefixes, each starting with `/`): the credential's power is the
+    /// API's, not every endpoint of its host (an OAuth endpoint that mints a key, say).
+    /// Empty: every path.
+    pub paths: Vec<String>,
     /// What to swap.
     pub swaps: Vec<Swap>,
+}
+
+impl Gateway {
+    /// Whether a request for `path` (its query aside) is one this gateway serves.
+    pub fn serves(&self, path: &str) -> bool {
+        // `..` segments would let a prefix be climbed out of by an upstream that folds them.
+        let path = path.split('?').next().unwrap_or(path);
+        !path
+            .split('/')
+            .any(|segment| segment == ".." || segment.contains('%'))
+            && (self.paths.is_empty() || self.paths.iter().any(|p| path.starts_with(p.as_str())))
+    }
 }
 
 #[cfg(test)]

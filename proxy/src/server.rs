@@ -429,6 +429,30 @@ async fn through_gateway(
     state: &State,
     gateway: &Gateway,
 ) -> Response<Body> {
+    let target = policy::target(&policy::canonical(&gateway.host), gateway.upstream_port);
+    let path = req
+        .uri()
+        .path_and_query()
+        .map_or("/", |p| p.as_str())
+        .to_owned();
+    let forbidden = |why: String| {
+        let body = format!("stet: blocked {target}: {why}\n");
+        refuse(state, StatusCode::FORBIDDEN, refusal(&target, &why), &body)
+    };
+    // TRACE would echo the swapped-in header back to the sandbox.
+    if matches!(*req.method(), Method::TRACE | Method::CONNECT) {
+        return forbidden(format!(
+            "{} is not sent through a credential gateway",
+            req.method()
+        ));
+    }
+    if !gateway.serves(&path) {
+        let served = gateway.paths.join(", ");
+        return forbidden(format!(
+            "the credential gateway serves only {served}, not {}",
+            path.split('?').next().unwrap_or(&path)
+        ));
+    }
     let upstream = match reach(state, &gateway.host, gateway.upstream_port).await {
         Ok(upstream) => upstream,
         Err(response) => return response,
@@ -464,7 +488,7 @@ async fn through_gateway(
     }
     parts.version = Version::HTTP_11;
     let req = Request::from_parts(parts, body);
-    let target = policy::target(&host, gateway.upstream_port);
+    let target = &target;
     if !gateway.tls {
         return send(upstream, req, &target).await;
     }

@@ -302,6 +302,7 @@ fn gateway_to(origin: SocketAddr, revoked: Revoked) -> Running {
         host: origin.ip().to_string(),
         upstream_port: origin.port(),
         tls: false,
+        paths: vec!["/v1/".into()],
         swaps: vec![Swap {
             header: "authorization".into(),
             stand_in: format!("Bearer {STAND_IN}"),
@@ -356,6 +357,38 @@ fn a_gateway_swaps_the_stand_in_for_the_real_credential_on_its_way_to_the_model_
 }
 
 #[test]
+fn a_gateway_serves_only_its_paths_and_never_trace() {
+    let origin = http_origin();
+    let running = gateway_to(origin, Revoked::default());
+    let mint = format!(
+        "POST /api/oauth/claude_cli/create_api_key HTTP/1.1\r\nHost: 127.0.0.1:3180\r\n\
+         Authorization: Bearer {STAND_IN}\r\nContent-Length: 0\r\n\r\n"
+    );
+    let body = answer(&running.socket, &mint, 403);
+    assert_eq!(
+        body,
+        format!(
+            "stet: blocked {origin}: the credential gateway serves only /v1/, not /api/oauth/claude_cli/create_api_key\n"
+        )
+    );
+    for sneaky in ["/v1/../api/oauth/x", "/v1/%2e%2e/api/oauth/x"] {
+        let request = format!(
+            "POST {sneaky} HTTP/1.1\r\nHost: 127.0.0.1:3180\r\nAuthorization: Bearer {STAND_IN}\r\n\r\n"
+        );
+        answer(&running.socket, &request, 403);
+    }
+    let trace = format!(
+        "TRACE /v1/messages HTTP/1.1\r\nHost: 127.0.0.1:3180\r\nAuthorization: Bearer {STAND_IN}\r\n\r\n"
+    );
+    let body = answer(&running.socket, &trace, 403);
+    assert!(
+        body.ends_with("TRACE is not sent through a credential gateway\n"),
+        "{body}"
+    );
+    assert_eq!(running.proxy.gateway_counts().swapped, 0);
+}
+
+#[test]
 fn a_gateway_to_an_unlisted_host_is_refused_like_any_target() {
     let origin = http_origin();
     let gateway = Gateway {
@@ -363,6 +396,7 @@ fn a_gateway_to_an_unlisted_host_is_refused_like_any_target() {
         host: origin.ip().to_string(),
         upstream_port: origin.port(),
         tls: false,
+        paths: Vec::new(),
         swaps: Vec::new(),
     };
     let extras = Extras {
@@ -565,6 +599,7 @@ fn a_gateway_speaks_verified_tls_to_its_api_and_refuses_a_certificate_it_cannot_
         host: "127.0.0.1".into(),
         upstream_port: origin.port(),
         tls: true,
+        paths: Vec::new(),
         swaps: vec![Swap {
             header: "authorization".into(),
             stand_in: format!("Bearer {STAND_IN}"),

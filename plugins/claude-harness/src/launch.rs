@@ -153,6 +153,19 @@ pub fn gateway_url(api_base_url: Option<&str>) -> String {
     format!("http://127.0.0.1:{}{path}", stet_plugin_api::GATEWAY_PORT)
 }
 
+/// Where the login is good for, as the credential declares it: the model API's
+/// `host:port` and its Messages API path (`/v1/` under the configured base URL's path), so
+/// that the gateway sends the real login nowhere else on that host (not to an OAuth
+/// endpoint that mints keys, say).
+pub fn api_credential_host(api_base_url: Option<&str>) -> String {
+    let base = gateway_url(api_base_url);
+    let path = base
+        .split_once("://")
+        .and_then(|(_, rest)| rest.find('/').map(|i| rest[i..].to_string()))
+        .unwrap_or_default();
+    format!("{}{path}/v1/", api_endpoint(api_base_url))
+}
+
 /// The model API as `host:port`, for the network wall: the configured base URL's (its
 /// port, else its scheme's), else Anthropic's API on 443.
 pub fn api_endpoint(api_base_url: Option<&str>) -> String {
@@ -237,6 +250,15 @@ mod tests {
             "gateway.example:80"
         );
         assert_eq!(api_endpoint(Some("http://[::1]:8080/x")), "[::1]:8080");
+    }
+
+    #[test]
+    fn the_login_is_declared_for_the_messages_api_paths_only() {
+        assert_eq!(api_credential_host(None), "api.anthropic.com:443/v1/");
+        assert_eq!(
+            api_credential_host(Some("https://gateway.example/anthropic/")),
+            "gateway.example:443/anthropic/v1/"
+        );
     }
 
     #[test]

@@ -7,9 +7,9 @@
 //! - `stream.rs`, `outcome.rs`: reading stream-json output into wall checks and outcomes.
 //!
 //! The login is read by state alone (`claude auth status`'s `loggedIn` and the method's
-//! kind): no account identifier, e-mail or organisation is copied out. The credential file
-//! is read in one place only, `login.rs`, to carry a login the CLI refreshed during a call
-//! back into the profile (the call ran on a copy); its tokens are never logged or printed.
+//! kind): no account identifier, e-mail or organisation is copied out. The login's tokens
+//! are declared (`credentials`) and sealed by the host: each call's copy of the profile
+//! holds stand-ins; nothing of a copy is carried back (`login.rs`).
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -572,7 +572,7 @@ impl HarnessPlugin for ClaudeHarness {
                     path: file(),
                     pointer: login::ACCESS_TOKEN.into(),
                 }),
-                host: launch::api_endpoint(self.config.api_base_url.as_deref()).into(),
+                host: launch::api_credential_host(self.config.api_base_url.as_deref()).into(),
                 header: "Authorization".into(),
                 value: "Bearer {secret}".into(),
             },
@@ -583,7 +583,7 @@ impl HarnessPlugin for ClaudeHarness {
                 source: CredentialSource_NE::new(CredentialSource::Environment {
                     name: login::TOKEN_VARIABLE.into(),
                 }),
-                host: launch::api_endpoint(self.config.api_base_url.as_deref()).into(),
+                host: launch::api_credential_host(self.config.api_base_url.as_deref()).into(),
                 header: "Authorization".into(),
                 value: "Bearer {secret}".into(),
             },

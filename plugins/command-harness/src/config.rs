@@ -83,6 +83,13 @@ pub struct Credential {
     pub base_url: Option<String>,
 }
 
+impl Credential {
+    /// `host[:port]`, without the path the credential is for.
+    pub fn authority(&self) -> &str {
+        self.host.split('/').next().unwrap_or(&self.host)
+    }
+}
+
 #[derive(Debug, Clone, Copy, Deserialize)]
 #[serde(rename_all = "lowercase")]
 enum NetworkWord {
@@ -136,8 +143,8 @@ impl Config {
     pub fn gateway_hosts(&self) -> Vec<&str> {
         let mut hosts: Vec<&str> = Vec::new();
         for c in &self.credentials {
-            if !hosts.contains(&c.host.as_str()) {
-                hosts.push(&c.host);
+            if !hosts.contains(&c.authority()) {
+                hosts.push(c.authority());
             }
         }
         hosts
@@ -315,6 +322,18 @@ pub fn parse(json: &str, cwd: &Path) -> Result<Config, PluginError> {
         .into_iter()
         .map(|c| credential(c, &raw.env))
         .collect::<Result<Vec<_>, _>>()?;
+    let mut names: Vec<&str> = Vec::new();
+    for name in credentials
+        .iter()
+        .flat_map(|c| std::iter::once(c.variable.as_str()).chain(c.base_url.as_deref()))
+    {
+        if names.contains(&name) {
+            return Err(bad(format!(
+                "`credentials` name the variable {name} twice: give each its own"
+            )));
+        }
+        names.push(name);
+    }
     // A credential's host is one the agent needs: declared, so the proof expects the proxy.
     let network = match network {
         _ if credentials.is_empty() => network,
@@ -324,8 +343,8 @@ pub fn parse(json: &str, cwd: &Path) -> Result<Config, PluginError> {
     let network = match network {
         Net::AllowHosts(mut hosts) => {
             for c in &credentials {
-                if !hosts.contains(&c.host) {
-                    hosts.push(c.host.clone());
+                if !hosts.iter().any(|h| h == c.authority()) {
+                    hosts.push(c.authority().to_string());
                 }
             }
             Net::AllowHosts(hosts)
@@ -355,14 +374,24 @@ fn credential(
     raw: RawCredential,
     env: &BTreeMap<String, String>,
 ) -> Result<Credential, PluginError> {
-    let host_ok = !raw.host.is_empty()
-        && raw
-            .host
+    // `host[:port]`, and optionally the path the credential is for (`/v1/`).
+    let (authority, path) = match raw.host.find('/') {
+        Some(i) => (&raw.host[..i], &raw.host[i..]),
+        None => (raw.host.as_str(), ""),
+    };
+    let host_ok = !authority.is_empty()
+        && authority
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']'));
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']'))
+        && path
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '/' | '.' | '-' | '_'))
+        && !authority.ends_with(':')
+        && !path.contains("//")
+        && !path.split('/').any(|s| s == "..");
     if !host_ok {
         return Err(bad(format!(
-            "`credentials` host `{}` is not a host (e.g. \"api.example.com\" or \"api.example.com:8443\")",
+            "`credentials` host `{}` is not a host (e.g. \"api.example.com\", \"api.example.com:8443\" or \"api.example.com/v1/\")",
             raw.host
         )));
     }
@@ -545,6 +574,7 @@ mod tests {
             r#"{"implement":["a"],"credentials":[{"host":"x","from":{"command":[]},"variable":"V"}]}"#,
             r#"{"implement":["a"],"credentials":[{"host":"x","from":{"env":"K"},"variable":"V","value":"no secret"}]}"#,
             r#"{"implement":["a"],"credentials":[{"host":"x","from":{"keyring":"K"},"variable":"V"}]}"#,
+            r#"{"implement":["a"],"credentials":[{"host":"x","from":{"env":"K"},"variable":"V"},{"host":"y","from":{"env":"L"},"variable":"W","base_url":"V"}]}"#,
         ] {
             let e = parse(json, Path::new("/")).unwrap_err();
             assert_eq!(e.code, stet_plugin_api::ErrorCode::INVALID_INPUT, "{json}");

@@ -398,7 +398,7 @@ impl HarnessPlugin for CommandHarness {
             if let Some(name) = &credential.base_url {
                 let n = hosts
                     .iter()
-                    .position(|h| *h == credential.host)
+                    .position(|h| *h == credential.authority())
                     .unwrap_or(0);
                 let port = stet_plugin_api::GATEWAY_PORT + n as u16;
                 launch.process.env.push(EnvVar::new(

@@ -47,14 +47,9 @@ pub fn read(variable: &str, from: &From) -> Result<String, PluginError> {
             let out = stet_plugin_support::run_bounded(&program, &argv[1..], &env, COMMAND_LIMIT)
                 .map_err(|e| failed(format!("`{}` did not run: {e}", argv.join(" "))))?;
             if !out.success() {
-                let said = out
-                    .stderr
-                    .lines()
-                    .last()
-                    .unwrap_or("no message")
-                    .to_string();
+                // Its output is not shown: a helper may print the secret before failing.
                 return Err(failed(format!(
-                    "`{}` exited with {:?}: {said}",
+                    "`{}` exited with {:?} (run it yourself to see why)",
                     argv.join(" "),
                     out.code
                 )));
@@ -117,7 +112,7 @@ mod tests {
         )
         .unwrap_err();
         assert!(
-            e.message.contains("exited with Some(3): no login"),
+            e.message.contains("exited with Some(3) (run it yourself"),
             "{}",
             e.message
         );
