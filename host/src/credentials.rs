@@ -31,8 +31,9 @@ pub fn revoked() -> &'static Revoked {
     REVOKED.get_or_init(Revoked::default)
 }
 
-/// The fingerprints of every real credential this process has sealed away (a drive's).
-pub fn known() -> Vec<Fingerprint> {
+/// The fingerprints (and lengths) of every real credential this process has sealed away
+/// (a drive's).
+pub fn known() -> Vec<(Fingerprint, usize)> {
     known_set()
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
@@ -41,8 +42,8 @@ pub fn known() -> Vec<Fingerprint> {
         .collect()
 }
 
-fn known_set() -> &'static Mutex<HashSet<Fingerprint>> {
-    static KNOWN: OnceLock<Mutex<HashSet<Fingerprint>>> = OnceLock::new();
+fn known_set() -> &'static Mutex<HashSet<(Fingerprint, usize)>> {
+    static KNOWN: OnceLock<Mutex<HashSet<(Fingerprint, usize)>>> = OnceLock::new();
     KNOWN.get_or_init(Default::default)
 }
 
@@ -62,6 +63,8 @@ struct Held {
 #[derive(Default)]
 pub struct Sealed {
     held: Vec<Held>,
+    /// The profile copy it sealed.
+    copy: std::path::PathBuf,
 }
 
 impl std::fmt::Debug for Sealed {
@@ -76,7 +79,10 @@ impl std::fmt::Debug for Sealed {
 /// declared file or value that is absent is no credential (not logged in: the harness says
 /// so by its own walls).
 pub fn seal(whose: &str, decls: &[CredentialDecl], copy: &Path) -> Result<Sealed, CliError> {
-    let mut sealed = Sealed::default();
+    let mut sealed = Sealed {
+        held: Vec::new(),
+        copy: copy.to_path_buf(),
+    };
     for decl in decls {
         let Ok(source) = decl.source.as_enum() else {
             return Err(CliError::failure(format!(
@@ -187,6 +193,48 @@ impl Sealed {
         Ok(())
     }
 
+    /// After [`Sealed::seal_env`]: no real value in the launch's arguments, in the profile
+    /// copy (a value first learned from a variable), or in what the launch mounts (files
+    /// and directories; files over 8 MiB are not read — binaries, not credentials).
+    pub fn check_launch(
+        &self,
+        argv: &[stet_plugin_api::RString],
+        mounts: &[stet_plugin_api::Mount],
+    ) -> Result<(), CliError> {
+        let refuse = |held: &Held, place: String| {
+            Err(CliError::failure(format!(
+                "the credential `{}` would enter the sandbox in {place}; the call is not made",
+                held.id
+            ))
+            .hint("keep the credential out of the agent's arguments and mounts: declare it, or move it"))
+        };
+        for held in self.held.iter().filter(|h| !h.real.is_empty()) {
+            if argv.iter().any(|a| a.as_str().contains(held.real.as_str())) {
+                return refuse(held, "the agent's arguments".into());
+            }
+            if held.variable.is_some() {
+                if let Some(file) = holding(&self.copy, &held.real) {
+                    return refuse(held, format!("the profile copy's {file}"));
+                }
+            }
+            for mount in mounts {
+                let source = Path::new(mount.source.as_str());
+                if source.starts_with(&self.copy) {
+                    continue;
+                }
+                if let Some(file) = holding(source, &held.real) {
+                    let place = if file.is_empty() {
+                        source.display().to_string()
+                    } else {
+                        source.join(file).display().to_string()
+                    };
+                    return refuse(held, format!("the mount {place}"));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The gateways the call's proxy serves: one per declared host whose credential travels
     /// in a header, at [`GATEWAY_PORT`] on in declaration order.
     pub fn gateways(&self) -> Vec<Gateway> {
@@ -276,7 +324,7 @@ impl Sealed {
             self.held
                 .iter()
                 .filter(|h| !h.real.is_empty())
-                .map(|h| Fingerprint::of(&h.real)),
+                .map(|h| (Fingerprint::of(&h.real), h.real.len())),
         );
     }
 }
@@ -339,11 +387,23 @@ fn replace_in_file(file: &Path, pointer: &str) -> Result<Option<StandIn>, CliErr
     Ok(Some(pair))
 }
 
-/// The first file under `dir` (relative) whose bytes contain `secret`.
-fn holding(dir: &Path, secret: &str) -> Option<String> {
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(at) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&at) else {
+/// Files larger than this are not searched (a binary, not a credential file).
+const SEARCH_FILE_LIMIT: u64 = 8 << 20;
+
+/// The first file at or under `at` (relative; empty for `at` itself) whose bytes contain
+/// `secret`. Links are not followed.
+fn holding(at: &Path, secret: &str) -> Option<String> {
+    let holds = |path: &Path| {
+        std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && m.len() <= SEARCH_FILE_LIMIT)
+            && std::fs::read(path)
+                .is_ok_and(|bytes| bytes.windows(secret.len()).any(|w| w == secret.as_bytes()))
+    };
+    if !std::fs::symlink_metadata(at).is_ok_and(|m| m.is_dir()) {
+        return holds(at).then(String::new);
+    }
+    let mut stack = vec![at.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };
         for entry in entries.flatten() {
@@ -353,11 +413,8 @@ fn holding(dir: &Path, secret: &str) -> Option<String> {
             };
             if kind.is_dir() {
                 stack.push(path);
-            } else if kind.is_file()
-                && std::fs::read(&path)
-                    .is_ok_and(|bytes| bytes.windows(secret.len()).any(|w| w == secret.as_bytes()))
-            {
-                let shown = path.strip_prefix(dir).unwrap_or(&path);
+            } else if kind.is_file() && holds(&path) {
+                let shown = path.strip_prefix(at).unwrap_or(&path);
                 return Some(shown.display().to_string());
             }
         }
@@ -535,7 +592,7 @@ mod tests {
             .trim_start_matches("Bearer ")
             .to_string();
         assert!(now.contains(&stand_in));
-        assert!(known().contains(&Fingerprint::of(REAL)));
+        assert!(known().contains(&(Fingerprint::of(REAL), REAL.len())));
         // The sandbox is gone: its stand-in is revoked.
         assert!(!revoked().carried_by(&stand_in));
         drop(sealed);
@@ -580,6 +637,43 @@ mod tests {
             .unwrap()
             .gateways()
             .is_empty());
+    }
+
+    #[test]
+    fn a_real_value_in_the_arguments_or_a_mount_stops_the_call() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(".credentials.json"),
+            format!(r#"{{"claudeAiOauth":{{"accessToken":"{REAL}"}}}}"#),
+        )
+        .unwrap();
+        let sealed = seal(
+            "claude",
+            &[decl("/claudeAiOauth/accessToken", "Authorization")],
+            dir.path(),
+        )
+        .unwrap();
+        let argv = |a: &str| vec![stet_plugin_api::RString::from(a)];
+        assert!(sealed.check_launch(&argv("agent"), &[]).is_ok());
+        let e = sealed
+            .check_launch(&argv(&format!("--token={REAL}")), &[])
+            .unwrap_err();
+        assert!(e.message.contains("the agent's arguments"), "{}", e.message);
+        let elsewhere = tempfile::tempdir().unwrap();
+        let token = elsewhere.path().join("token");
+        std::fs::write(&token, REAL).unwrap();
+        let mount = |source: &Path| stet_plugin_api::Mount {
+            source: source.display().to_string().into(),
+            target: "/x".into(),
+            writable: false,
+        };
+        for source in [token.as_path(), elsewhere.path()] {
+            let e = sealed
+                .check_launch(&argv("agent"), &[mount(source)])
+                .unwrap_err();
+            assert!(e.message.contains("the mount"), "{}", e.message);
+            assert!(!e.message.contains(REAL));
+        }
     }
 
     #[test]

@@ -423,6 +423,7 @@ pub fn run_launch(
     let mut process = launch.process.clone();
     if let Some(sealed) = watch.sealed.as_deref_mut() {
         sealed.seal_env(process.env.as_mut_slice())?;
+        sealed.check_launch(&process.argv, &launch.mounts)?;
     }
     let gateways = watch
         .sealed

@@ -35,6 +35,29 @@ impl std::fmt::Display for Finding {
     }
 }
 
+/// Whether `text` holds one of the `known` secrets (fingerprint and length): as a token,
+/// or glued to other characters (every window of each known length is compared).
+fn holds_known(text: &str, known: &[(Fingerprint, usize)]) -> bool {
+    if known.is_empty() {
+        return false;
+    }
+    let fingerprints: Vec<Fingerprint> = known.iter().map(|(f, _)| *f).collect();
+    if tokens(text).any(|t| fingerprints.contains(&Fingerprint::of(t))) {
+        return true;
+    }
+    let mut lengths: Vec<usize> = known.iter().map(|(_, n)| *n).collect();
+    lengths.sort_unstable();
+    lengths.dedup();
+    let bytes = text.as_bytes();
+    lengths.iter().any(|&n| {
+        n > 0
+            && bytes.len() >= n
+            && bytes.windows(n).any(|w| {
+                std::str::from_utf8(w).is_ok_and(|w| fingerprints.contains(&Fingerprint::of(w)))
+            })
+    })
+}
+
 fn shapes() -> &'static [(&'static str, Regex)] {
     static SHAPES: OnceLock<Vec<(&'static str, Regex)>> = OnceLock::new();
     SHAPES.get_or_init(|| {
@@ -65,14 +88,27 @@ fn shapes() -> &'static [(&'static str, Regex)] {
 
 /// The findings in a diff (`git diff --unified=0`), skipping shapes in `allowed` paths (a
 /// path, or a directory ending in `/`).
-pub fn scan_diff(diff: &str, known: &[Fingerprint], allowed: &[String]) -> Vec<Finding> {
+pub fn scan_diff(diff: &str, known: &[(Fingerprint, usize)], allowed: &[String]) -> Vec<Finding> {
     let mut findings = Vec::new();
     let mut file = String::new();
     let mut line = 0usize;
+    // Between `diff --git` and the first hunk: header lines. An added line that reads
+    // `++ x` shows as `+++ x` in a hunk, and is content there.
+    let mut in_header = false;
     for text in diff.lines() {
-        if let Some(path) = text.strip_prefix("+++ ") {
-            file = path.strip_prefix("b/").unwrap_or(path).to_string();
+        if text.starts_with("diff --git ") {
+            in_header = true;
             continue;
+        }
+        if in_header {
+            if let Some(path) = text.strip_prefix("+++ ") {
+                file = path.strip_prefix("b/").unwrap_or(path).to_string();
+                continue;
+            }
+            if !text.starts_with("@@ ") {
+                continue;
+            }
+            in_header = false;
         }
         if let Some(hunk) = text.strip_prefix("@@ ") {
             // `@@ -a,b +c,d @@`: the new lines start at c.
@@ -87,7 +123,7 @@ pub fn scan_diff(diff: &str, known: &[Fingerprint], allowed: &[String]) -> Vec<F
         let Some(added) = text.strip_prefix('+') else {
             continue;
         };
-        if tokens(added).any(|t| known.contains(&Fingerprint::of(t))) {
+        if holds_known(added, known) {
             findings.push(Finding {
                 file: file.clone(),
                 line,
@@ -117,6 +153,7 @@ mod tests {
     use super::*;
 
     fn diff(file: &str, added: &[&str]) -> String {
+        // (as git prints it: each file's header after its `diff --git` line)
         let mut text = format!(
             "diff --git a/{file} b/{file}\n--- a/{file}\n+++ b/{file}\n@@ -0,0 +3,{} @@\n",
             added.len()
@@ -164,7 +201,7 @@ mod tests {
     #[test]
     fn a_sealed_credential_is_found_by_fingerprint_and_never_allowed() {
         let real = "dummy-but-long-enough-credential";
-        let known = [Fingerprint::of(real)];
+        let known = [(Fingerprint::of(real), real.len())];
         let found = scan_diff(
             &diff("fixtures/a.json", &[&format!("{{\"t\":\"{real}\"}}")]),
             &known,
@@ -173,6 +210,18 @@ mod tests {
         assert_eq!(found.len(), 1);
         assert!(!found[0].allowable);
         assert!(!found[0].to_string().contains(real));
+        // Glued to other characters, it is still found.
+        let glued = scan_diff(&diff("a", &[&format!("X_{real}a")]), &known, &[]);
+        assert_eq!(glued.len(), 1, "{glued:?}");
+    }
+
+    #[test]
+    fn an_added_line_that_looks_like_a_file_header_is_content() {
+        let text = "diff --git a/a b/a\n--- a/a\n+++ b/a\n@@ -0,0 +1,2 @@\n\
+                    +++ sk-ant-api03-AAAAAAAAAAAAAAAAAAAAAAAAAAAA\n+fine\n";
+        let found = scan_diff(text, &[], &[]);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!((found[0].file.as_str(), found[0].line), ("a", 1));
     }
 
     #[test]

@@ -702,3 +702,22 @@ fn a_long_lived_token_beside_the_profile_is_a_login_the_sandbox_holds_only_a_sta
         "the token file is not mounted: {results}"
     );
 }
+
+#[test]
+fn other_logins_kept_in_the_login_file_are_refused_before_any_launch() {
+    let c = claude_world(asks_to_run("stet-wall-canary"));
+    let file = c.profile.join(".credentials.json");
+    let mut login: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    login["mcpOAuth"] = json!({"some-server": {"accessToken": "an-mcp-token-0123456789"}});
+    std::fs::write(&file, login.to_string()).unwrap();
+    let out = c.world.run_stet(&["walls", "--json"]);
+    let json = out.json();
+    assert_eq!(out.code, 3, "{json:#}\n{}", out.stderr);
+    let wall = wall(&json, "login-present");
+    assert_eq!(wall["held"], false, "{wall:#}");
+    assert_eq!(
+        wall["detail"],
+        "the profile's .credentials.json also holds mcpOAuth, whose tokens would enter the sandbox"
+    );
+    assert!(c.api.requests().is_empty(), "no launch was made");
+}

@@ -122,7 +122,7 @@ pub fn prove(
             let mut dirs: Vec<String> = launch
                 .mounts
                 .iter()
-                .filter(|m| std::path::Path::new(m.source.as_str()).is_dir())
+                .filter(|m| std::path::Path::new(m.source.as_str()).exists())
                 .map(|m| format!("'{}'", m.target))
                 .collect();
             dirs.push(format!("'{}'", lane_path.display()));

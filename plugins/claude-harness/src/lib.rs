@@ -290,7 +290,20 @@ impl HarnessPlugin for ClaudeHarness {
         });
         let binary = self.require_binary()?;
         let token = login::token(Path::new(profile.dir.as_str()));
+        let others = login::other_credentials(Path::new(profile.dir.as_str()));
         walls.push(match token {
+            // Tokens the login file holds beside the login are not declared: they would
+            // enter the sandbox as they are.
+            _ if !others.is_empty() => wall(
+                walls::LOGIN_PRESENT,
+                false,
+                format!(
+                    "the profile's {} also holds {}, whose tokens would enter the sandbox",
+                    login::FILE,
+                    others.join(", ")
+                ),
+                "keep the walled profile for stet alone: log out of those there (or make a fresh profile and log in once)",
+            ),
             Ok(Some(_)) => wall(
                 walls::LOGIN_PRESENT,
                 true,

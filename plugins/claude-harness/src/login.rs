@@ -21,6 +21,24 @@ pub const REFRESH_TOKEN: &str = "/claudeAiOauth/refreshToken";
 /// The OAuth host Claude Code refreshes a login at (measured with 2.1.332).
 pub const OAUTH_HOST: &str = "platform.claude.com";
 
+/// The parts of the stored login file other than the declared login (`claudeAiOauth`):
+/// the logins of MCP servers (`mcpOAuth`) and whatever else a CLI keeps there. Their tokens
+/// are not declared, so they would enter the sandbox: their names (never values) are
+/// returned so the walls can refuse the profile. Read without following a link, bounded.
+pub fn other_credentials(profile: &std::path::Path) -> Vec<String> {
+    let Ok(bytes) = stet_plugin_support::read_untrusted(&profile.join(FILE), 1 << 20) else {
+        return Vec::new();
+    };
+    match serde_json::from_slice::<serde_json::Value>(&bytes) {
+        Ok(serde_json::Value::Object(map)) => map
+            .keys()
+            .filter(|k| k.as_str() != "claudeAiOauth")
+            .cloned()
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// The variable Claude Code reads a long-lived token from (`claude setup-token`).
 pub const TOKEN_VARIABLE: &str = "CLAUDE_CODE_OAUTH_TOKEN";
 
