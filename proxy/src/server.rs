@@ -488,7 +488,6 @@ async fn through_gateway(
     }
     parts.version = Version::HTTP_11;
     let req = Request::from_parts(parts, body);
-    let target = &target;
     if !gateway.tls {
         return send(upstream, req, &target).await;
     }
