@@ -488,21 +488,48 @@ async fn through_gateway(
     }
     parts.version = Version::HTTP_11;
     let req = Request::from_parts(parts, body);
-    if !gateway.tls {
-        return send(upstream, req, &target).await;
-    }
-    let Ok(server_name) = tokio_rustls::rustls::pki_types::ServerName::try_from(host.clone())
-    else {
-        return bad_gateway(&format!("stet: {target}: not a name TLS can verify\n"));
+    let response = if !gateway.tls {
+        send(upstream, req, &target).await
+    } else {
+        let Ok(server_name) = tokio_rustls::rustls::pki_types::ServerName::try_from(host.clone())
+        else {
+            return bad_gateway(&format!("stet: {target}: not a name TLS can verify\n"));
+        };
+        let connector = tokio_rustls::TlsConnector::from(state.tls.clone());
+        match timeout(CONNECT_TIMEOUT, connector.connect(server_name, upstream)).await {
+            Ok(Ok(tls)) => send(tls, req, &target).await,
+            Ok(Err(e)) => bad_gateway(&format!("stet: TLS with {target} failed: {e}\n")),
+            Err(_) => bad_gateway(&format!(
+                "stet: TLS with {target}: no answer in {CONNECT_TIMEOUT:?}\n"
+            )),
+        }
     };
-    let connector = tokio_rustls::TlsConnector::from(state.tls.clone());
-    match timeout(CONNECT_TIMEOUT, connector.connect(server_name, upstream)).await {
-        Ok(Ok(tls)) => send(tls, req, &target).await,
-        Ok(Err(e)) => bad_gateway(&format!("stet: TLS with {target} failed: {e}\n")),
-        Err(_) => bad_gateway(&format!(
-            "stet: TLS with {target}: no answer in {CONNECT_TIMEOUT:?}\n"
-        )),
+    without_real_values(response, gateway)
+}
+
+/// An answer whose headers echo a real value (an API reflecting the request's headers)
+/// goes back with none of them: the sandbox never sees what was swapped in. (Bodies are
+/// the API's stream and pass as they are.)
+fn without_real_values(mut response: Response<Body>, gateway: &Gateway) -> Response<Body> {
+    let secrets: Vec<&str> = gateway
+        .swaps
+        .iter()
+        .map(|s| s.real.rsplit(' ').next().unwrap_or(&s.real))
+        .filter(|s| !s.is_empty())
+        .collect();
+    let echoed: Vec<HeaderName> = response
+        .headers()
+        .iter()
+        .filter(|(_, v)| {
+            let v = String::from_utf8_lossy(v.as_bytes());
+            secrets.iter().any(|s| v.contains(s))
+        })
+        .map(|(k, _)| k.clone())
+        .collect();
+    for name in echoed {
+        response.headers_mut().remove(name);
     }
+    response
 }
 
 /// TLS to model APIs, verified against the Mozilla root store (webpki-roots): a sandbox's

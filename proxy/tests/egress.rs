@@ -103,9 +103,14 @@ fn http_origin() -> SocketAddr {
                     if let Some(auth) = header("authorization") {
                         seen.push_str(&format!(" authorization={auth:?}"));
                     }
-                    Ok::<_, Infallible>(Response::new(http_body_util::Full::new(
-                        bytes::Bytes::from(seen),
-                    )))
+                    let echo = header("authorization").unwrap_or("").to_string();
+                    let mut response =
+                        Response::new(http_body_util::Full::new(bytes::Bytes::from(seen)));
+                    // An API that reflects a request's header in its answer's.
+                    if let Ok(value) = hyper::header::HeaderValue::from_str(&echo) {
+                        response.headers_mut().insert("x-echo", value);
+                    }
+                    Ok::<_, Infallible>(response)
                 });
                 let io = hyper_util::rt::TokioIo::new(stream);
                 tokio::spawn(
@@ -341,6 +346,14 @@ fn a_gateway_swaps_the_stand_in_for_the_real_credential_on_its_way_to_the_model_
         )
     );
     assert_eq!(running.proxy.gateway_counts().swapped, 1);
+    // The answer's headers echoed the swapped-in value: they reach the sandbox without it.
+    let (_, head) = answer_and_head(
+        &running.socket,
+        &to_gateway(&format!("Bearer {STAND_IN}")),
+        200,
+    );
+    assert!(!head.contains(REAL), "{head}");
+    assert!(!head.contains("x-echo"), "{head}");
     // Anything but the stand-in's exact value goes on as it came: it opens nothing.
     let seen = answer(&running.socket, &to_gateway("Bearer something-else"), 200);
     assert!(
@@ -350,8 +363,8 @@ fn a_gateway_swaps_the_stand_in_for_the_real_credential_on_its_way_to_the_model_
     assert_eq!(
         running.proxy.gateway_counts(),
         stet_egress::server::GatewayCounts {
-            requests: 2,
-            swapped: 1
+            requests: 3,
+            swapped: 2
         }
     );
 }
