@@ -721,3 +721,29 @@ fn other_logins_kept_in_the_login_file_are_refused_before_any_launch() {
     );
     assert!(c.api.requests().is_empty(), "no launch was made");
 }
+
+#[test]
+fn an_expired_stored_login_is_named_before_any_call_with_how_to_refresh_it() {
+    let c = claude_world(asks_to_run("stet-wall-canary"));
+    let file = c.profile.join(".credentials.json");
+    let mut login: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    login["claudeAiOauth"]["expiresAt"] = json!(1_000);
+    std::fs::write(&file, login.to_string()).unwrap();
+    let out = c.world.run_stet(&["walls", "--json"]);
+    let json = out.json();
+    assert_eq!(out.code, 3, "{json:#}\n{}", out.stderr);
+    let wall = wall(&json, "login-present");
+    assert_eq!(wall["held"], false, "{wall:#}");
+    assert!(
+        wall["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("the stored login has expired"),
+        "{wall:#}"
+    );
+    assert!(
+        wall["remedy"].as_str().unwrap().contains("claude -p ok"),
+        "{wall:#}"
+    );
+    assert!(c.api.requests().is_empty(), "no call was made");
+}

@@ -319,6 +319,27 @@ impl HarnessPlugin for ClaudeHarness {
                 e.message.to_string(),
                 e.remedy.as_str(),
             ),
+            // An expired stored login: the CLI would try the OAuth host, which no sandbox
+            // reaches, then send the expired token. Said before any call.
+            Ok(None)
+                if login::expires_at_ms(Path::new(profile.dir.as_str())).is_some_and(|at| {
+                    at < std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map_or(0, |d| d.as_millis() as u64)
+                }) =>
+            {
+                wall(
+                    walls::LOGIN_PRESENT,
+                    false,
+                    "the stored login has expired, and stet does not refresh a login (no sandbox reaches the OAuth host)",
+                    &format!(
+                        "refresh it in your own shell: CLAUDE_CONFIG_DIR={} claude -p ok (one short call), \
+                         or store a long-lived token (claude setup-token) in {}, mode 600",
+                        profile.dir,
+                        login::token_file(Path::new(profile.dir.as_str())).display()
+                    ),
+                )
+            }
             Ok(None) => match self.login(&binary, Some(Path::new(profile.dir.as_str()))) {
                 Ok(s) if s.logged_in => wall(walls::LOGIN_PRESENT, true, describe_login(Ok(s)), ""),
                 other => wall(

@@ -39,6 +39,16 @@ pub fn other_credentials(profile: &std::path::Path) -> Vec<String> {
     }
 }
 
+/// When the stored login's access token expires (`claudeAiOauth.expiresAt`, milliseconds
+/// since the epoch), if the profile holds one. A time, not a token: read to say so before
+/// a drive rather than fail its calls (stet does not refresh a login; a sandbox cannot
+/// reach the OAuth host).
+pub fn expires_at_ms(profile: &std::path::Path) -> Option<u64> {
+    let bytes = stet_plugin_support::read_untrusted(&profile.join(FILE), 1 << 20).ok()?;
+    let json: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    json.pointer("/claudeAiOauth/expiresAt")?.as_u64()
+}
+
 /// The variable Claude Code reads a long-lived token from (`claude setup-token`).
 pub const TOKEN_VARIABLE: &str = "CLAUDE_CODE_OAUTH_TOKEN";
 
