@@ -508,15 +508,44 @@ async fn through_gateway(
 }
 
 /// An answer whose headers echo a real value (an API reflecting the request's headers)
-/// goes back with none of them: the sandbox never sees what was swapped in. (Bodies are
-/// the API's stream and pass as they are.)
-fn without_real_values(mut response: Response<Body>, gateway: &Gateway) -> Response<Body> {
+/// goes back with none of them, and a body frame holding one gets the stand-in in its
+/// place (of the same length, so framing holds): the sandbox never sees what was swapped
+/// in. A value split across two frames of a body passes — policy, not a wall; the wall is
+/// that the gateway serves only the API's declared paths.
+fn without_real_values(response: Response<Body>, gateway: &Gateway) -> Response<Body> {
     let secrets: Vec<&str> = gateway
         .swaps
         .iter()
         .map(|s| s.real.rsplit(' ').next().unwrap_or(&s.real))
         .filter(|s| !s.is_empty())
         .collect();
+    let pairs: Arc<Vec<(Vec<u8>, Vec<u8>)>> = Arc::new(
+        gateway
+            .swaps
+            .iter()
+            .map(|s| {
+                let last = |v: &str| v.rsplit(' ').next().unwrap_or(v).as_bytes().to_vec();
+                (last(&s.real), last(&s.stand_in))
+            })
+            .filter(|(real, stand_in)| !real.is_empty() && real.len() == stand_in.len())
+            .collect(),
+    );
+    let response = {
+        let (mut parts, body) = response.into_parts();
+        // The length stays what it was (a stand-in is as long as its real value); said
+        // explicitly, since the mapped body no longer knows it.
+        if let Some(exact) = hyper::body::Body::size_hint(&body).exact() {
+            parts
+                .headers
+                .entry(header::CONTENT_LENGTH)
+                .or_insert_with(|| HeaderValue::from(exact));
+        }
+        let body = body
+            .map_frame(move |frame| frame.map_data(|data| scrub(data, &pairs)))
+            .boxed();
+        Response::from_parts(parts, body)
+    };
+    let mut response = response;
     let echoed: Vec<HeaderName> = response
         .headers()
         .iter()
@@ -592,6 +621,27 @@ async fn reach(state: &State, host: &str, port: u16) -> Result<TcpStream, Respon
     Err(bad_gateway(&format!(
         "stet: cannot connect to {target} ({addr}): {failure}\n"
     )))
+}
+
+/// `data` with each real value in `pairs` replaced by its stand-in (same length).
+fn scrub(data: Bytes, pairs: &[(Vec<u8>, Vec<u8>)]) -> Bytes {
+    let holds = |real: &[u8]| data.windows(real.len()).any(|w| w == real);
+    if !pairs.iter().any(|(real, _)| holds(real)) {
+        return data;
+    }
+    let mut bytes = data.to_vec();
+    for (real, stand_in) in pairs {
+        let mut at = 0;
+        while let Some(i) = bytes[at..]
+            .windows(real.len())
+            .position(|w| w == real.as_slice())
+        {
+            let start = at + i;
+            bytes[start..start + real.len()].copy_from_slice(stand_in);
+            at = start + real.len();
+        }
+    }
+    Bytes::from(bytes)
 }
 
 /// A refusal: counted in `blocked()`, answered with `status` and the one-line `body`.

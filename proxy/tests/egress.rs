@@ -101,7 +101,10 @@ fn http_origin() -> SocketAddr {
                         header("proxy-authorization")
                     );
                     if let Some(auth) = header("authorization") {
-                        seen.push_str(&format!(" authorization={auth:?}"));
+                        // Said here, where the origin sees it (the echo itself comes back
+                        // through the gateway with the stand-in in the real value's place).
+                        let real = auth == format!("Bearer {REAL}");
+                        seen.push_str(&format!(" authorization={auth:?} real={real}"));
                     }
                     let echo = header("authorization").unwrap_or("").to_string();
                     let mut response =
@@ -297,7 +300,7 @@ fn an_origin_form_request_gets_400() {
 }
 
 const STAND_IN: &str = "sk-ant-oat01-standinstandinstandin";
-const REAL: &str = "sk-ant-oat01-therealonetherealone";
+const REAL: &str = "sk-ant-oat01-therealonetherealone0";
 
 /// A proxy whose gateway at the sandbox's port 3180 serves `origin` (plain HTTP, a service
 /// on the host's loopback, as the tests' fake model API is).
@@ -338,11 +341,13 @@ fn a_gateway_swaps_the_stand_in_for_the_real_credential_on_its_way_to_the_model_
         &to_gateway(&format!("Bearer {STAND_IN}")),
         200,
     );
+    // The origin saw the real value (it says so in its answer, which reaches the sandbox
+    // with the stand-in in the real value's place).
     assert_eq!(
         seen,
         format!(
             "POST /v1/messages host=Some(\"{origin}\") proxy-authorization=None \
-             authorization=\"Bearer {REAL}\""
+             authorization=\"Bearer {STAND_IN}\" real=true"
         )
     );
     assert_eq!(running.proxy.gateway_counts().swapped, 1);
@@ -357,7 +362,7 @@ fn a_gateway_swaps_the_stand_in_for_the_real_credential_on_its_way_to_the_model_
     // Anything but the stand-in's exact value goes on as it came: it opens nothing.
     let seen = answer(&running.socket, &to_gateway("Bearer something-else"), 200);
     assert!(
-        seen.ends_with("authorization=\"Bearer something-else\""),
+        seen.ends_with("authorization=\"Bearer something-else\" real=false"),
         "{seen}"
     );
     assert_eq!(
@@ -590,8 +595,11 @@ fn https_origin() -> (SocketAddr, Arc<tokio_rustls::rustls::RootCertStore>) {
                             .headers()
                             .get("host")
                             .map(|v| v.to_str().unwrap().to_string());
+                        let real = auth.as_deref() == Some(format!("Bearer {REAL}").as_str());
                         Ok::<_, Infallible>(Response::new(http_body_util::Full::new(
-                            bytes::Bytes::from(format!("tls host={host:?} authorization={auth:?}")),
+                            bytes::Bytes::from(format!(
+                                "tls host={host:?} authorization={auth:?} real={real}"
+                            )),
                         )))
                     });
                     let _ = hyper::server::conn::http1::Builder::new()
@@ -635,7 +643,8 @@ fn a_gateway_speaks_verified_tls_to_its_api_and_refuses_a_certificate_it_cannot_
     );
     assert_eq!(
         seen,
-        format!("tls host=Some(\"{origin}\") authorization=Some(\"Bearer {REAL}\")")
+        // (the origin's echo of the real value comes back as the stand-in)
+        format!("tls host=Some(\"{origin}\") authorization=Some(\"Bearer {STAND_IN}\") real=true")
     );
     // With the public roots only, the test's CA is no one's: the request never leaves.
     let public = start(None);
