@@ -268,7 +268,7 @@ impl Sealed {
                 }
                 None => gateways.push(Gateway {
                     port: GATEWAY_PORT + gateways.len() as u16,
-                    tls: !is_loopback(&host),
+                    tls: !crate::network::is_loopback_name(&host),
                     host,
                     upstream_port: port,
                     paths: path.into_iter().collect(),
@@ -306,15 +306,6 @@ impl Sealed {
         self.held
             .iter()
             .filter_map(|h| h.variable.clone())
-            .collect()
-    }
-
-    /// The ids of the credentials kept out of this call, for the receipt (never a value).
-    pub fn ids(&self) -> Vec<String> {
-        self.held
-            .iter()
-            .filter(|h| !h.real.is_empty())
-            .map(|h| h.id.clone())
             .collect()
     }
 
@@ -505,13 +496,6 @@ fn split_host(host: &str) -> (String, u16) {
     )
 }
 
-fn is_loopback(host: &str) -> bool {
-    host.eq_ignore_ascii_case("localhost")
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -631,7 +615,7 @@ mod tests {
         let gateways = sealed.gateways();
         assert_eq!(gateways.len(), 1);
         assert!(gateways[0].swaps.is_empty());
-        assert!(sealed.ids().is_empty());
+        assert!(sealed.check(Default::default()).is_none());
         assert!(seal("claude", &[], dir.path())
             .unwrap()
             .gateways()

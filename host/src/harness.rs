@@ -80,9 +80,7 @@ pub fn open_probed(
             probed.manifest.name
         )));
     };
-    let stet = std::env::current_exe()
-        .and_then(|p| p.canonicalize())
-        .map_err(|e| CliError::failure(format!("cannot find the running stet binary: {e}")))?;
+    let stet = stet_binary()?;
     Ok(OpenHarness {
         name: probed.manifest.name.clone(),
         version: probed.manifest.version.to_string(),
@@ -91,7 +89,7 @@ pub fn open_probed(
         handle,
         context: HarnessContext {
             profiles_root: settings.profiles_root.display().to_string().into(),
-            stet_binary: stet.display().to_string().into(),
+            stet_binary: stet.into(),
             host_env: std::env::vars().map(|(k, v)| EnvVar::new(k, v)).collect(),
         },
     })
@@ -208,6 +206,19 @@ impl OpenHarness {
             .read_proof_typed(output)
             .map_err(self.err("could not read the proof"))
     }
+}
+
+/// The running stet binary, by absolute path: what sandboxes mount as itself (the hooks,
+/// the approver, the egress bridge, the wall probes).
+pub fn stet_binary() -> Result<String, CliError> {
+    std::env::current_exe()
+        .and_then(|p| p.canonicalize())
+        .map(|p| p.display().to_string())
+        .map_err(|e| {
+            CliError::failure(format!("cannot find the running stet binary: {e}")).hint(
+                "run stet from a file that still exists (it was moved or deleted while running)",
+            )
+        })
 }
 
 /// The profile one agent call runs on: a fresh copy of the walled profile, so that nothing

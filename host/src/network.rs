@@ -350,11 +350,7 @@ impl<'a> WalledSandbox<'a> {
         plan.network = network;
         // The bridge is the stet binary itself, mounted as itself (a harness's hooks mount
         // it already).
-        let stet = std::env::current_exe()
-            .and_then(|p| p.canonicalize())
-            .map_err(|e| CliError::failure(format!("cannot find the running stet binary: {e}")))?
-            .display()
-            .to_string();
+        let stet = crate::harness::stet_binary()?;
         if egress.is_some() && !plan.mounts.iter().any(|m| m.target.as_str() == stet) {
             plan.mounts.push(stet_plugin_api::Mount {
                 source: stet.clone().into(),
@@ -423,7 +419,7 @@ fn start_bridge(sandbox: &Sandbox<'_>, egress: &Egress, stet: &str) -> Result<Pr
 }
 
 /// Whether `host` names this machine's loopback.
-fn is_loopback_name(host: &str) -> bool {
+pub(crate) fn is_loopback_name(host: &str) -> bool {
     host.eq_ignore_ascii_case("localhost")
         || host
             .trim_start_matches('[')

@@ -10,8 +10,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use serde_json::Value;
-use stet_e2e::{require_image, Output, World, IMAGE};
+use stet_e2e::{require_image, wall, Output, World, IMAGE};
 
 /// The uid stet runs as when the tests run as root.
 const UNPRIVILEGED_UID: u32 = 4242;
@@ -106,15 +105,6 @@ impl Cmd {
 
 fn implement(agent: &Path) -> String {
     format!("implement = [\"{}\"]", agent.display())
-}
-
-fn wall<'a>(json: &'a Value, name: &str) -> &'a Value {
-    json["walls"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|w| w["wall"] == name)
-        .unwrap_or_else(|| panic!("no wall {name} in {json:#}"))
 }
 
 const STATIC_WALLS: [&str; 3] = ["command-found", "profile-alone", "no-credential-in-env"];

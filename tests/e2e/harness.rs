@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use serde_json::{json, Value};
 use stet_e2e::fake_api::{FakeApi, Reply};
-use stet_e2e::{claude_binary, walled_claude_config, walled_claude_setup, World};
+use stet_e2e::{claude_binary, wall, walled_claude_config, walled_claude_setup, World};
 
 struct Claude {
     world: World,
@@ -47,15 +47,6 @@ fn asks_to_run(command: &'static str) -> FakeApi {
             Reply::Text("finished".into())
         }
     })
-}
-
-fn wall<'a>(json: &'a Value, name: &str) -> &'a Value {
-    json["walls"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|w| w["wall"] == name)
-        .unwrap_or_else(|| panic!("no wall {name} in {json:#}"))
 }
 
 #[test]

@@ -343,12 +343,7 @@ fn the_network_wall_holds_on_bubblewrap_through_its_forwarded_socket() {
     assert_eq!(out.code, 0, "{json:#}\n{}", out.stderr);
     assert_eq!(json["runtime"], "bubblewrap", "{json:#}");
     for name in ["network-as-launched", "egress-allow-list"] {
-        let wall = json["walls"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|w| w["wall"] == name)
-            .unwrap_or_else(|| panic!("no {name}: {json:#}"));
+        let wall = stet_e2e::wall(&json, name);
         assert_eq!(wall["held"], true, "{wall:#}");
     }
 }

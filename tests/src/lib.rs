@@ -184,6 +184,16 @@ impl Output {
     }
 }
 
+/// The wall named `name` in a `stet walls --json` answer; panics naming it when absent.
+pub fn wall<'a>(json: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    json["walls"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|w| w["wall"] == name)
+        .unwrap_or_else(|| panic!("no wall {name} in {json:#}"))
+}
+
 /// The entry named `name` in a JSON listing of plugins (`plugins list`/`probe --json`, or
 /// a bare array).
 pub fn plugin_entry<'a>(json: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {

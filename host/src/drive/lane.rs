@@ -190,7 +190,7 @@ impl Drive<'_> {
                     self.options.max_rounds,
                     at.reason.as_deref().unwrap_or("no reason recorded")
                 );
-                return Ok(self.finish(item, &lane, Mark::Failed, &why, had_checkpoint));
+                return Ok(self.finish(&lane, Mark::Failed, &why, had_checkpoint));
             }
             if self.stop.requested() && !landing && finished.is_none() {
                 return Ok(ItemEnd::Stopped(lane.branch));
@@ -564,23 +564,16 @@ impl Drive<'_> {
             }
         }
         let landed = format!("landed {} by run {}", lane.branch, self.run);
-        Ok(self.finish(item, lane, Mark::Landed, &landed, true))
+        Ok(self.finish(lane, Mark::Landed, &landed, true))
     }
 
     /// Marks the item landed or failed on the remote (its checkpoint goes in the same
     /// push) and, once landed, removes the working copy. A remote that does not answer
     /// leaves the checkpoint as it was: the next attempt does only what is left.
-    fn finish(
-        &self,
-        item: &queue::Item,
-        lane: &Lane,
-        mark: Mark,
-        note: &str,
-        had_checkpoint: bool,
-    ) -> ItemEnd {
+    fn finish(&self, lane: &Lane, mark: Mark, note: &str, had_checkpoint: bool) -> ItemEnd {
         match self
             .remote()
-            .finish_item(&item.id, mark, note, had_checkpoint)
+            .finish_item(&lane.item, mark, note, had_checkpoint)
         {
             Ok(()) => {}
             Err(SaveError::TakenByPeer(why)) => return ItemEnd::Lost(why),
@@ -681,14 +674,7 @@ impl Drive<'_> {
             }
             Err(SaveError::Remote(e)) => return Ok(Some(ItemEnd::RemoteUnreachable(short(&e)))),
         }
-        match self
-            .remote()
-            .finish_item(&lane.item, Mark::Failed, &note, true)
-        {
-            Ok(()) => Ok(Some(ItemEnd::GaveUp(note))),
-            Err(SaveError::TakenByPeer(why)) => Ok(Some(ItemEnd::Lost(why))),
-            Err(SaveError::Remote(e)) => Ok(Some(ItemEnd::RemoteUnreachable(short(&e)))),
-        }
+        Ok(Some(self.finish(lane, Mark::Failed, &note, true)))
     }
 
     /// Whether the lane holds a change against its base (its tree differs from the tree

@@ -89,15 +89,9 @@ pub fn prove(
         )),
         _ => None,
     };
+    let stet = harness::stet_binary()?;
     let egress_script = match &listeners {
         Some((listed, unlisted)) => {
-            let stet = std::env::current_exe()
-                .and_then(|p| p.canonicalize())
-                .map_err(|e| {
-                    CliError::failure(format!("cannot find the running stet binary: {e}"))
-                })?
-                .display()
-                .to_string();
             format!(
                 "'{stet}' net probe connect {listed} | sed 's/^/egress listed /'\n\
                  '{stet}' net probe connect {unlisted} | sed 's/^/egress unlisted /'\n\
@@ -112,13 +106,6 @@ pub fn prove(
     // and compared outside: no real credential may be there.
     let credential_script = match &credential {
         Some(_) => {
-            let stet = std::env::current_exe()
-                .and_then(|p| p.canonicalize())
-                .map_err(|e| {
-                    CliError::failure(format!("cannot find the running stet binary: {e}"))
-                })?
-                .display()
-                .to_string();
             let mut dirs: Vec<String> = launch
                 .mounts
                 .iter()
