@@ -79,6 +79,9 @@ pub struct ConfigFile {
     pub network_allow: Vec<String>,
     /// `[network] deny`: hosts no sandbox may reach, whoever lists them.
     pub network_deny: Vec<String>,
+    /// `[network.connect_to]`: `host:port` dialled at another address (the proxy's
+    /// [`stet_egress::server::ConnectTo`]), e.g. a relay, or the tests' double of an OAuth host.
+    pub network_connect_to: Vec<stet_egress::server::ConnectTo>,
     /// `[plugins.<name>]` tables, as JSON for the plugins.
     pub plugins: BTreeMap<String, serde_json::Value>,
     /// The line of each key of each `[plugins.<name>]` table, for naming a wrong one.
@@ -128,6 +131,7 @@ struct RawConfig {
 struct RawNetwork {
     allow: Option<Vec<Spanned<String>>>,
     deny: Option<Vec<Spanned<String>>>,
+    connect_to: Option<BTreeMap<String, Spanned<String>>>,
 }
 
 #[derive(Deserialize)]
@@ -377,6 +381,7 @@ pub fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
     let plugin_lines = plugin_key_lines(text);
     let mut network_allow = Vec::new();
     let mut network_deny = Vec::new();
+    let mut network_connect_to = Vec::new();
     if let Some(network) = raw.network {
         for (key, entries, into) in [
             ("allow", network.allow, &mut network_allow),
@@ -391,6 +396,37 @@ pub fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
                 })?;
                 into.push(entry.into_inner());
             }
+        }
+        for (target, addr) in network.connect_to.into_iter().flatten() {
+            let at = Some(addr.span().start);
+            let key = format!("key `network.connect_to.\"{target}\"`");
+            let (host, port) = match crate::network::check_entry(&target)
+                .ok()
+                .and_then(|()| target.rsplit_once(':'))
+                .and_then(|(h, p)| Some((h, p.parse::<u16>().ok()?)))
+            {
+                Some(found) => found,
+                None => {
+                    return Err(error(
+                        at,
+                        format!("{key}: a target is `host:port`, like \"api.example.com:443\""),
+                    ))
+                }
+            };
+            let addr = addr.get_ref().parse::<std::net::SocketAddr>().map_err(|_| {
+                error(
+                    at,
+                    format!(
+                        "{key}: `{}` is not an address and port, like \"127.0.0.1:8443\" (a name would need a lookup the proxy does not make)",
+                        addr.get_ref()
+                    ),
+                )
+            })?;
+            network_connect_to.push(stet_egress::server::ConnectTo {
+                host: stet_egress::policy::canonical(host),
+                port,
+                addr,
+            });
         }
     }
     Ok(ConfigFile {
@@ -414,6 +450,7 @@ pub fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
             .unwrap_or_default(),
         network_allow,
         network_deny,
+        network_connect_to,
         plugins,
         plugin_lines,
     })
@@ -495,6 +532,34 @@ pub fn repository_root(dir: &Path) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn connect_to_takes_a_listed_target_and_an_address() {
+        let text = "[network.connect_to]\n\"Platform.Claude.com:443\" = \"127.0.0.1:8443\"\n";
+        let c = parse(Path::new("config.toml"), text).unwrap();
+        assert_eq!(
+            c.network_connect_to,
+            [stet_egress::server::ConnectTo {
+                host: "platform.claude.com".into(),
+                port: 443,
+                addr: "127.0.0.1:8443".parse().unwrap(),
+            }]
+        );
+        let named = "[network.connect_to]\n\"a.example:443\" = \"relay.example:443\"\n";
+        let e = parse(Path::new("config.toml"), named)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("config.toml:2"), "{e}");
+        assert!(
+            e.contains("`relay.example:443` is not an address and port"),
+            "{e}"
+        );
+        let portless = "[network.connect_to]\n\"a.example\" = \"127.0.0.1:1\"\n";
+        let e = parse(Path::new("config.toml"), portless)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("a target is `host:port`"), "{e}");
+    }
 
     #[test]
     fn the_keys_of_plugin_tables_are_placed_by_line() {

@@ -200,6 +200,27 @@ impl OpenHarness {
             .map_err(self.err("could not read the agent's output"))
     }
 
+    /// When the stored login stops being accepted (ms since the epoch; 0: it does not).
+    pub fn login_expiry(&self, profile: &Profile) -> Result<u64, CliError> {
+        self.handle
+            .login_expiry(self.context.clone(), profile.clone())
+            .map_err(self.err("could not say when its login expires"))
+    }
+
+    /// The launch that renews the stored login on a copy it puts into `work_dir`.
+    pub fn refresh_launch(&self, profile: &Profile, work_dir: &Path) -> Result<Launch, CliError> {
+        self.handle
+            .refresh_launch(self.context.clone(), profile.clone(), work_dir)
+            .map_err(self.err("cannot renew its stored login"))
+    }
+
+    /// Puts the login renewed in `work_dir` into the profile; its new expiry.
+    pub fn settle_refresh(&self, profile: &Profile, work_dir: &Path) -> Result<u64, CliError> {
+        self.handle
+            .settle_refresh(self.context.clone(), profile.clone(), work_dir)
+            .map_err(self.err("did not renew its stored login"))
+    }
+
     /// Reads the proof launch's output into typed walls.
     pub fn read_proof(&self, output: &[u8]) -> Result<Vec<WallReport>, CliError> {
         self.handle
@@ -293,6 +314,9 @@ pub struct Watch<'a> {
     /// The call's credentials (its profile copy's stand-ins): the launch's environment is
     /// sealed too, and the proxy serves their gateways.
     pub sealed: Option<&'a mut crate::credentials::Sealed>,
+    /// The sandbox's model API is stet's stub at [`stet_plugin_api::GATEWAY_PORT`], which
+    /// answers at once and spends nothing (a login's refresh, `crate::credentials::renew`).
+    pub stub_model_api: bool,
 }
 
 /// A resource limit a call ran into.
@@ -441,8 +465,19 @@ pub fn run_launch(
         .as_deref()
         .map(crate::credentials::Sealed::gateways)
         .unwrap_or_default();
-    let walled =
-        crate::network::WalledSandbox::make(settings, runtime, &launch.network, gateways, plan)?;
+    let stubs: &[u16] = if watch.stub_model_api {
+        &[stet_plugin_api::GATEWAY_PORT]
+    } else {
+        &[]
+    };
+    let walled = crate::network::WalledSandbox::make(
+        settings,
+        runtime,
+        &launch.network,
+        gateways,
+        stubs,
+        plan,
+    )?;
     let described = walled.described.clone();
     let sandbox = &walled.sandbox;
     process.workdir = ROption::RSome(workdir.into());

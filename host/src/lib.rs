@@ -19,6 +19,7 @@ pub mod plugins;
 pub mod printer;
 pub mod queue;
 pub mod receipts;
+pub mod refresh;
 pub mod reservations;
 pub mod sandbox;
 pub mod scan;

@@ -88,12 +88,14 @@ pub struct Egress {
 
 impl Egress {
     /// Starts the proxy for a sandbox whose launch (`whose`, for errors) declared
-    /// `declared`, serving `gateways` (the call's credentials, `credentials::Sealed`).
+    /// `declared`, serving `gateways` (the call's credentials, `credentials::Sealed`) and
+    /// the model API stub at each of `stubs` (a login's refresh).
     pub fn start(
         whose: &str,
         declared: &[String],
         settings: &NetworkSettings,
         gateways: Vec<Gateway>,
+        stubs: &[u16],
     ) -> Result<Egress, CliError> {
         let parse = |text: &String, whose: &str| {
             Entry::parse(text).map_err(|why| {
@@ -144,7 +146,20 @@ impl Egress {
             ))
             .hint("run that service on another port"));
         }
-        let gateway_ports: Vec<u16> = gateways.iter().map(|g| g.port).collect();
+        if let Some(stub) = stubs
+            .iter()
+            .find(|s| **s == port || forwards.iter().any(|(f, _)| f == *s))
+        {
+            return Err(CliError::failure(format!(
+                "{whose}: the model API stub's port {stub} inside the sandbox is taken by a listed service on the host's loopback"
+            ))
+            .hint("run that service on another port"));
+        }
+        let gateway_ports: Vec<u16> = gateways
+            .iter()
+            .map(|g| g.port)
+            .chain(stubs.iter().copied())
+            .collect();
         let allowed: Vec<String> = allow.iter().map(ToString::to_string).collect();
         let denied: Vec<String> = deny.iter().map(ToString::to_string).collect();
         let dir = tempfile::Builder::new()
@@ -160,6 +175,8 @@ impl Egress {
                 gateways,
                 revoked: crate::credentials::revoked().clone(),
                 tls_roots: None,
+                stubs: stubs.to_vec(),
+                connect_to: settings.connect_to.clone(),
             },
         )
         .map_err(|e| CliError::failure(format!("cannot start stet's egress proxy: {e}")))?;
@@ -291,19 +308,22 @@ pub struct WalledSandbox<'a> {
 impl<'a> WalledSandbox<'a> {
     /// Makes `plan`'s sandbox on `runtime` with the network `asked` (a launch's): none, or
     /// the hosts it declared, through the proxy, which also serves `gateways` (the call's
-    /// credentials). The open network is refused.
+    /// credentials) and the model API stub at each of `stubs`. The open network is refused.
     pub fn make(
         settings: &Settings,
         runtime: &'a OpenRuntime,
         asked: &Network,
         gateways: Vec<Gateway>,
+        stubs: &[u16],
         mut plan: Plan,
     ) -> Result<WalledSandbox<'a>, CliError> {
         // A harness whose credential goes through a gateway needs the proxy even when it
         // declared no host by name.
         let none = stet_plugin_api::RVec::new();
         let asked = match asked {
-            Network::None if !gateways.is_empty() => &Network::AllowHosts(none),
+            Network::None if !gateways.is_empty() || !stubs.is_empty() => {
+                &Network::AllowHosts(none)
+            }
             asked => asked,
         };
         let egress = match asked {
@@ -339,6 +359,7 @@ impl<'a> WalledSandbox<'a> {
                     &hosts,
                     &settings.network,
                     gateways,
+                    stubs,
                 )?)
             }
             _ => None,
@@ -440,8 +461,10 @@ mod tests {
             &NetworkSettings {
                 allow: vec!["*.pypi.org".into()],
                 deny: vec!["evil.example.com".into()],
+                connect_to: Vec::new(),
             },
             Vec::new(),
+            &[],
         )
         .unwrap();
         assert_eq!(egress.forwards, [(3128, "127.0.0.1:3128".to_string())]);
@@ -461,6 +484,7 @@ mod tests {
                 &NetworkSettings {
                     allow: vec!["*.pypi.org".into()],
                     deny: vec!["evil.example.com".into()],
+                    connect_to: Vec::new(),
                 }
             ),
             said
@@ -496,6 +520,7 @@ mod tests {
             &["http://x".to_string()],
             &Default::default(),
             Vec::new(),
+            &[],
         )
         .err()
         .unwrap();

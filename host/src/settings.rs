@@ -59,6 +59,10 @@ pub struct Settings {
     pub harness: Preference,
     /// The image sandboxes start from.
     pub image: String,
+    /// The image a sandbox that holds a real login starts from (a login's refresh): as
+    /// [`Settings::image`], but never an untrusted repository file's, whose image would run
+    /// its own code beside the login.
+    pub login_image: String,
     /// Where the one walled harness profile lives.
     pub profiles_root: PathBuf,
     /// The repository's check command (`[drive] check`).
@@ -85,6 +89,9 @@ pub struct NetworkSettings {
     pub allow: Vec<String>,
     /// Entries no sandbox may reach.
     pub deny: Vec<String>,
+    /// Listed targets dialled at another address (`[network.connect_to]`; the person's files
+    /// and a trusted repository file only).
+    pub connect_to: Vec<stet_egress::server::ConnectTo>,
 }
 
 /// The limits of a sandbox, resolved.
@@ -274,6 +281,18 @@ pub fn resolve(plugins_dirs: &[PathBuf], overrides: &Overrides) -> Result<Settin
         .clone()
         .or_else(|| files.iter().rev().find_map(|f| f.sandbox_image.clone()))
         .unwrap_or_else(|| DEFAULT_IMAGE.to_string());
+    let repository_trusted = repository_config.as_ref().is_none_or(|r| r.trusted);
+    let login_image = overrides
+        .image
+        .clone()
+        .or_else(|| {
+            files
+                .iter()
+                .rev()
+                .filter(|f| !f.from_repository || repository_trusted)
+                .find_map(|f| f.sandbox_image.clone())
+        })
+        .unwrap_or_else(|| DEFAULT_IMAGE.to_string());
 
     let profiles_root = overrides
         .profiles_root
@@ -301,6 +320,9 @@ pub fn resolve(plugins_dirs: &[PathBuf], overrides: &Overrides) -> Result<Settin
     for file in &files {
         network.allow.extend(file.network_allow.iter().cloned());
         network.deny.extend(file.network_deny.iter().cloned());
+        network
+            .connect_to
+            .extend(file.network_connect_to.iter().cloned());
     }
 
     Ok(Settings {
@@ -312,6 +334,7 @@ pub fn resolve(plugins_dirs: &[PathBuf], overrides: &Overrides) -> Result<Settin
         secrets_allowed,
         profiles_root,
         image,
+        login_image,
         plugins: PluginSettings {
             search_path,
             probe_timeout,
@@ -359,6 +382,10 @@ fn untrusted_narrow_only(
         // Hosts it allows widen the network wall; hosts it denies narrow it, and apply.
         if !std::mem::take(&mut repo.network_allow).is_empty() {
             ignored.push("[network] allow".to_string());
+        }
+        // Where a host is dialled is the person's word alone.
+        if !std::mem::take(&mut repo.network_connect_to).is_empty() {
+            ignored.push("[network.connect_to]".to_string());
         }
         // Limits: only lower than what the person's own settings (or the defaults) give.
         let mut theirs = SandboxLimits::defaults();

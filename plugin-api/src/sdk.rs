@@ -317,6 +317,56 @@ pub trait HarnessPlugin: Send + Sync + 'static {
         let _ = (context, profile, used);
         Ok(Vec::new())
     }
+
+    /// When the stored login in `profile` stops being accepted, in milliseconds since the
+    /// Unix epoch; 0 when it does not expire as far as the harness knows (no stored login,
+    /// or a long-lived token). The host renews a login that would expire before a call
+    /// could end, with [`HarnessPlugin::refresh_launch`]. Since API 1.4; the default
+    /// answers 0.
+    fn login_expiry(
+        &self,
+        context: &HarnessContext,
+        profile: &Profile,
+    ) -> Result<u64, PluginError> {
+        let _ = (context, profile);
+        Ok(0)
+    }
+
+    /// The launch that renews the stored login: the agent's own binary, told to do nothing
+    /// but what renews it, on a copy of the login that this method puts into `work_dir` (an
+    /// empty directory private to the host's user; the launch mounts it). The host runs it
+    /// in a sandbox of its own, the one place a real login enters a sandbox: no lane, no
+    /// tools, only the hosts the launch declares (the login's own server), and at
+    /// [`crate::GATEWAY_PORT`] a model API stub that answers at once and spends nothing.
+    /// Since API 1.4; the default answers [`ErrorCode::UNSUPPORTED`].
+    fn refresh_launch(
+        &self,
+        context: &HarnessContext,
+        profile: &Profile,
+        work_dir: &str,
+    ) -> Result<Launch, PluginError> {
+        let _ = (context, profile, work_dir);
+        Err(PluginError::unsupported(
+            "this harness cannot renew its login",
+        ))
+    }
+
+    /// After the refresh launch: reads the login it renewed in `work_dir` (written inside a
+    /// sandbox, so data to check by its shape) and puts it into the profile in place of
+    /// the old one; returns the new expiry as [`HarnessPlugin::login_expiry`] says it. An
+    /// error when the login was not renewed, saying why. Since API 1.4; the default answers
+    /// [`ErrorCode::UNSUPPORTED`].
+    fn settle_refresh(
+        &self,
+        context: &HarnessContext,
+        profile: &Profile,
+        work_dir: &str,
+    ) -> Result<u64, PluginError> {
+        let _ = (context, profile, work_dir);
+        Err(PluginError::unsupported(
+            "this harness cannot renew its login",
+        ))
+    }
 }
 
 /// How [`start_by_spawning`] provides a forwarded socket.
@@ -680,6 +730,32 @@ impl<T: HarnessPlugin> v1::Harness for HarnessAdapter<T> {
             self.0
                 .settle_profile(&context, &profile, std::path::Path::new(used.as_str()))
                 .map(|files| files.into_iter().map(RString::from).collect())
+        })
+    }
+
+    fn login_expiry(&self, context: HarnessContext, profile: Profile) -> RResult<u64, PluginError> {
+        guard("login_expiry", || self.0.login_expiry(&context, &profile))
+    }
+
+    fn refresh_launch(
+        &self,
+        context: HarnessContext,
+        profile: Profile,
+        work_dir: RStr<'_>,
+    ) -> RResult<Launch, PluginError> {
+        guard("refresh_launch", || {
+            self.0.refresh_launch(&context, &profile, work_dir.as_str())
+        })
+    }
+
+    fn settle_refresh(
+        &self,
+        context: HarnessContext,
+        profile: Profile,
+        work_dir: RStr<'_>,
+    ) -> RResult<u64, PluginError> {
+        guard("settle_refresh", || {
+            self.0.settle_refresh(&context, &profile, work_dir.as_str())
         })
     }
 }

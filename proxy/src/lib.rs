@@ -46,3 +46,4 @@ pub mod bridge;
 pub mod credentials;
 pub mod policy;
 pub mod server;
+pub mod stub;

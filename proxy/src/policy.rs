@@ -141,7 +141,7 @@ fn valid_name(name: &str) -> bool {
 
 /// The form hosts are compared in: lower case, no trailing dot, no brackets, IP literals as
 /// the standard library prints them (so `[0::1]` and `::1` are one host).
-pub(crate) fn canonical(host: &str) -> String {
+pub fn canonical(host: &str) -> String {
     let bare = host
         .strip_prefix('[')
         .and_then(|h| h.strip_suffix(']'))

@@ -93,6 +93,22 @@ struct State {
     /// Requests to a gateway, and of them those sent on with a credential swapped in.
     through_gateways: AtomicU64,
     swapped: AtomicU64,
+    stubs: Vec<u16>,
+    connect_to: Vec<ConnectTo>,
+    stubbed: AtomicU64,
+}
+
+/// A listed `host:port` dialled at another address, as curl's `--connect-to` does: a relay
+/// the person runs, or a test double. The name must still be allowed; the address is the
+/// person's own word, so a special one (loopback) is not refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectTo {
+    /// The host as clients name it (canonical: lowercase, no trailing dot).
+    pub host: String,
+    /// Its port.
+    pub port: u16,
+    /// Where to dial instead.
+    pub addr: std::net::SocketAddr,
 }
 
 /// Requests to a proxy's gateways.
@@ -114,6 +130,11 @@ pub struct Extras {
     /// The roots a gateway's TLS is verified against; `None`: the Mozilla root store
     /// (webpki-roots). Tests give their own CA.
     pub tls_roots: Option<Arc<tokio_rustls::rustls::RootCertStore>>,
+    /// Ports inside the sandbox where the proxy itself answers as a model API that spends
+    /// nothing ([`crate::stub`]), for the same origin-form requests a gateway gets.
+    pub stubs: Vec<u16>,
+    /// Listed targets dialled at another address.
+    pub connect_to: Vec<ConnectTo>,
 }
 
 impl Proxy {
@@ -157,6 +178,9 @@ impl Proxy {
             },
             through_gateways: AtomicU64::new(0),
             swapped: AtomicU64::new(0),
+            stubs: extras.stubs,
+            connect_to: extras.connect_to,
+            stubbed: AtomicU64::new(0),
         });
         let (stop, stopped) = oneshot::channel();
         let served = state.clone();
@@ -192,6 +216,11 @@ impl Proxy {
             requests: self.state.through_gateways.load(Ordering::Relaxed),
             swapped: self.state.swapped.load(Ordering::Relaxed),
         }
+    }
+
+    /// How many requests the model API stub answered.
+    pub fn stubbed(&self) -> u64 {
+        self.state.stubbed.load(Ordering::Relaxed)
     }
 
     /// Stops serving (open tunnels are closed) and removes the socket file.
@@ -311,6 +340,8 @@ async fn handle(
         forward(req, &state).await
     } else if let Some(gateway) = gateway_for(&req, &state).cloned() {
         through_gateway(req, &state, &gateway).await
+    } else if stub_for(&req, &state) {
+        stubbed(req, &state).await
     } else {
         let body = "stet: this is stet's egress proxy; it serves only proxy requests \
                     (CONNECT host:port, or an absolute http:// URL)\n";
@@ -420,6 +451,57 @@ fn gateway_for<'s>(req: &Request<Incoming>, state: &'s State) -> Option<&'s Gate
     let loopback = matches!(authority.host(), "127.0.0.1" | "localhost" | "[::1]");
     let port = authority.port_u16()?;
     state.gateways.iter().find(|g| loopback && g.port == port)
+}
+
+/// Whether a request in origin form is for the model API stub: its `Host` is the sandbox's
+/// loopback at a stub's port.
+fn stub_for(req: &Request<Incoming>, state: &State) -> bool {
+    let Some(authority) =
+        host_header(req).and_then(|h| h.parse::<hyper::http::uri::Authority>().ok())
+    else {
+        return false;
+    };
+    matches!(authority.host(), "127.0.0.1" | "localhost" | "[::1]")
+        && authority
+            .port_u16()
+            .is_some_and(|p| state.stubs.contains(&p))
+}
+
+/// The stub's answer; nothing of the request goes anywhere.
+async fn stubbed(req: Request<Incoming>, state: &State) -> Response<Body> {
+    let method = req.method().clone();
+    let path = req.uri().path().to_owned();
+    let body = match http_body_util::Limited::new(req.into_body(), crate::stub::MAX_BODY)
+        .collect()
+        .await
+    {
+        Ok(body) => body.to_bytes(),
+        Err(_) => {
+            let body = format!(
+                "stet: the model API stub reads at most {} bytes of a request\n",
+                crate::stub::MAX_BODY
+            );
+            return refuse(
+                state,
+                StatusCode::PAYLOAD_TOO_LARGE,
+                refusal("-", "a request too big for the model API stub"),
+                &body,
+            );
+        }
+    };
+    state.stubbed.fetch_add(1, Ordering::Relaxed);
+    let answer = crate::stub::answer(&method, &path, &body);
+    let mut response = Response::new(
+        Full::new(answer.body)
+            .map_err(|never| match never {})
+            .boxed(),
+    );
+    *response.status_mut() = answer.status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(answer.content_type),
+    );
+    response
 }
 
 /// A request to a gateway: sent on to its model API (checked by the rules like any other
@@ -596,6 +678,24 @@ async fn reach(state: &State, host: &str, port: u16) -> Result<TcpStream, Respon
         refuse(state, StatusCode::FORBIDDEN, r, &body)
     };
     let name = policy::canonical(host);
+    if let Some(route) = state
+        .connect_to
+        .iter()
+        .find(|r| r.port == port && r.host == name)
+    {
+        policy::by_name(&state.rules, &name, port).map_err(forbidden)?;
+        let target = policy::target(&name, port);
+        let addr = route.addr;
+        return match timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await {
+            Ok(Ok(stream)) => Ok(stream),
+            Ok(Err(e)) => Err(bad_gateway(&format!(
+                "stet: cannot connect to {target} (at {addr}, as [network] connect_to says): {e}\n"
+            ))),
+            Err(_) => Err(bad_gateway(&format!(
+                "stet: cannot connect to {target} (at {addr}): no answer in {CONNECT_TIMEOUT:?}\n"
+            ))),
+        };
+    }
     let resolved = match name.parse::<IpAddr>() {
         Ok(ip) => vec![ip],
         Err(_) => {

@@ -13,7 +13,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use stet_egress::bridge;
 use stet_egress::credentials::{Gateway, Revoked, Swap};
 use stet_egress::policy::{Entry, Rules};
-use stet_egress::server::{Extras, Proxy, Resolver};
+use stet_egress::server::{ConnectTo, Extras, Proxy, Resolver};
 
 const PATIENCE: Duration = Duration::from_secs(10);
 
@@ -321,6 +321,7 @@ fn gateway_to(origin: SocketAddr, revoked: Revoked) -> Running {
         gateways: vec![gateway],
         revoked,
         tls_roots: None,
+        ..Extras::default()
     };
     start_with(&[&origin.to_string()], &[], &[], extras)
 }
@@ -421,6 +422,7 @@ fn a_gateway_to_an_unlisted_host_is_refused_like_any_target() {
         gateways: vec![gateway],
         revoked: Revoked::default(),
         tls_roots: None,
+        ..Extras::default()
     };
     let running = start_with(&[], &[], &[], extras);
     let body = answer(&running.socket, &to_gateway("Bearer x"), 403);
@@ -632,6 +634,7 @@ fn a_gateway_speaks_verified_tls_to_its_api_and_refuses_a_certificate_it_cannot_
             gateways: vec![gateway()],
             revoked: Revoked::default(),
             tls_roots,
+            ..Extras::default()
         };
         start_with(&[&origin.to_string()], &[], &[], extras)
     };
@@ -657,4 +660,59 @@ fn a_gateway_speaks_verified_tls_to_its_api_and_refuses_a_certificate_it_cannot_
         body.starts_with(&format!("stet: TLS with {origin} failed:")),
         "{body}"
     );
+}
+
+#[test]
+fn the_model_api_stub_answers_itself_and_sends_nothing_on() {
+    let extras = Extras {
+        stubs: vec![3180],
+        ..Extras::default()
+    };
+    // Nothing is allowed: whatever the stub did with a request, it could not send it on.
+    let running = start_with(&[], &[], &[], extras);
+    let body = r#"{"model":"claude-x","stream":true,"messages":[]}"#;
+    let request = format!(
+        "POST /v1/messages?beta=true HTTP/1.1\r\nHost: 127.0.0.1:3180\r\n\
+         Authorization: Bearer sk-ant-oat01-real-login-aaaaaaaa\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let (events, head) = answer_and_head(&running.socket, &request, 200);
+    assert!(head.contains("text/event-stream"), "{head}");
+    assert!(events.contains("event: message_stop"), "{events}");
+    let other = "GET /api/oauth/profile HTTP/1.1\r\nHost: 127.0.0.1:3180\r\n\r\n";
+    let refused = answer(&running.socket, other, 404);
+    assert!(refused.contains("POST /v1/messages only"), "{refused}");
+    // A port that is no stub's is no model API.
+    let elsewhere =
+        "POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1:3181\r\nContent-Length: 0\r\n\r\n";
+    answer(&running.socket, elsewhere, 400);
+    assert_eq!(running.proxy.stubbed(), 2);
+}
+
+#[test]
+fn connect_to_dials_a_listed_name_at_the_given_address_and_only_a_listed_one() {
+    let origin = echo("127.0.0.1");
+    let extras = Extras {
+        connect_to: vec![
+            ConnectTo {
+                host: "oauth.example".into(),
+                port: 443,
+                addr: origin,
+            },
+            ConnectTo {
+                host: "unlisted.example".into(),
+                port: 443,
+                addr: origin,
+            },
+        ],
+        ..Extras::default()
+    };
+    // No name resolves: a route that looked the name up would fail.
+    let running = start_with(&["oauth.example:443"], &[], &[], extras);
+    let mut stream = tunnel(&running.socket, "oauth.example:443");
+    assert_eq!(round_trip(&mut stream, b"ping"), b"ping");
+    // A route does not list its name.
+    let refused = answer(&running.socket, &connect("unlisted.example:443"), 403);
+    assert!(refused.contains("not on the allow-list"), "{refused}");
 }

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 
 use serde_json::{json, Value};
 use stet_e2e::fake_api::{FakeApi, Reply};
+use stet_e2e::oauth_double::{Answer, OauthDouble};
 use stet_e2e::{claude_binary, wall, walled_claude_config, walled_claude_setup, World};
 
 struct Claude {
@@ -713,27 +714,158 @@ fn other_logins_kept_in_the_login_file_are_refused_before_any_launch() {
     assert!(c.api.requests().is_empty(), "no launch was made");
 }
 
+/// A claude world whose stored login has expired, with `platform.claude.com:443` dialled at
+/// an OAuth double answering `answer`, and the double's CA trusted by the CLI.
+fn expired_login_world(answer: Answer) -> (Claude, OauthDouble, tempfile::TempDir) {
+    let api = asks_to_run("stet-wall-canary");
+    let world = World::new();
+    let dir = tempfile::tempdir().unwrap();
+    let double = OauthDouble::start(dir.path(), answer);
+    let extra = format!(
+        "extra_ca_certs = \"{}\"\n\n[network.connect_to]\n\"{}:443\" = \"{}\"\n",
+        double.ca_pem.display(),
+        stet_e2e::oauth_double::HOST,
+        double.addr
+    );
+    let config = walled_claude_setup(
+        &world,
+        &claude_binary().display().to_string(),
+        &api.url,
+        &extra,
+    );
+    world.repo_config(&config);
+    let profile = world.root.path().join("profiles/claude");
+    let file = profile.join(".credentials.json");
+    let mut login: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    login["claudeAiOauth"]["accessToken"] = json!(EXPIRED_ACCESS_TOKEN);
+    login["claudeAiOauth"]["expiresAt"] = json!(1_000);
+    std::fs::write(&file, login.to_string()).unwrap();
+    (
+        Claude {
+            world,
+            api,
+            profile,
+        },
+        double,
+        dir,
+    )
+}
+
+const EXPIRED_ACCESS_TOKEN: &str = "sk-ant-oat01-dummy-expired-not-accepted-anywhere-22";
+const RENEWED_REFRESH_TOKEN: &str = "sk-ant-ort01-dummy-renewed-by-the-double-only-3333";
+
+fn stored_login(profile: &std::path::Path) -> Value {
+    let text = std::fs::read_to_string(profile.join(".credentials.json")).unwrap();
+    serde_json::from_str::<Value>(&text).unwrap()["claudeAiOauth"].clone()
+}
+
 #[test]
-fn an_expired_stored_login_is_named_before_any_call_with_how_to_refresh_it() {
+fn an_expired_login_is_renewed_by_the_real_cli_in_a_sandbox_of_its_own_before_the_call() {
+    let (c, double, _dir) = expired_login_world(Answer::Renew {
+        access_token: stet_e2e::DUMMY_ACCESS_TOKEN.into(),
+        refresh_token: RENEWED_REFRESH_TOKEN.into(),
+        expires_in: 8 * 3600,
+    });
+    let out = c.world.run_stet(&["walls", "--json"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("claude: renewed the stored login"),
+        "{}",
+        out.stderr
+    );
+    // The real CLI asked the double once, with the stored refresh token, the way it asks
+    // the real host.
+    let asked = double.requests();
+    assert_eq!(asked.len(), 1, "{asked:#?}");
+    assert_eq!(asked[0].path, "/v1/oauth/token");
+    assert_eq!(asked[0].body["grant_type"], "refresh_token");
+    assert_eq!(
+        asked[0].body["refresh_token"],
+        stet_e2e::DUMMY_REFRESH_TOKEN
+    );
+    // The renewed login is in the profile (its other fields kept), good for hours.
+    let login = stored_login(&c.profile);
+    assert_eq!(login["accessToken"], stet_e2e::DUMMY_ACCESS_TOKEN);
+    assert_eq!(login["refreshToken"], RENEWED_REFRESH_TOKEN);
+    assert_eq!(login["subscriptionType"], "max");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    assert!(
+        login["expiresAt"].as_u64().unwrap() > now + 7 * 3600 * 1000,
+        "{login:#}"
+    );
+    // The proof's call carried the renewed login to the model API, swapped in by the
+    // gateway; the refresh's own request went to stet's stub, never to the model API (the
+    // refresh holds no tools, every request the fake saw had the proof's).
+    let requests = c.api.requests();
+    assert!(!requests.is_empty());
+    for r in &requests {
+        let auth = r.headers.iter().find(|(n, _)| n == "authorization");
+        assert_eq!(
+            auth.map(|(_, v)| v.as_str()),
+            Some(format!("Bearer {}", stet_e2e::DUMMY_ACCESS_TOKEN).as_str())
+        );
+        assert!(
+            r.body["tools"].as_array().is_some_and(|t| !t.is_empty()),
+            "a request without tools reached the model API: {:#}",
+            r.body
+        );
+    }
+    // Fresh now: the next proof renews nothing.
+    let again = c.world.run_stet(&["walls", "--json"]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert!(!again.stderr.contains("renew"), "{}", again.stderr);
+    assert_eq!(double.requests().len(), 1);
+}
+
+#[test]
+fn a_renewal_the_oauth_host_refuses_stops_before_any_call_and_keeps_the_login() {
+    let (c, double, _dir) = expired_login_world(Answer::Refuse {
+        status: 400,
+        error: "invalid_grant".into(),
+    });
+    let before = std::fs::read(c.profile.join(".credentials.json")).unwrap();
+    let out = c.world.run_stet(&["walls", "--json"]);
+    assert_ne!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("did not renew its stored login"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("stet profile login"), "{}", out.stderr);
+    assert_eq!(double.requests().len(), 1, "the CLI asked the double");
+    assert_eq!(
+        std::fs::read(c.profile.join(".credentials.json")).unwrap(),
+        before,
+        "the stored login is as it was"
+    );
+    assert!(c.api.requests().is_empty(), "no call was made");
+}
+
+#[test]
+fn an_expired_login_without_a_refresh_token_is_named_before_any_call() {
     let c = claude_world(asks_to_run("stet-wall-canary"));
     let file = c.profile.join(".credentials.json");
     let mut login: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     login["claudeAiOauth"]["expiresAt"] = json!(1_000);
+    login["claudeAiOauth"]["refreshToken"] = json!("");
     std::fs::write(&file, login.to_string()).unwrap();
     let out = c.world.run_stet(&["walls", "--json"]);
     let json = out.json();
     assert_eq!(out.code, 3, "{json:#}\n{}", out.stderr);
     let wall = wall(&json, "login-present");
     assert_eq!(wall["held"], false, "{wall:#}");
-    assert!(
-        wall["detail"]
-            .as_str()
-            .unwrap()
-            .starts_with("the stored login has expired"),
-        "{wall:#}"
+    assert_eq!(
+        wall["detail"],
+        "the stored login has expired and holds no refresh token to renew it with"
     );
     assert!(
-        wall["remedy"].as_str().unwrap().contains("claude -p ok"),
+        wall["remedy"]
+            .as_str()
+            .unwrap()
+            .contains("stet profile login"),
         "{wall:#}"
     );
     assert!(c.api.requests().is_empty(), "no call was made");

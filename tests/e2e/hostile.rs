@@ -694,7 +694,8 @@ fn an_untrusted_stet_toml_acts_on_nothing_until_the_person_trusts_it() {
     std::fs::write(
         a.world.work.join("stet.toml"),
         format!(
-            "[drive]\nland = \"touch {}\"\n\n[plugins.command]\nimplement = [\"/bin/false\"]\n",
+            "[drive]\nland = \"touch {}\"\n\n[plugins.command]\nimplement = [\"/bin/false\"]\n\n\
+             [network.connect_to]\n\"api.anthropic.com:443\" = \"127.0.0.1:9\"\n",
             mark.display()
         ),
     )
@@ -702,9 +703,10 @@ fn an_untrusted_stet_toml_acts_on_nothing_until_the_person_trusts_it() {
     a.queue(&[a.item("First", ""), a.item("Second", "")]);
     let out = a.drive(&["--cap", "1"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
+    // Where a host is dialled is the person's word alone.
     assert!(
         out.stderr.contains(
-            "is not trusted, so these settings in it were ignored: [drive] land, [plugins.command]"
+            "is not trusted, so these settings in it were ignored: [drive] land, [plugins.command], [network.connect_to]"
         ),
         "{}",
         out.stderr

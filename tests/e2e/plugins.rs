@@ -24,7 +24,7 @@ fn real_plugins_are_listed_from_their_manifests() {
     for name in REAL {
         let p = plugin_entry(&json, name);
         assert_eq!(p["status"], "ok", "{p:#}");
-        assert_eq!(p["api"], "1.3.0");
+        assert_eq!(p["api"], "1.4.0");
         assert_eq!(p["found_in"], "flag");
     }
     assert_eq!(plugin_entry(&json, "docker")["kind"], "runtime");
@@ -104,7 +104,7 @@ fn broken_world() -> World {
         std::fs::create_dir_all(p.join(dir)).unwrap();
         std::fs::write(
             p.join(dir).join("plugin.toml"),
-            format!("name = \"{name}\"\nkind = \"runtime\"\nversion = \"0.1.0\"\napi = \"1.3.0\"\nlibrary = \"{library}\"\n"),
+            format!("name = \"{name}\"\nkind = \"runtime\"\nversion = \"0.1.0\"\napi = \"1.4.0\"\nlibrary = \"{library}\"\n"),
         )
         .unwrap();
     };
@@ -209,10 +209,10 @@ fn every_broken_plugin_gets_its_own_message_while_the_others_still_work() {
         "fixture-api-v2",
         &[
             "\"not-probed\"",
-            "built for plugin API 2.0.0; this stet speaks plugin API 1.3.0",
+            "built for plugin API 2.0.0; this stet speaks plugin API 1.4.0",
         ],
     );
-    expect("v2-in-disguise", &["\"failed\"", "plugin v2-in-disguise was built for plugin API 2.0.0; this stet speaks plugin API 1.3.0"]);
+    expect("v2-in-disguise", &["\"failed\"", "plugin v2-in-disguise was built for plugin API 2.0.0; this stet speaks plugin API 1.4.0"]);
     expect("text-file", &["is not a loadable shared library"]);
     expect("truncated", &["the file is truncated"]);
     expect(

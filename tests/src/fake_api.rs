@@ -6,7 +6,7 @@
 //! answered by the test's script: a tool call, a text reply, or an HTTP error. Every
 //! request body is kept for assertions.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 
@@ -98,31 +98,14 @@ impl FakeApi {
 fn serve(stream: TcpStream, script: &Script, seen: &Mutex<Vec<Request>>) -> std::io::Result<()> {
     let mut reader = BufReader::new(stream.try_clone()?);
     loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line)? == 0 {
+        let Some(crate::http::Head {
+            path,
+            headers,
+            body,
+        }) = crate::http::read_request(&mut reader)?
+        else {
             return Ok(());
-        }
-        let path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
-        let mut headers = Vec::new();
-        let mut length = 0usize;
-        loop {
-            let mut header = String::new();
-            reader.read_line(&mut header)?;
-            let header = header.trim_end();
-            if header.is_empty() {
-                break;
-            }
-            if let Some((name, value)) = header.split_once(':') {
-                let name = name.trim().to_ascii_lowercase();
-                let value = value.trim().to_string();
-                if name == "content-length" {
-                    length = value.parse().unwrap_or(0);
-                }
-                headers.push((name, value));
-            }
-        }
-        let mut body = vec![0u8; length];
-        reader.read_exact(&mut body)?;
+        };
         let mut out = stream.try_clone()?;
         if !path.starts_with("/v1/messages") || path.starts_with("/v1/messages/count_tokens") {
             write!(out, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")?;

@@ -6,6 +6,8 @@
 //! run, rather than skipping.
 
 pub mod fake_api;
+pub mod http;
+pub mod oauth_double;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

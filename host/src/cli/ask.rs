@@ -69,6 +69,15 @@ pub fn run(settings: &Settings, args: &AskArgs, printer: Printer) -> Result<Exit
         AskRole::Implement => Role::Implement,
         AskRole::Review => Role::Review,
     };
+    // `stet ask` has no time limit: a login good for the next half hour is fresh enough.
+    crate::refresh::keep_fresh(
+        settings,
+        &runtime,
+        &harness,
+        &profile,
+        std::time::Duration::from_secs(30 * 60),
+        &|text| printer.note(text),
+    )?;
     let mut call_profile = harness::CallProfile::of(&harness, &profile)?;
     let launch = harness.launch(RoleRequest {
         role,

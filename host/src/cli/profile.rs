@@ -88,8 +88,14 @@ pub fn login(
     plan.env = Vec::new();
     // The login talks to the agent's vendor, and only to the hosts its harness declared,
     // through stet's proxy.
-    let walled =
-        crate::network::WalledSandbox::make(settings, &runtime, &launch.network, Vec::new(), plan)?;
+    let walled = crate::network::WalledSandbox::make(
+        settings,
+        &runtime,
+        &launch.network,
+        Vec::new(),
+        &[],
+        plan,
+    )?;
     let mut process = launch.process.clone();
     process.env.extend(walled.env());
     let terminal = walled.sandbox.spawn_terminal(process, terminal_size())?;

@@ -746,6 +746,15 @@ impl Drive<'_> {
                 .caused_by(w.detail.to_string())
                 .hint("do not edit the profile's settings while a drive runs; start the drive again to rewrite them"));
         }
+        // A login that would expire before this call could end is renewed first.
+        crate::refresh::keep_fresh(
+            self.settings,
+            &self.runtime,
+            &self.harness,
+            &self.profile,
+            std::time::Duration::from_secs(self.options.call_limit_secs),
+            &|text| self.progress.note(text),
+        )?;
         // A fresh copy of the profile for this call alone.
         let mut call_profile = harness::CallProfile::of(&self.harness, &self.profile)?;
         let launch = match self.harness.launch(RoleRequest {
@@ -808,6 +817,7 @@ impl Drive<'_> {
                 follow: self.options.follow.then_some(&follow as _),
                 env: vec![EnvVar::new("STET_RECEIPT", call.id.clone())],
                 sealed: Some(&mut call_profile.sealed),
+                stub_model_api: false,
             },
             Some(&call.log),
         )

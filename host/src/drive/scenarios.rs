@@ -396,6 +396,7 @@ impl World {
             runtime: Default::default(),
             harness: Default::default(),
             image: "fake-image".into(),
+            login_image: "fake-image".into(),
             profiles_root: root.path().to_path_buf(),
             drive_check: None,
             drive_land: None,

@@ -622,6 +622,56 @@ impl HarnessHandle {
         }
     }
 
+    /// See [`stet_plugin_api::HarnessPlugin::login_expiry`]; 0 (does not expire) before 1.4.
+    pub fn login_expiry(
+        &self,
+        context: HarnessContext,
+        profile: Profile,
+    ) -> Result<u64, PluginError> {
+        match self {
+            HarnessHandle::V1(h) => h.login_expiry(context, profile).into(),
+            HarnessHandle::V1_1(_) => Ok(0),
+        }
+    }
+
+    /// See [`stet_plugin_api::HarnessPlugin::refresh_launch`]; unsupported before 1.4.
+    pub fn refresh_launch(
+        &self,
+        context: HarnessContext,
+        profile: Profile,
+        work_dir: &Path,
+    ) -> Result<Launch, PluginError> {
+        match self {
+            HarnessHandle::V1(h) => {
+                let work_dir = work_dir.display().to_string();
+                h.refresh_launch(context, profile, work_dir.as_str().into())
+                    .into()
+            }
+            HarnessHandle::V1_1(_) => Err(PluginError::unsupported(
+                "this harness was built for plugin API 1.1 or older, which cannot renew a login",
+            )),
+        }
+    }
+
+    /// See [`stet_plugin_api::HarnessPlugin::settle_refresh`]; unsupported before 1.4.
+    pub fn settle_refresh(
+        &self,
+        context: HarnessContext,
+        profile: Profile,
+        work_dir: &Path,
+    ) -> Result<u64, PluginError> {
+        match self {
+            HarnessHandle::V1(h) => {
+                let work_dir = work_dir.display().to_string();
+                h.settle_refresh(context, profile, work_dir.as_str().into())
+                    .into()
+            }
+            HarnessHandle::V1_1(_) => Err(PluginError::unsupported(
+                "this harness was built for plugin API 1.1 or older, which cannot renew a login",
+            )),
+        }
+    }
+
     /// See [`stet_plugin_api::HarnessPlugin::login_launch`]; a harness built before 1.2
     /// has no login to offer.
     pub fn login_launch(

@@ -171,6 +171,9 @@ pub fn prove(
     let workdir = lane.dir.display().to_string();
     // The proof runs on a fresh copy of the profile, as every call does; it lives until
     // the runtime's walls, which make their sandbox with the proof launch's mounts.
+    crate::refresh::keep_fresh(settings, runtime, harness, &profile, PROOF_LIMIT, &|text| {
+        crate::printer::Printer::default().note(text)
+    })?;
     let mut call_profile = harness::CallProfile::of(harness, &profile)?;
     let launch = harness.launch(RoleRequest {
         role: Role::Proof,

@@ -21,7 +21,8 @@
 //! What each version added: 1.3 — [`Runtime::start`] (sandbox options: a forwarded unix
 //! socket, the first process), [`Harness::check_walls_typed`],
 //! [`Harness::read_proof_typed`], [`Harness::read_call`], [`Harness::credentials`],
-//! [`Harness::settle_profile`], [`StetPlugin::requires`].
+//! [`Harness::settle_profile`], [`StetPlugin::requires`]; 1.4 — [`Harness::login_expiry`],
+//! [`Harness::refresh_launch`], [`Harness::settle_refresh`].
 //!
 //! Plugin authors do not implement these traits directly: they implement
 //! [`RuntimePlugin`](crate::RuntimePlugin) or [`HarnessPlugin`](crate::HarnessPlugin) and
@@ -216,6 +217,37 @@ pub trait Harness: Send + Sync {
     ) -> RResult<RVec<RString>, PluginError> {
         let _ = (context, profile, used);
         RResult::ROk(RVec::new())
+    }
+
+    /// When the stored login stops being accepted (ms since the epoch; 0: it does not
+    /// expire). New in 1.4; the default answers 0.
+    fn login_expiry(&self, context: HarnessContext, profile: Profile) -> RResult<u64, PluginError> {
+        let _ = (context, profile);
+        RResult::ROk(0)
+    }
+
+    /// The launch that renews the stored login, on a copy it puts into `work_dir`. New in
+    /// 1.4; the default answers unsupported.
+    fn refresh_launch(
+        &self,
+        context: HarnessContext,
+        profile: Profile,
+        work_dir: RStr<'_>,
+    ) -> RResult<Launch, PluginError> {
+        let _ = (context, profile, work_dir);
+        refuse("renewing a login".to_string())
+    }
+
+    /// Puts the login the refresh launch renewed in `work_dir` into the profile; returns
+    /// its new expiry. New in 1.4; the default answers unsupported.
+    fn settle_refresh(
+        &self,
+        context: HarnessContext,
+        profile: Profile,
+        work_dir: RStr<'_>,
+    ) -> RResult<u64, PluginError> {
+        let _ = (context, profile, work_dir);
+        refuse("renewing a login".to_string())
     }
     // Next minor: append here, with a default body.
 }

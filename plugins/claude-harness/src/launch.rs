@@ -86,19 +86,8 @@ pub fn launch(
     if let Some(turns) = setup.max_turns {
         argv.push(format!("--max-turns={turns}"));
     }
-    let mut env = vec![
-        EnvVar::new("PATH", "/usr/local/bin:/usr/bin:/bin"),
-        EnvVar::new("HOME", "/tmp"),
-        EnvVar::new("TERM", "dumb"),
-        EnvVar::new("TMPDIR", "/tmp"),
-        EnvVar::new("CLAUDE_CODE_TMPDIR", "/tmp"),
-        EnvVar::new("CLAUDE_CONFIG_DIR", profile_dir),
-        EnvVar::new("CLAUDE_CODE_DISABLE_CLAUDE_MDS", "1"),
-        EnvVar::new("CLAUDE_CODE_DISABLE_AUTO_MEMORY", "1"),
-        EnvVar::new("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
-        EnvVar::new("DISABLE_AUTOUPDATER", "1"),
-        EnvVar::new("STET_ROLE", role_word(role)),
-    ];
+    let mut env = headless_env(profile_dir);
+    env.push(EnvVar::new("STET_ROLE", role_word(role)));
     // The model API through the host's credential gateway on the sandbox's loopback, where
     // the real login is swapped in for the profile copy's stand-in (plain HTTP in here; the
     // host speaks TLS to the API).
@@ -140,6 +129,23 @@ pub fn launch(
         // other host for a call (the tests' proxy records every other attempt).
         network: Network::AllowHosts(vec![endpoint.into()].into()),
     }
+}
+
+/// The environment of a headless `claude -p` on `config_dir`, built from scratch: no
+/// CLAUDE.md, no auto-memory, no nonessential traffic, no self-update.
+fn headless_env(config_dir: &str) -> Vec<EnvVar> {
+    vec![
+        EnvVar::new("PATH", "/usr/local/bin:/usr/bin:/bin"),
+        EnvVar::new("HOME", "/tmp"),
+        EnvVar::new("TERM", "dumb"),
+        EnvVar::new("TMPDIR", "/tmp"),
+        EnvVar::new("CLAUDE_CODE_TMPDIR", "/tmp"),
+        EnvVar::new("CLAUDE_CONFIG_DIR", config_dir),
+        EnvVar::new("CLAUDE_CODE_DISABLE_CLAUDE_MDS", "1"),
+        EnvVar::new("CLAUDE_CODE_DISABLE_AUTO_MEMORY", "1"),
+        EnvVar::new("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+        EnvVar::new("DISABLE_AUTOUPDATER", "1"),
+    ]
 }
 
 /// Where the sandbox reaches the model API: the host's gateway
@@ -230,6 +236,70 @@ pub fn login(claude: &str, profile_dir: &str) -> Launch {
     }
 }
 
+/// The prompt the refresh launch sends; the stub answers it without reading it.
+pub const REFRESH_PROMPT: &str = "Reply with ok.";
+
+/// The launch that renews the stored login copied into `work_dir`: Claude Code with no
+/// tools, no MCP server, no settings but its defaults, one turn, its model API the host's
+/// stub at the gateway port. With the copy's expiry past, the CLI renews the login at the
+/// OAuth host before its first request (its own TLS, through the proxy: the only host
+/// declared) and writes the renewed login into the copy. `extra_ca` (a PEM file) is
+/// trusted besides the system's (`NODE_EXTRA_CA_CERTS`): a TLS-inspecting relay's, or the
+/// tests' double's.
+pub fn refresh(claude: &str, work_dir: &str, extra_ca: Option<&str>) -> Launch {
+    let argv = [
+        claude,
+        "-p",
+        "--output-format=stream-json",
+        "--verbose",
+        "--no-session-persistence",
+        "--setting-sources=user",
+        "--tools=",
+        "--strict-mcp-config",
+        "--max-turns=1",
+    ];
+    let mut env = headless_env(work_dir);
+    env.extend([
+        EnvVar::new("CLAUDE_CODE_MAX_RETRIES", "0"),
+        EnvVar::new(
+            "ANTHROPIC_BASE_URL",
+            format!("http://127.0.0.1:{}", stet_plugin_api::GATEWAY_PORT),
+        ),
+    ]);
+    let mut mounts = vec![
+        Mount {
+            source: claude.into(),
+            target: claude.into(),
+            writable: false,
+        },
+        Mount {
+            source: work_dir.into(),
+            target: work_dir.into(),
+            writable: true,
+        },
+    ];
+    if let Some(ca) = extra_ca {
+        env.push(EnvVar::new("NODE_EXTRA_CA_CERTS", ca));
+        mounts.push(Mount {
+            source: ca.into(),
+            target: ca.into(),
+            writable: false,
+        });
+    }
+    Launch {
+        process: ProcessSpec {
+            argv: argv.iter().map(|a| (*a).into()).collect(),
+            env: env.into(),
+            workdir: ROption::RSome("/tmp".into()),
+            stdin: REFRESH_PROMPT.as_bytes().to_vec().into(),
+        },
+        mounts: mounts.into(),
+        network: Network::AllowHosts(
+            vec![format!("{}:443", crate::login::OAUTH_HOST).into()].into(),
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -271,6 +341,53 @@ mod tests {
         assert_eq!(
             gateway_url(Some("https://gateway.example/anthropic/")),
             "http://127.0.0.1:3180/anthropic"
+        );
+    }
+
+    #[test]
+    fn the_refresh_holds_no_tool_and_reaches_the_oauth_host_alone() {
+        let launch = refresh(
+            "/opt/claude",
+            "/tmp/stet-refresh/login",
+            Some("/etc/ca.pem"),
+        );
+        let argv: Vec<&str> = launch.process.argv.iter().map(|a| a.as_str()).collect();
+        assert!(argv.contains(&"--tools="), "{argv:?}");
+        assert!(argv.contains(&"--strict-mcp-config"), "{argv:?}");
+        assert!(!argv.iter().any(|a| a.starts_with("--mcp-config")));
+        assert_eq!(
+            launch.network,
+            Network::AllowHosts(vec!["platform.claude.com:443".into()].into())
+        );
+        let env = |name: &str| {
+            launch
+                .process
+                .env
+                .iter()
+                .find(|v| v.name.as_str() == name)
+                .map(|v| v.value.to_string())
+        };
+        assert_eq!(
+            env("ANTHROPIC_BASE_URL").as_deref(),
+            Some("http://127.0.0.1:3180")
+        );
+        assert_eq!(env("NODE_EXTRA_CA_CERTS").as_deref(), Some("/etc/ca.pem"));
+        assert_eq!(
+            env("CLAUDE_CONFIG_DIR").as_deref(),
+            Some("/tmp/stet-refresh/login")
+        );
+        let mounts: Vec<(&str, bool)> = launch
+            .mounts
+            .iter()
+            .map(|m| (m.target.as_str(), m.writable))
+            .collect();
+        assert_eq!(
+            mounts,
+            [
+                ("/opt/claude", false),
+                ("/tmp/stet-refresh/login", true),
+                ("/etc/ca.pem", false)
+            ]
         );
     }
 }

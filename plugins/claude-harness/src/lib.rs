@@ -60,6 +60,9 @@ struct Config {
     model: Option<String>,
     /// `--max-turns` for each role.
     max_turns: Option<u32>,
+    /// A PEM file of certificates the CLI trusts besides the system's when it renews the
+    /// login over its own TLS (a TLS-inspecting relay's; the tests' OAuth double's).
+    extra_ca_certs: Option<PathBuf>,
 }
 
 /// The Claude Code harness.
@@ -82,8 +85,9 @@ impl ClaudeHarness {
     /// Builds the harness from its JSON settings.
     pub fn from_config(config: &str) -> Result<Self, PluginError> {
         let config: Config = serde_json::from_str(config).map_err(|e| {
-            PluginError::invalid_input(format!("bad [plugins.claude] settings: {e}"))
-                .with_remedy("the keys are `binary`, `api_base_url`, `model` and `max_turns`")
+            PluginError::invalid_input(format!("bad [plugins.claude] settings: {e}")).with_remedy(
+                "the keys are `binary`, `api_base_url`, `model`, `max_turns` and `extra_ca_certs`",
+            )
         })?;
         Ok(ClaudeHarness {
             config,
@@ -319,23 +323,22 @@ impl HarnessPlugin for ClaudeHarness {
                 e.message.to_string(),
                 e.remedy.as_str(),
             ),
-            // An expired stored login: the CLI would try the OAuth host, which no sandbox
-            // reaches, then send the expired token. Said before any call.
+            // An expired stored login that cannot be renewed (the host renews one with a
+            // refresh token before a call). Said before any call.
             Ok(None)
                 if login::expires_at_ms(Path::new(profile.dir.as_str())).is_some_and(|at| {
                     at < std::time::SystemTime::now()
                         .duration_since(std::time::UNIX_EPOCH)
                         .map_or(0, |d| d.as_millis() as u64)
-                }) =>
+                }) && !login::renewable(Path::new(profile.dir.as_str())) =>
             {
                 wall(
                     walls::LOGIN_PRESENT,
                     false,
-                    "the stored login has expired, and stet does not refresh a login (no sandbox reaches the OAuth host)",
+                    "the stored login has expired and holds no refresh token to renew it with",
                     &format!(
-                        "refresh it in your own shell: CLAUDE_CONFIG_DIR={} claude -p ok (one short call), \
-                         or store a long-lived token (claude setup-token) in {}, mode 600",
-                        profile.dir,
+                        "log in again (stet profile login), or store a long-lived token \
+                         (claude setup-token) in {}, mode 600",
                         login::token_file(Path::new(profile.dir.as_str())).display()
                     ),
                 )
@@ -590,6 +593,48 @@ impl HarnessPlugin for ClaudeHarness {
         exit: ExitStatus,
     ) -> Result<CallOutcome, PluginError> {
         Ok(outcome::call(&stream::read(output), exit))
+    }
+
+    fn login_expiry(
+        &self,
+        _context: &HarnessContext,
+        profile: &Profile,
+    ) -> Result<u64, PluginError> {
+        let dir = Path::new(profile.dir.as_str());
+        // A long-lived token is what a call uses when there is one; it needs no renewing.
+        if login::token(dir)?.is_some() {
+            return Ok(0);
+        }
+        Ok(login::expires_at_ms(dir).unwrap_or(0))
+    }
+
+    fn refresh_launch(
+        &self,
+        _context: &HarnessContext,
+        profile: &Profile,
+        work_dir: &str,
+    ) -> Result<Launch, PluginError> {
+        let binary = self.require_binary()?;
+        login::copy_for_refresh(Path::new(profile.dir.as_str()), Path::new(work_dir))?;
+        let ca = self
+            .config
+            .extra_ca_certs
+            .as_ref()
+            .map(|p| p.display().to_string());
+        Ok(launch::refresh(
+            &binary.display().to_string(),
+            work_dir,
+            ca.as_deref(),
+        ))
+    }
+
+    fn settle_refresh(
+        &self,
+        _context: &HarnessContext,
+        profile: &Profile,
+        work_dir: &str,
+    ) -> Result<u64, PluginError> {
+        login::settle_refresh(Path::new(profile.dir.as_str()), Path::new(work_dir))
     }
 
     fn credentials(
