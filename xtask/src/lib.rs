@@ -98,18 +98,35 @@ pub fn install_plugin(
 /// binaries built into `built`.
 pub fn assemble_dist(built: &Path, out: &Path) -> std::io::Result<()> {
     let bin = out.join("bin");
-    let plugins = out.join("lib/stet/plugins");
-    if plugins.exists() {
-        std::fs::remove_dir_all(&plugins)?;
-    }
+    let lib = out.join("lib/stet");
     std::fs::create_dir_all(&bin)?;
-    std::fs::create_dir_all(&plugins)?;
+    std::fs::create_dir_all(&lib)?;
+    // The plugins are laid out beside the old ones and swapped in, then the binary is
+    // renamed over the old one: an interrupted install leaves a working stet (old or new
+    // plugins, each whole) and never half a plugin directory.
+    let staged = lib.join(".plugins.partial");
+    if staged.exists() {
+        std::fs::remove_dir_all(&staged)?;
+    }
+    std::fs::create_dir_all(&staged)?;
+    for plugin in plugin_crates(&repo_root().join("plugins")) {
+        install_plugin(&plugin, built, &staged)?;
+    }
+    let plugins = lib.join("plugins");
+    let old = lib.join(".plugins.old");
+    if old.exists() {
+        std::fs::remove_dir_all(&old)?;
+    }
+    if plugins.exists() {
+        std::fs::rename(&plugins, &old)?;
+    }
+    std::fs::rename(&staged, &plugins)?;
+    if old.exists() {
+        std::fs::remove_dir_all(&old)?;
+    }
     let partial = bin.join(".stet.partial");
     std::fs::copy(built.join("stet"), &partial)?;
     std::fs::rename(&partial, bin.join("stet"))?;
-    for plugin in plugin_crates(&repo_root().join("plugins")) {
-        install_plugin(&plugin, built, &plugins)?;
-    }
     Ok(())
 }
 

@@ -1,4 +1,4 @@
-//! `cargo xtask dist | test | docs`.
+//! `cargo xtask dist | install | test | docs | bench | demo`.
 
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
@@ -19,6 +19,13 @@ enum Task {
         /// Where to put the tree.
         #[arg(long, default_value = "dist")]
         out: PathBuf,
+    },
+    /// Build release binaries and install PREFIX/bin/stet with its plugins under
+    /// PREFIX/lib/stet/plugins (where that stet looks for them).
+    Install {
+        /// Where to install (default: ~/.local).
+        #[arg(long, value_name = "DIR")]
+        prefix: Option<PathBuf>,
     },
     /// Install what the tests need (the pinned Claude Code, the lane image), build
     /// everything, run every test.
@@ -47,6 +54,7 @@ fn main() -> ExitCode {
     let root = xtask::repo_root();
     let result = match Args::parse().task {
         Task::Dist { out } => dist(&root, &root.join(out)),
+        Task::Install { prefix } => install(&root, prefix),
         Task::Test { cargo_args } => test(&root, &cargo_args),
         Task::Docs => std::fs::write(root.join("docs/cli.md"), xtask::cli_reference())
             .map_err(|e| format!("cannot write docs/cli.md: {e}")),
@@ -95,6 +103,35 @@ fn dist(root: &std::path::Path, out: &std::path::Path) -> Result<(), String> {
         out.display(),
         out.display()
     );
+    Ok(())
+}
+
+fn install(root: &std::path::Path, prefix: Option<PathBuf>) -> Result<(), String> {
+    let prefix = match prefix {
+        Some(prefix) => prefix,
+        None => std::env::var_os("HOME")
+            .map(|home| PathBuf::from(home).join(".local"))
+            .ok_or("HOME is not set; name where to install with --prefix DIR")?,
+    };
+    let prefix = if prefix.is_absolute() {
+        prefix
+    } else {
+        std::env::current_dir()
+            .map_err(|e| format!("cannot resolve {}: {e}", prefix.display()))?
+            .join(prefix)
+    };
+    dist(root, &prefix)?;
+    let bin = prefix.join("bin");
+    let on_path = std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir == bin));
+    eprintln!("installed {}/stet (stet --version to check)", bin.display());
+    if !on_path {
+        eprintln!(
+            "note: {} is not on your PATH; add it, e.g. export PATH=\"{}:$PATH\"",
+            bin.display(),
+            bin.display()
+        );
+    }
     Ok(())
 }
 

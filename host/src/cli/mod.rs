@@ -31,13 +31,27 @@ mod walls;
 /// coding agent inside it. Runtimes (where the agent runs) and harnesses (which agent
 /// runs) are plugins.
 #[derive(Debug, Parser)]
-#[command(name = "stet", version, max_term_width = 100)]
+#[command(name = "stet", version = version_text(), max_term_width = 100)]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
 
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// What `stet --version` says: stet's version, the plugin API it speaks, the commit it was
+/// built from (`unknown` outside a git checkout).
+pub fn version_text() -> &'static str {
+    static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TEXT.get_or_init(|| {
+        format!(
+            "{} (plugin API {}, commit {})",
+            env!("CARGO_PKG_VERSION"),
+            stet_plugin_api::API_VERSION,
+            env!("STET_COMMIT")
+        )
+    })
 }
 
 /// Options every command takes.
@@ -209,6 +223,7 @@ pub enum Command {
     /// Reads the hook's JSON on stdin. `guard` exits 2 with the reason on stderr to refuse
     /// a tool call; `rules` hands the agent the repository's AGENTS.md; `session-start` and
     /// `session-end` are recorded for the receipt.
+    #[command(hide = true)]
     Hook {
         /// Which hook.
         #[arg(value_enum)]
@@ -216,6 +231,7 @@ pub enum Command {
     },
 
     /// Internal: the permission-prompt server of a walled agent (MCP on stdio).
+    #[command(hide = true)]
     Approver,
 
     /// Internal: the network wall's pieces inside a sandbox (the bridge to stet's proxy,
@@ -272,6 +288,11 @@ pub enum PluginsCommand {
     /// Trust an installed plugin's library as it is now: record its current sha256 in the
     /// lock (after a rebuild in place, say). Refused when others can write it.
     Trust(TrustArgs),
+
+    /// Remove a plugin that `stet plugins install` put into the user plugins directory,
+    /// and its entry in the lock. Plugins anywhere else (beside the executable, in a
+    /// --plugins-dir) are not stet's to remove: it names where they are.
+    Uninstall(TrustArgs),
 }
 
 #[derive(Debug, Args)]
@@ -713,6 +734,9 @@ fn run(cli: Cli, printer: Printer) -> Result<Exit, CliError> {
         }
         Command::Plugins(PluginsCommand::Trust(args)) => {
             plugins_install::trust(&settings, &args, printer)
+        }
+        Command::Plugins(PluginsCommand::Uninstall(args)) => {
+            plugins_install::uninstall(&settings, &args, printer)
         }
         Command::Plugins(PluginsCommand::List(args)) => {
             plugins_list::run(&settings, &args, printer)

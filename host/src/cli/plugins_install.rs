@@ -58,3 +58,18 @@ pub fn trust(settings: &Settings, args: &TrustArgs, printer: Printer) -> Result<
     ));
     Ok(Exit::Success)
 }
+
+pub fn uninstall(
+    settings: &Settings,
+    args: &TrustArgs,
+    printer: Printer,
+) -> Result<Exit, CliError> {
+    let removed = install::uninstall(&settings.plugins, &args.name)?;
+    printer.out(&format!(
+        "removed {} {} from {} (and its entry in the lock)",
+        removed.name,
+        removed.version,
+        removed.dir.display()
+    ));
+    Ok(Exit::Success)
+}

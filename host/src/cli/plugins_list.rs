@@ -36,26 +36,22 @@ pub fn run(settings: &Settings, args: &ListArgs, printer: Printer) -> Result<Exi
     let found = discovery::discover(&settings.plugins.search_path, &host);
     let entries: Vec<Entry> = found.iter().map(|f| entry(f, &host)).collect();
     if args.json {
+        let none = entries.is_empty();
         printer.json(&Listing {
             host_api: host.to_string(),
             search_path: &settings.plugins.search_path,
             plugins: entries,
         });
-        return Ok(Exit::Success);
+        return Ok(if none { Exit::Unusable } else { Exit::Success });
     }
     if entries.is_empty() {
-        printer.out("no plugins found");
-    } else {
-        printer.out(&table(&entries));
+        return Err(discovery::none_found(&settings.plugins.search_path));
     }
+    printer.out(&table(&entries));
     printer.out("");
     printer.out("searched, in order:");
     for dir in &settings.plugins.search_path {
-        printer.out(&format!(
-            "  {} ({})",
-            dir.path.display(),
-            source_word(dir.source)
-        ));
+        printer.out(&format!("  {} ({})", dir.path.display(), dir.source.word()));
     }
     Ok(Exit::Success)
 }
@@ -147,13 +143,4 @@ fn table(entries: &[Entry]) -> String {
         }
     }
     out.join("\n")
-}
-
-pub(crate) fn source_word(source: DirSource) -> &'static str {
-    match source {
-        DirSource::Flag => "--plugins-dir",
-        DirSource::Env => "STET_PLUGINS_DIR",
-        DirSource::UserData => "user data directory",
-        DirSource::BesideExecutable => "beside the executable",
-    }
 }

@@ -166,7 +166,7 @@ pub fn run(settings: &Settings, args: &ProbeArgs, printer: Printer) -> Result<Ex
     }
 
     if reports.is_empty() {
-        printer.out("no plugins found (see `stet plugins list` for where stet looked)");
+        return Err(discovery::none_found(&settings.plugins.search_path));
     }
     let name_width = reports.iter().map(|r| r.name.len()).max().unwrap_or(0);
     for report in &reports {

@@ -26,6 +26,38 @@ pub enum DirSource {
     BesideExecutable,
 }
 
+impl DirSource {
+    /// How listings name it.
+    pub fn word(self) -> &'static str {
+        match self {
+            DirSource::Flag => "--plugins-dir",
+            DirSource::Env => "STET_PLUGINS_DIR",
+            DirSource::UserData => "user data directory",
+            DirSource::BesideExecutable => "beside the executable",
+        }
+    }
+}
+
+/// No plugin directory at all on the whole search path: what a stet binary copied away
+/// from its plugins sees. Names every directory looked in and how to fix it.
+pub fn none_found(search_path: &[SearchDir]) -> crate::error::CliError {
+    let mut error = crate::error::CliError::new(
+        crate::error::Exit::Unusable,
+        "no plugins found: stet has no runtime and no harness to run",
+    );
+    for dir in search_path {
+        error = error.caused_by(format!(
+            "looked in {} ({})",
+            dir.path.display(),
+            dir.source.word()
+        ));
+    }
+    error.hint(
+        "install stet with its plugins (cargo xtask install puts PREFIX/bin/stet and PREFIX/lib/stet/plugins side by side), \
+         or name a plugins directory: --plugins-dir DIR or STET_PLUGINS_DIR=DIR",
+    )
+}
+
 /// One directory on the search path.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SearchDir {

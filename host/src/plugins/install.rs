@@ -190,6 +190,76 @@ pub fn trust(settings: &PluginSettings, name: &str) -> Result<Locked, CliError> 
     record(&user_dir, &manifest, &library, &sha256)
 }
 
+/// What `uninstall` removed.
+pub struct Removed {
+    /// The plugin's name.
+    pub name: String,
+    /// Its version, as its manifest said.
+    pub version: String,
+    /// The directory it was in.
+    pub dir: PathBuf,
+}
+
+/// Removes installed plugin `name` from the user plugins directory and its lock entry.
+/// The directory is renamed aside first, so an interrupted removal leaves the plugin or a
+/// hidden leftover, never half a plugin on the search path.
+pub fn uninstall(settings: &PluginSettings, name: &str) -> Result<Removed, CliError> {
+    let user_dir = user_dir(settings)?;
+    let dir = user_dir.join(name);
+    let manifest = match manifest::read(&dir.join(MANIFEST_FILE)) {
+        Ok(manifest) => manifest,
+        Err(e) => {
+            let elsewhere = settings
+                .search_path
+                .iter()
+                .map(|d| d.path.join(name))
+                .find(|d| d.join(MANIFEST_FILE).is_file());
+            let error = CliError::usage(format!(
+                "no plugin {name} is installed in {}",
+                user_dir.display()
+            ));
+            return Err(match elsewhere {
+                Some(other) => error
+                    .caused_by(format!(
+                        "{name} is in {}, which stet plugins install did not make",
+                        other.display()
+                    ))
+                    .hint(
+                        "remove that directory yourself, or take its directory off the search path",
+                    ),
+                None => error
+                    .caused_by(e.to_string())
+                    .hint("stet plugins list shows what is installed where"),
+            });
+        }
+    };
+    let lock = trust::lock_path(&user_dir);
+    let _guard = guard(&lock)?;
+    let aside = user_dir.join(format!(".{name}.removing"));
+    let _ = std::fs::remove_dir_all(&aside);
+    std::fs::rename(&dir, &aside).map_err(|e| {
+        CliError::failure(format!("cannot remove {}", dir.display())).caused_by(e.to_string())
+    })?;
+    let mut entries = Lock::read(&lock).map_err(|why| {
+        CliError::failure("the plugin lock cannot be read")
+            .caused_by(why)
+            .hint(format!("fix or remove {}", lock.display()))
+    })?;
+    if entries.remove(name) {
+        entries.write(&lock).map_err(|e| {
+            CliError::failure(format!("cannot write {}", lock.display())).caused_by(e.to_string())
+        })?;
+    }
+    std::fs::remove_dir_all(&aside).map_err(|e| {
+        CliError::failure(format!("cannot remove {}", aside.display())).caused_by(e.to_string())
+    })?;
+    Ok(Removed {
+        name: manifest.name,
+        version: manifest.version.to_string(),
+        dir,
+    })
+}
+
 fn record(
     user_dir: &Path,
     manifest: &Manifest,

@@ -92,6 +92,12 @@ pub fn choose_each(
     asks: &[(PluginKind, &Preference)],
 ) -> Vec<Result<(Probed, Selection), CliError>> {
     let all = discovery::discover(&settings.search_path, &host_api());
+    if all.is_empty() {
+        return asks
+            .iter()
+            .map(|_| Err(discovery::none_found(&settings.search_path)))
+            .collect();
+    }
     let wanted = |f: &Found| {
         f.manifest.as_ref().is_some_and(|m| {
             asks.iter().any(|(kind, preference)| {

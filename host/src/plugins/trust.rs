@@ -86,6 +86,15 @@ impl Lock {
             .find(|l| l.name == name && l.platform == here)
     }
 
+    /// Forgets `name` on this platform; whether there was an entry.
+    pub fn remove(&mut self, name: &str) -> bool {
+        let here = platform();
+        let before = self.plugins.len();
+        self.plugins
+            .retain(|l| !(l.name == name && l.platform == here));
+        self.plugins.len() != before
+    }
+
     /// Records `entry`, replacing the one of the same plugin and platform.
     pub fn record(&mut self, entry: Locked) {
         self.plugins
