@@ -12,8 +12,10 @@ use crate::printer::Printer;
 use crate::settings;
 
 mod ask;
+mod doctor;
 mod drive;
 mod gc;
+mod init;
 mod net;
 mod plugins_conformance;
 mod plugins_install;
@@ -167,6 +169,27 @@ pub enum Command {
     /// an outage lasted its limit, the remote stayed away); 2 bad input; 128+N after a stop
     /// by signal N (130 for Ctrl-C); 1 only for a bug.
     Drive(DriveArgs),
+
+    /// Set this repository up for stet: a commented stet.toml and the queue directory.
+    ///
+    /// The file names the harness and runtime found (as `stet plugins probe` would select
+    /// them), the image, and the check command guessed from the repository's build files
+    /// (Cargo.toml, package.json, pyproject.toml, go.mod, a Makefile), saying what it
+    /// guessed from; then what to commit and push (the queue must be on the remote for
+    /// every clone). Refuses to overwrite a stet.toml. Exit status: 0; 2 outside a
+    /// repository or over an existing file; 3 when no usable harness or runtime was found
+    /// (the file is written all the same, saying why).
+    Init,
+
+    /// Check every precondition of a drive, a line each, with what to do.
+    ///
+    /// Git and the remote (it answers, and takes a push: a probe ref in stet's namespace,
+    /// deleted at once), the runtime, the image (present; holding sh, git, the check
+    /// command's program, and what the agent needs to start: a script's interpreter, a
+    /// binary's loader), the harness a drive would select and its profile (present, alone,
+    /// logged in by state), no billing key in the environment, free disk for lanes. No
+    /// agent runs and no model is asked. Exit status: 0 when a drive could start; 3 when not.
+    Doctor(DoctorArgs),
 
     /// Add a work item to the queue (`.stet/queue/` in the repository).
     Add(AddArgs),
@@ -454,6 +477,17 @@ pub struct AddArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// The remote lanes would land on.
+    #[arg(long, default_value = "origin")]
+    pub remote: String,
+
+    /// Print the checks as JSON (`schema`, `ready`, `checks`).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
 pub struct TrustRepoArgs {
     /// Forget the trust instead.
     #[arg(long)]
@@ -723,6 +757,8 @@ fn run(cli: Cli, printer: Printer) -> Result<Exit, CliError> {
         Command::Run(args) => run::run(&settings, &args, printer),
         Command::Ask(args) => ask::run(&settings, &args, printer),
         Command::Drive(args) => drive::run(&settings, &args, printer),
+        Command::Init => init::run(&settings, printer),
+        Command::Doctor(args) => doctor::run(&settings, &args, printer),
         Command::Walls(args) => walls::run(&settings, &args, printer),
         Command::Gc(args) => gc::run(&settings, &args, printer),
         Command::Profile(ProfileCommand::Login(args)) => profile::login(&settings, &args, printer),

@@ -1,0 +1,228 @@
+//! Setting a repository up and checking it, as a new user would, through the real binary:
+//! `stet init` writes a commented stet.toml and the queue directory; `stet doctor` checks
+//! every precondition of a drive in one pass, against the real Docker runtime, the lane
+//! image and a bare remote.
+
+use std::path::{Path, PathBuf};
+
+use stet_e2e::{git, require_image, World};
+
+fn stand_in() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("agents/stand-in.sh")
+}
+
+/// A clone of a fresh bare remote with docker and the command harness installed, the
+/// harness configured (in the person's own config) to run the stand-in agent.
+fn world() -> World {
+    require_image();
+    let world = World::new();
+    world.install("docker");
+    world.install("command");
+    world.clone_of_fresh_remote();
+    let config = world.root.path().join("home/.config/stet");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("config.toml"),
+        format!(
+            "[plugins.command]\nimplement = [\"{}\"]\n",
+            stand_in().display()
+        ),
+    )
+    .unwrap();
+    world
+}
+
+fn check<'a>(json: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    json["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no check {name}: {json:#}"))
+}
+
+#[test]
+fn init_writes_a_commented_config_with_what_it_found_and_refuses_to_overwrite() {
+    let world = world();
+    std::fs::write(world.work.join("Cargo.toml"), "[package]\nname = \"x\"\n").unwrap();
+    let out = world.run_stet(&["init"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let text = std::fs::read_to_string(world.work.join("stet.toml")).unwrap();
+    assert!(
+        text.contains("# Found by stet init: command 0.1.0"),
+        "{text}"
+    );
+    assert!(text.contains("prefer = [\"command\"]"), "{text}");
+    assert!(
+        text.contains("# Found by stet init: docker 0.1.0"),
+        "{text}"
+    );
+    assert!(text.contains("image = \"stet-lane:1\""), "{text}");
+    assert!(text.contains("Guessed from Cargo.toml"), "{text}");
+    assert!(text.contains("check = \"cargo test\""), "{text}");
+    assert!(world.work.join(".stet/queue/.gitkeep").is_file());
+    assert!(
+        out.stdout
+            .contains("  check: cargo test (guessed from Cargo.toml)"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("git add stet.toml .stet/queue/.gitkeep && git commit"),
+        "{}",
+        out.stdout
+    );
+    // What it wrote is a configuration stet reads: the queue and the drive take it.
+    let queue = world.run_stet(&["add", "Do a thing"]);
+    assert_eq!(queue.code, 0, "{}", queue.stderr);
+    let listed = world.run_stet(&["queue"]);
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    assert!(listed.stdout.contains("Do a thing"), "{}", listed.stdout);
+    // Never over a file that is there.
+    let before = std::fs::read(world.work.join("stet.toml")).unwrap();
+    let again = world.run_stet(&["init"]);
+    assert_eq!(again.code, 2, "{}", again.stderr);
+    assert!(
+        again.stderr.contains(&format!(
+            "{} already exists; stet init writes one only where there is none",
+            world.work.join("stet.toml").display()
+        )),
+        "{}",
+        again.stderr
+    );
+    assert_eq!(std::fs::read(world.work.join("stet.toml")).unwrap(), before);
+}
+
+#[test]
+fn init_outside_a_repository_says_so() {
+    let world = World::new();
+    let out = world.run_stet(&["init"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("is not inside a git repository"),
+        "{}",
+        out.stderr
+    );
+    assert!(!world.work.join("stet.toml").exists());
+}
+
+#[test]
+fn doctor_passes_where_a_drive_could_start_and_names_each_missing_piece() {
+    let world = world();
+    let out = world.run_stet(&["doctor", "--json"]);
+    let json = out.json();
+    assert_eq!(out.code, 0, "{json:#}\n{}", out.stderr);
+    assert_eq!(json["schema"], 1);
+    assert_eq!(json["ready"], true);
+    for name in [
+        "git",
+        "repository",
+        "remote",
+        "runtime",
+        "image",
+        "image-sh",
+        "image-git",
+        "image-agent",
+        "harness",
+        "profile",
+        "disk",
+    ] {
+        assert_eq!(check(&json, name)["ok"], true, "{name}: {json:#}");
+    }
+    assert!(
+        check(&json, "remote")["detail"]
+            .as_str()
+            .unwrap()
+            .contains("takes pushes"),
+        "{json:#}"
+    );
+    // The probe ref is gone again.
+    let refs = git(
+        &world.root.path().join("remote.git"),
+        &["for-each-ref", "refs/stet"],
+    );
+    assert!(refs.is_empty(), "{refs}");
+    let text = world.run_stet(&["doctor"]);
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    assert!(
+        text.stdout.ends_with("a drive could start here\n"),
+        "{}",
+        text.stdout
+    );
+
+    // A check the image cannot run, a remote that is gone, an image that is not there.
+    std::fs::write(
+        world.work.join("stet.toml"),
+        "[drive]\ncheck = \"cargo test\"\n",
+    )
+    .unwrap();
+    let out = world.run_stet(&["doctor", "--json"]);
+    let json = out.json();
+    assert_eq!(out.code, 3, "{json:#}");
+    let c = check(&json, "image-check");
+    assert_eq!(c["ok"], false, "{json:#}");
+    assert_eq!(
+        c["detail"],
+        "stet-lane:1 lacks cargo, which the check `cargo test` runs"
+    );
+    assert!(
+        c["remedy"].as_str().unwrap().contains("Your own image"),
+        "{c:#}"
+    );
+    git(
+        &world.work,
+        &["remote", "set-url", "origin", "/nonexistent/remote.git"],
+    );
+    let json = world.run_stet(&["doctor", "--json"]).json();
+    let c = check(&json, "remote");
+    assert_eq!(c["ok"], false, "{json:#}");
+    assert!(
+        c["detail"].as_str().unwrap().contains("does not answer"),
+        "{c:#}"
+    );
+    std::fs::write(
+        world.work.join("stet.toml"),
+        "[sandbox]\nimage = \"stet-no-such-image:0\"\n",
+    )
+    .unwrap();
+    let text = world.run_stet(&["doctor"]);
+    assert_eq!(text.code, 3);
+    assert!(
+        text.stdout.contains("FAIL image")
+            && text
+                .stdout
+                .contains("stet-no-such-image:0 is not available to docker"),
+        "{}",
+        text.stdout
+    );
+    assert!(
+        text.stdout.contains("problems stop a drive here"),
+        "{}",
+        text.stdout
+    );
+}
+
+#[test]
+fn doctor_names_an_agent_whose_interpreter_the_image_lacks() {
+    let world = world();
+    let agent = world.root.path().join("agent.js");
+    stet_exec_support::write_executable(&agent, b"#!/usr/bin/env node\nconsole.log(1)\n").unwrap();
+    let config = world.root.path().join("home/.config/stet/config.toml");
+    std::fs::write(
+        &config,
+        format!("[plugins.command]\nimplement = [\"{}\"]\n", agent.display()),
+    )
+    .unwrap();
+    let json = world.run_stet(&["doctor", "--json"]).json();
+    let c = check(&json, "image-agent");
+    assert_eq!(c["ok"], false, "{json:#}");
+    assert!(
+        c["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("stet-lane:1 lacks node, which runs "),
+        "{c:#}"
+    );
+    assert_eq!(json["ready"], false);
+}
