@@ -226,3 +226,67 @@ fn doctor_names_an_agent_whose_interpreter_the_image_lacks() {
     );
     assert_eq!(json["ready"], false);
 }
+
+/// An image built for the test and removed after it.
+struct OwnImage(String);
+
+impl Drop for OwnImage {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("docker")
+            .args(["image", "rm", "--force", &self.0])
+            .output();
+    }
+}
+
+#[test]
+fn a_drive_runs_its_check_in_your_own_image_with_the_tool_the_lane_image_lacks() {
+    let world = world();
+    // "Your own image", as docs/configuration.md's recipe makes one: FROM an image you
+    // have (here the lane image itself), adding what the check needs.
+    let context = world.root.path().join("image");
+    std::fs::create_dir_all(&context).unwrap();
+    stet_exec_support::write_executable(
+        &context.join("lanecheck"),
+        b"#!/bin/sh\n# The project's own check tool: the lane must hold a non-empty DONE.\ntest -s DONE || { echo 'lanecheck: DONE is missing' >&2; exit 1; }\necho 'lanecheck: ok'\n",
+    )
+    .unwrap();
+    std::fs::write(
+        context.join("Dockerfile"),
+        format!("FROM {}\nCOPY lanecheck /usr/local/bin/lanecheck\n", stet_e2e::IMAGE),
+    )
+    .unwrap();
+    let image = OwnImage(format!("stet-e2e-own-image:{}", std::process::id()));
+    let built = std::process::Command::new("docker")
+        .args(["build", "--quiet", "--tag", &image.0])
+        .arg(&context)
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+
+    std::fs::write(
+        world.work.join("stet.toml"),
+        "[drive]\ncheck = \"lanecheck\"\n",
+    )
+    .unwrap();
+    // The lane image lacks the tool: doctor says so before any drive.
+    let json = world.run_stet(&["doctor", "--json"]).json();
+    assert_eq!(check(&json, "image-check")["ok"], false, "{json:#}");
+    // Your own image has it.
+    std::fs::write(
+        world.work.join("stet.toml"),
+        format!("[sandbox]\nimage = \"{}\"\n\n[drive]\ncheck = \"lanecheck\"\n", image.0),
+    )
+    .unwrap();
+    let json = world.run_stet(&["doctor", "--json"]).json();
+    assert_eq!(check(&json, "image-check")["ok"], true, "{json:#}");
+    assert_eq!(json["ready"], true, "{json:#}");
+
+    let added = world.run_stet(&["add", "Mark it done\n\nfile: DONE"]);
+    assert_eq!(added.code, 0, "{}", added.stderr);
+    git(&world.work, &["add", "stet.toml", ".stet"]);
+    git(&world.work, &["commit", "--quiet", "-m", "queue"]);
+    git(&world.work, &["push", "--quiet", "origin", "HEAD"]);
+    let out = world.run_stet(&["drive", "--yes"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stderr.contains("the check `lanecheck` passed"), "{}", out.stderr);
+}
