@@ -252,7 +252,11 @@ fn a_drive_runs_its_check_in_your_own_image_with_the_tool_the_lane_image_lacks()
     .unwrap();
     std::fs::write(
         context.join("Dockerfile"),
-        format!("FROM {}\nCOPY lanecheck /usr/local/bin/lanecheck\n", stet_e2e::IMAGE),
+        // A dev image's entrypoint and user, which stet must not run as or through.
+        format!(
+            "FROM {}\nCOPY lanecheck /usr/local/bin/lanecheck\nENTRYPOINT [\"/bin/false\"]\nUSER 4242\n",
+            stet_e2e::IMAGE
+        ),
     )
     .unwrap();
     let image = OwnImage(format!("stet-e2e-own-image:{}", std::process::id()));
@@ -261,7 +265,11 @@ fn a_drive_runs_its_check_in_your_own_image_with_the_tool_the_lane_image_lacks()
         .arg(&context)
         .output()
         .unwrap();
-    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
 
     std::fs::write(
         world.work.join("stet.toml"),
@@ -274,7 +282,10 @@ fn a_drive_runs_its_check_in_your_own_image_with_the_tool_the_lane_image_lacks()
     // Your own image has it.
     std::fs::write(
         world.work.join("stet.toml"),
-        format!("[sandbox]\nimage = \"{}\"\n\n[drive]\ncheck = \"lanecheck\"\n", image.0),
+        format!(
+            "[sandbox]\nimage = \"{}\"\n\n[drive]\ncheck = \"lanecheck\"\n",
+            image.0
+        ),
     )
     .unwrap();
     let json = world.run_stet(&["doctor", "--json"]).json();
@@ -288,5 +299,9 @@ fn a_drive_runs_its_check_in_your_own_image_with_the_tool_the_lane_image_lacks()
     git(&world.work, &["push", "--quiet", "origin", "HEAD"]);
     let out = world.run_stet(&["drive", "--yes"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(out.stderr.contains("the check `lanecheck` passed"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("the check `lanecheck` passed"),
+        "{}",
+        out.stderr
+    );
 }

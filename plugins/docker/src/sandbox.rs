@@ -211,9 +211,14 @@ pub async fn create_with(
         }
         None => (IDLE.iter().map(|s| s.to_string()).collect(), Vec::new()),
     };
+    // The image's own ENTRYPOINT (a dev image's often is a shell or a service) would be
+    // run with this as its arguments: the program is the entrypoint, the rest its command.
+    let mut cmd = Vec::<String>::into_iter(cmd);
+    let entrypoint: Vec<String> = cmd.next().into_iter().collect();
     let body = ContainerCreateBody {
         image: Some(spec.image.to_string()),
-        cmd: Some(cmd),
+        entrypoint: Some(entrypoint),
+        cmd: Some(cmd.collect()),
         env: Some(env),
         working_dir: workdir,
         labels: Some(labels),
