@@ -43,6 +43,32 @@ const IDENTITY: [(&str, &str); 4] = [
     ("GIT_COMMITTER_EMAIL", "stet@localhost"),
 ];
 
+/// Who a commit is by: a name and an email, as git takes them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Person {
+    /// `user.name`.
+    pub name: String,
+    /// `user.email`.
+    pub email: String,
+}
+
+impl Person {
+    /// The person's own identity in `repo`, as their git would commit with it
+    /// (`user.name`, `user.email`, from any level of their configuration); `None` when
+    /// either is unset or holds a control character.
+    pub fn of_repository(repo: &Path) -> Option<Person> {
+        let get = |key: &str| {
+            run(repo, &["config", "--get", key])
+                .ok()
+                .filter(|v| !v.is_empty() && !v.chars().any(char::is_control))
+        };
+        Some(Person {
+            name: get("user.name")?,
+            email: get("user.email")?,
+        })
+    }
+}
+
 /// Runs the person's git in `dir` and returns its output whatever its exit status.
 pub fn output(dir: &Path, args: &[&str]) -> Result<Output, GitError> {
     let mut command = Command::new("git");

@@ -236,6 +236,15 @@ impl Lane {
     /// Repositories the agent made inside the lane are not its content: they are left out
     /// (git would otherwise record them as submodules, or refuse an empty one).
     pub fn commit_all(&self, message: &str) -> Result<bool, GitError> {
+        self.commit_all_as(message, None)
+    }
+
+    /// [`Lane::commit_all`], authored by `author` (stet stays the committer).
+    pub fn commit_all_as(
+        &self,
+        message: &str,
+        author: Option<&crate::git::Person>,
+    ) -> Result<bool, GitError> {
         let git = self.git();
         let others = git.run(&["ls-files", "--others", "--exclude-standard", "-z"])?;
         let nested: Vec<String> = others
@@ -259,7 +268,21 @@ impl Lane {
         if git.run(&["diff", "--cached", "--quiet"]).is_ok() {
             return Ok(false);
         }
-        git.run(&["commit", "--quiet", "--no-verify", "-m", message])?;
+        match author {
+            Some(person) => {
+                let author = format!("{} <{}>", person.name, person.email);
+                git.run(&[
+                    "commit",
+                    "--quiet",
+                    "--no-verify",
+                    "--author",
+                    &author,
+                    "-m",
+                    message,
+                ])?
+            }
+            None => git.run(&["commit", "--quiet", "--no-verify", "-m", message])?,
+        };
         Ok(true)
     }
 

@@ -15,6 +15,7 @@ pub mod files;
 pub mod git;
 pub mod harness;
 pub mod init;
+pub mod land;
 pub mod lanes;
 pub mod network;
 pub mod plugins;

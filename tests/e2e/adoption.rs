@@ -305,3 +305,145 @@ fn a_drive_runs_its_check_in_your_own_image_with_the_tool_the_lane_image_lacks()
         out.stderr
     );
 }
+
+/// What the stand-in `gh` was called with, call by call.
+fn gh_calls(world: &World) -> Vec<Vec<String>> {
+    let state = world.root.path().join("home/gh-stand-in");
+    let mut calls: Vec<(usize, Vec<String>)> = std::fs::read_dir(&state)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter_map(|e| {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    let n: usize = name.strip_prefix("call.")?.parse().ok()?;
+                    let bytes = std::fs::read(e.path()).ok()?;
+                    let args = bytes
+                        .split(|b| *b == 0)
+                        .filter(|a| !a.is_empty())
+                        .map(|a| String::from_utf8_lossy(a).into_owned())
+                        .collect();
+                    Some((n, args))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    calls.sort();
+    calls.into_iter().map(|(_, args)| args).collect()
+}
+
+fn after<'a>(args: &'a [String], option: &str) -> Option<&'a str> {
+    args.iter()
+        .position(|a| a == option)
+        .and_then(|i| args.get(i + 1))
+        .map(String::as_str)
+}
+
+#[test]
+fn landing_on_github_opens_a_pull_request_once_and_commits_are_the_persons() {
+    let mut world = world();
+    world
+        .path_prefix
+        .push(Path::new(env!("CARGO_MANIFEST_DIR")).join("stand-ins"));
+    let config = world.root.path().join("home/.config/stet/config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[plugins.command]\nimplement = [\"{}\"]\n\n[drive]\nland = \"github\"\n",
+            stand_in().display()
+        ),
+    )
+    .unwrap();
+    git(&world.work, &["config", "user.name", "Pat Person"]);
+    git(&world.work, &["config", "user.email", "pat@example.com"]);
+    for item in [
+        "Fix the first thing\n\nThe first thing is broken.\nfile: FIRST",
+        "Fix the second thing\n\nfile: SECOND",
+    ] {
+        let added = world.run_stet(&["add", item]);
+        assert_eq!(added.code, 0, "{}", added.stderr);
+        stet_e2e::next_millisecond();
+    }
+    git(&world.work, &["add", ".stet"]);
+    git(&world.work, &["commit", "--quiet", "-m", "queue"]);
+    git(&world.work, &["push", "--quiet", "origin", "HEAD"]);
+    let base = git(&world.work, &["symbolic-ref", "--short", "HEAD"]);
+    let ids: Vec<String> = {
+        let mut ids: Vec<String> = std::fs::read_dir(world.work.join(".stet/queue"))
+            .unwrap()
+            .filter_map(|e| {
+                e.unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .strip_suffix(".md")
+                    .map(str::to_string)
+            })
+            .collect();
+        ids.sort();
+        ids
+    };
+    // The second item's branch has a pull request open already (a landing cut short).
+    let state = world.root.path().join("home/gh-stand-in");
+    std::fs::create_dir_all(&state).unwrap();
+    std::fs::write(
+        state.join("open"),
+        format!("stet/{} https://github.test/owner/repo/pull/7\n", ids[1]),
+    )
+    .unwrap();
+
+    let out = world.run_stet(&["drive", "--yes"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(&format!(
+            "{}: opened pull request https://github.test/owner/repo/pull/2",
+            ids[0]
+        )),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains(&format!(
+            "{}: pull request https://github.test/owner/repo/pull/7 was open for stet/{} already",
+            ids[1], ids[1]
+        )),
+        "{}",
+        out.stderr
+    );
+    let calls = gh_calls(&world);
+    let creates: Vec<&Vec<String>> = calls
+        .iter()
+        .filter(|c| c[..2] == ["pr", "create"])
+        .collect();
+    assert_eq!(creates.len(), 1, "{calls:#?}");
+    let create = creates[0];
+    assert_eq!(
+        after(create, "--head"),
+        Some(format!("stet/{}", ids[0]).as_str())
+    );
+    assert_eq!(after(create, "--title"), Some("Fix the first thing"));
+    assert_eq!(after(create, "--base"), Some(base.trim()));
+    let body = after(create, "--body").unwrap();
+    assert!(body.starts_with("The first thing is broken."), "{body}");
+    assert!(body.contains("Landed by stet from `.stet/queue/"), "{body}");
+    assert!(body.contains("| 1 | implement | done |"), "{body}");
+    assert!(body.contains(", no check."), "{body}");
+
+    // The lane's commit is the person's, committed by stet, with the agent and the receipt.
+    let remote = world.root.path().join("remote.git");
+    let log = git(
+        &remote,
+        &[
+            "log",
+            "-1",
+            "--format=%an <%ae>|%cn|%B",
+            &format!("stet/{}", ids[0]),
+        ],
+    );
+    let (who, rest) = log.split_once('|').unwrap();
+    assert_eq!(who, "Pat Person <pat@example.com>");
+    let (committer, message) = rest.split_once('|').unwrap();
+    assert_eq!(committer, "stet");
+    assert!(
+        message.contains("\nStet-Agent: command 0.1.0\nStet-Receipt: "),
+        "{message}"
+    );
+}

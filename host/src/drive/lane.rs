@@ -539,7 +539,23 @@ impl Drive<'_> {
             }
         }
         let _lock = self.lock()?;
-        if let Some(command) = &self.options.land {
+        if self.options.land.as_deref() == Some(crate::land::GITHUB) {
+            let (receipts, _) = receipts::read_all(&self.repo);
+            match crate::land::pull_request(&self.repo, item, &lane.branch, &receipts) {
+                Ok(pr) if pr.reused => note!(
+                    self.progress,
+                    "{}: pull request {} was open for {} already",
+                    item.id,
+                    pr.url,
+                    lane.branch
+                ),
+                Ok(pr) => note!(self.progress, "{}: opened pull request {}", item.id, pr.url),
+                Err(why) => self.progress.warn(&format!(
+                    "{}: no pull request: {why}; the branch {} is pushed",
+                    item.id, lane.branch
+                )),
+            }
+        } else if let Some(command) = &self.options.land {
             // The land command runs on the host, as the person: it is the one step that may
             // need the person's own credentials (to open a pull request, say).
             let mut land = std::process::Command::new("sh");
@@ -847,7 +863,12 @@ impl Drive<'_> {
         let carried = call_profile.settle(&self.harness, &self.profile);
         if let Some(message) = commit {
             let _lock = self.lock()?;
-            if let Err(e) = lane.commit_all(message) {
+            // Git's trailers: which agent made it, and the receipt of the call.
+            let message = format!(
+                "{message}\n\nStet-Agent: {} {}\nStet-Receipt: {}",
+                self.harness.name, self.harness.version, call.id
+            );
+            if let Err(e) = lane.commit_all_as(&message, self.author.as_ref()) {
                 self.progress
                     .warn(&format!("{}: cannot commit the agent's work: {e}", item.id));
             }

@@ -117,6 +117,9 @@ struct Drive<'a> {
     keeper: keeper::Keeper,
     harness_record: PluginRecord,
     runtime_record: PluginRecord,
+    /// Whom the lanes' commits are by: the person, by their repository's git identity
+    /// (stet is the committer); `None` when they have none, and stet authors them.
+    author: Option<crate::git::Person>,
     /// Moves made so far (each stage of a lane is one).
     moves: std::cell::Cell<u64>,
     /// When the last agent was launched, for the pace.
@@ -275,8 +278,16 @@ pub fn run(
     let run = format!("drive-{}-{}", std::process::id(), now_ms());
     let profile = harness.profile()?;
     let live = std::io::stderr().is_terminal();
+    let author = crate::git::Person::of_repository(&repo);
+    if author.is_none() {
+        note!(
+            printer,
+            "the repository has no git identity (user.name, user.email): the lanes' commits are authored by stet"
+        );
+    }
     let drive = Drive {
         profile,
+        author,
         holder: holder(&repo),
         harness_record: PluginRecord::of(&harness.name, &harness.version, &harness.library),
         runtime_record: PluginRecord::of(&runtime.name, &runtime.version, &runtime.library),

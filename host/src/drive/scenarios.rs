@@ -482,6 +482,7 @@ impl World {
             keeper,
             harness_record: record("fake"),
             runtime_record: record("fake"),
+            author: None,
             moves: Default::default(),
             last_launch: Default::default(),
         };
