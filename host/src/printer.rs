@@ -55,3 +55,34 @@ impl Printer {
 pub fn error(error: &crate::error::CliError) {
     let _ = writeln!(std::io::stderr().lock(), "{}", inert(&error.to_string()));
 }
+
+/// A duration people read: sub-second ones to the hundredth (`0.42 s`), then tenths
+/// (`12.3 s`), then minutes (`2 min 05 s`) and hours (`1 h 02 min`).
+pub fn duration(secs: f64) -> String {
+    let secs = if secs.is_finite() { secs.max(0.0) } else { 0.0 };
+    if secs < 1.0 {
+        format!("{secs:.2} s")
+    } else if secs < 60.0 {
+        format!("{secs:.1} s")
+    } else if secs < 3600.0 {
+        let whole = secs.round() as u64;
+        format!("{} min {:02} s", whole / 60, whole % 60)
+    } else {
+        let whole = secs.round() as u64;
+        format!("{} h {:02} min", whole / 3600, (whole % 3600) / 60)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn durations_read_at_every_scale() {
+        use super::duration;
+        assert_eq!(duration(0.0421), "0.04 s");
+        assert_eq!(duration(0.5), "0.50 s");
+        assert_eq!(duration(12.34), "12.3 s");
+        assert_eq!(duration(125.0), "2 min 05 s");
+        assert_eq!(duration(3720.0), "1 h 02 min");
+        assert_eq!(duration(f64::NAN), "0.00 s");
+    }
+}

@@ -6,6 +6,8 @@
 #
 #   file: NAME              implement writes NAME (the lane's change)
 #   implement: late N       implement answers after N seconds
+#   implement: until NAME   implement answers once NAME exists in the lane (a test makes it
+#                           when it is ready: waiting on an event, not on time); removes it
 #   implement: silent       implement never answers (the host's call limit kills it)
 #   implement: fail         implement exits 1
 #   review: out-of-shape    review answers neither LAND nor REVISE
@@ -33,6 +35,12 @@ implement)
     silent) sleep 100000 ;;
     fail) echo "stand-in: told to fail" >&2; exit 1 ;;
     late\ *) sleep "$(directive implement | cut -d' ' -f2)" ;;
+    until\ *)
+        gate=$(directive implement | cut -d' ' -f2)
+        echo "stand-in: waiting for $gate"
+        while [ ! -e "$gate" ]; do sleep 0.05; done
+        rm -f "$gate"
+        ;;
     esac
     file=$(directive file)
     [ -n "$file" ] || { echo "stand-in: no file: directive in the item" >&2; exit 1; }

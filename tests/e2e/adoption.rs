@@ -447,3 +447,200 @@ fn landing_on_github_opens_a_pull_request_once_and_commits_are_the_persons() {
         "{message}"
     );
 }
+
+/// Queues `items` (committed and pushed) in `world`; returns their ids in order.
+fn queue(world: &World, items: &[&str]) -> Vec<String> {
+    let mut ids = Vec::new();
+    for item in items {
+        let added = world.run_stet(&["add", item]);
+        assert_eq!(added.code, 0, "{}", added.stderr);
+        let id = added
+            .stdout
+            .strip_prefix("added ")
+            .unwrap()
+            .split(':')
+            .next()
+            .unwrap();
+        ids.push(id.to_string());
+        stet_e2e::next_millisecond();
+    }
+    git(&world.work, &["add", "-A"]);
+    git(&world.work, &["commit", "--quiet", "-m", "queue"]);
+    git(&world.work, &["push", "--quiet", "origin", "HEAD"]);
+    ids
+}
+
+#[test]
+fn show_tells_an_items_story_round_by_round_by_any_unique_start_of_its_id() {
+    let world = world();
+    let config = world.root.path().join("home/.config/stet/config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[plugins.command]\nimplement = [\"{}\"]\n\n[drive]\ncheck = \"echo checking TWICE; test -s TWICE\"\n",
+            stand_in().display()
+        ),
+    )
+    .unwrap();
+    let ids = queue(
+        &world,
+        &[
+            "Say it twice\n\nfile: TWICE\nreview: revise-once",
+            "Another\n\nfile: OTHER",
+        ],
+    );
+    let out = world.run_stet(&["drive", "--yes", "--cap", "1"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+
+    // Both ids start alike: a short start names both, and is refused, listing them.
+    let common: String = ids[0]
+        .chars()
+        .zip(ids[1].chars())
+        .take_while(|(a, b)| a == b)
+        .map(|(a, _)| a)
+        .collect();
+    let ambiguous = world.run_stet(&["show", &common]);
+    assert_eq!(ambiguous.code, 2, "{}", ambiguous.stderr);
+    assert!(
+        ambiguous.stderr.contains(&format!(
+            "`{common}` starts 2 item ids: {}, {}",
+            ids[0], ids[1]
+        )),
+        "{}",
+        ambiguous.stderr
+    );
+    let unique = &ids[0][..common.len() + 1];
+    let text = world.run_stet(&["show", unique]);
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    let shown = &text.stdout;
+    assert!(
+        shown.starts_with(&format!(
+            "{}  Say it twice\nstate: landed — stet/{}\n",
+            ids[0], ids[0]
+        )),
+        "{shown}"
+    );
+    assert!(shown.contains("\nround 1\n  implement done"), "{shown}");
+    assert!(shown.contains("\nround 2\n"), "{shown}");
+    // The reviewer's words, and the check's output.
+    assert!(
+        shown.contains("      REVISE\n      Say it twice."),
+        "{shown}"
+    );
+    assert!(shown.contains("      │ checking TWICE"), "{shown}");
+    assert!(
+        shown.contains(&format!("stet/{} against its base:\n", ids[0])),
+        "{shown}"
+    );
+    assert!(shown.contains(" TWICE | 2 ++"), "{shown}");
+    let json = world.run_stet(&["show", unique, "--json"]).json();
+    assert_eq!(json["schema"], 1);
+    assert_eq!(json["state"], "landed");
+    let roles: Vec<&str> = json["rounds"][0]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["implement", "check", "review"]);
+    let diff = world.run_stet(&["show", unique, "--diff"]);
+    assert!(diff.stdout.contains("+Say it twice"), "{}", diff.stdout);
+    // The item not yet worked: no call, no lane.
+    let other = world.run_stet(&["show", &ids[1]]);
+    assert_eq!(other.code, 0, "{}", other.stderr);
+    assert!(other.stdout.contains("state: open\n"), "{}", other.stdout);
+    assert!(
+        other
+            .stdout
+            .contains("no call of this item on this clone yet"),
+        "{}",
+        other.stdout
+    );
+    assert!(
+        other.stdout.contains(&format!(
+            "the lane's branch stet/{} is not on this clone",
+            ids[1]
+        )),
+        "{}",
+        other.stdout
+    );
+    // Retry takes a start of an id too.
+    let retry = world.run_stet(&["retry", &ids[1][..common.len() + 1]]);
+    assert_eq!(retry.code, 2, "{}", retry.stderr);
+    assert!(
+        retry.stderr.contains(&format!("{} has not failed", ids[1])),
+        "{}",
+        retry.stderr
+    );
+}
+
+#[test]
+fn log_prints_the_latest_call_and_follows_the_items_calls_while_a_drive_works_it() {
+    let world = world();
+    let ids = queue(
+        &world,
+        &["Wait for it\n\nfile: WAITED\nimplement: until GO"],
+    );
+    let id = &ids[0];
+    let nothing = world.run_stet(&["log", id]);
+    assert_eq!(nothing.code, 2, "{}", nothing.stderr);
+    assert!(
+        nothing
+            .stderr
+            .contains("has no agent call on this clone yet"),
+        "{}",
+        nothing.stderr
+    );
+
+    let drive = world
+        .stet(&["drive", "--yes"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The implement call is running (it waits for GO): its receipt exists and says so.
+    let gate = world.work.join(format!(".git/stet/lanes/{id}/work/GO"));
+    let started = std::time::Instant::now();
+    loop {
+        let out = world.run_stet(&["log", id]);
+        if out.code == 0 && out.stdout.contains("stand-in: waiting for GO") {
+            break;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(120),
+            "the call never started: {}",
+            out.stderr
+        );
+        std::thread::yield_now();
+    }
+    let mut follow = world
+        .stet(&["log", &id[..12], "-f"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Let the agent go on only once the follower is attached: its header is out.
+    let mut stderr = std::io::BufReader::new(follow.stderr.take().unwrap());
+    let mut header = String::new();
+    std::io::BufRead::read_line(&mut stderr, &mut header).unwrap();
+    assert!(
+        header.starts_with(&format!("── {id} · implement · round 1 · receipt ")),
+        "{header}"
+    );
+    std::fs::write(&gate, "").unwrap();
+    let followed = stet_e2e::Output::finish(follow);
+    let drove = stet_e2e::Output::finish(drive);
+    assert_eq!(drove.code, 0);
+    assert_eq!(followed.code, 0, "{}", followed.stderr);
+    // The implement call's output as it came, then the review's: every call of the item.
+    let out = &followed.stdout;
+    let waited = out
+        .find("stand-in: waiting for GO")
+        .unwrap_or_else(|| panic!("{out}"));
+    let wrote = out.find("wrote WAITED").unwrap_or_else(|| panic!("{out}"));
+    let landed = out.find("LAND").unwrap_or_else(|| panic!("{out}"));
+    assert!(waited < wrote && wrote < landed, "{out}");
+    // Once the drive is done, the latest call alone: the review.
+    let last = world.run_stet(&["log", id]);
+    assert_eq!(last.stdout.trim(), "LAND", "{}", last.stdout);
+}

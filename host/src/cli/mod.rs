@@ -203,6 +203,21 @@ pub enum Command {
     /// items are listed, their states unknown).
     Queue(QueueArgs),
 
+    /// Show an item's story: its state, each round's calls, the check's output, its diff.
+    ///
+    /// The item's text, state and why; each round's calls and checks (role, outcome,
+    /// duration, cost, receipt), the check's output tail, the reviewer's words, what the
+    /// network wall refused; and the lane's change against its base (--diff: the whole
+    /// diff). ID is an item's id or any unique start of one.
+    Show(ShowArgs),
+
+    /// Print the agent's output of an item's latest call (from its log on this clone).
+    ///
+    /// With -f, keep following: the call's output as it comes, then each later call of the
+    /// item, while a drive on this clone works it; it ends when the item's lane is done
+    /// here (landed) or the drive is gone. The output is made inert for the terminal.
+    Log(LogArgs),
+
     /// Take a failed item up again: clears its failed mark on the remote, so the next drive
     /// works it (resuming its lane when one was pushed).
     Retry(RetryArgs),
@@ -520,8 +535,38 @@ pub struct QueueArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// The item's id, or a unique start of it.
+    #[arg(value_name = "ID")]
+    pub id: String,
+
+    /// Print the lane's whole diff against its base instead of its stat.
+    #[arg(long)]
+    pub diff: bool,
+
+    /// The remote that holds reservations and marks.
+    #[arg(long, default_value = "origin", value_name = "NAME")]
+    pub remote: String,
+
+    /// Print JSON instead of lines.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    /// The item's id, or a unique start of it.
+    #[arg(value_name = "ID")]
+    pub id: String,
+
+    /// Follow the item's calls while a drive on this clone works it.
+    #[arg(short = 'f', long)]
+    pub follow: bool,
+}
+
+#[derive(Debug, Args)]
 pub struct RetryArgs {
-    /// The item's id (as `stet queue` shows it).
+    /// The item's id (as `stet queue` shows it), or a unique start of it.
     #[arg(value_name = "ID")]
     pub id: String,
 
@@ -691,6 +736,8 @@ pub fn main() -> ExitCode {
         Command::Add(args) => Some(queue::add(args, printer)),
         Command::Queue(args) => Some(queue::list(args, printer)),
         Command::Retry(args) => Some(queue::retry(args, printer)),
+        Command::Show(args) => Some(queue::show(args, printer)),
+        Command::Log(args) => Some(queue::log(args, printer)),
         Command::Receipts(args) => Some(receipts::run(args, printer)),
         Command::Status(args) => Some(receipts::status(args, printer)),
         Command::Trust(args) => Some(trust::run(args, printer)),
@@ -787,6 +834,8 @@ fn run(cli: Cli, printer: Printer) -> Result<Exit, CliError> {
         | Command::Add(_)
         | Command::Queue(_)
         | Command::Retry(_)
+        | Command::Show(_)
+        | Command::Log(_)
         | Command::Receipts(_)
         | Command::Status(_)
         | Command::Trust(_)

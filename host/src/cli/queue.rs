@@ -80,15 +80,17 @@ struct Row {
     blocked: Vec<(String, u64)>,
 }
 
-pub fn list(args: &QueueArgs, printer: Printer) -> Result<Exit, CliError> {
-    let repo = repo()?;
-    let (items, malformed) = queue::read(&repo);
-    for m in &malformed {
-        printer.warn(&format!("skipped {}: {}", m.path.display(), m.why));
-    }
+/// Every item of the queue with its state as the remote says (and a note when the remote
+/// did not answer: then every state is `unknown`).
+fn rows(
+    repo: &std::path::Path,
+    items: &[queue::Item],
+    remote_name: &str,
+) -> Result<(Vec<Row>, Option<String>), CliError> {
+    let repo = repo.to_path_buf();
     let remote = Remote {
         repo: &repo,
-        name: &args.remote,
+        name: remote_name,
     };
     let on_remote = remote.list().and_then(|r| {
         let marks = remote.marks()?;
@@ -108,7 +110,7 @@ pub fn list(args: &QueueArgs, printer: Printer) -> Result<Exit, CliError> {
             Default::default(),
             Some(format!(
                 "the remote {} did not answer ({}): every item's state is unknown",
-                args.remote,
+                remote_name,
                 crate::reservations::first_cause(&detail)
             )),
         ),
@@ -171,6 +173,16 @@ pub fn list(args: &QueueArgs, printer: Printer) -> Result<Exit, CliError> {
             }
         })
         .collect();
+    Ok((rows, remote_note))
+}
+
+pub fn list(args: &QueueArgs, printer: Printer) -> Result<Exit, CliError> {
+    let repo = repo()?;
+    let (items, malformed) = queue::read(&repo);
+    for m in &malformed {
+        printer.warn(&format!("skipped {}: {}", m.path.display(), m.why));
+    }
+    let (rows, remote_note) = rows(&repo, &items, &args.remote)?;
     // The list is shown all the same (from the files); the exit says nothing could be
     // learnt from the remote.
     let exit = match &remote_note {
@@ -190,53 +202,7 @@ pub fn list(args: &QueueArgs, printer: Printer) -> Result<Exit, CliError> {
         printer.out("the queue is empty (add an item: stet add \"what to do\")");
     }
     for row in &rows {
-        let detail = match (row.state.as_str(), &row.holder, &row.stage, row.until_unix) {
-            ("reserved", Some(holder), Some(stage), Some(until)) => format!(
-                " — in lane {} at {stage}, held by {holder} until {}",
-                crate::lanes::branch_of(&row.id),
-                crate::drive::clock(until)
-            ),
-            ("lapsed", Some(holder), Some(stage), Some(until)) => format!(
-                " — lane {} left at {stage} by {holder}, lapsed at {}; the next drive takes it up",
-                crate::lanes::branch_of(&row.id),
-                crate::drive::clock(until)
-            ),
-            ("failed", ..) => format!(
-                " — {} (stet retry {} to take it up again)",
-                row.why.as_deref().unwrap_or("no reason recorded"),
-                row.id
-            ),
-            ("landed", ..) => format!(" — {}", crate::lanes::branch_of(&row.id)),
-            ("open", ..) if row.lane.is_some() || row.round.is_some() => format!(
-                " — {}the next drive resumes it{}",
-                if row.lane.is_some() {
-                    format!("lane {} pushed; ", crate::lanes::branch_of(&row.id))
-                } else {
-                    String::new()
-                },
-                match (row.round, row.next) {
-                    (Some(round), Some(next)) => format!(" at round {round}, {next}"),
-                    _ => String::new(),
-                }
-            ),
-            _ => String::new(),
-        };
-        let detail = match (&row.reason, row.state.as_str()) {
-            (Some(reason), "open" | "reserved" | "lapsed") => {
-                format!("{detail} (last: {reason})")
-            }
-            _ => detail,
-        };
-        let detail = if row.blocked.is_empty() {
-            detail
-        } else {
-            let list: Vec<String> = row
-                .blocked
-                .iter()
-                .map(|(target, n)| format!("{target} ×{n}"))
-                .collect();
-            format!("{detail} [network blocked: {}]", list.join(", "))
-        };
+        let detail = detail_of(row);
         printer.out(&format!(
             "{:<9} {}  {}{detail}",
             row.state, row.id, row.title
@@ -245,38 +211,80 @@ pub fn list(args: &QueueArgs, printer: Printer) -> Result<Exit, CliError> {
     Ok(exit)
 }
 
+/// What `stet queue` says of an item after its id and title.
+fn detail_of(row: &Row) -> String {
+    let detail = match (row.state.as_str(), &row.holder, &row.stage, row.until_unix) {
+        ("reserved", Some(holder), Some(stage), Some(until)) => format!(
+            " — in lane {} at {stage}, held by {holder} until {}",
+            crate::lanes::branch_of(&row.id),
+            crate::drive::clock(until)
+        ),
+        ("lapsed", Some(holder), Some(stage), Some(until)) => format!(
+            " — lane {} left at {stage} by {holder}, lapsed at {}; the next drive takes it up",
+            crate::lanes::branch_of(&row.id),
+            crate::drive::clock(until)
+        ),
+        ("failed", ..) => format!(
+            " — {} (stet retry {} to take it up again)",
+            row.why.as_deref().unwrap_or("no reason recorded"),
+            row.id
+        ),
+        ("landed", ..) => format!(" — {}", crate::lanes::branch_of(&row.id)),
+        ("open", ..) if row.lane.is_some() || row.round.is_some() => format!(
+            " — {}the next drive resumes it{}",
+            if row.lane.is_some() {
+                format!("lane {} pushed; ", crate::lanes::branch_of(&row.id))
+            } else {
+                String::new()
+            },
+            match (row.round, row.next) {
+                (Some(round), Some(next)) => format!(" at round {round}, {next}"),
+                _ => String::new(),
+            }
+        ),
+        _ => String::new(),
+    };
+    let detail = match (&row.reason, row.state.as_str()) {
+        (Some(reason), "open" | "reserved" | "lapsed") => {
+            format!("{detail} (last: {reason})")
+        }
+        _ => detail,
+    };
+    let detail = if row.blocked.is_empty() {
+        detail
+    } else {
+        let list: Vec<String> = row
+            .blocked
+            .iter()
+            .map(|(target, n)| format!("{target} ×{n}"))
+            .collect();
+        format!("{detail} [network blocked: {}]", list.join(", "))
+    };
+    detail
+}
+
 /// `stet retry ID`: clears an item's failed mark so the next drive takes it up again.
 pub fn retry(args: &RetryArgs, printer: Printer) -> Result<Exit, CliError> {
     let repo = repo()?;
-    if !queue::valid_id(&args.id) {
-        return Err(CliError::usage(format!("`{}` is not an item id", args.id))
-            .hint("stet queue lists the items and their ids"));
-    }
     let (items, _) = queue::read(&repo);
-    if !items.iter().any(|i| i.id == args.id) {
-        return Err(
-            CliError::usage(format!("there is no item {} in the queue", args.id))
-                .hint("stet queue lists the items and their ids"),
-        );
-    }
+    let id = resolve(&items, &args.id)?.id.clone();
     let remote = Remote {
         repo: &repo,
         name: &args.remote,
     };
-    match remote.clear_failed(&args.id).and_then(|cleared| {
+    match remote.clear_failed(&id).and_then(|cleared| {
         if cleared {
-            remote.restart(&args.id)?;
+            remote.restart(&id)?;
         }
         Ok(cleared)
     }) {
         Ok(true) => {
             printer.out(&format!(
-                "{}: no longer failed; the next stet drive takes it up (its lane, if pushed, resumes)",
-                args.id
+                "{id}: no longer failed; the next stet drive takes it up (its lane, if pushed, resumes)"
             ));
             Ok(Exit::Success)
         }
-        Ok(false) => Err(CliError::usage(format!("{} has not failed", args.id))
+        Ok(false) => Err(CliError::usage(format!("{id} has not failed"))
             .hint("only a failed item can be retried; stet queue shows each item's state")),
         Err(e) => Err(
             CliError::new(Exit::Unusable, "the remote cannot be reached")
@@ -284,4 +292,319 @@ pub fn retry(args: &RetryArgs, printer: Printer) -> Result<Exit, CliError> {
                 .hint("check the network and the remote, then run stet retry again"),
         ),
     }
+}
+
+/// The item `given` names: its id, or the start of exactly one id.
+pub(crate) fn resolve<'i>(
+    items: &'i [queue::Item],
+    given: &str,
+) -> Result<&'i queue::Item, CliError> {
+    if let Some(item) = items.iter().find(|i| i.id == given) {
+        return Ok(item);
+    }
+    let starting: Vec<&queue::Item> = items
+        .iter()
+        .filter(|i| !given.is_empty() && i.id.starts_with(given))
+        .collect();
+    match starting.as_slice() {
+        [one] => Ok(one),
+        [] => Err(
+            CliError::usage(format!("there is no item {given} in the queue")).hint(
+                "stet queue lists the items and their ids (any unique start of an id will do)",
+            ),
+        ),
+        many => Err(CliError::usage(format!(
+            "`{given}` starts {} item ids: {}",
+            many.len(),
+            many.iter()
+                .map(|i| i.id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+        .hint("give more of the id")),
+    }
+}
+
+/// One call or check of an item, as `stet show` tells it.
+#[derive(Serialize)]
+struct Step {
+    receipt: String,
+    role: String,
+    outcome: String,
+    detail: String,
+    seconds: f64,
+    cost_usd: Option<f64>,
+    network_blocked: Vec<crate::network::BlockedRecord>,
+    /// The last lines of its output (a check's; an agent's are in `stet log`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tail: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct Round {
+    round: u32,
+    steps: Vec<Step>,
+}
+
+#[derive(Serialize)]
+struct Shown<'a> {
+    schema: u32,
+    #[serde(flatten)]
+    row: &'a Row,
+    text: &'a str,
+    rounds: Vec<Round>,
+    /// The lane's change against its base (`git diff --stat`), when its branch is here.
+    diff_stat: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    diff: Option<String>,
+}
+
+/// Lines of a check's output shown.
+const TAIL_LINES: usize = 15;
+
+/// `stet show ID`: an item's story on this clone and the remote.
+pub fn show(args: &super::ShowArgs, printer: Printer) -> Result<Exit, CliError> {
+    let repo = repo()?;
+    let (items, _) = queue::read(&repo);
+    let item = resolve(&items, &args.id)?;
+    let (mut rows, remote_note) = rows(&repo, std::slice::from_ref(item), &args.remote)?;
+    let row = rows.remove(0);
+    if let Some(note) = &remote_note {
+        printer.warn(note);
+    }
+    let (receipts, _) = crate::receipts::read_all(&repo);
+    let mut ours: Vec<&crate::receipts::Receipt> =
+        receipts.iter().filter(|r| r.item == item.id).collect();
+    ours.sort_by_key(|r| r.started_unix_ms);
+    let mut rounds: Vec<Round> = Vec::new();
+    for r in ours {
+        let round = r.round.unwrap_or(1);
+        let tail = if r.role == "check" {
+            // Written by a sandbox: read as data, the end only.
+            crate::files::read_untrusted(&r.log, 8 << 20)
+                .map(|bytes| {
+                    let text = String::from_utf8_lossy(&bytes).into_owned();
+                    let lines: Vec<String> = text.lines().map(str::to_string).collect();
+                    lines[lines.len().saturating_sub(TAIL_LINES)..].to_vec()
+                })
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        let step = Step {
+            receipt: r.id.clone(),
+            role: r.role.clone(),
+            outcome: r.outcome.clone(),
+            detail: r.detail.clone(),
+            seconds: r.ended_unix_ms.saturating_sub(r.started_unix_ms) as f64 / 1000.0,
+            cost_usd: r.cost_usd,
+            network_blocked: r.network_blocked.clone(),
+            tail,
+        };
+        match rounds.last_mut() {
+            Some(last) if last.round == round => last.steps.push(step),
+            _ => rounds.push(Round {
+                round,
+                steps: vec![step],
+            }),
+        }
+    }
+    // The lane's branch as this clone has it; its content is the agent's, so diffed by git
+    // that runs no driver, filter or textconv of its.
+    let branch = format!("refs/heads/{}", crate::lanes::branch_of(&item.id));
+    let git = crate::git::Inert::at(&repo);
+    let base = git.run(&["merge-base", "HEAD", &branch]).ok();
+    let diff_of = |extra: &[&str]| -> Option<String> {
+        let base = base.as_deref()?;
+        let mut all = vec!["diff", "--no-ext-diff", "--no-textconv"];
+        all.extend_from_slice(extra);
+        all.extend([base, branch.as_str()]);
+        // Untrimmed: a stat's lines start with a space.
+        let out = git.output(&all).ok().filter(|o| o.status.success())?;
+        Some(String::from_utf8_lossy(&out.stdout).trim_end().to_string())
+    };
+    let diff_stat = diff_of(&["--stat"]);
+    let diff = if args.diff { diff_of(&[]) } else { None };
+    if args.json {
+        printer.json(&Shown {
+            schema: 1,
+            row: &row,
+            text: &item.text,
+            rounds,
+            diff_stat,
+            diff,
+        });
+        return Ok(if remote_note.is_some() {
+            Exit::Unusable
+        } else {
+            Exit::Success
+        });
+    }
+    printer.out(&format!("{}  {}", item.id, item.title));
+    printer.out(&format!("state: {}{}", row.state, detail_of(&row)));
+    printer.out(&format!("file:  {}", item.path.display()));
+    printer.out("");
+    for line in item.text.trim_end().lines() {
+        printer.out(&format!("  {line}"));
+    }
+    if rounds.is_empty() {
+        printer.out("");
+        printer.out("no call of this item on this clone yet");
+    }
+    for round in &rounds {
+        printer.out("");
+        printer.out(&format!("round {}", round.round));
+        for step in &round.steps {
+            let cost = step
+                .cost_usd
+                .map(|c| format!("  ${c:.4}"))
+                .unwrap_or_default();
+            printer.out(&format!(
+                "  {:<9} {:<13} {:>7}{cost}  receipt {}",
+                step.role,
+                step.outcome,
+                crate::printer::duration(step.seconds),
+                step.receipt
+            ));
+            // A check's detail is its output, shown as its tail below.
+            if !step.detail.is_empty()
+                && step.tail.is_empty()
+                && (step.role == "review" || step.outcome != "done")
+            {
+                for line in step.detail.lines().take(6) {
+                    printer.out(&format!("      {line}"));
+                }
+            }
+            for b in &step.network_blocked {
+                printer.out(&format!(
+                    "      network blocked: {} ×{} ({})",
+                    b.target, b.count, b.why
+                ));
+            }
+            for line in &step.tail {
+                printer.out(&format!("      │ {line}"));
+            }
+        }
+    }
+    printer.out("");
+    match (&diff_stat, &diff) {
+        (_, Some(diff)) => printer.out(diff),
+        (Some(stat), None) if !stat.is_empty() => {
+            printer.out(&format!(
+                "{} against its base:",
+                crate::lanes::branch_of(&item.id)
+            ));
+            printer.out(stat);
+        }
+        (Some(_), None) => printer.out(&format!(
+            "{} holds no change against its base",
+            crate::lanes::branch_of(&item.id)
+        )),
+        (None, _) => printer.out(&format!(
+            "the lane's branch {} is not on this clone{}",
+            crate::lanes::branch_of(&item.id),
+            if row.lane.is_some() {
+                format!(
+                    " (it is on the remote: git fetch {} {})",
+                    args.remote,
+                    crate::lanes::branch_of(&item.id)
+                )
+            } else {
+                String::new()
+            }
+        )),
+    }
+    Ok(if remote_note.is_some() {
+        Exit::Unusable
+    } else {
+        Exit::Success
+    })
+}
+
+/// How often `stet log -f` looks for more output.
+const FOLLOW_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// `stet log ID [-f]`: the agent's output of the item's latest call; with `-f`, every call
+/// of the item after it too, as it comes, while a drive on this clone works the item.
+pub fn log(args: &super::LogArgs, printer: Printer) -> Result<Exit, CliError> {
+    use std::io::{Read, Seek, SeekFrom, Write};
+    let repo = repo()?;
+    let (items, _) = queue::read(&repo);
+    let item = resolve(&items, &args.id)?.id.clone();
+    let latest = |repo: &std::path::Path| {
+        let (receipts, _) = crate::receipts::read_all(repo);
+        receipts
+            .into_iter()
+            .filter(|r| r.item == item && r.role != "check")
+            .max_by_key(|r| r.started_unix_ms)
+    };
+    let Some(mut call) = latest(&repo) else {
+        return Err(
+            CliError::usage(format!("{item} has no agent call on this clone yet"))
+                .hint(format!("stet show {item} tells what is known of it")),
+        );
+    };
+    let mut out = std::io::stdout().lock();
+    let mut pending = Vec::new();
+    let mut offset = 0u64;
+    let mut shown_header = false;
+    loop {
+        if !shown_header {
+            printer.note(&format!(
+                "── {} · {} · round {} · receipt {}",
+                item,
+                call.role,
+                call.round.unwrap_or(1),
+                call.id
+            ));
+            shown_header = true;
+        }
+        // The log is the agent's output: shown inert (no terminal control gets through).
+        if let Ok(mut file) = std::fs::File::open(&call.log) {
+            if file.seek(SeekFrom::Start(offset)).is_ok() {
+                let mut chunk = Vec::new();
+                if let Ok(n) = file.take(1 << 20).read_to_end(&mut chunk) {
+                    offset += n as u64;
+                    let text = crate::text::inert_bytes(&mut pending, &chunk);
+                    let _ = out.write_all(text.as_bytes());
+                    let _ = out.flush();
+                }
+            }
+        }
+        if !args.follow {
+            break;
+        }
+        let working =
+            crate::sandbox::owner_alive(&call.owner) && crate::lanes::kept(&repo).contains(&item);
+        match latest(&repo) {
+            // A newer call of the item began: follow it from its start.
+            Some(next) if next.id != call.id => {
+                call = next;
+                offset = 0;
+                shown_header = false;
+                let _ = out.write_all(crate::text::inert_bytes(&mut pending, b"\n").as_bytes());
+                continue;
+            }
+            // Running, or ended with the drive still on the item: watch for more.
+            Some(now) if working => call = now,
+            _ => {
+                // One last read of what the call wrote before it ended.
+                if let Ok(mut file) = std::fs::File::open(&call.log) {
+                    if file.seek(SeekFrom::Start(offset)).is_ok() {
+                        let mut rest = Vec::new();
+                        let _ = file.take(1 << 20).read_to_end(&mut rest);
+                        let _ =
+                            out.write_all(crate::text::inert_bytes(&mut pending, &rest).as_bytes());
+                    }
+                }
+                break;
+            }
+        }
+        std::thread::sleep(FOLLOW_EVERY);
+    }
+    if !pending.is_empty() {
+        let _ = out.write_all(crate::text::inert(&String::from_utf8_lossy(&pending)).as_bytes());
+    }
+    let _ = out.flush();
+    Ok(Exit::Success)
 }
