@@ -5,6 +5,7 @@
 
 pub mod capture;
 pub mod checkpoints;
+pub mod clean;
 pub mod cli;
 pub mod config;
 pub mod credentials;

@@ -18,6 +18,9 @@ pub const PREFIX: &str = "refs/stet/reservations/";
 pub const LANDED: &str = "refs/stet/landed/";
 /// Where items a drive gave up on are marked on the remote, the commit message saying why.
 pub const FAILED: &str = "refs/stet/failed/";
+/// Items cancelled (`stet rm`): no drive takes them, a lane working one stops at its next
+/// move.
+pub const CANCELLED: &str = "refs/stet/cancelled/";
 /// Where lanes' branches live on the remote.
 pub const LANES: &str = "refs/heads/stet/";
 /// Where this clone keeps the copies it fetched.
@@ -33,6 +36,15 @@ pub struct Marks {
     pub failed: std::collections::HashSet<String>,
     /// Items whose lane has a pushed branch.
     pub lanes: std::collections::HashSet<String>,
+    /// Items cancelled (`stet rm`).
+    pub cancelled: std::collections::HashSet<String>,
+}
+
+impl Marks {
+    /// Whether a drive may take `item`: not landed, failed or cancelled.
+    pub fn open(&self, item: &str) -> bool {
+        !self.landed.contains(item) && !self.failed.contains(item) && !self.cancelled.contains(item)
+    }
 }
 
 /// What a reservation says.
@@ -208,6 +220,18 @@ impl Remote<'_> {
         self.mark(FAILED, item, why)
     }
 
+    /// Marks `item` cancelled on the remote (the message saying by whom and when).
+    pub fn mark_cancelled(&self, item: &str, note: &str) -> Result<(), ReservationError> {
+        self.mark(CANCELLED, item, note)
+    }
+
+    /// Removes the mark under `prefix` of `item` (`stet clean --remote`, once its item file
+    /// is gone: a mark must outlive the file it keeps drives off).
+    pub fn unmark(&self, prefix: &str, item: &str) -> Result<(), ReservationError> {
+        self.git(&["push", "--quiet", self.name, &format!(":{prefix}{item}")])
+            .map(|_| ())
+    }
+
     /// Clears `item`'s failed mark; returns whether there was one.
     pub fn clear_failed(&self, item: &str) -> Result<bool, ReservationError> {
         let marks = self.marks()?;
@@ -241,13 +265,18 @@ impl Remote<'_> {
         self.marks_of(&[
             &format!("{LANDED}*"),
             &format!("{FAILED}*"),
+            &format!("{CANCELLED}*"),
             &format!("{LANES}*"),
         ])
     }
 
     /// The marks of one item only (after taking it: a peer may have landed it meanwhile).
     pub fn marks_for(&self, item: &str) -> Result<Marks, ReservationError> {
-        self.marks_of(&[&format!("{LANDED}{item}"), &format!("{FAILED}{item}")])
+        self.marks_of(&[
+            &format!("{LANDED}{item}"),
+            &format!("{FAILED}{item}"),
+            &format!("{CANCELLED}{item}"),
+        ])
     }
 
     fn marks_of(&self, patterns: &[&str]) -> Result<Marks, ReservationError> {
@@ -260,11 +289,30 @@ impl Remote<'_> {
                 marks.landed.insert(item.to_string());
             } else if let Some(item) = reference.strip_prefix(FAILED) {
                 marks.failed.insert(item.to_string());
+            } else if let Some(item) = reference.strip_prefix(CANCELLED) {
+                marks.cancelled.insert(item.to_string());
             } else if let Some(item) = reference.strip_prefix(LANES) {
                 marks.lanes.insert(item.to_string());
             }
         }
         Ok(marks)
+    }
+
+    /// The message of `item`'s mark under `prefix` (who cancelled it, and when), if the
+    /// remote has one.
+    pub fn mark_note(&self, prefix: &str, item: &str) -> Option<String> {
+        let seen = format!("refs/stet/seen/mark/{item}");
+        self.git(&[
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            self.name,
+            &format!("+{prefix}{item}:{seen}"),
+        ])
+        .ok()?;
+        let note = self.git(&["log", "-1", "--format=%s", &seen]).ok();
+        let _ = self.git(&["update-ref", "-d", &seen]);
+        note.map(|n| n.trim().to_string()).filter(|n| !n.is_empty())
     }
 
     /// Why each failed item failed, as its mark's message says.

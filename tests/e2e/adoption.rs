@@ -644,3 +644,251 @@ fn log_prints_the_latest_call_and_follows_the_items_calls_while_a_drive_works_it
     let last = world.run_stet(&["log", id]);
     assert_eq!(last.stdout.trim(), "LAND", "{}", last.stdout);
 }
+
+#[test]
+fn rm_cancels_an_item_for_every_clone_and_stops_a_lane_working_it_at_its_next_move() {
+    let world = world();
+    let ids = queue(
+        &world,
+        &[
+            "Wait for it\n\nfile: WAITED\nimplement: until GO",
+            "Never mind\n\nfile: NEVER",
+        ],
+    );
+    // Cancelled before any drive: no drive takes it.
+    let rm = world.run_stet(&["rm", &ids[1]]);
+    assert_eq!(rm.code, 0, "{}", rm.stderr);
+    assert!(
+        rm.stdout
+            .starts_with(&format!("cancelled {} on origin", ids[1])),
+        "{}",
+        rm.stdout
+    );
+    let listed = world.run_stet(&["queue"]);
+    assert!(
+        listed.stdout.contains(&format!("cancelled {}", ids[1])),
+        "{}",
+        listed.stdout
+    );
+
+    // Cancelled while a drive works it: the lane stops at its next move.
+    let drive = world
+        .stet(&["drive", "--yes"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    loop {
+        let out = world.run_stet(&["log", &ids[0]]);
+        if out.code == 0 && out.stdout.contains("stand-in: waiting for GO") {
+            break;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(120),
+            "{}",
+            out.stderr
+        );
+        std::thread::yield_now();
+    }
+    let rm = world.run_stet(&["rm", &ids[0]]);
+    assert_eq!(rm.code, 0, "{}", rm.stderr);
+    std::fs::write(
+        world
+            .work
+            .join(format!(".git/stet/lanes/{}/work/GO", ids[0])),
+        "",
+    )
+    .unwrap();
+    let drove = stet_e2e::Output::finish(drive);
+    assert_eq!(drove.code, 0, "{}", drove.stderr);
+    assert!(
+        drove
+            .stderr
+            .contains(&format!("{}: cancelled (cancelled by ", ids[0])),
+        "{}",
+        drove.stderr
+    );
+    // The implement call's work is kept on the remote; no review was made, and the other
+    // item was never taken.
+    let remote = world.root.path().join("remote.git");
+    assert!(!git(
+        &remote,
+        &["for-each-ref", &format!("refs/heads/stet/{}", ids[0])]
+    )
+    .is_empty());
+    let first = world.run_stet(&["show", &ids[0], "--json"]).json();
+    assert_eq!(first["state"], "cancelled", "{first:#}");
+    let roles: Vec<&str> = first["rounds"][0]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["implement"], "{first:#}");
+    let second = world.run_stet(&["show", &ids[1], "--json"]).json();
+    assert_eq!(second["rounds"].as_array().unwrap().len(), 0, "{second:#}");
+    let again = world.run_stet(&["rm", &ids[0]]);
+    assert_eq!(
+        again.stdout.trim(),
+        format!("{} was cancelled already", ids[0])
+    );
+}
+
+#[test]
+fn clean_removes_finished_items_leftovers_and_on_the_remote_only_merged_work_and_spent_marks() {
+    let world = world();
+    let ids = queue(
+        &world,
+        &[
+            "Land me\n\nfile: LANDED",
+            "Stop me\n\nfile: STOPPED\nimplement: until GO",
+        ],
+    );
+    let drive = world
+        .stet(&["drive", "--yes"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    loop {
+        let out = world.run_stet(&["log", &ids[1]]);
+        if out.code == 0 && out.stdout.contains("stand-in: waiting for GO") {
+            break;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(120),
+            "{}",
+            out.stderr
+        );
+        std::thread::yield_now();
+    }
+    assert_eq!(world.run_stet(&["rm", &ids[1]]).code, 0);
+    std::fs::write(
+        world
+            .work
+            .join(format!(".git/stet/lanes/{}/work/GO", ids[1])),
+        "",
+    )
+    .unwrap();
+    let drove = stet_e2e::Output::finish(drive);
+    assert_eq!(drove.code, 0, "{}", drove.stderr);
+    let lane = world.work.join(format!(".git/stet/lanes/{}", ids[1]));
+    assert!(
+        lane.is_dir(),
+        "the cancelled item's lane is kept until stet clean"
+    );
+
+    let out = world.run_stet(&["clean"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout
+            .contains(&format!("removed  the lane of {} (cancelled) — ", ids[1])),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains(&format!(
+            "removed  the local branch stet/{} (landed)",
+            ids[0]
+        )),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("freed "), "{}", out.stdout);
+    assert!(!lane.exists());
+    let local = git(&world.work, &["for-each-ref", "refs/heads/stet/"]);
+    assert!(local.is_empty(), "{local}");
+
+    // On the remote: unmerged work is never removed.
+    let remote = world.root.path().join("remote.git");
+    let base = git(&world.work, &["symbolic-ref", "--short", "HEAD"]);
+    let out = world.run_stet(&["clean", "--remote"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains(&format!(
+            "kept     stet/{} on origin (landed): not merged into {}",
+            ids[0],
+            base.trim()
+        )),
+        "{}",
+        out.stdout
+    );
+    assert!(!git(
+        &remote,
+        &["for-each-ref", &format!("refs/heads/stet/{}", ids[0])]
+    )
+    .is_empty());
+    // Merged: its branch goes; its mark stays while its item file is there.
+    git(
+        &world.work,
+        &["fetch", "--quiet", "origin", &format!("stet/{}", ids[0])],
+    );
+    git(
+        &world.work,
+        &["merge", "--quiet", "--no-edit", "FETCH_HEAD"],
+    );
+    git(&world.work, &["push", "--quiet", "origin", "HEAD"]);
+    let out = world.run_stet(&["clean", "--remote"]);
+    assert!(
+        out.stdout.contains(&format!(
+            "removed  stet/{} on origin (merged into {})",
+            ids[0],
+            base.trim()
+        )),
+        "{}",
+        out.stdout
+    );
+    assert!(git(
+        &remote,
+        &["for-each-ref", &format!("refs/heads/stet/{}", ids[0])]
+    )
+    .is_empty());
+    assert!(!git(
+        &remote,
+        &["for-each-ref", &format!("refs/stet/landed/{}", ids[0])]
+    )
+    .is_empty());
+    assert_eq!(
+        world
+            .run_stet(&["queue"])
+            .stdout
+            .lines()
+            .filter(|l| l.starts_with("landed"))
+            .count(),
+        1
+    );
+    // The item file removed: the mark is spent.
+    git(
+        &world.work,
+        &["rm", "--quiet", &format!(".stet/queue/{}.md", ids[0])],
+    );
+    git(&world.work, &["commit", "--quiet", "-m", "done with it"]);
+    git(&world.work, &["push", "--quiet", "origin", "HEAD"]);
+    let out = world.run_stet(&["clean", "--remote"]);
+    assert!(
+        out.stdout.contains(&format!(
+            "removed  the landed mark of {} on origin (its item file is gone)",
+            ids[0]
+        )),
+        "{}",
+        out.stdout
+    );
+    assert!(git(
+        &remote,
+        &["for-each-ref", &format!("refs/stet/landed/{}", ids[0])]
+    )
+    .is_empty());
+    // The cancelled item's branch was never merged: kept, with its mark.
+    assert!(!git(
+        &remote,
+        &["for-each-ref", &format!("refs/heads/stet/{}", ids[1])]
+    )
+    .is_empty());
+    assert!(!git(
+        &remote,
+        &["for-each-ref", &format!("refs/stet/cancelled/{}", ids[1])]
+    )
+    .is_empty());
+}

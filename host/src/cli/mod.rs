@@ -218,6 +218,20 @@ pub enum Command {
     /// here (landed) or the drive is gone. The output is made inert for the terminal.
     Log(LogArgs),
 
+    /// Cancel an item: a mark on the remote every clone sees; no drive takes it, and a
+    /// drive working it stops at its next move (its branch and checkpoint are kept). The
+    /// item's file stays in the queue directory until you remove it with git.
+    Rm(RmArgs),
+
+    /// Remove what landed, failed and cancelled items left on this clone.
+    ///
+    /// Their lanes (working copies and git directories) and local `stet/*` branches (a
+    /// branch only when the remote has it too); it says what it removed and the space
+    /// freed. With --remote, also their `stet/*` branches on the remote once merged into
+    /// your current branch there (never unmerged work), and their marks once the item's
+    /// file is gone from the repository.
+    Clean(CleanArgs),
+
     /// Take a failed item up again: clears its failed mark on the remote, so the next drive
     /// works it (resuming its lane when one was pushed).
     Retry(RetryArgs),
@@ -565,6 +579,32 @@ pub struct LogArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct RmArgs {
+    /// The item's id, or a unique start of it.
+    #[arg(value_name = "ID")]
+    pub id: String,
+
+    /// The remote that holds the marks.
+    #[arg(long, default_value = "origin", value_name = "NAME")]
+    pub remote: String,
+}
+
+#[derive(Debug, Args)]
+pub struct CleanArgs {
+    /// Also remove their merged branches and spent marks on the remote.
+    #[arg(long)]
+    pub remote: bool,
+
+    /// The remote that holds reservations, marks and lanes.
+    #[arg(long, default_value = "origin", value_name = "NAME")]
+    pub remote_name: String,
+
+    /// Print JSON instead of lines.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
 pub struct RetryArgs {
     /// The item's id (as `stet queue` shows it), or a unique start of it.
     #[arg(value_name = "ID")]
@@ -738,6 +778,8 @@ pub fn main() -> ExitCode {
         Command::Retry(args) => Some(queue::retry(args, printer)),
         Command::Show(args) => Some(queue::show(args, printer)),
         Command::Log(args) => Some(queue::log(args, printer)),
+        Command::Rm(args) => Some(queue::rm(args, printer)),
+        Command::Clean(args) => Some(queue::clean(args, printer)),
         Command::Receipts(args) => Some(receipts::run(args, printer)),
         Command::Status(args) => Some(receipts::status(args, printer)),
         Command::Trust(args) => Some(trust::run(args, printer)),
@@ -836,6 +878,8 @@ fn run(cli: Cli, printer: Printer) -> Result<Exit, CliError> {
         | Command::Retry(_)
         | Command::Show(_)
         | Command::Log(_)
+        | Command::Rm(_)
+        | Command::Clean(_)
         | Command::Receipts(_)
         | Command::Status(_)
         | Command::Trust(_)

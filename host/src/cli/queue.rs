@@ -56,7 +56,7 @@ pub fn add(args: &AddArgs, printer: Printer) -> Result<Exit, CliError> {
 struct Row {
     id: String,
     title: String,
-    /// `open`, `reserved`, `lapsed`, `landed`, `failed` or `unknown`.
+    /// `open`, `reserved`, `lapsed`, `landed`, `failed`, `cancelled` or `unknown`.
     state: String,
     /// Who holds the reservation, for `reserved` and `lapsed`.
     holder: Option<String>,
@@ -140,6 +140,7 @@ fn rows(
                 (Some(_), _) => "unknown",
                 (None, _) if marks.landed.contains(&item.id) => "landed",
                 (None, _) if marks.failed.contains(&item.id) => "failed",
+                (None, _) if marks.cancelled.contains(&item.id) => "cancelled",
                 (None, None) => "open",
                 (None, Some(h)) if h.reservation.expires_at_unix > now => "reserved",
                 (None, Some(_)) => "lapsed",
@@ -230,6 +231,9 @@ fn detail_of(row: &Row) -> String {
             row.id
         ),
         ("landed", ..) => format!(" — {}", crate::lanes::branch_of(&row.id)),
+        ("cancelled", ..) => {
+            " — no drive takes it (stet clean removes what it left here)".to_string()
+        }
         ("open", ..) if row.lane.is_some() || row.round.is_some() => format!(
             " — {}the next drive resumes it{}",
             if row.lane.is_some() {
@@ -606,5 +610,108 @@ pub fn log(args: &super::LogArgs, printer: Printer) -> Result<Exit, CliError> {
         let _ = out.write_all(crate::text::inert(&String::from_utf8_lossy(&pending)).as_bytes());
     }
     let _ = out.flush();
+    Ok(Exit::Success)
+}
+
+/// `stet rm ID`: cancels an item on the remote.
+pub fn rm(args: &super::RmArgs, printer: Printer) -> Result<Exit, CliError> {
+    let repo = repo()?;
+    let (items, _) = queue::read(&repo);
+    let id = resolve(&items, &args.id)?.id.clone();
+    let remote = Remote {
+        repo: &repo,
+        name: &args.remote,
+    };
+    let unreachable = |e: ReservationError| {
+        CliError::new(Exit::Unusable, "the remote cannot be reached")
+            .caused_by(e.to_string())
+            .hint("check the network and the remote, then run stet rm again")
+    };
+    let marks = remote.marks_for(&id).map_err(unreachable)?;
+    if marks.landed.contains(&id) {
+        return Err(
+            CliError::usage(format!("{id} has landed; there is nothing to cancel"))
+                .hint("stet clean --remote removes its branch once merged"),
+        );
+    }
+    if marks.cancelled.contains(&id) {
+        printer.out(&format!("{id} was cancelled already"));
+        return Ok(Exit::Success);
+    }
+    let when = crate::drive::clock(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs() as i64)
+            .unwrap_or(0),
+    );
+    let by = crate::git::Person::of_repository(&repo)
+        .map(|p| format!("{} <{}>", p.name, p.email))
+        .unwrap_or_else(|| "stet rm".to_string());
+    remote
+        .mark_cancelled(&id, &format!("cancelled by {by} at {when}"))
+        .map_err(unreachable)?;
+    printer.out(&format!(
+        "cancelled {id} on {}: no drive takes it, and a drive working it stops at its next move",
+        args.remote
+    ));
+    printer.out(&format!(
+        "its file stays in {} (git rm it when you like); stet clean removes what it left on a clone",
+        queue::QUEUE_DIR
+    ));
+    Ok(Exit::Success)
+}
+
+/// `stet clean [--remote]`: what finished items left behind.
+pub fn clean(args: &super::CleanArgs, printer: Printer) -> Result<Exit, CliError> {
+    let repo = repo()?;
+    let remote = Remote {
+        repo: &repo,
+        name: &args.remote_name,
+    };
+    let done = crate::clean::clean(&repo, &remote, args.remote).map_err(|e| {
+        CliError::new(
+            Exit::Unusable,
+            "the remote cannot be reached, and it says which items are finished",
+        )
+        .caused_by(e.to_string())
+        .hint("check the network and the remote, then run stet clean again")
+    })?;
+    let freed: u64 = done.iter().map(|d| d.bytes).sum();
+    if args.json {
+        #[derive(Serialize)]
+        struct Report<'a> {
+            schema: u32,
+            done: &'a [crate::clean::Done],
+            freed_bytes: u64,
+        }
+        printer.json(&Report {
+            schema: 1,
+            done: &done,
+            freed_bytes: freed,
+        });
+        return Ok(Exit::Success);
+    }
+    if done.is_empty() {
+        printer.out("nothing to clean: no landed, failed or cancelled item left anything here");
+    }
+    for d in &done {
+        let size = if d.bytes > 0 {
+            format!(" — {}", crate::settings::size(d.bytes))
+        } else {
+            String::new()
+        };
+        printer.out(&format!("{:<8} {}{size}", d.what, d.detail));
+    }
+    if !done.is_empty() {
+        printer.out(&format!(
+            "freed {} on this clone",
+            crate::settings::size(freed)
+        ));
+    }
+    if !args.remote {
+        printer.detail(
+            "stet clean --remote also removes their merged branches and spent marks on the remote",
+        );
+    }
     Ok(Exit::Success)
 }

@@ -32,6 +32,8 @@ pub(super) enum ItemEnd {
     RemoteUnreachable(String),
     /// Another drive took the reservation over (it lapsed); this drive leaves the lane.
     Lost(String),
+    /// The item was cancelled on the remote (`stet rm`): the lane stops at this move.
+    Cancelled(String),
 }
 
 /// An outage in progress: when it began and how far along the schedule it is.
@@ -203,6 +205,14 @@ impl Drive<'_> {
                     );
                     done_here.insert(item.id.clone());
                 }
+                ItemEnd::Cancelled(note) => {
+                    note!(
+                        self.progress,
+                        "{}: cancelled ({note}); its lane stopped, its branch and checkpoint kept on the remote",
+                        item.id
+                    );
+                    done_here.insert(item.id.clone());
+                }
                 ItemEnd::Stopped(branch) => {
                     note!(
                         self.progress,
@@ -273,7 +283,7 @@ impl Drive<'_> {
             Ok(marks) => marks,
             Err(e) => return Ok(Next::Unreachable(short(&e))),
         };
-        let open = |m: &Marks, id: &str| !m.landed.contains(id) && !m.failed.contains(id);
+        let open = |m: &Marks, id: &str| m.open(id);
         for item in items
             .iter()
             .filter(|i| !done_here.contains(&i.id) && open(&marks, &i.id))
@@ -332,7 +342,7 @@ impl Drive<'_> {
         };
         for h in held {
             let item = &h.reservation.item;
-            let done = marks.landed.contains(item) || marks.failed.contains(item);
+            let done = !marks.open(item);
             let lapsed = h.reservation.expires_at_unix <= self.clock.now();
             if done && (lapsed || ours_to_take_over(&self.holder, &h.reservation.holder)) {
                 let _ = remote.release(&h);

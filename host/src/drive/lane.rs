@@ -122,10 +122,21 @@ impl Drive<'_> {
 
     /// A new stage of `lane`: a move. The reservation says the stage (renewed with it);
     /// a reservation another drive took over ends the lane's work here.
-    fn enter(&self, lane: &Lane, stage: &str) -> Result<(), String> {
+    fn enter(&self, lane: &Lane, stage: &str) -> Result<(), ItemEnd> {
         self.moves.set(self.moves.get() + 1);
         self.progress.stage(self.moves.get(), &lane.branch, stage);
-        self.keeper.set_stage(stage)?;
+        self.keeper.set_stage(stage).map_err(ItemEnd::Lost)?;
+        // Cancelled on the remote (`stet rm`) since the last move: stop here. A remote that
+        // does not answer now is the keeper's to report; the move goes on.
+        if let Ok(marks) = self.remote().marks_for(&lane.item) {
+            if marks.cancelled.contains(&lane.item) {
+                let note = self
+                    .remote()
+                    .mark_note(crate::reservations::CANCELLED, &lane.item)
+                    .unwrap_or_else(|| "cancelled on the remote".to_string());
+                return Err(ItemEnd::Cancelled(note));
+            }
+        }
         if let Some(why) = self.keeper.unreachable() {
             let until = self
                 .keeper
@@ -284,8 +295,8 @@ impl Drive<'_> {
         lane: &Lane,
         at: &Checkpoint,
     ) -> Result<Moved, CliError> {
-        if let Err(why) = self.enter(lane, "implement") {
-            return Ok(Moved::End(ItemEnd::Lost(why)));
+        if let Err(end) = self.enter(lane, "implement") {
+            return Ok(Moved::End(end));
         }
         if !self.pace() {
             return Ok(Moved::End(ItemEnd::Stopped(lane.branch.clone())));
@@ -376,8 +387,8 @@ impl Drive<'_> {
                 ..at.clone()
             }));
         };
-        if let Err(why) = self.enter(lane, "check") {
-            return Ok(Moved::End(ItemEnd::Lost(why)));
+        if let Err(end) = self.enter(lane, "check") {
+            return Ok(Moved::End(end));
         }
         let outcome = match self.check(item, lane, at.round, check) {
             Ok(outcome) => outcome,
@@ -428,8 +439,8 @@ impl Drive<'_> {
 
     /// The reviewing agent's call.
     fn review(&self, item: &queue::Item, lane: &Lane, at: &Checkpoint) -> Result<Moved, CliError> {
-        if let Err(why) = self.enter(lane, "review") {
-            return Ok(Moved::End(ItemEnd::Lost(why)));
+        if let Err(end) = self.enter(lane, "review") {
+            return Ok(Moved::End(end));
         }
         if !self.pace() {
             return Ok(Moved::End(ItemEnd::Stopped(lane.branch.clone())));
@@ -513,8 +524,8 @@ impl Drive<'_> {
     /// when a landing was cut short —, then the item is marked landed and the checkpoint
     /// goes in one atomic push, and the working copy is removed.
     fn land(&self, item: &queue::Item, lane: &Lane, at: &Checkpoint) -> Result<ItemEnd, CliError> {
-        if let Err(why) = self.enter(lane, "land") {
-            return Ok(ItemEnd::Lost(why));
+        if let Err(end) = self.enter(lane, "land") {
+            return Ok(end);
         }
         let again = at.next == Next::LandAgain;
         if again {

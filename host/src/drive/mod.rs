@@ -206,10 +206,7 @@ pub fn run(
         name: &options.remote,
     };
     let marks = remote.marks().map_err(remote_error)?;
-    let eligible = items
-        .iter()
-        .filter(|i| !marks.landed.contains(&i.id) && !marks.failed.contains(&i.id))
-        .count();
+    let eligible = items.iter().filter(|i| marks.open(&i.id)).count();
     if !marks.failed.is_empty() {
         note!(
             printer,
