@@ -1,9 +1,10 @@
 //! All of a command's output goes through here.
 //!
 //! Standard output carries the command's result (a table, or JSON with `--json`);
-//! standard error carries errors, warnings and notes. Output has no colour, so it reads
-//! the same in a terminal, a pipe and a log. A closed pipe (`stet plugins list | head`)
-//! ends output quietly instead of panicking.
+//! standard error carries errors, warnings and notes (`-q` keeps only errors and
+//! warnings). States are coloured on a terminal only, through anstream (as clap's own
+//! help is): a pipe, a log, `NO_COLOR` or `TERM=dumb` get plain text. A closed pipe (`stet
+//! plugins list | head`) ends output quietly instead of panicking.
 //!
 //! Every line is made inert first ([`crate::text::inert`]): text from items, agents,
 //! checks and plugins reaches the terminal with its control characters escaped. JSON is
@@ -18,6 +19,8 @@ use crate::text::inert;
 pub struct Printer {
     /// Whether `-v` was given (once or more).
     pub verbose: bool,
+    /// Whether `-q` was given: no notes, no details.
+    pub quiet: bool,
 }
 
 impl Printer {
@@ -27,15 +30,46 @@ impl Printer {
         let _ = writeln!(stdout, "{}", inert(text));
     }
 
-    /// Writes `value` as pretty JSON to standard output.
+    /// Writes `value` (an object) as pretty JSON to standard output, with `"schema"`
+    /// ([`SCHEMA`]) first.
     pub fn json<T: serde::Serialize>(&self, value: &T) {
+        #[derive(serde::Serialize)]
+        struct Versioned<'a, T> {
+            schema: u32,
+            #[serde(flatten)]
+            body: &'a T,
+        }
+        self.raw_json(&Versioned {
+            schema: SCHEMA,
+            body: value,
+        });
+    }
+
+    /// Writes `value` as pretty JSON exactly as it serialises (for a shape that carries
+    /// its own `schema`).
+    pub fn raw_json<T: serde::Serialize>(&self, value: &T) {
         let text = serde_json::to_string_pretty(value).expect("output types serialise");
         let _ = writeln!(std::io::stdout().lock(), "{text}");
     }
 
+    /// Writes `state` coloured by what it means (on a terminal), then `rest`, as one line
+    /// of standard output. Both are made inert first; the colour is stet's own.
+    pub fn out_state(&self, state: &str, width: usize, rest: &str) {
+        let style = style_of(state);
+        let mut stdout = anstream::stdout().lock();
+        let _ = writeln!(
+            stdout,
+            "{style}{:<width$}{style:#}{}",
+            inert(state),
+            inert(rest)
+        );
+    }
+
     /// Writes a progress line to standard error (what a long command is doing now).
     pub fn note(&self, text: &str) {
-        let _ = writeln!(std::io::stderr().lock(), "{}", inert(text));
+        if !self.quiet {
+            let _ = writeln!(std::io::stderr().lock(), "{}", inert(text));
+        }
     }
 
     /// Writes a warning to standard error.
@@ -45,7 +79,7 @@ impl Printer {
 
     /// Writes a line to standard error only with `-v`.
     pub fn detail(&self, text: &str) {
-        if self.verbose {
+        if self.verbose && !self.quiet {
             let _ = writeln!(std::io::stderr().lock(), "{}", inert(text));
         }
     }
@@ -55,6 +89,37 @@ impl Printer {
 pub fn error(error: &crate::error::CliError) {
     let _ = writeln!(std::io::stderr().lock(), "{}", inert(&error.to_string()));
 }
+
+/// The colour of a state word: done is green, given up red, in progress yellow, gone dim.
+fn style_of(state: &str) -> anstyle::Style {
+    use anstyle::{AnsiColor, Style};
+    let colour = |c: AnsiColor| Style::new().fg_color(Some(c.into()));
+    match state.trim() {
+        "landed" | "ok" | "done" | "passed" => colour(AnsiColor::Green),
+        "failed" | "FAIL" | "out-of-shape" | "not-run" | "interrupted" => {
+            colour(AnsiColor::Red).bold()
+        }
+        "reserved" | "lapsed" | "running" | "rate-limited" => colour(AnsiColor::Yellow),
+        "cancelled" | "unknown" | "kept" => Style::new().dimmed(),
+        _ => Style::new(),
+    }
+}
+
+/// `n` things, the word in its number: `1 round`, `2 rounds`.
+pub fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// A time as RFC 3339 (UTC, to the second), for `--json` beside the Unix milliseconds.
+pub fn rfc3339_ms(unix_ms: u64) -> String {
+    humantime::format_rfc3339_seconds(
+        std::time::UNIX_EPOCH + std::time::Duration::from_millis(unix_ms),
+    )
+    .to_string()
+}
+
+/// The version of every `--json` shape: a consumer checks it before reading the rest.
+pub const SCHEMA: u32 = 1;
 
 /// A duration people read: sub-second ones to the hundredth (`0.42 s`), then tenths
 /// (`12.3 s`), then minutes (`2 min 05 s`) and hours (`1 h 02 min`).
@@ -84,5 +149,13 @@ mod tests {
         assert_eq!(duration(125.0), "2 min 05 s");
         assert_eq!(duration(3720.0), "1 h 02 min");
         assert_eq!(duration(f64::NAN), "0.00 s");
+    }
+
+    #[test]
+    fn counts_say_the_word_in_its_number() {
+        assert_eq!(super::count(1, "round", "rounds"), "1 round");
+        assert_eq!(super::count(0, "round", "rounds"), "0 rounds");
+        assert_eq!(super::count(2, "sandbox", "sandboxes"), "2 sandboxes");
+        assert_eq!(super::rfc3339_ms(1_000), "1970-01-01T00:00:01Z");
     }
 }

@@ -892,3 +892,113 @@ fn clean_removes_finished_items_leftovers_and_on_the_remote_only_merged_work_and
     )
     .is_empty());
 }
+
+#[test]
+fn output_people_read_headers_newest_first_colour_on_a_terminal_only_quiet_and_versioned_json() {
+    let world = world();
+    let ids = queue(
+        &world,
+        &["First thing\n\nfile: ONE", "Second thing\n\nfile: TWO"],
+    );
+    let out = world.run_stet(&["drive", "--yes"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("stet drive: 2 items of 2 eligible"),
+        "{}",
+        out.stderr
+    );
+    // The closing summary: what became of each item, how long, what it cost, what next.
+    assert!(out.stderr.contains(": landed 2 — "), "{}", out.stderr);
+    assert!(out.stderr.contains("$0.0020 reported"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains(&format!(
+            "  landed:    {}, {} (stet show ID tells each one's story)",
+            ids[0], ids[1]
+        )),
+        "{}",
+        out.stderr
+    );
+
+    // Headers; colour only when asked for a terminal's sake, never in a pipe.
+    let plain = world.run_stet(&["queue"]);
+    assert!(plain.stdout.starts_with("STATE     ID"), "{}", plain.stdout);
+    assert!(!plain.stdout.contains('\u{1b}'), "{:?}", plain.stdout);
+    let mut forced = world.stet(&["queue"]);
+    forced.env("CLICOLOR_FORCE", "1");
+    let coloured = world.run(&mut forced);
+    assert!(
+        coloured.stdout.contains("\u{1b}[32mlanded"),
+        "{:?}",
+        coloured.stdout
+    );
+    let mut no_colour = world.stet(&["queue"]);
+    no_colour.env("CLICOLOR_FORCE", "1").env("NO_COLOR", "1");
+    assert!(!world.run(&mut no_colour).stdout.contains('\u{1b}'));
+
+    // Receipts: a header, newest first, by item and by count, durations people read.
+    let receipts = world.run_stet(&["receipts"]);
+    let lines: Vec<&str> = receipts.stdout.lines().collect();
+    assert!(lines[0].starts_with("STARTED"), "{}", receipts.stdout);
+    assert!(
+        lines[1].contains(&ids[1]) && lines[1].contains("review"),
+        "{}",
+        receipts.stdout
+    );
+    assert!(
+        lines[1].contains(" s "),
+        "sub-second durations: {}",
+        receipts.stdout
+    );
+    let common: String = ids[0]
+        .chars()
+        .zip(ids[1].chars())
+        .take_while(|(a, b)| a == b)
+        .map(|(a, _)| a)
+        .collect();
+    let of_first = world.run_stet(&["receipts", "--item", &common]);
+    assert_eq!(
+        of_first.code, 2,
+        "a start two ids share: {}",
+        of_first.stderr
+    );
+    let of_first = world.run_stet(&["receipts", "--item", &ids[0], "--last", "1"]);
+    let rows: Vec<&str> = of_first.stdout.lines().skip(1).collect();
+    assert_eq!(rows.len(), 1, "{}", of_first.stdout);
+    assert!(
+        rows[0].contains("review") && rows[0].contains(&ids[0]),
+        "{}",
+        of_first.stdout
+    );
+    let json = world
+        .run_stet(&["receipts", "--json", "--last", "2"])
+        .json();
+    assert_eq!(json["schema"], 1);
+    let newest = &json["receipts"][0];
+    assert!(
+        newest["started"].as_str().unwrap().ends_with('Z'),
+        "{newest:#}"
+    );
+    let implement = &json["receipts"][1];
+    assert_eq!(implement["role"], "implement", "{json:#}");
+    assert_eq!(
+        implement["usage"]["turns"], 1,
+        "usage is numbers: {implement:#}"
+    );
+    for args in [
+        &["queue", "--json"][..],
+        &["status", "--json"],
+        &["plugins", "list", "--json"],
+    ] {
+        assert_eq!(world.run_stet(args).json()["schema"], 1, "{args:?}");
+    }
+
+    // Quiet: results, warnings and errors only.
+    let ids = queue(&world, &["Third thing\n\nfile: THREE"]);
+    let quiet = world.run_stet(&["-q", "drive", "--yes"]);
+    assert_eq!(quiet.code, 0, "{}", quiet.stderr);
+    assert_eq!(quiet.stderr, "", "{}", quiet.stderr);
+    assert!(world
+        .run_stet(&["queue"])
+        .stdout
+        .contains(&format!("landed    {}", ids[0])));
+}

@@ -140,8 +140,7 @@ fn a_drive_lands_an_item_through_the_native_runtime_with_the_command_harness() {
     let branch = branch.trim().trim_start_matches("* ").trim();
     let hello = stet_e2e::git(&remote, &["show", &format!("{branch}:hello.txt")]);
     assert_eq!(hello.trim(), "hello from a VM");
-    let receipts = world.run_stet(&["receipts", "--json"]).json();
-    let receipts = receipts.as_array().unwrap();
+    let receipts = stet_e2e::receipts_oldest_first(&world.run_stet(&["receipts", "--json"]));
     assert_eq!(receipts.len(), 2, "implement and review: {receipts:#?}");
     assert!(receipts
         .iter()

@@ -352,8 +352,8 @@ fn ask_makes_the_example_agent_write_the_file() {
         "hi\n"
     );
     // The call left a receipt with its full output.
-    let receipts = c.run(&["receipts", "--json"]).json();
-    let receipt = &receipts.as_array().unwrap()[0];
+    let receipts = stet_e2e::receipts_oldest_first(&c.run(&["receipts", "--json"]));
+    let receipt = &receipts[0];
     assert_eq!(receipt["harness"]["name"], "command");
     assert_eq!(receipt["outcome"], "done");
     let log = std::fs::read_to_string(receipt["log"].as_str().unwrap()).unwrap();
@@ -561,10 +561,8 @@ fn a_drive_lands_an_item_with_the_example_agent() {
     assert_eq!(landed.lines().count(), 1, "{landed}");
 
     // One receipt per call: implement done, then the review's verdict.
-    let receipts = c.run(&["receipts", "--json"]).json();
+    let receipts = stet_e2e::receipts_oldest_first(&c.run(&["receipts", "--json"]));
     let mut calls: Vec<(String, String, String)> = receipts
-        .as_array()
-        .unwrap()
         .iter()
         .map(|r| {
             (

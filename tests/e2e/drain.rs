@@ -138,7 +138,7 @@ fn receipts_in(world: &World, dir: &Path) -> Vec<serde_json::Value> {
     command.current_dir(dir);
     let out = world.run(&mut command);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    out.json().as_array().unwrap().clone()
+    stet_e2e::receipts_oldest_first(&out)
 }
 
 /// The stand-in's calls: (receipt id, role), one per call it started, from the first line
@@ -214,8 +214,7 @@ fn three_seeded_items_land_on_the_bare_remote_with_a_receipt_for_every_call() {
     let out = child.finish();
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
-        out.stderr
-            .contains("stet drive: up to 8 of 3 eligible items"),
+        out.stderr.contains("stet drive: 3 items of 3 eligible"),
         "{}",
         out.stderr
     );
@@ -282,7 +281,7 @@ fn three_seeded_items_land_on_the_bare_remote_with_a_receipt_for_every_call() {
             "the {role} call {id} has no receipt"
         );
     }
-    let queue = world.run_stet(&["queue", "--json"]).json();
+    let queue = world.run_stet(&["queue", "--json"]).json()["items"].clone();
     assert!(
         queue
             .as_array()
@@ -308,7 +307,7 @@ fn three_seeded_items_land_on_the_bare_remote_with_a_receipt_for_every_call() {
     let again = world.run_stet(&["drive", "--yes"]);
     assert_eq!(again.code, 0, "{}", again.stderr);
     assert!(
-        again.stderr.contains("of 0 eligible items"),
+        again.stderr.contains("0 items of 0 eligible"),
         "{}",
         again.stderr
     );
@@ -337,11 +336,11 @@ fn an_item_whose_agent_never_answers_is_given_up_after_its_rounds_and_the_next_i
     assert_eq!(hung.len(), 2, "two rounds: {receipts:?}");
     assert!(hung.iter().all(|r| r["outcome"] == "failed"), "{hung:?}");
     assert_eq!(landed(&world).len(), 1, "{}", out.stderr);
-    let queue = world.run_stet(&["queue", "--json"]).json();
+    let queue = world.run_stet(&["queue", "--json"]).json()["items"].clone();
     assert_eq!(queue[0]["state"], "failed", "{queue}");
     let why = queue[0]["why"].as_str().unwrap();
     assert!(
-        why.starts_with("not landed after 2 round(s): the implementing agent failed its task: no answer within 2s"),
+        why.starts_with("not landed after 2 rounds: the implementing agent failed its task: no answer within 2s"),
         "{why}"
     );
     assert_eq!(queue[1]["state"], "landed", "{queue}");
@@ -381,7 +380,7 @@ fn a_judge_answering_out_of_shape_enters_the_outage_and_counts_toward_the_rounds
         .collect();
     assert_eq!(roles, ["implement", "review"], "{receipts:?}");
     assert_eq!(receipts[1]["outcome"], "out-of-shape");
-    let queue = world.run_stet(&["queue", "--json"]).json();
+    let queue = world.run_stet(&["queue", "--json"]).json()["items"].clone();
     assert_eq!(queue[0]["state"], "failed", "{queue}");
     assert!(
         queue[0]["why"]
@@ -684,13 +683,13 @@ fn an_item_given_up_is_marked_failed_with_why_skipped_by_the_next_drive_and_retr
     let world = world_with_items(&["Never good enough\n\nfile: n.txt\nreview: never"]);
     let out = world.run_stet(&["drive", "--yes", "--rounds", "2"]);
     assert_eq!(out.code, 4, "{}", out.stderr);
-    let why = "not landed after 2 round(s): the reviewer asked for changes: Not like this.";
+    let why = "not landed after 2 rounds: the reviewer asked for changes: Not like this.";
     assert!(
         out.stderr.contains(&format!("given up: {why}")),
         "{}",
         out.stderr
     );
-    let queue = world.run_stet(&["queue", "--json"]).json();
+    let queue = world.run_stet(&["queue", "--json"]).json()["items"].clone();
     let row = &queue[0];
     assert_eq!(row["state"], "failed", "{queue}");
     assert_eq!(row["why"], why, "{queue}");
@@ -707,12 +706,12 @@ fn an_item_given_up_is_marked_failed_with_why_skipped_by_the_next_drive_and_retr
     let again = world.run_stet(&["drive", "--yes"]);
     assert_eq!(again.code, 0, "{}", again.stderr);
     assert!(
-        again.stderr.contains("1 item(s) failed before"),
+        again.stderr.contains("1 item failed before"),
         "{}",
         again.stderr
     );
     assert!(
-        again.stderr.contains("of 0 eligible items"),
+        again.stderr.contains("0 items of 0 eligible"),
         "{}",
         again.stderr
     );
@@ -721,7 +720,7 @@ fn an_item_given_up_is_marked_failed_with_why_skipped_by_the_next_drive_and_retr
     let retried = world.run_stet(&["retry", &id]);
     assert_eq!(retried.code, 0, "{}", retried.stderr);
     assert_eq!(
-        world.run_stet(&["queue", "--json"]).json()[0]["state"],
+        world.run_stet(&["queue", "--json"]).json()["items"][0]["state"],
         "open"
     );
     let twice = world.run_stet(&["retry", &id]);

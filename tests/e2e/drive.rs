@@ -126,8 +126,7 @@ fn two_items_are_driven_to_landings_on_the_remote() {
     let out = world.run_stet(&["drive", "--yes"]);
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     assert!(
-        out.stderr
-            .contains("stet drive: up to 8 of 2 eligible items"),
+        out.stderr.contains("stet drive: 2 items of 2 eligible"),
         "{}",
         out.stderr
     );
@@ -140,7 +139,7 @@ fn two_items_are_driven_to_landings_on_the_remote() {
         let file = git(&remote, &["show", &format!("{branch}:FIXED.txt")]);
         assert_eq!(file, "fixed\n");
     }
-    let queue = world.run_stet(&["queue", "--json"]).json();
+    let queue = world.run_stet(&["queue", "--json"]).json()["items"].clone();
     assert!(
         queue
             .as_array()
@@ -154,10 +153,8 @@ fn two_items_are_driven_to_landings_on_the_remote() {
         .trim()
         .is_empty());
     // One receipt per agent call and per check: implement, check, review for each item.
-    let receipts = world.run_stet(&["receipts", "--json"]).json();
+    let receipts = stet_e2e::receipts_oldest_first(&world.run_stet(&["receipts", "--json"]));
     let roles: Vec<&str> = receipts
-        .as_array()
-        .unwrap()
         .iter()
         .map(|r| r["role"].as_str().unwrap())
         .collect();
@@ -171,14 +168,14 @@ fn two_items_are_driven_to_landings_on_the_remote() {
             "check",
             "review"
         ],
-        "{receipts:#}"
+        "{receipts:#?}"
     );
 
     let status = world.run_stet(&["status"]);
     assert!(
         status
             .stdout
-            .contains("receipts: 6 of agent calls and checks in 1 run(s) (4 done, 2 passed)"),
+            .contains("receipts: 6 of agent calls and checks in 1 run (4 done, 2 passed)"),
         "{}",
         status.stdout
     );
@@ -186,7 +183,7 @@ fn two_items_are_driven_to_landings_on_the_remote() {
     let again = world.run_stet(&["drive", "--yes"]);
     assert_eq!(again.code, 0);
     assert!(
-        again.stderr.contains("of 0 eligible items"),
+        again.stderr.contains("0 items of 0 eligible"),
         "{}",
         again.stderr
     );
@@ -202,7 +199,7 @@ fn a_reviewer_that_never_lands_gives_the_item_up_after_the_rounds() {
     assert_eq!(out.code, 4, "some item given up: {}", out.stderr);
     assert!(
         out.stderr.contains(
-            "given up: not landed after 2 round(s): the reviewer asked for changes: Not like this."
+            "given up: not landed after 2 rounds: the reviewer asked for changes: Not like this."
         ),
         "{}",
         out.stderr
@@ -318,7 +315,7 @@ fn a_drive_reaps_what_a_killed_stet_left_behind_before_it_starts() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
         out.stderr
-            .contains("reaped 1 sandbox(es) a crashed stet left behind"),
+            .contains("reaped 1 sandbox a crashed stet left behind"),
         "{}",
         out.stderr
     );
@@ -350,17 +347,15 @@ fn a_usage_limit_is_waited_out_and_the_item_still_lands() {
         started.elapsed() >= std::time::Duration::from_secs(2),
         "it waited"
     );
-    let receipts = world.run_stet(&["receipts", "--json"]).json();
+    let receipts = stet_e2e::receipts_oldest_first(&world.run_stet(&["receipts", "--json"]));
     let outcomes: Vec<&str> = receipts
-        .as_array()
-        .unwrap()
         .iter()
         .map(|r| r["outcome"].as_str().unwrap())
         .collect();
     assert_eq!(
         outcomes,
         ["rate-limited", "done", "passed", "done"],
-        "{receipts:#}"
+        "{receipts:#?}"
     );
 }
 
@@ -422,12 +417,8 @@ fn a_stop_mid_lane_then_a_resume_lands_the_item() {
         1,
         "the lane's branch stays pushed: {pushed}"
     );
-    let receipts = world.run_stet(&["receipts", "--json"]).json();
-    assert_eq!(
-        receipts.as_array().unwrap().len(),
-        1,
-        "the call in flight was recorded"
-    );
+    let receipts = stet_e2e::receipts_oldest_first(&world.run_stet(&["receipts", "--json"]));
+    assert_eq!(receipts.len(), 1, "the call in flight was recorded");
     assert_eq!(receipts[0]["outcome"], "done");
 
     let resumed = world.run_stet(&["drive", "--yes"]);
@@ -502,7 +493,7 @@ fn a_second_signal_kills_at_once_and_the_next_drive_takes_the_lane_up() {
     let resumed = world.run_stet(&["drive", "--yes"]);
     assert_eq!(resumed.code, 0, "{}", resumed.stderr);
     assert!(
-        resumed.stderr.contains("reaped 1 sandbox(es)"),
+        resumed.stderr.contains("reaped 1 sandbox"),
         "{}",
         resumed.stderr
     );
@@ -557,12 +548,10 @@ fn a_model_api_that_keeps_failing_enters_the_outage_schedule_and_stops_at_its_li
     assert!(git(&remote, &["for-each-ref", "refs/stet/landed"])
         .trim()
         .is_empty());
-    let receipts = world.run_stet(&["receipts", "--json"]).json();
+    let receipts = stet_e2e::receipts_oldest_first(&world.run_stet(&["receipts", "--json"]));
     let failed = receipts
-        .as_array()
-        .unwrap()
         .iter()
         .filter(|r| r["outcome"] == "service-unavailable")
         .count();
-    assert!(failed >= 6, "two rounds of three failures: {receipts:#}");
+    assert!(failed >= 6, "two rounds of three failures: {receipts:#?}");
 }

@@ -293,8 +293,8 @@ fn ask_runs_an_approved_command_and_reports_cost_and_usage() {
             .contains(stet_e2e::DUMMY_ACCESS_TOKEN));
     }
     // In a repository the call left a receipt, with its full output beside it.
-    let receipts = c.world.run_stet(&["receipts", "--json"]).json();
-    let receipt = &receipts.as_array().unwrap()[0];
+    let receipts = stet_e2e::receipts_oldest_first(&c.world.run_stet(&["receipts", "--json"]));
+    let receipt = &receipts[0];
     assert_eq!(receipt["role"], "implement");
     assert_eq!(receipt["outcome"], "done");
     assert_eq!(receipt["runtime"]["name"], "docker");

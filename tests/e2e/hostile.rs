@@ -166,7 +166,7 @@ impl Attack {
     fn receipts(&self) -> Vec<serde_json::Value> {
         let out = self.world.run_stet(&["receipts", "--json"]);
         assert_eq!(out.code, 0, "{}", out.stderr);
-        out.json().as_array().unwrap().clone()
+        stet_e2e::receipts_oldest_first(&out)
     }
 
     /// The secret appears nowhere stet wrote or printed, nor in the landed branch.
@@ -587,7 +587,7 @@ fn a_secret_in_a_lanes_change_is_never_pushed_unless_the_person_expects_it_there
         ),
     )
     .unwrap();
-    let queue = attack.world.run_stet(&["queue", "--json"]).json();
+    let queue = attack.world.run_stet(&["queue", "--json"]).json()["items"].clone();
     let id = queue[0]["id"].as_str().unwrap().to_string();
     assert_eq!(attack.world.run_stet(&["retry", &id]).code, 0);
     let out = attack.drive(&[]);

@@ -186,6 +186,16 @@ impl Output {
     }
 }
 
+/// The receipts of a `stet receipts --json` answer (which lists them newest first), oldest
+/// first: the order the calls were made in.
+pub fn receipts_oldest_first(out: &Output) -> Vec<serde_json::Value> {
+    let json = out.json();
+    assert_eq!(json["schema"], 1, "{json:#}");
+    let mut receipts = json["receipts"].as_array().expect("receipts").clone();
+    receipts.sort_by_key(|r| r["started_unix_ms"].as_u64());
+    receipts
+}
+
 /// The wall named `name` in a `stet walls --json` answer; panics naming it when absent.
 pub fn wall<'a>(json: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
     json["walls"]

@@ -58,7 +58,12 @@ pub fn run(settings: &Settings, args: &AskArgs, printer: Printer) -> Result<Exit
     if let Some(first) = broken.first() {
         let mut error = CliError::new(
             Exit::Unusable,
-            format!("{} wall(s) of {} are broken", broken.len(), harness.name),
+            format!(
+                "{} of {} {} broken",
+                crate::printer::count(broken.len(), "wall", "walls"),
+                harness.name,
+                if broken.len() == 1 { "is" } else { "are" }
+            ),
         );
         for w in &broken {
             error = error.caused_by(format!("{}: {}", w.wall, w.detail));

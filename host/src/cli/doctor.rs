@@ -10,12 +10,8 @@ use crate::settings::Settings;
 
 use super::DoctorArgs;
 
-/// The `--json` shape's version.
-const SCHEMA: u32 = 1;
-
 #[derive(Serialize)]
 struct Report<'a> {
-    schema: u32,
     /// Whether a drive could start here.
     ready: bool,
     checks: &'a [Check],
@@ -51,15 +47,14 @@ pub fn run(settings: &Settings, args: &DoctorArgs, printer: Printer) -> Result<E
     let ready = checks.iter().all(|c| c.ok);
     if args.json {
         printer.json(&Report {
-            schema: SCHEMA,
             ready,
             checks: &checks,
         });
     } else {
         let width = checks.iter().map(|c| c.name.len()).max().unwrap_or(0);
         for check in &checks {
-            let mark = if check.ok { "ok  " } else { "FAIL" };
-            printer.out(&format!("{mark} {:width$}  {}", check.name, check.detail));
+            let mark = if check.ok { "ok" } else { "FAIL" };
+            printer.out_state(mark, 5, &format!("{:width$}  {}", check.name, check.detail));
             if !check.ok && !check.remedy.is_empty() {
                 printer.out(&format!("     {:width$}  → {}", "", check.remedy));
             }

@@ -67,6 +67,10 @@ pub struct GlobalArgs {
     /// Say more: full layout reports of refused plugins, and what failing probes printed.
     #[arg(short, long, global = true)]
     pub verbose: bool,
+
+    /// Say less: no progress notes, only results, warnings and errors.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
 }
 
 /// `stet net …`, run by stet inside a sandbox.
@@ -258,8 +262,8 @@ pub enum Command {
         shell: clap_complete::Shell,
     },
 
-    /// Show the receipts of this clone: one per agent call (role, outcome, cost, plugins),
-    /// with the path of each call's full output under -v.
+    /// Show the receipts of this clone, newest first: one per agent call and check (role,
+    /// outcome, time, cost, item, plugins), with the path of each call's full output under -v.
     Receipts(ReceiptsArgs),
 
     /// Inspect, probe and select plugins.
@@ -525,6 +529,14 @@ pub struct TrustRepoArgs {
 
 #[derive(Debug, Args)]
 pub struct ReceiptsArgs {
+    /// Only the receipts of this item (its id, or a unique start of it).
+    #[arg(long, value_name = "ID")]
+    pub item: Option<String>,
+
+    /// Only the N newest.
+    #[arg(long, value_name = "N")]
+    pub last: Option<usize>,
+
     /// Print JSON instead of lines.
     #[arg(long)]
     pub json: bool,
@@ -769,6 +781,7 @@ pub fn main() -> ExitCode {
     };
     let printer = Printer {
         verbose: cli.global.verbose,
+        quiet: cli.global.quiet,
     };
     // Commands that read no configuration run before it is resolved, so that a broken
     // stet.toml never stops an agent's hook or the queue from being read.

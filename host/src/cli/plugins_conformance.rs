@@ -90,8 +90,12 @@ pub fn run(
     );
     let passed = checks.iter().filter(|c| c.passed).count();
     if args.json {
-        printer.json(
-            &checks
+        #[derive(serde::Serialize)]
+        struct Checks<T> {
+            checks: Vec<T>,
+        }
+        printer.json(&Checks {
+            checks: checks
                 .iter()
                 .map(|c| CheckJson {
                     name: c.name,
@@ -100,7 +104,7 @@ pub fn run(
                     elapsed_ms: c.elapsed.as_millis() as u64,
                 })
                 .collect::<Vec<_>>(),
-        );
+        });
     } else {
         let width = checks.iter().map(|c| c.name.len()).max().unwrap_or(0);
         printer.out(&format!(

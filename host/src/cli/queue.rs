@@ -64,6 +64,8 @@ struct Row {
     stage: Option<String>,
     /// When the reservation lapses, for `reserved` and `lapsed`.
     until_unix: Option<i64>,
+    /// The same, as RFC 3339.
+    until: Option<String>,
     /// The lane's branch, when it has been pushed to the remote.
     lane: Option<String>,
     /// Why the item failed, for `failed`.
@@ -159,6 +161,11 @@ fn rows(
                 until_unix: held
                     .filter(|_| reserved)
                     .map(|h| h.reservation.expires_at_unix),
+                until: held.filter(|_| reserved).map(|h| {
+                    crate::printer::rfc3339_ms(
+                        u64::try_from(h.reservation.expires_at_unix).unwrap_or(0) * 1000,
+                    )
+                }),
                 lane: marks
                     .lanes
                     .contains(&item.id)
@@ -196,18 +203,26 @@ pub fn list(args: &QueueArgs, printer: Printer) -> Result<Exit, CliError> {
         None => Exit::Success,
     };
     if args.json {
-        printer.json(&rows);
+        #[derive(Serialize)]
+        struct Items<'a> {
+            items: &'a [Row],
+        }
+        printer.json(&Items { items: &rows });
         return Ok(exit);
     }
     if rows.is_empty() {
         printer.out("the queue is empty (add an item: stet add \"what to do\")");
+        return Ok(exit);
     }
+    let width = rows.iter().map(|r| r.id.len()).max().unwrap_or(2);
+    printer.out(&format!("{:<10}{:<width$}  TITLE", "STATE", "ID"));
     for row in &rows {
         let detail = detail_of(row);
-        printer.out(&format!(
-            "{:<9} {}  {}{detail}",
-            row.state, row.id, row.title
-        ));
+        printer.out_state(
+            &row.state,
+            10,
+            &format!("{:<width$}  {}{detail}", row.id, row.title),
+        );
     }
     Ok(exit)
 }
@@ -352,7 +367,6 @@ struct Round {
 
 #[derive(Serialize)]
 struct Shown<'a> {
-    schema: u32,
     #[serde(flatten)]
     row: &'a Row,
     text: &'a str,
@@ -431,7 +445,6 @@ pub fn show(args: &super::ShowArgs, printer: Printer) -> Result<Exit, CliError> 
     let diff = if args.diff { diff_of(&[]) } else { None };
     if args.json {
         printer.json(&Shown {
-            schema: 1,
             row: &row,
             text: &item.text,
             rounds,
@@ -680,12 +693,10 @@ pub fn clean(args: &super::CleanArgs, printer: Printer) -> Result<Exit, CliError
     if args.json {
         #[derive(Serialize)]
         struct Report<'a> {
-            schema: u32,
             done: &'a [crate::clean::Done],
             freed_bytes: u64,
         }
         printer.json(&Report {
-            schema: 1,
             done: &done,
             freed_bytes: freed,
         });

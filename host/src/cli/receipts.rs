@@ -13,38 +13,102 @@ pub fn run(args: &ReceiptsArgs, printer: Printer) -> Result<Exit, CliError> {
         CliError::usage(format!("{} is not inside a git repository", cwd.display()))
             .hint("receipts are kept per clone: cd into the repository")
     })?;
-    let (all, unreadable) = receipts::read_all(&repo);
+    let (mut all, unreadable) = receipts::read_all(&repo);
     for (path, why) in &unreadable {
         printer.warn(&format!("skipped {}: {why}", path.display()));
     }
+    if let Some(given) = &args.item {
+        let (items, _) = crate::queue::read(&repo);
+        // An item of the queue by any unique start of its id; else a receipt's item as
+        // given (an item whose file is gone).
+        let id = match super::queue::resolve(&items, given) {
+            Ok(item) => item.id.clone(),
+            Err(e) if !all.iter().any(|r| r.item == *given) => return Err(e),
+            Err(_) => given.clone(),
+        };
+        all.retain(|r| r.item == id);
+    }
+    // Newest first.
+    all.sort_by(|a, b| {
+        b.started_unix_ms
+            .cmp(&a.started_unix_ms)
+            .then(b.id.cmp(&a.id))
+    });
+    if let Some(last) = args.last {
+        all.truncate(last);
+    }
     if args.json {
-        printer.json(&all);
+        #[derive(serde::Serialize)]
+        struct Receipts {
+            receipts: Vec<serde_json::Value>,
+        }
+        let receipts = all.iter().map(json_of).collect();
+        printer.json(&Receipts { receipts });
         return Ok(Exit::Success);
     }
     if all.is_empty() {
-        printer.out("no receipts yet in this clone");
+        printer.out(if args.item.is_some() {
+            "no receipts of that item in this clone"
+        } else {
+            "no receipts yet in this clone"
+        });
+        return Ok(Exit::Success);
     }
+    printer.out(&format!(
+        "{:<20}  {:<9} {:<13} {:>10} {:>9}  ITEM  RUNTIME/HARNESS",
+        "STARTED", "ROLE", "OUTCOME", "TIME", "COST"
+    ));
     for r in &all {
-        let when = humantime::format_rfc3339_seconds(
-            std::time::UNIX_EPOCH + std::time::Duration::from_millis(r.started_unix_ms),
-        );
-        let cost = r.cost_usd.map(|c| format!(" ${c:.4}")).unwrap_or_default();
+        let when = crate::printer::rfc3339_ms(r.started_unix_ms);
+        let cost = r
+            .cost_usd
+            .map(|c| format!("${c:.4}"))
+            .unwrap_or_else(|| "-".into());
         let item = if r.item.is_empty() {
             "-"
         } else {
             r.item.as_str()
         };
+        let time = crate::printer::duration(
+            r.ended_unix_ms.saturating_sub(r.started_unix_ms) as f64 / 1000.0,
+        );
         printer.out(&format!(
-            "{when}  {:<9} {:<13} {item}  {}s{cost}  {}/{}",
-            r.role,
-            r.outcome,
-            r.ended_unix_ms.saturating_sub(r.started_unix_ms) / 1000,
-            r.runtime.name,
-            r.harness.name
+            "{when:<20}  {:<9} {:<13} {time:>10} {cost:>9}  {item}  {}/{}",
+            r.role, r.outcome, r.runtime.name, r.harness.name
         ));
         printer.detail(&format!("    {} — log {}", r.detail, r.log.display()));
     }
     Ok(Exit::Success)
+}
+
+/// A receipt as `--json` shows it: as kept, plus its times as RFC 3339 and its usage as an
+/// object of numbers (a count that is not a number stays a string).
+fn json_of(r: &receipts::Receipt) -> serde_json::Value {
+    let mut value = serde_json::to_value(r).unwrap_or_default();
+    if let Some(object) = value.as_object_mut() {
+        object.insert(
+            "started".into(),
+            crate::printer::rfc3339_ms(r.started_unix_ms).into(),
+        );
+        object.insert(
+            "ended".into(),
+            crate::printer::rfc3339_ms(r.ended_unix_ms).into(),
+        );
+        let usage: serde_json::Map<String, serde_json::Value> = r
+            .usage
+            .iter()
+            .map(|(k, v)| {
+                let n = v
+                    .parse::<u64>()
+                    .map(serde_json::Value::from)
+                    .or_else(|_| v.parse::<f64>().map(serde_json::Value::from))
+                    .unwrap_or_else(|_| v.clone().into());
+                (k.clone(), n)
+            })
+            .collect();
+        object.insert("usage".into(), usage.into());
+    }
+    value
 }
 
 /// `stet status`: what drives in this clone did, in one screen.
@@ -106,12 +170,15 @@ pub fn status(args: &StatusArgs, printer: Printer) -> Result<Exit, CliError> {
         return Ok(Exit::Success);
     }
     printer.out(&format!(
-        "queue: {} item(s){} — `stet queue` shows each one's state",
-        status.items,
+        "queue: {}{} — `stet queue` shows each one's state",
+        crate::printer::count(status.items, "item", "items"),
         if status.malformed == 0 {
             String::new()
         } else {
-            format!(", {} malformed file(s) skipped", status.malformed)
+            format!(
+                ", {} skipped",
+                crate::printer::count(status.malformed, "malformed file", "malformed files")
+            )
         }
     ));
     if !status.lanes_here.is_empty() {
@@ -126,9 +193,9 @@ pub fn status(args: &StatusArgs, printer: Printer) -> Result<Exit, CliError> {
         .map(|(outcome, n)| format!("{n} {outcome}"))
         .collect();
     printer.out(&format!(
-        "receipts: {} of agent calls and checks in {} run(s){}, ${:.4} reported",
+        "receipts: {} of agent calls and checks in {}{}, ${:.4} reported",
         status.calls,
-        status.runs,
+        crate::printer::count(status.runs, "run", "runs"),
         if tally.is_empty() {
             String::new()
         } else {

@@ -65,7 +65,10 @@ impl Drive<'_> {
 
     pub(super) fn drain(&self, items: &[queue::Entry]) -> Result<Exit, CliError> {
         self.release_leftovers();
+        let began = self.clock.now();
         let mut landed = 0;
+        let mut landed_ids: Vec<String> = Vec::new();
+        let mut cancelled: Vec<String> = Vec::new();
         let mut gave_up: Vec<String> = Vec::new();
         // Items this run is done with (landed, given up, lost): not taken again.
         let mut done_here: std::collections::HashSet<String> = Default::default();
@@ -177,6 +180,7 @@ impl Drive<'_> {
                 ItemEnd::RunnerFailed(_) | ItemEnd::JudgeFailed(_) => {}
                 ItemEnd::Landed => {
                     landed += 1;
+                    landed_ids.push(item.id.clone());
                     done_here.insert(item.id.clone());
                     note!(
                         self.progress,
@@ -212,6 +216,7 @@ impl Drive<'_> {
                         item.id
                     );
                     done_here.insert(item.id.clone());
+                    cancelled.push(item.id.clone());
                 }
                 ItemEnd::Stopped(branch) => {
                     note!(
@@ -250,16 +255,45 @@ impl Drive<'_> {
                 self.run
             );
         }
+        // The closing summary: what became of each item taken, how long, what it cost, and
+        // the command that tells more.
+        let (receipts, _) = crate::receipts::read_all(&self.repo);
+        let cost: f64 = receipts
+            .iter()
+            .filter(|r| r.run == self.run)
+            .filter_map(|r| r.cost_usd)
+            .fold(0.0, |a, b| a + b);
+        let mut tally = vec![format!("landed {landed}")];
+        if !gave_up.is_empty() {
+            tally.push(format!("gave up on {}", gave_up.len()));
+        }
+        if !cancelled.is_empty() {
+            tally.push(format!("cancelled {}", cancelled.len()));
+        }
         note!(
             self.progress,
-            "drive {}: landed {landed}{}",
+            "drive {}: {} — {}, ${cost:.4} reported",
             self.run,
-            if gave_up.is_empty() {
-                String::new()
-            } else {
-                format!(", gave up on {}", gave_up.join(", "))
-            }
+            tally.join(", "),
+            crate::printer::duration((self.clock.now() - began).max(0) as f64)
         );
+        for (what, ids, then) in [
+            (
+                "landed:   ",
+                &landed_ids,
+                "stet show ID tells each one's story",
+            ),
+            ("given up: ", &gave_up, "stet retry ID takes one up again"),
+            (
+                "cancelled:",
+                &cancelled,
+                "stet clean removes what they left here",
+            ),
+        ] {
+            if !ids.is_empty() {
+                note!(self.progress, "  {what} {} ({then})", ids.join(", "));
+            }
+        }
         Ok(if self.stop.requested() {
             self.stopped_exit()
         } else if gave_up.is_empty() {

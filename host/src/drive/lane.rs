@@ -197,8 +197,8 @@ impl Drive<'_> {
             let landing = matches!(at.next, Next::Land | Next::LandAgain);
             if at.round > self.options.max_rounds && !landing {
                 let why = format!(
-                    "not landed after {} round(s): {}",
-                    self.options.max_rounds,
+                    "not landed after {}: {}",
+                    crate::printer::count(self.options.max_rounds as usize, "round", "rounds"),
                     at.reason.as_deref().unwrap_or("no reason recorded")
                 );
                 return Ok(self.finish(&lane, Mark::Failed, &why, had_checkpoint));

@@ -184,7 +184,8 @@ pub fn run(
     if reaped > 0 {
         note!(
             printer,
-            "reaped {reaped} sandbox(es) a crashed stet left behind"
+            "reaped {} a crashed stet left behind",
+            crate::printer::count(reaped, "sandbox", "sandboxes")
         );
     }
     let interrupted = receipts::settle_interrupted(&repo, sandbox::owner_alive)
@@ -206,12 +207,32 @@ pub fn run(
         name: &options.remote,
     };
     let marks = remote.marks().map_err(remote_error)?;
-    let eligible = items.iter().filter(|i| marks.open(&i.id)).count();
+    // Eligible: open, and not held by a live reservation of another drive (this clone's
+    // own lapsed or interrupted ones it takes over).
+    let now_unix = now_ms() as i64 / 1000;
+    let held_elsewhere: std::collections::HashSet<String> = remote
+        .list()
+        .map_err(remote_error)?
+        .into_iter()
+        .filter(|h| {
+            h.reservation.expires_at_unix > now_unix
+                && !ours_to_take_over(&holder(&repo), &h.reservation.holder)
+        })
+        .map(|h| h.reservation.item)
+        .collect();
+    let eligible = items
+        .iter()
+        .filter(|i| marks.open(&i.id) && !held_elsewhere.contains(&i.id))
+        .count();
     if !marks.failed.is_empty() {
         note!(
             printer,
-            "{} item(s) failed before and are not taken (stet queue says why; stet retry ID takes one up again)",
-            items.iter().filter(|i| marks.failed.contains(&i.id)).count()
+            "{} failed before and not taken (stet queue says why; stet retry ID takes one up again)",
+            crate::printer::count(
+                items.iter().filter(|i| marks.failed.contains(&i.id)).count(),
+                "item",
+                "items"
+            )
         );
     }
 
@@ -219,9 +240,14 @@ pub fn run(
     let estimate = estimate(&repo, options.cap.min(eligible));
     note!(
         printer,
-        "stet drive: up to {} of {} eligible items",
-        options.cap,
-        eligible
+        "stet drive: {} of {} eligible{}",
+        crate::printer::count(options.cap.min(eligible), "item", "items"),
+        eligible,
+        if held_elsewhere.is_empty() {
+            String::new()
+        } else {
+            format!(" ({} held by other drives)", held_elsewhere.len())
+        }
     );
     note!(printer, "  estimate: {estimate}");
     note!(
@@ -291,7 +317,7 @@ pub fn run(
         repo: repo.clone(),
         settings,
         options,
-        progress: progress::Progress::new(printer, live),
+        progress: progress::Progress::new(printer, live && !printer.quiet),
         harness,
         runtime,
         run,
@@ -421,11 +447,15 @@ fn estimate(repo: &Path, items: usize) -> String {
         .collect::<std::collections::BTreeSet<_>>()
         .len();
     if costs.is_empty() || items_seen == 0 {
-        return format!("{items} item(s); no past receipts to estimate cost from");
+        return format!(
+            "{}; no past receipts to estimate cost from",
+            crate::printer::count(items, "item", "items")
+        );
     }
     let per_item = costs.iter().sum::<f64>() / items_seen as f64;
     format!(
-        "{items} item(s) at about ${per_item:.4} each (from {} past receipts), about ${:.4}",
+        "{} at about ${per_item:.4} each (from {} past receipts), about ${:.4}",
+        crate::printer::count(items, "item", "items"),
         past.len(),
         per_item * items as f64
     )

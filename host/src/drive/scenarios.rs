@@ -560,7 +560,7 @@ fn an_agent_that_fails_its_task_gives_its_item_up_after_the_rounds_and_the_next_
         .failed_why("a-fails")
         .expect("marked failed on the remote");
     assert!(
-        why.contains("not landed after 2 round(s)") && why.contains("failed its task"),
+        why.contains("not landed after 2 rounds") && why.contains("failed its task"),
         "{why}"
     );
     assert_eq!(world.landed(), ["b-works"]);
