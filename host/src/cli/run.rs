@@ -66,13 +66,34 @@ pub fn run(settings: &Settings, args: &RunArgs, printer: Printer) -> Result<Exit
     let mut signals = Signals::new([SIGINT, SIGTERM, SIGHUP])
         .map_err(|e| CliError::failure(format!("cannot watch for signals: {e}")))?;
     let signals_handle = signals.handle();
-    let sandbox = Sandbox::create(&runtime, spec)?;
-    let process = sandbox.spawn(ProcessSpec {
+    let command = ProcessSpec {
         argv: args.command.iter().map(|a| a.as_str().into()).collect(),
         env: Default::default(),
         workdir: ROption::RNone,
         stdin: stdin.into(),
-    })?;
+    };
+    // The command as the sandbox's first process where the runtime offers it (one step,
+    // as `docker run` is: no idle process to start and then exec into); else spawned.
+    let first = runtime
+        .capabilities
+        .iter()
+        .any(|c| c == stet_plugin_api::capability::FIRST_PROCESS);
+    let (sandbox, process) = if first {
+        let option =
+            stet_plugin_api::SandboxOption::FirstProcess(stet_plugin_api::RBox::new(command));
+        let (sandbox, process) = Sandbox::start(&runtime, spec, vec![option])?;
+        let process = process.ok_or_else(|| {
+            CliError::failure(format!(
+                "runtime {} offered to run the command as the sandbox's first process but did not return it",
+                runtime.name
+            ))
+        })?;
+        (sandbox, process)
+    } else {
+        let sandbox = Sandbox::create(&runtime, spec)?;
+        let process = sandbox.spawn(command)?;
+        (sandbox, process)
+    };
 
     let received = Arc::new(AtomicI32::new(0));
     let watcher = {
