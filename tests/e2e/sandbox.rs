@@ -230,3 +230,59 @@ fn a_command_that_is_not_in_the_image_exits_127_with_one_line() {
         out.stderr
     );
 }
+
+#[test]
+fn a_fresh_available_probe_answer_is_reused_by_commands_never_by_plugins_probe_and_never_for_a_changed_library(
+) {
+    require_image();
+    let world = World::new();
+    let library_dir = world.install("docker");
+    let run = |world: &World| world.run_stet(&["-v", "run", "--", "true"]);
+    let first = run(&world);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    assert!(!first.stderr.contains("reused"), "{}", first.stderr);
+    let second = run(&world);
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    assert!(
+        second
+            .stderr
+            .contains("runtime: docker — the only available runtime (its probe's answer of "),
+        "{}",
+        second.stderr
+    );
+    assert!(second.stderr.contains(" ago, reused)"), "{}", second.stderr);
+    // The command that asks always asks.
+    let probe = world.run_stet(&["plugins", "probe"]);
+    assert!(
+        !probe.stdout.contains("reused") && !probe.stderr.contains("reused"),
+        "{}",
+        probe.stdout
+    );
+    // A library written again is a library probed again.
+    let library = std::fs::read_dir(&library_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "so"))
+        .unwrap();
+    let bytes = std::fs::read(&library).unwrap();
+    std::fs::remove_file(&library).unwrap();
+    std::fs::write(&library, bytes).unwrap();
+    let third = run(&world);
+    assert_eq!(third.code, 0, "{}", third.stderr);
+    assert!(!third.stderr.contains("reused"), "{}", third.stderr);
+}
+
+#[test]
+fn a_probe_answer_is_not_reused_in_another_environment() {
+    require_image();
+    let world = World::new();
+    world.install("docker");
+    let first = world.run_stet(&["-v", "run", "--", "true"]);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    // Another engine address: the runtime is asked again (and is not there).
+    let mut elsewhere = world.stet(&["-v", "run", "--", "true"]);
+    elsewhere.env("DOCKER_HOST", "unix:///nonexistent/docker.sock");
+    let out = world.run(&mut elsewhere);
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    assert!(!out.stderr.contains("reused"), "{}", out.stderr);
+}

@@ -227,6 +227,9 @@ pub struct Probed {
     pub result: Result<Probe, ProbeFailure>,
     /// How long the probe took, child start to answer.
     pub elapsed: Duration,
+    /// When the answer is one remembered from an earlier command (`probe_cache`): how old
+    /// it is. No probe ran then.
+    pub reused: Option<Duration>,
 }
 
 impl Probed {
@@ -247,11 +250,62 @@ pub struct ProbeRequest {
 /// Probes every requested plugin concurrently, each in its own child process running
 /// `stet_binary`, each bounded by `limit`. Results come back in request order.
 pub fn probe_all(requests: Vec<ProbeRequest>, stet_binary: &Path, limit: Duration) -> Vec<Probed> {
+    probe_all_with(requests, stet_binary, limit, Reuse::Never)
+}
+
+/// Whether a probe may answer from [`super::probe_cache`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reuse {
+    /// Always probe (`stet plugins probe`, install).
+    Never,
+    /// Reuse a fresh "available" answer of the same library, stet and settings; remember
+    /// new ones (commands that select a plugin to use it).
+    Fresh,
+}
+
+/// [`probe_all`], answering from the cache where `reuse` allows.
+pub fn probe_all_with(
+    requests: Vec<ProbeRequest>,
+    stet_binary: &Path,
+    limit: Duration,
+    reuse: Reuse,
+) -> Vec<Probed> {
     let handles: Vec<_> = requests
         .into_iter()
         .map(|request| {
             let stet_binary = stet_binary.to_path_buf();
-            std::thread::spawn(move || probe_one(request, &stet_binary, limit))
+            std::thread::spawn(move || {
+                let key = (reuse == Reuse::Fresh)
+                    .then(|| {
+                        super::probe_cache::key(
+                            &request.manifest.path,
+                            &request.manifest.library,
+                            &request.config_json,
+                            &stet_binary,
+                        )
+                    })
+                    .flatten();
+                if let Some(entry) = key.as_deref().and_then(super::probe_cache::get) {
+                    return Probed {
+                        manifest: request.manifest,
+                        identity: Some(entry.identity.clone()),
+                        interface: Some(entry.interface.clone()),
+                        result: Ok(entry.probe.clone()),
+                        elapsed: Duration::ZERO,
+                        reused: Some(entry.age()),
+                    };
+                }
+                let probed = probe_one(request, &stet_binary, limit);
+                if let (Some(key), Some(identity), Some(interface), Ok(probe)) = (
+                    key,
+                    probed.identity.clone(),
+                    probed.interface.clone(),
+                    probed.result.clone(),
+                ) {
+                    super::probe_cache::put(key, identity, interface, probe);
+                }
+                probed
+            })
         })
         .collect();
     handles
@@ -269,6 +323,7 @@ fn probe_one(request: ProbeRequest, stet_binary: &Path, limit: Duration) -> Prob
         interface,
         result,
         elapsed: started.elapsed(),
+        reused: None,
     };
     let mut child = match Command::new(stet_binary)
         .arg(WORKER_COMMAND)

@@ -202,6 +202,7 @@ mod tests {
             interface: None,
             result,
             elapsed: Duration::ZERO,
+            reused: None,
         }
     }
 

@@ -31,12 +31,12 @@ pub fn survey(settings: &PluginSettings, wanted: impl Fn(&Found) -> bool) -> Sur
         .into_iter()
         .filter(|f| wanted(f))
         .collect();
-    survey_of(settings, found)
+    survey_of(settings, found, probe::Reuse::Never)
 }
 
 /// Probes the loadable plugins of `found` at once; the others are candidates refused by
 /// their manifests (a plugin built for another platform is never probed).
-fn survey_of(settings: &PluginSettings, found: Vec<Found>) -> Survey {
+fn survey_of(settings: &PluginSettings, found: Vec<Found>, reuse: probe::Reuse) -> Survey {
     let host = host_api();
     let requests: Vec<ProbeRequest> = found
         .iter()
@@ -46,7 +46,12 @@ fn survey_of(settings: &PluginSettings, found: Vec<Found>) -> Survey {
             config_json: settings.config_json(&manifest.name),
         })
         .collect();
-    let probed = probe::probe_all(requests, &probe::current_stet(), settings.probe_timeout);
+    let probed = probe::probe_all_with(
+        requests,
+        &probe::current_stet(),
+        settings.probe_timeout,
+        reuse,
+    );
     let mut candidates = probed.clone();
     for f in &found {
         if let (Some(manifest), None) = (&f.manifest, f.usable()) {
@@ -59,6 +64,7 @@ fn survey_of(settings: &PluginSettings, found: Vec<Found>) -> Survey {
                         message: not_probed_reason(f, &host),
                     }),
                     elapsed: Default::default(),
+                    reused: None,
                 });
             }
         }
@@ -116,9 +122,12 @@ pub fn choose_each(
             return asks.iter().map(|_| Err(e.clone())).collect();
         }
     }
+    // Selecting a plugin to use it: a fresh answer of the same library may stand in for a
+    // probe (`probe_cache`).
     let survey = survey_of(
         settings,
         all.iter().filter(|f| wanted(f)).cloned().collect(),
+        probe::Reuse::Fresh,
     );
     asks.iter()
         .map(|(kind, preference)| {
@@ -196,6 +205,14 @@ fn select_from(
         .find(|p| p.manifest.name == chosen && p.manifest.kind == kind)
         .cloned()
         .expect("a chosen plugin was probed");
+    let mut selection = selection;
+    if let Some(age) = probed.reused {
+        selection.reason = format!(
+            "{} (its probe's answer of {} ago, reused)",
+            selection.reason,
+            crate::printer::duration(age.as_secs_f64())
+        );
+    }
     Ok((probed, selection))
 }
 
