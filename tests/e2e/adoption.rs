@@ -448,6 +448,24 @@ fn landing_on_github_opens_a_pull_request_once_and_commits_are_the_persons() {
     );
 }
 
+/// Waits until the implement call of `id` (an item saying `implement: until GO`) runs and
+/// waits for its gate: its log says so. An event, not a time: the drive is at that point.
+fn waiting_for_go(world: &World, id: &str) {
+    let started = std::time::Instant::now();
+    loop {
+        let out = world.run_stet(&["log", id]);
+        if out.code == 0 && out.stdout.contains("stand-in: waiting for GO") {
+            return;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(120),
+            "the call never started: {}",
+            out.stderr
+        );
+        std::thread::yield_now();
+    }
+}
+
 /// Queues `items` (committed and pushed) in `world`; returns their ids in order.
 fn queue(world: &World, items: &[&str]) -> Vec<String> {
     let mut ids = Vec::new();
@@ -600,19 +618,7 @@ fn log_prints_the_latest_call_and_follows_the_items_calls_while_a_drive_works_it
         .unwrap();
     // The implement call is running (it waits for GO): its receipt exists and says so.
     let gate = world.work.join(format!(".git/stet/lanes/{id}/work/GO"));
-    let started = std::time::Instant::now();
-    loop {
-        let out = world.run_stet(&["log", id]);
-        if out.code == 0 && out.stdout.contains("stand-in: waiting for GO") {
-            break;
-        }
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(120),
-            "the call never started: {}",
-            out.stderr
-        );
-        std::thread::yield_now();
-    }
+    waiting_for_go(&world, id);
     let mut follow = world
         .stet(&["log", &id[..12], "-f"])
         .stdout(std::process::Stdio::piped())
@@ -678,19 +684,7 @@ fn rm_cancels_an_item_for_every_clone_and_stops_a_lane_working_it_at_its_next_mo
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let started = std::time::Instant::now();
-    loop {
-        let out = world.run_stet(&["log", &ids[0]]);
-        if out.code == 0 && out.stdout.contains("stand-in: waiting for GO") {
-            break;
-        }
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(120),
-            "{}",
-            out.stderr
-        );
-        std::thread::yield_now();
-    }
+    waiting_for_go(&world, &ids[0]);
     let rm = world.run_stet(&["rm", &ids[0]]);
     assert_eq!(rm.code, 0, "{}", rm.stderr);
     std::fs::write(
@@ -751,19 +745,7 @@ fn clean_removes_finished_items_leftovers_and_on_the_remote_only_merged_work_and
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let started = std::time::Instant::now();
-    loop {
-        let out = world.run_stet(&["log", &ids[1]]);
-        if out.code == 0 && out.stdout.contains("stand-in: waiting for GO") {
-            break;
-        }
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(120),
-            "{}",
-            out.stderr
-        );
-        std::thread::yield_now();
-    }
+    waiting_for_go(&world, &ids[1]);
     assert_eq!(world.run_stet(&["rm", &ids[1]]).code, 0);
     std::fs::write(
         world
