@@ -175,7 +175,10 @@ pub fn runtime(runtime: &Result<OpenRuntime, crate::error::CliError>) -> Check {
     match runtime {
         Ok(r) => Check::ok(
             "runtime",
-            format!("{} {} — {}", r.name, r.version, r.selection.reason),
+            format!(
+                "{} {}: {} — {}",
+                r.name, r.version, r.backend, r.selection.reason
+            ),
         ),
         Err(e) => Check::of_error("runtime", e),
     }

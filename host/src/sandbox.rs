@@ -42,6 +42,8 @@ pub struct OpenRuntime {
     pub handle: RuntimeHandle,
     /// What its probe said it can do.
     pub capabilities: Vec<String>,
+    /// What its probe said of its backend: the version, then its facts (`key value`).
+    pub backend: String,
 }
 
 impl OpenRuntime {
@@ -98,6 +100,21 @@ pub fn open_probed(
         capabilities: probed
             .available()
             .map(|p| p.capabilities.clone())
+            .unwrap_or_default(),
+        backend: probed
+            .available()
+            .map(|p| {
+                let facts: Vec<String> = p
+                    .facts
+                    .iter()
+                    .map(|f| format!("{} {}", f.key, f.value))
+                    .collect();
+                if facts.is_empty() {
+                    p.backend_version.clone()
+                } else {
+                    format!("{} ({})", p.backend_version, facts.join(", "))
+                }
+            })
             .unwrap_or_default(),
     })
 }

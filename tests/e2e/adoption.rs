@@ -137,6 +137,13 @@ fn doctor_passes_where_a_drive_could_start_and_names_each_missing_piece() {
             .contains("takes pushes"),
         "{json:#}"
     );
+    // The runtime with its engine, as its probe said it (version, endpoint).
+    let runtime = check(&json, "runtime")["detail"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(runtime.starts_with("docker 0.1.0: "), "{runtime}");
+    assert!(runtime.contains("endpoint "), "{runtime}");
     // The probe ref is gone again.
     let refs = git(
         &world.root.path().join("remote.git"),

@@ -446,6 +446,7 @@ impl World {
                 stet_plugin_api::__private::new_runtime(config, new_runtime).unwrap(),
             ),
             capabilities: Vec::new(),
+            backend: String::new(),
         };
         let harness = OpenHarness::in_process(
             "fake",
