@@ -31,6 +31,10 @@ pub struct Started {
 
 /// How the engine's message begins when it could not start an exec's program.
 const ENGINE_EXEC_FAILED: &[u8] = b"OCI runtime exec failed";
+/// How the sandbox's init (tini, which the plugin runs as every container's PID 1) says it
+/// could not start a first process: `[FATAL tini (6)] exec <program> failed: <why>`, status
+/// 127 when the program is not there, 126 when it cannot run.
+const INIT_EXEC_FAILED: &[u8] = b"[FATAL tini (";
 
 /// Largest chunk the engine hands us at once. Larger chunks mean fewer calls into the
 /// host's sink; the engine still sends whatever it has as soon as it has it.
@@ -198,7 +202,7 @@ impl DockerProcess {
         DockerProcess {
             container,
             exec_id: None,
-            program: String::new(),
+            program: first.program,
             output: Mutex::new(Some(first.output)),
             docker,
             tokio,
@@ -344,11 +348,17 @@ impl DockerProcess {
             // back until the status says which it was.
             // The runtime's own "exec <program>: no such file or directory" (on stderr,
             // status 1) says the same of a program whose interpreter is missing.
+            // A first process's init says it on stderr ([`INIT_EXEC_FAILED`]), then 127/126.
             let mut first = true;
             let mut held: Option<(bool, Vec<u8>)> = None;
+            let mut init_said: Option<Vec<u8>> = None;
             let runtime_said = format!("exec {}: ", self.program).into_bytes();
             while let Some(item) = output.next().await {
-                let is_first = std::mem::replace(&mut first, false) && self.exec_id.is_some();
+                let very_first = std::mem::replace(&mut first, false);
+                let is_first = very_first && self.exec_id.is_some();
+                if let Some(bytes) = init_said.take() {
+                    sink.stderr(&bytes);
+                }
                 if let Some((on_stdout, bytes)) = held.take() {
                     if on_stdout {
                         sink.stdout(&bytes);
@@ -367,6 +377,13 @@ impl DockerProcess {
                     {
                         held = Some((false, message.to_vec()));
                     }
+                    Ok(LogOutput::StdErr { message })
+                        if very_first
+                            && self.exec_id.is_none()
+                            && message.starts_with(INIT_EXEC_FAILED) =>
+                    {
+                        init_said = Some(message.to_vec());
+                    }
                     Ok(LogOutput::StdOut { message }) | Ok(LogOutput::Console { message }) => {
                         sink.stdout(&message)
                     }
@@ -384,6 +401,22 @@ impl DockerProcess {
                 }
             }
             let status = self.exit_status().await?;
+            if let Some(bytes) = init_said {
+                let program = &self.program;
+                match status.code {
+                    ROption::RSome(127) => sink.stderr(
+                        format!("stet: {program}: not found in the sandbox\n").as_bytes(),
+                    ),
+                    ROption::RSome(126) => sink.stderr(
+                        format!(
+                            "stet: {program}: found in the sandbox but cannot be run there (not executable, or its interpreter is missing)\n"
+                        )
+                        .as_bytes(),
+                    ),
+                    _ => sink.stderr(&bytes),
+                }
+                return Ok(status);
+            }
             // The engine answers 126 for a program it could not start (not there, not
             // executable, its interpreter missing): said as a shell says it, in one line.
             if let Some((on_stdout, bytes)) = held {

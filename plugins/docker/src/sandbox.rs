@@ -82,6 +82,8 @@ pub async fn create(
 /// A sandbox whose first process is the one asked for: attached before it starts, so no
 /// output is lost.
 pub struct FirstProcess {
+    /// The program, as it was asked for (for what its init says when it cannot start it).
+    pub program: String,
     pub output: crate::process::Output,
     pub input: Option<std::pin::Pin<Box<dyn tokio::io::AsyncWrite + Send>>>,
     pub stdin: Vec<u8>,
@@ -215,6 +217,7 @@ pub async fn create_with(
     // run with this as its arguments: the program is the entrypoint, the rest its command.
     let mut cmd = Vec::<String>::into_iter(cmd);
     let entrypoint: Vec<String> = cmd.next().into_iter().collect();
+    let program = entrypoint.first().cloned().unwrap_or_default();
     let body = ContainerCreateBody {
         image: Some(spec.image.to_string()),
         entrypoint: Some(entrypoint),
@@ -282,6 +285,7 @@ pub async fn create_with(
         )));
     }
     let first = attached.map(|a| FirstProcess {
+        program,
         output: a.output,
         input: (!stdin.is_empty()).then_some(a.input),
         stdin,
