@@ -21,6 +21,18 @@ if [ -x "$binary" ] && "$binary" --version 2>/dev/null | grep -q "^$CLAUDE_VERSI
   exit 0
 fi
 
+# A fresh machine may have no python3 or pip: take them from Debian's packages (as the
+# image script takes mmdebstrap), or say how.
+if ! python3 -m pip --version >/dev/null 2>&1; then
+  if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+    echo "error: python3 with pip is needed to fetch Claude Code from PyPI; install it (Debian: apt-get install python3-pip)" >&2
+    exit 1
+  fi
+  echo "installing python3-pip (Debian package) ..." >&2
+  apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3 python3-pip >&2
+fi
+
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 echo "installing Claude Code $CLAUDE_VERSION (claude-agent-sdk $SDK_VERSION from PyPI) into $dest" >&2

@@ -10,7 +10,6 @@
 //! that asks. A backend that went away within the window fails at its first use with the
 //! plugin's own error, as it would have a moment after any probe.
 
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -47,20 +46,9 @@ impl Entry {
     }
 }
 
-/// The file's identity on disk, or `None` when it cannot be read.
+/// The file's identity on disk (`trust::file_identity`), or `None` when it cannot be read.
 fn identity_of(path: &Path) -> Option<String> {
-    let meta = std::fs::metadata(path).ok()?;
-    Some(format!(
-        "{}:{}:{}:{}:{}.{}:{}.{}",
-        path.display(),
-        meta.dev(),
-        meta.ino(),
-        meta.size(),
-        meta.mtime(),
-        meta.mtime_nsec(),
-        meta.ctime(),
-        meta.ctime_nsec()
-    ))
+    super::trust::file_identity(path).ok()
 }
 
 /// What an answer is for: the library, the manifest, the settings and the probing stet.

@@ -134,13 +134,11 @@ pub fn sha256_file(path: &Path) -> std::io::Result<String> {
         .collect())
 }
 
-/// The sha256 of a file, remembered by its identity on disk (device, inode, size,
-/// modification and change times — what git's index trusts too), so that listing and
-/// probing do not hash every library every time. Any write to the file changes its change
-/// time, which no one but root can set back, so a changed library is hashed again.
-pub fn sha256_cached(path: &Path) -> std::io::Result<String> {
+/// A file's identity on disk: its path, device, inode, size, modification and change
+/// times. Any write changes the change time, which no one but root can set back.
+pub fn file_identity(path: &Path) -> std::io::Result<String> {
     let meta = std::fs::metadata(path)?;
-    let key = format!(
+    Ok(format!(
         "{}:{}:{}:{}:{}.{}:{}.{}",
         path.display(),
         meta.dev(),
@@ -150,7 +148,15 @@ pub fn sha256_cached(path: &Path) -> std::io::Result<String> {
         meta.mtime_nsec(),
         meta.ctime(),
         meta.ctime_nsec(),
-    );
+    ))
+}
+
+/// The sha256 of a file, remembered by its identity on disk (device, inode, size,
+/// modification and change times — what git's index trusts too), so that listing and
+/// probing do not hash every library every time. Any write to the file changes its change
+/// time, which no one but root can set back, so a changed library is hashed again.
+pub fn sha256_cached(path: &Path) -> std::io::Result<String> {
+    let key = file_identity(path)?;
     let cache = cache_file();
     let mut known: std::collections::BTreeMap<String, String> = cache
         .as_ref()
