@@ -349,45 +349,26 @@ impl DockerProcess {
             // The runtime's own "exec <program>: no such file or directory" (on stderr,
             // status 1) says the same of a program whose interpreter is missing.
             // A first process's init says it on stderr ([`INIT_EXEC_FAILED`]), then 127/126.
-            let mut first = true;
-            let mut held: Option<(bool, Vec<u8>)> = None;
-            let mut init_said: Option<Vec<u8>> = None;
-            let runtime_said = format!("exec {}: ", self.program).into_bytes();
+            let mut lead = match self.exec_id {
+                Some(_) => Lead::new(vec![
+                    (true, ENGINE_EXEC_FAILED.to_vec()),
+                    (false, format!("exec {}: ", self.program).into_bytes()),
+                ]),
+                None => Lead::new(vec![(false, INIT_EXEC_FAILED.to_vec())]),
+            };
+            let mut emit = |on_stdout: bool, bytes: &[u8]| {
+                if on_stdout {
+                    sink.stdout(bytes)
+                } else {
+                    sink.stderr(bytes)
+                }
+            };
             while let Some(item) = output.next().await {
-                let very_first = std::mem::replace(&mut first, false);
-                let is_first = very_first && self.exec_id.is_some();
-                if let Some(bytes) = init_said.take() {
-                    sink.stderr(&bytes);
-                }
-                if let Some((on_stdout, bytes)) = held.take() {
-                    if on_stdout {
-                        sink.stdout(&bytes);
-                    } else {
-                        sink.stderr(&bytes);
-                    }
-                }
                 match item {
-                    Ok(LogOutput::StdOut { message }) | Ok(LogOutput::Console { message })
-                        if is_first && message.starts_with(ENGINE_EXEC_FAILED) =>
-                    {
-                        held = Some((true, message.to_vec()));
-                    }
-                    Ok(LogOutput::StdErr { message })
-                        if is_first && message.starts_with(&runtime_said) =>
-                    {
-                        held = Some((false, message.to_vec()));
-                    }
-                    Ok(LogOutput::StdErr { message })
-                        if very_first
-                            && self.exec_id.is_none()
-                            && message.starts_with(INIT_EXEC_FAILED) =>
-                    {
-                        init_said = Some(message.to_vec());
-                    }
                     Ok(LogOutput::StdOut { message }) | Ok(LogOutput::Console { message }) => {
-                        sink.stdout(&message)
+                        lead.feed(true, &message, &mut emit)
                     }
-                    Ok(LogOutput::StdErr { message }) => sink.stderr(&message),
+                    Ok(LogOutput::StdErr { message }) => lead.feed(false, &message, &mut emit),
                     Ok(LogOutput::StdIn { .. }) => {}
                     // A killed sandbox ends the stream with an error; the exit status says
                     // what happened.
@@ -400,20 +381,25 @@ impl DockerProcess {
                     }
                 }
             }
+            let held = lead.finish(&mut emit);
             let status = self.exit_status().await?;
-            if let Some(bytes) = init_said {
-                let program = &self.program;
-                match status.code {
-                    ROption::RSome(127) => sink.stderr(
-                        format!("stet: {program}: not found in the sandbox\n").as_bytes(),
-                    ),
-                    ROption::RSome(126) => sink.stderr(
-                        format!(
-                            "stet: {program}: found in the sandbox but cannot be run there (not executable, or its interpreter is missing)\n"
-                        )
-                        .as_bytes(),
-                    ),
-                    _ => sink.stderr(&bytes),
+            if self.exec_id.is_none() {
+                if let Some((_, bytes)) = held {
+                    let program = &self.program;
+                    match status.code {
+                        ROption::RSome(127) => emit(
+                            false,
+                            format!("stet: {program}: not found in the sandbox\n").as_bytes(),
+                        ),
+                        ROption::RSome(126) => emit(
+                            false,
+                            format!(
+                                "stet: {program}: found in the sandbox but cannot be run there (not executable, or its interpreter is missing)\n"
+                            )
+                            .as_bytes(),
+                        ),
+                        _ => emit(false, &bytes),
+                    }
                 }
                 return Ok(status);
             }
@@ -422,15 +408,11 @@ impl DockerProcess {
             if let Some((on_stdout, bytes)) = held {
                 let expected = if on_stdout { 126 } else { 1 };
                 if status.code != ROption::RSome(expected) {
-                    if on_stdout {
-                        sink.stdout(&bytes);
-                    } else {
-                        sink.stderr(&bytes);
-                    }
+                    emit(on_stdout, &bytes);
                     return Ok(status);
                 }
                 let (code, line) = self.why_not_started().await;
-                sink.stderr(line.as_bytes());
+                emit(false, line.as_bytes());
                 return Ok(ExitStatus::exited(code));
             }
             Ok(status)
@@ -511,6 +493,104 @@ impl DockerProcess {
     }
 }
 
+/// The start of a process's output, held back while it may still be the one line its
+/// engine, runtime or init says when the program could not be started: such a line can
+/// arrive split over several frames (tini writes it in three), so it is gathered up to its
+/// newline before it is judged.
+struct Lead {
+    /// The beginnings that line may have, each with the stream it comes on (`true`: stdout).
+    prefixes: Vec<(bool, Vec<u8>)>,
+    held: Vec<u8>,
+    on_stdout: bool,
+    state: LeadState,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum LeadState {
+    /// Nothing decided: what is held may still become one of the lines.
+    Watching,
+    /// What is held is one of the lines, whole; the exit status decides what it meant.
+    Matched,
+    /// The output is the program's own: everything goes straight through.
+    Passed,
+}
+
+impl Lead {
+    /// Longest line held back: a message of the engine's is far shorter.
+    const LIMIT: usize = 4096;
+
+    fn new(prefixes: Vec<(bool, Vec<u8>)>) -> Self {
+        Lead {
+            prefixes,
+            held: Vec::new(),
+            on_stdout: false,
+            state: LeadState::Watching,
+        }
+    }
+
+    /// Takes one frame of output, passing on through `emit` whatever is known not to be
+    /// such a line.
+    fn feed(&mut self, on_stdout: bool, bytes: &[u8], emit: &mut impl FnMut(bool, &[u8])) {
+        match self.state {
+            LeadState::Passed => return emit(on_stdout, bytes),
+            // More output after the line: it was the program's own after all.
+            LeadState::Matched => {
+                self.pass(emit);
+                return emit(on_stdout, bytes);
+            }
+            LeadState::Watching => {}
+        }
+        if !self.held.is_empty() && on_stdout != self.on_stdout {
+            self.pass(emit);
+            return emit(on_stdout, bytes);
+        }
+        self.on_stdout = on_stdout;
+        self.held.extend_from_slice(bytes);
+        let mut begun = false;
+        let mut may_begin = false;
+        for (stream, prefix) in &self.prefixes {
+            if *stream != on_stdout {
+                continue;
+            }
+            begun |= self.held.starts_with(prefix);
+            may_begin |= prefix.starts_with(&self.held);
+        }
+        if begun {
+            if self.held.contains(&b'\n') || self.held.len() >= Self::LIMIT {
+                self.state = LeadState::Matched;
+            }
+        } else if !may_begin {
+            self.pass(emit);
+        }
+    }
+
+    /// At the end of the output: the line held, if the output was only that (its stream
+    /// and bytes); anything else held is passed on.
+    fn finish(&mut self, emit: &mut impl FnMut(bool, &[u8])) -> Option<(bool, Vec<u8>)> {
+        let begun = self
+            .prefixes
+            .iter()
+            .any(|(stream, prefix)| *stream == self.on_stdout && self.held.starts_with(prefix));
+        match self.state {
+            LeadState::Matched => {}
+            LeadState::Watching if begun => {}
+            _ => {
+                self.pass(emit);
+                return None;
+            }
+        }
+        self.state = LeadState::Passed;
+        Some((self.on_stdout, std::mem::take(&mut self.held)))
+    }
+
+    fn pass(&mut self, emit: &mut impl FnMut(bool, &[u8])) {
+        self.state = LeadState::Passed;
+        if !self.held.is_empty() {
+            emit(self.on_stdout, &std::mem::take(&mut self.held));
+        }
+    }
+}
+
 /// A process on a terminal: an exec with a TTY and live input.
 pub struct DockerTerminal {
     process: DockerProcess,
@@ -578,5 +658,86 @@ impl TerminalPlugin for DockerTerminal {
             .map_err(|e| {
                 PluginError::backend(format!("could not resize the terminal: {}", message_of(&e)))
             })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type Frames = Vec<(bool, Vec<u8>)>;
+
+    fn run(frames: &[(bool, &[u8])]) -> (Frames, Option<(bool, Vec<u8>)>) {
+        let mut lead = Lead::new(vec![
+            (true, ENGINE_EXEC_FAILED.to_vec()),
+            (false, INIT_EXEC_FAILED.to_vec()),
+        ]);
+        let mut out = Vec::new();
+        let mut emit = |s: bool, b: &[u8]| out.push((s, b.to_vec()));
+        for (stream, bytes) in frames {
+            lead.feed(*stream, bytes, &mut emit);
+        }
+        let held = lead.finish(&mut emit);
+        (out, held)
+    }
+
+    #[test]
+    fn an_init_line_split_over_frames_is_held_whole() {
+        // As tini writes it: three writes, three frames.
+        let (out, held) = run(&[
+            (false, b"[FATAL tini (7)] "),
+            (false, b"exec x failed: No such file or directory"),
+            (false, b"\n"),
+        ]);
+        assert!(out.is_empty(), "{out:?}");
+        assert_eq!(
+            held,
+            Some((
+                false,
+                b"[FATAL tini (7)] exec x failed: No such file or directory\n".to_vec()
+            ))
+        );
+        // Split even inside the prefix.
+        let (out, held) = run(&[(false, b"[FAT"), (false, b"AL tini (7)] exec x\n")]);
+        assert!(out.is_empty());
+        assert!(held.is_some());
+    }
+
+    #[test]
+    fn output_that_is_not_such_a_line_passes_at_once_and_in_order() {
+        let (out, held) = run(&[(false, b"[FA"), (false, b"ULT] no"), (true, b"out")]);
+        assert_eq!(
+            out,
+            vec![(false, b"[FAULT] no".to_vec()), (true, b"out".to_vec())]
+        );
+        assert_eq!(held, None);
+        // The line's beginning on the other stream is the program's own.
+        let (out, held) = run(&[(true, b"[FATAL tini (7)] x\n")]);
+        assert_eq!(out, vec![(true, b"[FATAL tini (7)] x\n".to_vec())]);
+        assert_eq!(held, None);
+    }
+
+    #[test]
+    fn more_output_after_the_line_makes_it_the_programs_own() {
+        let (out, held) = run(&[(false, b"[FATAL tini (7)] x\n"), (false, b"more")]);
+        assert_eq!(
+            out,
+            vec![
+                (false, b"[FATAL tini (7)] x\n".to_vec()),
+                (false, b"more".to_vec())
+            ]
+        );
+        assert_eq!(held, None);
+    }
+
+    #[test]
+    fn a_line_without_its_newline_is_judged_at_the_end_or_at_the_limit() {
+        let (out, held) = run(&[(false, b"[FATAL tini (7)] x")]);
+        assert!(out.is_empty());
+        assert!(held.is_some());
+        let long = [b"[FATAL tini (7)] ".as_slice(), &[b'x'; Lead::LIMIT]].concat();
+        let (out, held) = run(&[(false, &long), (false, b"after")]);
+        assert_eq!(out, vec![(false, long.clone()), (false, b"after".to_vec())]);
+        assert_eq!(held, None);
     }
 }
