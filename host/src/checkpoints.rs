@@ -115,6 +115,7 @@ impl Remote<'_> {
     pub fn checkpoints(
         &self,
     ) -> Result<std::collections::HashMap<String, Checkpoint>, ReservationError> {
+        let _turn = crate::reservations::seen_refs();
         self.git(&[
             "fetch",
             "--quiet",

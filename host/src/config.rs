@@ -21,6 +21,7 @@
 //!
 //! [drive]
 //! check = "cargo test"                      # run in a sandbox on each lane before review
+//! jobs = 2                                  # items worked at once (--jobs)
 //! land = "gh pr create --fill --head $STET_BRANCH"   # on the host, after a lane lands
 //! secrets_allowed = ["tests/fixtures/"]     # where secret shapes are expected (not pushed
 //!                                           # otherwise; stet's own credentials never)
@@ -74,6 +75,8 @@ pub struct ConfigFile {
     pub drive_land: Option<String>,
     /// `[drive] secrets_allowed`: paths where secret shapes are expected.
     pub drive_secrets_allowed: Vec<String>,
+    /// `[drive] jobs`: how many items a drive works at once.
+    pub drive_jobs: Option<usize>,
     /// `[network] allow`: hosts every proxied sandbox may reach beside what its harness
     /// declares (entries checked: `host`, `host:port`, `*.domain`).
     pub network_allow: Vec<String>,
@@ -152,6 +155,7 @@ struct RawHarness {
 struct RawDrive {
     check: Option<String>,
     land: Option<String>,
+    jobs: Option<Spanned<i64>>,
     secrets_allowed: Option<Vec<String>>,
 }
 
@@ -170,6 +174,9 @@ struct RawSandbox {
 struct RawProbe {
     timeout: Option<Spanned<String>>,
 }
+
+/// The most lanes a drive works at once (`[drive] jobs`, `--jobs`).
+pub const MAX_JOBS: usize = 64;
 
 /// The largest configuration file read.
 const MAX_CONFIG_BYTES: u64 = 1 << 20;
@@ -276,7 +283,7 @@ pub fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
         line: offset.map(|o| text[..o.min(text.len())].matches('\n').count() + 1),
         message,
     };
-    let raw: RawConfig = toml::from_str(text).map_err(|e| {
+    let mut raw: RawConfig = toml::from_str(text).map_err(|e| {
         let at = e.span().map(|s| s.start);
         // Serde names the type, not the key: the key is found where the error points.
         // Serde's words for the types, said as a person would.
@@ -300,6 +307,21 @@ pub fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
                 format!("key `probe.timeout`: {why}"),
             )
         })?),
+    };
+    let drive_jobs = match raw.drive.as_mut().and_then(|d| d.jobs.take()) {
+        None => None,
+        Some(jobs) => {
+            let n = *jobs.get_ref();
+            if !(1..=MAX_JOBS as i64).contains(&n) {
+                return Err(error(
+                    Some(jobs.span().start),
+                    format!(
+                        "key `drive.jobs`: {n} is not a number of lanes between 1 and {MAX_JOBS}"
+                    ),
+                ));
+            }
+            Some(n as usize)
+        }
     };
     let mut sandbox_image = None;
     let mut limits = LimitSettings::default();
@@ -448,6 +470,7 @@ pub fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
             .drive
             .and_then(|d| d.secrets_allowed)
             .unwrap_or_default(),
+        drive_jobs,
         network_allow,
         network_deny,
         network_connect_to,
@@ -640,6 +663,19 @@ mod tests {
         assert!(err.message.contains("sandbox.image"), "{err}");
         assert!(parse_str("[sandbox]\npids = 3\n").is_err());
         assert!(parse_str("[sandbox]\ncpus = 0\n").is_err());
+    }
+
+    #[test]
+    fn drive_jobs_and_their_errors() {
+        let c = parse_str("[drive]\njobs = 3\n").unwrap();
+        assert_eq!(c.drive_jobs, Some(3));
+        assert_eq!(parse_str("[drive]\n").unwrap().drive_jobs, None);
+        for bad in ["0", "-1", "65"] {
+            let err = parse_str(&format!("[drive]\ncheck = \"true\"\njobs = {bad}\n")).unwrap_err();
+            assert_eq!(err.line, Some(3), "{err}");
+            assert!(err.message.contains("drive.jobs"), "{err}");
+            assert!(err.message.contains("between 1 and 64"), "{err}");
+        }
     }
 
     #[test]

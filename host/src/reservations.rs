@@ -108,6 +108,14 @@ pub struct Remote<'a> {
     pub name: &'a str,
 }
 
+/// Reading records fetches them into a namespace of this clone first
+/// (`refs/stet/seen/…`, pruned): two lanes of one drive doing it at once would race on those
+/// refs, so they take turns. (Drives on one clone read them under the drain lock.)
+pub(crate) fn seen_refs() -> std::sync::MutexGuard<'static, ()> {
+    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    TURN.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 impl Remote<'_> {
     pub(crate) fn git(&self, args: &[&str]) -> Result<String, ReservationError> {
         crate::git::run(self.repo, args).map_err(|e| self.unreachable(e.detail))
@@ -132,6 +140,7 @@ impl Remote<'_> {
 
     /// Every reservation on the remote, lapsed ones included.
     pub fn list(&self) -> Result<Vec<Held>, ReservationError> {
+        let _turn = seen_refs();
         self.git(&[
             "fetch",
             "--quiet",
@@ -302,6 +311,7 @@ impl Remote<'_> {
     /// remote has one.
     pub fn mark_note(&self, prefix: &str, item: &str) -> Option<String> {
         let seen = format!("refs/stet/seen/mark/{item}");
+        let _turn = seen_refs();
         self.git(&[
             "fetch",
             "--quiet",
@@ -319,6 +329,7 @@ impl Remote<'_> {
     pub fn failure_reasons(
         &self,
     ) -> Result<std::collections::HashMap<String, String>, ReservationError> {
+        let _turn = seen_refs();
         self.git(&[
             "fetch",
             "--quiet",

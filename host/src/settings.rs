@@ -71,6 +71,8 @@ pub struct Settings {
     pub drive_land: Option<String>,
     /// Paths of a lane where secret shapes are expected (`[drive] secrets_allowed`).
     pub secrets_allowed: Vec<String>,
+    /// How many items a drive works at once (`[drive] jobs`), when a file says.
+    pub drive_jobs: Option<usize>,
     /// The configuration files that were read, lowest precedence first.
     pub config_files: Vec<PathBuf>,
     /// The limits of every sandbox a drive, `ask` or `run` makes.
@@ -302,6 +304,7 @@ pub fn resolve(plugins_dirs: &[PathBuf], overrides: &Overrides) -> Result<Settin
 
     let drive_check = files.iter().rev().find_map(|f| f.drive_check.clone());
     let drive_land = files.iter().rev().find_map(|f| f.drive_land.clone());
+    let drive_jobs = files.iter().rev().find_map(|f| f.drive_jobs);
     let secrets_allowed: Vec<String> = files
         .iter()
         .flat_map(|f| f.drive_secrets_allowed.iter().cloned())
@@ -331,6 +334,7 @@ pub fn resolve(plugins_dirs: &[PathBuf], overrides: &Overrides) -> Result<Settin
         repository_config,
         drive_check,
         drive_land,
+        drive_jobs,
         secrets_allowed,
         profiles_root,
         image,

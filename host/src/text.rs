@@ -52,6 +52,17 @@ pub fn inert_bytes(pending: &mut Vec<u8>, bytes: &[u8]) -> String {
     inert(&text).into_owned()
 }
 
+/// What a caught panic said, for an error that names it.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic without a message".to_string()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

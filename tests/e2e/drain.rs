@@ -481,6 +481,179 @@ fn two_drives_on_two_clones_at_once_never_work_the_same_item() {
     assert_eq!(in_a.len() + in_b.len(), 4, "{in_a:?} {in_b:?}");
 }
 
+/// The lanes on `dir`'s clone whose implementing call (of an item saying
+/// `implement: until GO`) runs now and waits for its gate: their calls' logs say so.
+fn lanes_waiting_for_go(dir: &Path) -> Vec<PathBuf> {
+    let logs = dir.join(".git/stet/logs");
+    let Ok(entries) = std::fs::read_dir(&logs) else {
+        return Vec::new();
+    };
+    let mut lanes = Vec::new();
+    for entry in entries.filter_map(Result::ok) {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        // `<ms>-<item>-implement.log`: the call's standard output.
+        let Some(item) = name
+            .strip_suffix("-implement.log")
+            .and_then(|rest| rest.split_once('-'))
+            .map(|(_, item)| item.to_string())
+        else {
+            continue;
+        };
+        let said = std::fs::read_to_string(entry.path()).unwrap_or_default();
+        let lane = dir.join(".git/stet/lanes").join(&item).join("work");
+        if said.contains("stand-in: waiting for GO") && !lane.join("GO").exists() {
+            lanes.push(lane);
+        }
+    }
+    lanes.sort();
+    lanes.dedup();
+    lanes
+}
+
+#[test]
+fn with_two_jobs_two_items_are_worked_at_once_and_every_item_lands() {
+    let _serial = serial_drives();
+    let world = world_with_items(&[
+        "One\n\nfile: 1.txt\nimplement: until GO",
+        "Two\n\nfile: 2.txt\nimplement: until GO",
+        "Three\n\nfile: 3.txt",
+    ]);
+    let child = drive_in(&world, &world.work, &["--jobs", "2"]);
+    // Both implementing calls wait for their gates at the same time: one lane alone would
+    // never start the second while the first waits.
+    let mut waiting = Vec::new();
+    wait_for(
+        "two implementing calls at once",
+        Duration::from_secs(120),
+        || {
+            waiting = lanes_waiting_for_go(&world.work);
+            waiting.len() == 2
+        },
+    );
+    for lane in &waiting {
+        std::fs::write(lane.join("GO"), "").unwrap();
+    }
+    let out = child.finish();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("lanes:    2 at once"),
+        "the consent names the lanes: {}",
+        out.stderr
+    );
+    assert_eq!(landed(&world).len(), 3, "{}", out.stderr);
+    assert!(out.stderr.contains("landed 3"), "{}", out.stderr);
+    // Every call has its receipt, one implementing call per item.
+    let receipts = receipts_in(&world, &world.work);
+    let implements: Vec<&str> = receipts
+        .iter()
+        .filter(|r| r["role"] == "implement")
+        .map(|r| r["item"].as_str().unwrap())
+        .collect();
+    let distinct: std::collections::BTreeSet<&str> = implements.iter().copied().collect();
+    assert_eq!(implements.len(), 3, "{receipts:#?}");
+    assert_eq!(
+        distinct.len(),
+        3,
+        "an item was worked twice: {implements:?}"
+    );
+    assert!(receipts.iter().all(|r| r["outcome"] != "running"));
+}
+
+#[test]
+fn two_clones_with_two_lanes_each_never_work_the_same_item() {
+    let _serial = serial_drives();
+    let items: Vec<String> = (1..=6)
+        .map(|n| format!("Item {n}\n\nfile: {n}.txt\nimplement: late 1"))
+        .collect();
+    let world = world_with_items(&items.iter().map(String::as_str).collect::<Vec<_>>());
+    let peer = second_clone(&world, "peer");
+    let a = drive_in(&world, &world.work, &["--jobs", "2"]);
+    let b = drive_in(&world, &peer, &["--jobs", "2"]);
+    let (a, b) = (a.finish(), b.finish());
+    assert_eq!(a.code, 0, "{}", a.stderr);
+    assert_eq!(b.code, 0, "{}", b.stderr);
+    assert_eq!(landed(&world).len(), 6, "{}\n{}", a.stderr, b.stderr);
+    let calls = |dir: &Path| -> Vec<String> {
+        receipts_in(&world, dir)
+            .iter()
+            .filter(|r| r["role"] == "implement")
+            .map(|r| r["item"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let mut all = calls(&world.work);
+    all.extend(calls(&peer));
+    let distinct: std::collections::BTreeSet<&String> = all.iter().collect();
+    assert_eq!(all.len(), 6, "an item was implemented twice: {all:?}");
+    assert_eq!(distinct.len(), 6, "{all:?}");
+}
+
+#[test]
+fn a_stop_lets_every_lanes_call_in_flight_finish_and_releases_every_reservation() {
+    let _serial = serial_drives();
+    let world = world_with_items(&[
+        "One\n\nfile: 1.txt\nimplement: until GO",
+        "Two\n\nfile: 2.txt\nimplement: until GO",
+        "Three\n\nfile: 3.txt",
+    ]);
+    let child = drive_in(&world, &world.work, &["--jobs", "2"]);
+    let mut waiting = Vec::new();
+    wait_for(
+        "two implementing calls at once",
+        Duration::from_secs(120),
+        || {
+            waiting = lanes_waiting_for_go(&world.work);
+            waiting.len() == 2
+        },
+    );
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    wait_for("the stop to be heard", Duration::from_secs(60), || {
+        child
+            .said()
+            .contains("stopping after the agent calls in flight")
+    });
+    // The calls go on after the stop; they end when their gates open.
+    for lane in &waiting {
+        std::fs::write(lane.join("GO"), "").unwrap();
+    }
+    let out = child.finish();
+    assert_eq!(out.code, 128 + 15, "{}", out.stderr);
+    let receipts = receipts_in(&world, &world.work);
+    assert_eq!(
+        receipts.len(),
+        2,
+        "the third item was not taken: {receipts:#?}"
+    );
+    assert!(
+        receipts.iter().all(|r| r["outcome"] == "done"),
+        "both calls finished: {receipts:#?}"
+    );
+    // Both lanes were pushed with their checkpoints; nothing is held.
+    let pushed = git(&remote(&world), &["for-each-ref", "--format=%(refname)"]);
+    assert!(!pushed.contains("refs/stet/reservations/"), "{pushed}");
+    assert_eq!(
+        pushed
+            .lines()
+            .filter(|r| r.starts_with("refs/heads/stet/"))
+            .count(),
+        2,
+        "{pushed}"
+    );
+    assert!(landed(&world).is_empty());
+    // The next drive lands all three, neither call made again.
+    let resumed = drive_in(&world, &world.work, &["--jobs", "2"]).finish();
+    assert_eq!(resumed.code, 0, "{}", resumed.stderr);
+    assert_eq!(landed(&world).len(), 3, "{}", resumed.stderr);
+    let implements = receipts_in(&world, &world.work)
+        .iter()
+        .filter(|r| r["role"] == "implement")
+        .count();
+    assert_eq!(implements, 3, "no implementing call was made again");
+}
+
 /// A small repeatable generator (the seed is printed; set STET_KILL_SEED to replay one).
 struct Lcg(u64);
 
@@ -496,6 +669,17 @@ impl Lcg {
 
 #[test]
 fn kill_9_at_seeded_random_instants_then_resume_lands_every_item_once_and_loses_no_receipt() {
+    kill_9_then_resume(&[]);
+}
+
+#[test]
+fn kill_9_at_seeded_random_instants_of_two_lanes_then_resume_lands_every_item_once() {
+    kill_9_then_resume(&["--jobs", "2"]);
+}
+
+/// Drives killed with SIGKILL at seeded random instants, then one drive to the end, each
+/// with `args`: every item lands once, no call is without a receipt, nothing is left.
+fn kill_9_then_resume(args: &[&str]) {
     let _serial = serial_drives();
     let seed: u64 = std::env::var("STET_KILL_SEED")
         .ok()
@@ -511,7 +695,7 @@ fn kill_9_at_seeded_random_instants_then_resume_lands_every_item_once_and_loses_
     let mut pids = Vec::new();
     for round in 0..6 {
         let calls_before = invocations(&world).len();
-        let mut child = drive_in(&world, &world.work, &[]);
+        let mut child = drive_in(&world, &world.work, args);
         pids.push(child.id());
         // Even rounds kill at any instant from the start (the proof, reaping, a take, a
         // push...); odd rounds while an agent call is in flight (each lasts at least 1 s).
@@ -539,7 +723,7 @@ fn kill_9_at_seeded_random_instants_then_resume_lands_every_item_once_and_loses_
             landed(&world).len()
         );
     }
-    let last = drive_in(&world, &world.work, &[]);
+    let last = drive_in(&world, &world.work, args);
     pids.push(last.id());
     let out = last.finish();
     assert_eq!(out.code, 0, "{}", out.stderr);

@@ -78,6 +78,16 @@ fn drive_with_a_harness_that_is_not_configured() {
 }
 
 #[test]
+fn drive_with_no_lanes() {
+    let world = world();
+    insta::assert_snapshot!(refusal(
+        &world,
+        &world.work,
+        &["drive", "--yes", "--jobs", "0"]
+    ));
+}
+
+#[test]
 fn drive_with_a_wrong_rounds_value() {
     let world = world();
     insta::assert_snapshot!(refusal(

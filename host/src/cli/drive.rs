@@ -14,8 +14,17 @@ pub fn run(settings: &Settings, args: &DriveArgs, printer: Printer) -> Result<Ex
     if args.rounds == 0 {
         return Err(CliError::usage("--rounds must be at least 1"));
     }
+    let jobs = args.jobs.or(settings.drive_jobs).unwrap_or(1);
+    if !(1..=crate::config::MAX_JOBS).contains(&jobs) {
+        return Err(CliError::usage(format!(
+            "--jobs {jobs}: a drive works between 1 and {} items at once",
+            crate::config::MAX_JOBS
+        ))
+        .hint("pass --jobs 1 for one lane at a time, more to work items side by side"));
+    }
     let options = DriveOptions {
         cap: args.cap,
+        jobs,
         yes: args.yes,
         remote: args.remote.clone(),
         lease_secs: lease.as_secs().max(1) as i64,

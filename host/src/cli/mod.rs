@@ -450,6 +450,10 @@ pub struct DriveArgs {
     #[arg(long, default_value_t = 8, value_name = "N")]
     pub cap: usize,
 
+    /// Work this many items at once, each in its own lane (default: [drive] jobs, or 1).
+    #[arg(short = 'j', long, value_name = "N")]
+    pub jobs: Option<usize>,
+
     /// Consent given: do not ask.
     #[arg(long)]
     pub yes: bool,

@@ -9,9 +9,11 @@
 //! cannot start a call, the model API does not answer (three of those in a row), or the
 //! judge fails (at once; it counts toward its item's rounds too).
 
+use std::collections::HashSet;
+
 use crate::error::{CliError, Exit};
 use crate::queue;
-use crate::reservations::{Marks, Remote, ReservationError};
+use crate::reservations::{Remote, ReservationError};
 
 use super::{clock, note, ours_to_take_over, Drive};
 
@@ -37,7 +39,7 @@ pub(super) enum ItemEnd {
 }
 
 /// An outage in progress: when it began and how far along the schedule it is.
-struct Outage {
+pub(super) struct Outage {
     started_unix: i64,
     step: u32,
 }
@@ -55,6 +57,50 @@ fn duration(secs: i64) -> humantime::FormattedDuration {
     humantime::format_duration(std::time::Duration::from_secs(secs.max(0) as u64))
 }
 
+/// What the lanes of one drive share, under one lock: what became of the items taken,
+/// which items a lane works now, and the waits and failures that hold every lane.
+#[derive(Default)]
+pub(super) struct Tally {
+    landed: Vec<String>,
+    gave_up: Vec<String>,
+    cancelled: Vec<String>,
+    /// Items this run is done with (landed, given up, lost, cancelled, malformed): not
+    /// taken again.
+    done: HashSet<String>,
+    /// Items a lane of this drive works now: no other lane takes them (they share the
+    /// drive's holder, so the remote alone would not keep them apart).
+    working: HashSet<String>,
+    /// Calls that could not be made, in a row, over all lanes.
+    runner_failures: u32,
+    outage: Option<Outage>,
+    /// A wait every lane keeps before its next launch — a usage limit's reset, an
+    /// outage's — and why.
+    paused: Option<(i64, String)>,
+    /// The drive must end (an outage or an unreachable remote past its limit, a lane that
+    /// failed in a way no lane can go on from): every lane stops at its next move.
+    halted: bool,
+    /// A lane said that it stopped (so the closing line need not).
+    said_stop: bool,
+}
+
+/// One of the drive's lanes at work: the drive's shared parts, and what this lane holds
+/// alone — its reservation's keeper and its agent call in flight.
+pub(super) struct Worker<'d, 'a> {
+    drive: &'d Drive<'a>,
+    /// Which lane of the drive this is (from 0), for its line of the display.
+    pub(super) slot: usize,
+    pub(super) keeper: &'d super::keeper::Keeper,
+    pub(super) in_flight: &'d crate::harness::InFlight,
+}
+
+impl<'a> std::ops::Deref for Worker<'_, 'a> {
+    type Target = Drive<'a>;
+
+    fn deref(&self) -> &Drive<'a> {
+        self.drive
+    }
+}
+
 impl Drive<'_> {
     pub(super) fn remote(&self) -> Remote<'_> {
         Remote {
@@ -63,27 +109,174 @@ impl Drive<'_> {
         }
     }
 
+    pub(super) fn tally(&self) -> std::sync::MutexGuard<'_, Tally> {
+        self.tally.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Every lane stops at its next move.
+    fn halt(&self) {
+        self.tally().halted = true;
+    }
+
+    /// Drains the queue with `--jobs` lanes at once, each a thread taking items until none
+    /// is left, then says what became of them.
     pub(super) fn drain(&self, items: &[queue::Entry]) -> Result<Exit, CliError> {
         self.release_leftovers();
         let began = self.clock.now();
-        let mut landed = 0;
-        let mut landed_ids: Vec<String> = Vec::new();
-        let mut cancelled: Vec<String> = Vec::new();
-        let mut gave_up: Vec<String> = Vec::new();
-        // Items this run is done with (landed, given up, lost): not taken again.
-        let mut done_here: std::collections::HashSet<String> = Default::default();
-        let mut runner_failures = 0u32;
-        let mut outage: Option<Outage> = None;
+        let ends: Vec<Result<Exit, CliError>> = std::thread::scope(|scope| {
+            let lanes: Vec<_> = self
+                .slots
+                .iter()
+                .enumerate()
+                .map(|(slot, held)| {
+                    let worker = Worker {
+                        drive: self,
+                        slot,
+                        keeper: &held.keeper,
+                        in_flight: &held.in_flight,
+                    };
+                    scope.spawn(move || {
+                        // A lane that panics (a bug) ends the drive as an error, never the
+                        // other lanes' calls in flight: they finish, and stop there.
+                        let end = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            worker.run(items)
+                        }))
+                        .unwrap_or_else(|panic| {
+                            Err(CliError::failure(format!(
+                                "lane {} of the drive failed: {}",
+                                slot + 1,
+                                crate::text::panic_message(panic.as_ref())
+                            )))
+                        });
+                        if !matches!(end, Ok(Exit::Success)) {
+                            let _ = worker.keeper.release();
+                        }
+                        if matches!(end, Err(_) | Ok(Exit::Unusable)) {
+                            worker.halt();
+                        }
+                        end
+                    })
+                })
+                .collect();
+            lanes
+                .into_iter()
+                .map(|lane| {
+                    lane.join()
+                        .unwrap_or_else(|_| Err(CliError::failure("a lane of the drive failed")))
+                })
+                .collect()
+        });
+        let mut unusable = false;
+        for end in ends {
+            unusable |= matches!(end?, Exit::Unusable);
+        }
+        let tally = std::mem::take(&mut *self.tally());
+        if self.stop.requested() && !tally.said_stop {
+            note!(
+                self.progress,
+                "stopped: run {}; nothing is reserved; resume with: stet drive",
+                self.run
+            );
+        }
+        // The closing summary: what became of each item taken, how long, what it cost, and
+        // the command that tells more.
+        let (receipts, _) = crate::receipts::read_all(&self.repo);
+        let cost: f64 = receipts
+            .iter()
+            .filter(|r| r.run == self.run)
+            .filter_map(|r| r.cost_usd)
+            .fold(0.0, |a, b| a + b);
+        let mut counts = vec![format!("landed {}", tally.landed.len())];
+        if !tally.gave_up.is_empty() {
+            counts.push(format!("gave up on {}", tally.gave_up.len()));
+        }
+        if !tally.cancelled.is_empty() {
+            counts.push(format!("cancelled {}", tally.cancelled.len()));
+        }
+        note!(
+            self.progress,
+            "drive {}: {} — {}, ${cost:.4} reported",
+            self.run,
+            counts.join(", "),
+            crate::printer::duration((self.clock.now() - began).max(0) as f64)
+        );
+        for (what, ids, then) in [
+            (
+                "landed:   ",
+                &tally.landed,
+                "stet show ID tells each one's story",
+            ),
+            (
+                "given up: ",
+                &tally.gave_up,
+                "stet retry ID takes one up again",
+            ),
+            (
+                "cancelled:",
+                &tally.cancelled,
+                "stet clean removes what they left here",
+            ),
+        ] {
+            if !ids.is_empty() {
+                note!(self.progress, "  {what} {} ({then})", ids.join(", "));
+            }
+        }
+        Ok(if unusable {
+            Exit::Unusable
+        } else if self.stop.requested() {
+            self.stopped_exit()
+        } else if tally.gave_up.is_empty() {
+            Exit::Success
+        } else {
+            Exit::GaveUp
+        })
+    }
+
+    /// Releases reservations a drive of this clone left on items that are landed or failed
+    /// (it died between marking the item and releasing): nobody would release them else.
+    fn release_leftovers(&self) {
+        let remote = self.remote();
+        let (Ok(marks), Ok(held)) = (remote.marks(), remote.list()) else {
+            return;
+        };
+        for h in held {
+            let item = &h.reservation.item;
+            let done = !marks.open(item);
+            let lapsed = h.reservation.expires_at_unix <= self.clock.now();
+            if done && (lapsed || ours_to_take_over(&self.holder, &h.reservation.holder)) {
+                let _ = remote.release(&h);
+            }
+        }
+    }
+
+    /// The exit of a drive that stopped: 128 + the signal that asked for it.
+    fn stopped_exit(&self) -> Exit {
+        Exit::Signal(self.stop.signal().unwrap_or(2))
+    }
+}
+
+impl Worker<'_, '_> {
+    /// Whether this lane should take no new move: a stop was asked, or the drive halted.
+    pub(super) fn ending(&self) -> bool {
+        self.stop.requested() || self.tally().halted
+    }
+
+    /// This lane's loop: take the next item, work its lane, deal with how that ended;
+    /// until nothing is left to take, the cap is reached, a stop, or the drive halts.
+    fn run(&self, items: &[queue::Entry]) -> Result<Exit, CliError> {
         let mut unreachable: Option<Outage> = None;
-        while landed < self.options.cap && !self.stop.requested() {
-            let item = match self.next_item(items, &done_here)? {
+        loop {
+            if self.ending() {
+                return Ok(Exit::Success);
+            }
+            let item = match self.next_item(items)? {
                 Next::Take(item) => item,
                 Next::Malformed(id, why) => {
                     self.progress.warn(&format!("skipped {id}: {why}"));
-                    done_here.insert(id);
+                    self.tally().done.insert(id);
                     continue;
                 }
-                Next::Nothing => break,
+                Next::Nothing => return Ok(Exit::Success),
                 Next::Unreachable(detail) => {
                     // A wait named by the move: back off from the floor, doubling to ten
                     // minutes; give up when the remote has been gone for the outage limit.
@@ -130,16 +323,34 @@ impl Drive<'_> {
                     item.id
                 ));
             }
-            let end = end?;
-            let failed = match &end {
+            let end = match end {
+                Ok(end) => end,
+                Err(e) => {
+                    self.tally().working.remove(&item.id);
+                    return Err(e);
+                }
+            };
+            if let Some(exit) = self.account(&item, end)? {
+                return Ok(exit);
+            }
+        }
+    }
+
+    /// Deals with how `item`'s lane ended: counts it, says it, and waits where the end
+    /// names a wait. `Some` ends this lane's loop with that exit.
+    fn account(&self, item: &queue::Item, end: ItemEnd) -> Result<Option<Exit>, CliError> {
+        let failed = {
+            let mut tally = self.tally();
+            tally.working.remove(&item.id);
+            match &end {
                 ItemEnd::RunnerFailed(why) => {
-                    runner_failures += 1;
+                    tally.runner_failures += 1;
                     note!(
                         self.progress,
                         "{}: a call could not be made ({why}); the lane stays at its checkpoint",
                         item.id
                     );
-                    runner_failures >= 3
+                    tally.runner_failures >= 3
                 }
                 ItemEnd::JudgeFailed(why) => {
                     note!(self.progress, "{}: the judge failed ({why})", item.id);
@@ -147,240 +358,211 @@ impl Drive<'_> {
                 }
                 ItemEnd::RemoteUnreachable(_) => false,
                 _ => {
-                    runner_failures = 0;
-                    outage = None;
+                    tally.runner_failures = 0;
+                    tally.outage = None;
                     false
                 }
-            };
-            if failed {
-                runner_failures = 0;
-                let state = outage.get_or_insert_with(|| Outage {
-                    started_unix: self.clock.now(),
+            }
+        };
+        if failed {
+            // An outage holds every lane: the wait is the drive's, not this lane's alone.
+            let (wait, reason) = {
+                let mut tally = self.tally();
+                tally.runner_failures = 0;
+                let now = self.clock.now();
+                let state = tally.outage.get_or_insert(Outage {
+                    started_unix: now,
                     step: 0,
                 });
-                if self.clock.now() - state.started_unix >= self.options.outage_limit_secs {
+                if now - state.started_unix >= self.options.outage_limit_secs {
+                    let lasted = now - state.started_unix;
+                    tally.halted = true;
+                    drop(tally);
                     note!(
                         self.progress,
                         "outage for {}: the drive stops; nothing was handed back, the lanes stay on their branches",
-                        duration(self.clock.now() - state.started_unix)
+                        duration(lasted)
                     );
-                    return Ok(Exit::Unusable);
+                    return Ok(Some(Exit::Unusable));
                 }
                 let schedule = &self.options.outage_schedule_secs;
                 let wait = schedule[(state.step as usize).min(schedule.len() - 1)];
                 state.step += 1;
-                // The outage schedule is its own: the floor is for waits a move names.
                 let reason = format!("outage: trying again after {}", duration(wait));
-                if !self.sleep_until(&reason, self.clock.now() + wait) {
-                    return Ok(self.stopped_while_waiting());
-                }
-                continue;
+                tally.paused = Some((now + wait, reason.clone()));
+                (wait, reason)
+            };
+            // The outage schedule is its own: the floor is for waits a move names.
+            if !self.sleep_until(&reason, self.clock.now() + wait) {
+                return Ok(Some(self.stopped_while_waiting()));
             }
-            match end {
-                ItemEnd::RunnerFailed(_) | ItemEnd::JudgeFailed(_) => {}
-                ItemEnd::Landed => {
-                    landed += 1;
-                    landed_ids.push(item.id.clone());
-                    done_here.insert(item.id.clone());
-                    note!(
-                        self.progress,
-                        "{}: landed on {} as {}",
-                        item.id,
-                        self.options.remote,
-                        crate::lanes::branch_of(&item.id)
-                    );
+            return Ok(None);
+        }
+        match end {
+            ItemEnd::RunnerFailed(_) | ItemEnd::JudgeFailed(_) => {}
+            ItemEnd::Landed => {
+                {
+                    let mut tally = self.tally();
+                    tally.landed.push(item.id.clone());
+                    tally.done.insert(item.id.clone());
                 }
-                ItemEnd::GaveUp(why) => {
-                    // Marked failed on the remote, with why, by the lane.
-                    note!(
-                        self.progress,
-                        "{}: given up: {why} (stet retry {} takes it up again)",
-                        item.id,
-                        item.id
-                    );
-                    done_here.insert(item.id.clone());
-                    gave_up.push(item.id.clone());
-                }
-                ItemEnd::Lost(why) => {
-                    note!(
-                        self.progress,
-                        "{}: another drive took the lane over ({why}); leaving it",
-                        item.id
-                    );
-                    done_here.insert(item.id.clone());
-                }
-                ItemEnd::Cancelled(note) => {
-                    note!(
-                        self.progress,
-                        "{}: cancelled ({note}); its lane stopped, its branch and checkpoint kept on the remote",
-                        item.id
-                    );
-                    done_here.insert(item.id.clone());
-                    cancelled.push(item.id.clone());
-                }
-                ItemEnd::Stopped(branch) => {
-                    note!(
-                        self.progress,
-                        "stopped: run {}, lane {branch} (its checkpoint and any change pushed, reservation released); resume with: stet drive",
-                        self.run
-                    );
-                    return Ok(self.stopped_exit());
-                }
-                ItemEnd::RemoteUnreachable(detail) => {
-                    let backoff = self.options.wait_floor_secs;
-                    if !self.wait(
-                        &format!(
-                            "{}: the remote {} did not answer ({detail}); the lane stays here",
-                            item.id, self.options.remote
-                        ),
-                        self.clock.now() + backoff,
-                    ) {
-                        return Ok(self.stopped_while_waiting());
-                    }
-                }
-                ItemEnd::RateLimited(until) => {
-                    if !self.wait(
-                        &format!("{}: the agent hit its usage limit", item.id),
-                        until.unwrap_or(0),
-                    ) {
-                        return Ok(self.stopped_while_waiting());
-                    }
+                note!(
+                    self.progress,
+                    "{}: landed on {} as {}",
+                    item.id,
+                    self.options.remote,
+                    crate::lanes::branch_of(&item.id)
+                );
+            }
+            ItemEnd::GaveUp(why) => {
+                // Marked failed on the remote, with why, by the lane.
+                note!(
+                    self.progress,
+                    "{}: given up: {why} (stet retry {} takes it up again)",
+                    item.id,
+                    item.id
+                );
+                let mut tally = self.tally();
+                tally.done.insert(item.id.clone());
+                tally.gave_up.push(item.id.clone());
+            }
+            ItemEnd::Lost(why) => {
+                note!(
+                    self.progress,
+                    "{}: another drive took the lane over ({why}); leaving it",
+                    item.id
+                );
+                self.tally().done.insert(item.id.clone());
+            }
+            ItemEnd::Cancelled(note) => {
+                note!(
+                    self.progress,
+                    "{}: cancelled ({note}); its lane stopped, its branch and checkpoint kept on the remote",
+                    item.id
+                );
+                let mut tally = self.tally();
+                tally.done.insert(item.id.clone());
+                tally.cancelled.push(item.id.clone());
+            }
+            ItemEnd::Stopped(branch) => {
+                note!(
+                    self.progress,
+                    "stopped: run {}, lane {branch} (its checkpoint and any change pushed, reservation released); resume with: stet drive",
+                    self.run
+                );
+                self.tally().said_stop = true;
+                return Ok(Some(self.stopped_exit()));
+            }
+            ItemEnd::RemoteUnreachable(detail) => {
+                let backoff = self.options.wait_floor_secs;
+                if !self.wait(
+                    &format!(
+                        "{}: the remote {} did not answer ({detail}); the lane stays here",
+                        item.id, self.options.remote
+                    ),
+                    self.clock.now() + backoff,
+                ) {
+                    return Ok(Some(self.stopped_while_waiting()));
                 }
             }
-        }
-        if self.stop.requested() {
-            note!(
-                self.progress,
-                "stopped: run {}; nothing is reserved; resume with: stet drive",
-                self.run
-            );
-        }
-        // The closing summary: what became of each item taken, how long, what it cost, and
-        // the command that tells more.
-        let (receipts, _) = crate::receipts::read_all(&self.repo);
-        let cost: f64 = receipts
-            .iter()
-            .filter(|r| r.run == self.run)
-            .filter_map(|r| r.cost_usd)
-            .fold(0.0, |a, b| a + b);
-        let mut tally = vec![format!("landed {landed}")];
-        if !gave_up.is_empty() {
-            tally.push(format!("gave up on {}", gave_up.len()));
-        }
-        if !cancelled.is_empty() {
-            tally.push(format!("cancelled {}", cancelled.len()));
-        }
-        note!(
-            self.progress,
-            "drive {}: {} — {}, ${cost:.4} reported",
-            self.run,
-            tally.join(", "),
-            crate::printer::duration((self.clock.now() - began).max(0) as f64)
-        );
-        for (what, ids, then) in [
-            (
-                "landed:   ",
-                &landed_ids,
-                "stet show ID tells each one's story",
-            ),
-            ("given up: ", &gave_up, "stet retry ID takes one up again"),
-            (
-                "cancelled:",
-                &cancelled,
-                "stet clean removes what they left here",
-            ),
-        ] {
-            if !ids.is_empty() {
-                note!(self.progress, "  {what} {} ({then})", ids.join(", "));
+            ItemEnd::RateLimited(until) => {
+                // Every lane's next launch waits for the reset too: they share the login.
+                let reason = format!("{}: the agent hit its usage limit", item.id);
+                let wake = until
+                    .unwrap_or(0)
+                    .max(self.clock.now() + self.options.wait_floor_secs);
+                self.tally().paused = Some((wake, reason.clone()));
+                if !self.wait(&reason, wake) {
+                    return Ok(Some(self.stopped_while_waiting()));
+                }
             }
         }
-        Ok(if self.stop.requested() {
-            self.stopped_exit()
-        } else if gave_up.is_empty() {
-            Exit::Success
-        } else {
-            Exit::GaveUp
-        })
+        Ok(None)
+    }
+
+    /// Claims `id` for this lane, unless the drive is done with it, another lane works it,
+    /// or the lanes at work would reach the cap.
+    fn claim(&self, id: &str) -> bool {
+        let mut tally = self.tally();
+        if tally.halted
+            || tally.done.contains(id)
+            || tally.working.contains(id)
+            || tally.landed.len() + tally.working.len() >= self.options.cap
+        {
+            return false;
+        }
+        tally.working.insert(id.to_string())
     }
 
     /// The next item to work: the first in queue order that is not landed, failed, done in
-    /// this run, or held by another drive, and that this drive could reserve. A take that
-    /// wins re-reads the item's marks: a peer may have landed it between the listing and
-    /// the take.
-    fn next_item(
-        &self,
-        items: &[queue::Entry],
-        done_here: &std::collections::HashSet<String>,
-    ) -> Result<Next, CliError> {
+    /// this run, worked by another lane, or held by another drive, and that this drive
+    /// could reserve. A take that wins re-reads the item's marks: a peer may have landed
+    /// it between the listing and the take.
+    fn next_item(&self, items: &[queue::Entry]) -> Result<Next, CliError> {
         let remote = self.remote();
         let marks = match remote.marks() {
             Ok(marks) => marks,
             Err(e) => return Ok(Next::Unreachable(short(&e))),
         };
-        let open = |m: &Marks, id: &str| m.open(id);
-        for item in items
-            .iter()
-            .filter(|i| !done_here.contains(&i.id) && open(&marks, &i.id))
-        {
-            let _lock = self.lock()?;
-            let wanted = self.reservation(&item.id, "implement");
-            match remote.take(wanted, self.clock.now(), |r| {
-                ours_to_take_over(&self.holder, &r.holder)
-            }) {
-                Ok(held) => {
-                    let still_open = remote.marks_for(&item.id).map(|m| open(&m, &item.id));
-                    match still_open {
-                        Ok(true) => match item.load() {
-                            Ok(loaded) => {
-                                self.keeper.hold(held);
-                                return Ok(Next::Take(loaded));
-                            }
-                            Err(why) => {
-                                let _ = remote.release(&held);
-                                return Ok(Next::Malformed(item.id.clone(), why));
-                            }
-                        },
-                        Ok(false) => {
-                            let _ = remote.release(&held);
-                        }
-                        Err(e) => {
-                            let _ = remote.release(&held);
-                            return Ok(Next::Unreachable(short(&e)));
-                        }
+        for item in items.iter().filter(|i| marks.open(&i.id)) {
+            if !self.claim(&item.id) {
+                continue;
+            }
+            match self.take(item) {
+                Ok(Some(Next::Take(loaded))) => return Ok(Next::Take(loaded)),
+                taken => {
+                    self.tally().working.remove(&item.id);
+                    match taken? {
+                        Some(end) => return Ok(end),
+                        None => continue,
                     }
-                }
-                Err(ReservationError::HeldByOther {
-                    holder, until_unix, ..
-                }) => {
-                    self.progress.detail(&format!(
-                        "{}: reserved by {holder} until {}; skipped",
-                        item.id,
-                        clock(until_unix)
-                    ));
-                }
-                Err(ReservationError::Raced { .. }) => {}
-                Err(e @ ReservationError::Remote { .. }) => {
-                    return Ok(Next::Unreachable(short(&e)))
                 }
             }
         }
         Ok(Next::Nothing)
     }
 
-    /// Releases reservations a drive of this clone left on items that are landed or failed
-    /// (it died between marking the item and releasing): nobody would release them else.
-    fn release_leftovers(&self) {
+    /// Reserves `item` on the remote, under the drain lock. `None`: another drive holds
+    /// it, or it was landed meanwhile; look further.
+    fn take(&self, item: &queue::Entry) -> Result<Option<Next>, CliError> {
         let remote = self.remote();
-        let (Ok(marks), Ok(held)) = (remote.marks(), remote.list()) else {
-            return;
-        };
-        for h in held {
-            let item = &h.reservation.item;
-            let done = !marks.open(item);
-            let lapsed = h.reservation.expires_at_unix <= self.clock.now();
-            if done && (lapsed || ours_to_take_over(&self.holder, &h.reservation.holder)) {
-                let _ = remote.release(&h);
+        let _lock = self.lock()?;
+        let wanted = self.reservation(&item.id, "implement");
+        match remote.take(wanted, self.clock.now(), |r| {
+            ours_to_take_over(&self.holder, &r.holder)
+        }) {
+            Ok(held) => match remote.marks_for(&item.id).map(|m| m.open(&item.id)) {
+                Ok(true) => match item.load() {
+                    Ok(loaded) => {
+                        self.keeper.hold(held);
+                        Ok(Some(Next::Take(loaded)))
+                    }
+                    Err(why) => {
+                        let _ = remote.release(&held);
+                        Ok(Some(Next::Malformed(item.id.clone(), why)))
+                    }
+                },
+                Ok(false) => {
+                    let _ = remote.release(&held);
+                    Ok(None)
+                }
+                Err(e) => {
+                    let _ = remote.release(&held);
+                    Ok(Some(Next::Unreachable(short(&e))))
+                }
+            },
+            Err(ReservationError::HeldByOther {
+                holder, until_unix, ..
+            }) => {
+                self.progress.detail(&format!(
+                    "{}: reserved by {holder} until {}; skipped",
+                    item.id,
+                    clock(until_unix)
+                ));
+                Ok(None)
             }
+            Err(ReservationError::Raced { .. }) => Ok(None),
+            Err(e @ ReservationError::Remote { .. }) => Ok(Some(Next::Unreachable(short(&e)))),
         }
     }
 
@@ -391,24 +573,40 @@ impl Drive<'_> {
         self.sleep_until(reason, wake)
     }
 
-    /// Sleeps until `wake`, showing why; wakes early for a stop.
+    /// Sleeps until `wake`, showing why on this lane's line; wakes early for a stop.
     pub(super) fn sleep_until(&self, reason: &str, wake: i64) -> bool {
-        self.progress.wait(reason, wake);
+        self.progress.wait(self.slot, reason, wake);
         self.clock.sleep_until(wake, &self.stop)
     }
 
-    fn stopped_while_waiting(&self) -> Exit {
-        note!(
-            self.progress,
-            "stopped during a wait: run {}; nothing is reserved; resume with: stet drive",
-            self.run
-        );
-        self.stopped_exit()
+    /// Before a launch: a wait every lane keeps (a usage limit's reset, an outage's), if
+    /// one is on. Returns false when a stop cut it short.
+    pub(super) fn paused(&self) -> bool {
+        loop {
+            let paused = self.tally().paused.clone();
+            match paused {
+                Some((until, reason)) if until > self.clock.now() => {
+                    if !self.sleep_until(&reason, until) {
+                        return false;
+                    }
+                }
+                _ => return true,
+            }
+        }
     }
 
-    /// The exit of a drive that stopped: 128 + the signal that asked for it.
-    fn stopped_exit(&self) -> Exit {
-        Exit::Signal(self.stop.signal().unwrap_or(2))
+    fn stopped_while_waiting(&self) -> Exit {
+        let mut tally = self.tally();
+        if !tally.said_stop {
+            tally.said_stop = true;
+            drop(tally);
+            note!(
+                self.progress,
+                "stopped during a wait: run {}; nothing is reserved; resume with: stet drive",
+                self.run
+            );
+        }
+        self.stopped_exit()
     }
 }
 

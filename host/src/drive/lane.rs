@@ -12,8 +12,8 @@ use crate::receipts;
 use crate::reservations::Reservation;
 use crate::sandbox::{self, LaneAccess, LaneMounts, Plan, Sandbox};
 
-use super::drain::{short, ItemEnd};
-use super::{note, now_ms, Drive};
+use super::drain::{short, ItemEnd, Worker};
+use super::{note, now_ms};
 
 /// How one agent call ended, as the drive needs it.
 struct Call {
@@ -98,7 +98,7 @@ fn first_line(text: &str) -> &str {
     text.trim().lines().next().unwrap_or_default()
 }
 
-impl Drive<'_> {
+impl Worker<'_, '_> {
     pub(super) fn reservation(&self, item: &str, stage: &str) -> Reservation {
         Reservation {
             item: item.to_string(),
@@ -123,8 +123,8 @@ impl Drive<'_> {
     /// A new stage of `lane`: a move. The reservation says the stage (renewed with it);
     /// a reservation another drive took over ends the lane's work here.
     fn enter(&self, lane: &Lane, stage: &str) -> Result<(), ItemEnd> {
-        self.moves.set(self.moves.get() + 1);
-        self.progress.stage(self.moves.get(), &lane.branch, stage);
+        let r#move = self.moves.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        self.progress.stage(self.slot, r#move, &lane.branch, stage);
         self.keeper.set_stage(stage).map_err(ItemEnd::Lost)?;
         // Cancelled on the remote (`stet rm`) since the last move: stop here. A remote that
         // does not answer now is the keeper's to report; the move goes on.
@@ -156,20 +156,21 @@ impl Drive<'_> {
     /// finishes is checkpointed on the remote with the lane's branch before the next one
     /// starts, so a resumed lane never makes a finished call again.
     pub(super) fn work(&self, item: &queue::Item) -> Result<ItemEnd, CliError> {
-        let lane = {
-            let _lock = self.lock()?;
-            let lane =
-                lanes::open(&self.repo, &self.options.remote, &item.id, "HEAD").and_then(|lane| {
-                    // The repository holds the lane's branch from the start (a lane a peer
-                    // pushed is opened from the remote): its base is found there.
-                    lane.bring_back(&self.repo)?;
-                    Ok(lane)
-                });
-            lane.map_err(|e| {
-                CliError::failure(format!("cannot open the lane of {}", item.id))
-                    .caused_by(e.to_string())
-            })?
+        // The working copy is made outside the drain lock (it writes only the lane's own
+        // directory), so other lanes move meanwhile; the repository's copy of the branch
+        // is a move of its own.
+        let cannot_open = |e: lanes::GitError| {
+            CliError::failure(format!("cannot open the lane of {}", item.id))
+                .caused_by(e.to_string())
         };
+        let lane =
+            lanes::open(&self.repo, &self.options.remote, &item.id, "HEAD").map_err(cannot_open)?;
+        {
+            let _lock = self.lock()?;
+            // The repository holds the lane's branch from the start (a lane a peer pushed
+            // is opened from the remote): its base is found there.
+            lane.bring_back(&self.repo).map_err(cannot_open)?;
+        }
         let on_remote = match self.remote().checkpoint(&item.id) {
             Ok(checkpoint) => checkpoint,
             Err(e) => return Ok(ItemEnd::RemoteUnreachable(short(&e))),
@@ -203,7 +204,7 @@ impl Drive<'_> {
                 );
                 return Ok(self.finish(&lane, Mark::Failed, &why, had_checkpoint));
             }
-            if self.stop.requested() && !landing && finished.is_none() {
+            if self.ending() && !landing && finished.is_none() {
                 return Ok(ItemEnd::Stopped(lane.branch));
             }
             let moved = match (at.next, finished.take()) {
@@ -358,7 +359,11 @@ impl Drive<'_> {
                 format!("Your previous attempt failed: {}", call.detail.trim()),
             ));
         }
-        if !self.changed(lane)? {
+        let changed = {
+            let _lock = self.lock()?;
+            self.changed(lane)?
+        };
+        if !changed {
             return Ok(failed(
                 "the agent changed nothing".to_string(),
                 "Your previous attempt changed nothing in the working copy; the work item \
@@ -731,18 +736,31 @@ impl Drive<'_> {
         })
     }
 
-    /// Before a launch: the pace since the last one. Returns false when a stop cut the
-    /// wait short (no agent is launched then).
+    /// Before a launch: a wait every lane keeps, if one is on, then the pace since the last
+    /// launch of any lane. Returns false when a stop cut a wait short (no agent is
+    /// launched then).
     fn pace(&self) -> bool {
-        let pace = self.options.pace_secs;
-        if let Some(last) = self.last_launch.get().filter(|_| pace > 0) {
-            let next = last + pace;
-            if self.clock.now() <= next && !self.wait("pace between agent launches", next) {
-                return false;
-            }
+        if !self.paused() {
+            return false;
         }
-        self.last_launch.set(Some(self.clock.now()));
-        true
+        let pace = self.options.pace_secs;
+        // The launch's time is claimed under the lock, so two lanes never take one slot.
+        let wake = {
+            let mut last = self.last_launch.lock().unwrap_or_else(|p| p.into_inner());
+            let now = self.clock.now();
+            let wake = match *last {
+                Some(last) if pace > 0 && now <= last + pace => {
+                    Some((last + pace).max(now + self.options.wait_floor_secs))
+                }
+                _ => None,
+            };
+            *last = Some(wake.unwrap_or(now));
+            wake
+        };
+        match wake {
+            Some(wake) => self.sleep_until("pace between agent launches", wake),
+            None => true,
+        }
     }
 
     /// One agent call, with its receipt recorded before it starts and when it ends. With
@@ -773,17 +791,20 @@ impl Drive<'_> {
                 .caused_by(w.detail.to_string())
                 .hint("do not edit the profile's settings while a drive runs; start the drive again to rewrite them"));
         }
-        // A login that would expire before this call could end is renewed first.
-        crate::refresh::keep_fresh(
-            self.settings,
-            &self.runtime,
-            &self.harness,
-            &self.profile,
-            std::time::Duration::from_secs(self.options.call_limit_secs),
-            &|text| self.progress.note(text),
-        )?;
-        // A fresh copy of the profile for this call alone.
-        let mut call_profile = harness::CallProfile::of(&self.harness, &self.profile)?;
+        let mut call_profile = {
+            let _profile = self.profile_lock.lock().unwrap_or_else(|p| p.into_inner());
+            // A login that would expire before this call could end is renewed first.
+            crate::refresh::keep_fresh(
+                self.settings,
+                &self.runtime,
+                &self.harness,
+                &self.profile,
+                std::time::Duration::from_secs(self.options.call_limit_secs),
+                &|text| self.progress.note(text),
+            )?;
+            // A fresh copy of the profile for this call alone.
+            harness::CallProfile::of(&self.harness, &self.profile)?
+        };
         let launch = match self.harness.launch(RoleRequest {
             role,
             prompt: prompt.into(),
@@ -839,7 +860,7 @@ impl Drive<'_> {
             Plan::new(role_word, &self.run, &lane.dir.display().to_string())
                 .with_lane(LaneMounts::of_lane(lane), access),
             harness::Watch {
-                in_flight: Some(&self.in_flight),
+                in_flight: Some(self.in_flight),
                 time_limit: Some(std::time::Duration::from_secs(self.options.call_limit_secs)),
                 follow: self.options.follow.then_some(&follow as _),
                 env: vec![EnvVar::new("STET_RECEIPT", call.id.clone())],
@@ -871,7 +892,10 @@ impl Drive<'_> {
         };
         call.network = output.network.clone();
         call.ended_unix_ms = now_ms();
-        let carried = call_profile.settle(&self.harness, &self.profile);
+        let carried = {
+            let _profile = self.profile_lock.lock().unwrap_or_else(|p| p.into_inner());
+            call_profile.settle(&self.harness, &self.profile)
+        };
         if let Some(message) = commit {
             let _lock = self.lock()?;
             // Git's trailers: which agent made it, and the receipt of the call.

@@ -53,6 +53,8 @@ use crate::walls;
 pub struct DriveOptions {
     /// At most this many items are landed.
     pub cap: usize,
+    /// How many items are worked at once, each in its own lane.
+    pub jobs: usize,
     /// Consent given on the command line.
     pub yes: bool,
     /// The remote lanes land on and reservations live on.
@@ -111,19 +113,43 @@ struct Drive<'a> {
     stop: Arc<Stop>,
     /// What every now and every wait of the loop is measured by.
     clock: Arc<dyn Clock>,
-    /// The agent process running now, for a second signal to kill.
-    in_flight: Arc<harness::InFlight>,
-    /// The reservation held now, renewed while its lane is worked.
-    keeper: keeper::Keeper,
+    /// What each lane holds alone (`--jobs` of them).
+    slots: Vec<Slot>,
+    /// What the lanes share: what became of the items, the waits that hold them all.
+    tally: std::sync::Mutex<drain::Tally>,
+    /// Held while a call's copy of the walled profile is made or settled back, and while
+    /// the login is renewed: lanes share the one profile.
+    profile_lock: std::sync::Mutex<()>,
     harness_record: PluginRecord,
     runtime_record: PluginRecord,
     /// Whom the lanes' commits are by: the person, by their repository's git identity
     /// (stet is the committer); `None` when they have none, and stet authors them.
     author: Option<crate::git::Person>,
-    /// Moves made so far (each stage of a lane is one).
-    moves: std::cell::Cell<u64>,
-    /// When the last agent was launched, for the pace.
-    last_launch: std::cell::Cell<Option<i64>>,
+    /// Moves made so far, over all lanes (each stage of a lane is one).
+    moves: std::sync::atomic::AtomicU64,
+    /// When the last agent was launched (or will be, after its pace), for the pace.
+    last_launch: std::sync::Mutex<Option<i64>>,
+}
+
+/// What one lane of a drive holds alone.
+struct Slot {
+    /// Its reservation, renewed while its lane is worked.
+    keeper: keeper::Keeper,
+    /// Its agent process running now, for a second signal to kill.
+    in_flight: Arc<harness::InFlight>,
+}
+
+impl Slot {
+    fn start(repo: &Path, options: &DriveOptions) -> Slot {
+        Slot {
+            keeper: keeper::Keeper::start(
+                repo.to_path_buf(),
+                options.remote.clone(),
+                options.lease_secs,
+            ),
+            in_flight: Arc::new(std::sync::Mutex::new(None)),
+        }
+    }
 }
 
 pub fn run(
@@ -250,6 +276,13 @@ pub fn run(
         }
     );
     note!(printer, "  estimate: {estimate}");
+    if options.jobs > 1 {
+        note!(
+            printer,
+            "  lanes:    {} at once, each with its own reservation, lane and sandboxes",
+            options.jobs
+        );
+    }
     note!(
         printer,
         "  runtime:  {} — {}",
@@ -295,9 +328,17 @@ pub fn run(
     }
 
     let stop = Arc::new(Stop::default());
-    let in_flight: Arc<harness::InFlight> = Arc::new(std::sync::Mutex::new(None));
-    let keeper = keeper::Keeper::start(repo.clone(), options.remote.clone(), options.lease_secs);
-    watch_signals(printer, stop.clone(), in_flight.clone(), keeper.clone())?;
+    let slots: Vec<Slot> = (0..options.jobs)
+        .map(|_| Slot::start(&repo, options))
+        .collect();
+    watch_signals(
+        printer,
+        stop.clone(),
+        slots
+            .iter()
+            .map(|s| (s.in_flight.clone(), s.keeper.clone()))
+            .collect(),
+    )?;
     let run = format!("drive-{}-{}", std::process::id(), now_ms());
     let profile = harness.profile()?;
     let live = std::io::stderr().is_terminal();
@@ -317,31 +358,33 @@ pub fn run(
         repo: repo.clone(),
         settings,
         options,
-        progress: progress::Progress::new(printer, live && !printer.quiet),
+        progress: progress::Progress::new(printer, live && !printer.quiet, options.jobs),
         harness,
         runtime,
         run,
         stop,
         clock: Arc::new(time::SystemClock),
-        in_flight,
-        keeper,
-        moves: std::cell::Cell::new(0),
-        last_launch: std::cell::Cell::new(None),
+        slots,
+        tally: Default::default(),
+        profile_lock: Default::default(),
+        moves: Default::default(),
+        last_launch: Default::default(),
     };
     let exit = drive.drain(&items);
     drive.progress.finish();
-    drive.keeper.finish();
+    for slot in &drive.slots {
+        slot.keeper.finish();
+    }
     exit
 }
 
-/// The first SIGINT, SIGTERM or SIGHUP asks the drive to stop after the agent call in
-/// flight; the second kills that call's processes and exits at once, naming when the
-/// reservation lapses (the next drive reaps the sandbox and takes the lane up).
+/// The first SIGINT, SIGTERM or SIGHUP asks the drive to stop after the agent calls in
+/// flight; the second kills those calls' processes and exits at once, naming when each
+/// reservation lapses (the next drive reaps the sandboxes and takes the lanes up).
 fn watch_signals(
     printer: Printer,
     stop: Arc<Stop>,
-    in_flight: Arc<harness::InFlight>,
-    keeper: keeper::Keeper,
+    lanes: Vec<(Arc<harness::InFlight>, keeper::Keeper)>,
 ) -> Result<(), CliError> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
@@ -351,19 +394,29 @@ fn watch_signals(
             if !stop.request(signal) {
                 note!(
                     printer,
-                    "stopping after the agent call in flight (press again to kill it)"
+                    "stopping after the agent {} in flight (press again to kill {})",
+                    if lanes.len() > 1 { "calls" } else { "call" },
+                    if lanes.len() > 1 { "them" } else { "it" }
                 );
                 continue;
             }
-            if let Some(process) = in_flight.lock().unwrap_or_else(|p| p.into_inner()).take() {
-                let _ = process.kill();
-            }
-            // Renewals stop with this process, so the reservation lapses at its expiry.
-            let what = match keeper.lapse() {
-                Some((item, lapse)) => {
-                    format!("the reservation of {item} lapses at {}", clock(lapse))
+            let mut lapses = Vec::new();
+            for (in_flight, keeper) in &lanes {
+                if let Some(process) = in_flight.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                    let _ = process.kill();
                 }
-                None => "nothing was reserved".to_string(),
+                // Renewals stop with this process, so the reservation lapses at its expiry.
+                if let Some((item, lapse)) = keeper.lapse() {
+                    lapses.push(format!(
+                        "the reservation of {item} lapses at {}",
+                        clock(lapse)
+                    ));
+                }
+            }
+            let what = if lapses.is_empty() {
+                "nothing was reserved".to_string()
+            } else {
+                lapses.join(", ")
             };
             note!(
                 printer,

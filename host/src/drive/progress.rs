@@ -1,7 +1,7 @@
 //! What a drive shows while it runs.
 //!
-//! On a terminal, one live line under the log: the move, the lane, the stage and how long
-//! it has run, or a wait with its reason and end time. Elsewhere (a pipe, a log file, CI),
+//! On a terminal, a live line per lane under the log (`--jobs` of them): the move, the
+//! lane, the stage and how long it has run, or a wait with its reason and end time. Elsewhere (a pipe, a log file, CI),
 //! plain lines only, one per event, so that the output reads the same in a log as it did
 //! live. Every other line the drive prints goes through here too, so that the live line is
 //! never torn by one.
@@ -9,15 +9,15 @@
 use std::io::Write;
 use std::time::Duration;
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::printer::Printer;
 
 /// The drive's display.
 pub struct Progress {
     printer: Printer,
-    /// The live line, when standard error is a terminal.
-    bar: Option<ProgressBar>,
+    /// The live lines, one per lane, when standard error is a terminal.
+    live: Option<(MultiProgress, Vec<ProgressBar>)>,
     /// The end of the last followed chunk when it stopped inside a character.
     pending: std::sync::Mutex<Vec<u8>>,
     /// Every line shown, kept as well (the scenario tests read what the person saw).
@@ -26,24 +26,52 @@ pub struct Progress {
 }
 
 impl Progress {
-    /// A display on standard error; live when `live` (standard error is a terminal) and
-    /// the terminal can redraw a line (a `dumb` or unnamed terminal gets plain lines).
-    pub fn new(printer: Printer, live: bool) -> Progress {
-        let bar = (live && !ProgressDrawTarget::stderr().is_hidden()).then(|| {
-            let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-            bar.set_style(
-                ProgressStyle::with_template("{spinner} {msg} [{elapsed}]")
-                    .expect("a fixed template"),
-            );
-            bar.enable_steady_tick(Duration::from_millis(250));
-            bar
+    /// A display on standard error for `lanes` lanes; live when `live` (standard error is
+    /// a terminal) and the terminal can redraw a line (a `dumb` or unnamed terminal gets
+    /// plain lines).
+    pub fn new(printer: Printer, live: bool, lanes: usize) -> Progress {
+        let live = (live && !ProgressDrawTarget::stderr().is_hidden()).then(|| {
+            let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
+            let bars = (0..lanes.max(1))
+                .map(|_| {
+                    let bar = multi.add(ProgressBar::new_spinner());
+                    bar.set_style(
+                        ProgressStyle::with_template("{spinner} {msg} [{elapsed}]")
+                            .expect("a fixed template"),
+                    );
+                    bar.enable_steady_tick(Duration::from_millis(250));
+                    bar
+                })
+                .collect();
+            (multi, bars)
         });
         Progress {
             printer,
-            bar,
+            live,
             pending: Default::default(),
             #[cfg(test)]
             seen: Default::default(),
+        }
+    }
+
+    /// Runs `f` with the live lines out of its way.
+    fn above(&self, f: impl FnOnce()) {
+        match &self.live {
+            Some((multi, _)) => multi.suspend(f),
+            None => f(),
+        }
+    }
+
+    /// Shows `text` on lane `slot`'s live line, or as a plain line without one.
+    fn show(&self, slot: usize, text: String) {
+        self.keep(&text);
+        match &self.live {
+            Some((_, bars)) => {
+                let bar = &bars[slot.min(bars.len() - 1)];
+                bar.reset_elapsed();
+                bar.set_message(text);
+            }
+            None => self.printer.note(&text),
         }
     }
 
@@ -55,56 +83,34 @@ impl Progress {
     #[cfg(not(test))]
     fn keep(&self, _: &str) {}
 
-    /// A line in the log above the live line.
+    /// A line in the log above the live lines.
     pub fn note(&self, text: &str) {
         self.keep(text);
-        match &self.bar {
-            Some(bar) => bar.suspend(|| self.printer.note(text)),
-            None => self.printer.note(text),
-        }
+        self.above(|| self.printer.note(text));
     }
 
     /// A warning in the log.
     pub fn warn(&self, text: &str) {
         self.keep(&format!("warning: {text}"));
-        match &self.bar {
-            Some(bar) => bar.suspend(|| self.printer.warn(text)),
-            None => self.printer.warn(text),
-        }
+        self.above(|| self.printer.warn(text));
     }
 
     /// A line shown only with `-v`.
     pub fn detail(&self, text: &str) {
-        match &self.bar {
-            Some(bar) => bar.suspend(|| self.printer.detail(text)),
-            None => self.printer.detail(text),
-        }
+        self.above(|| self.printer.detail(text));
     }
 
-    /// A new stage of a lane starts: `move` is the drive's move number.
-    pub fn stage(&self, r#move: u64, lane: &str, stage: &str) {
-        let text = format!("move {move} · {lane} · {stage}");
-        self.keep(&text);
-        match &self.bar {
-            Some(bar) => {
-                bar.reset_elapsed();
-                bar.set_message(text);
-            }
-            None => self.printer.note(&text),
-        }
+    /// A new stage of a lane starts, on lane `slot`: `move` is the drive's move number.
+    pub fn stage(&self, slot: usize, r#move: u64, lane: &str, stage: &str) {
+        self.show(slot, format!("move {move} · {lane} · {stage}"));
     }
 
-    /// A wait starts: why, and until when (seconds since the epoch).
-    pub fn wait(&self, reason: &str, until_unix: i64) {
-        let text = format!("waiting until {} · {reason}", clock(until_unix));
-        self.keep(&text);
-        match &self.bar {
-            Some(bar) => {
-                bar.reset_elapsed();
-                bar.set_message(text);
-            }
-            None => self.printer.note(&text),
-        }
+    /// A wait of lane `slot` starts: why, and until when (seconds since the epoch).
+    pub fn wait(&self, slot: usize, reason: &str, until_unix: i64) {
+        self.show(
+            slot,
+            format!("waiting until {} · {reason}", clock(until_unix)),
+        );
     }
 
     /// The agent's own output, streamed (`--follow`).
@@ -119,16 +125,16 @@ impl Progress {
             let _ = err.write_all(text.as_bytes());
             let _ = err.flush();
         };
-        match &self.bar {
-            Some(bar) => bar.suspend(write),
-            None => write(),
-        }
+        self.above(write);
     }
 
-    /// Removes the live line (the drive is over).
+    /// Removes the live lines (the drive is over).
     pub fn finish(&self) {
-        if let Some(bar) = &self.bar {
-            bar.finish_and_clear();
+        if let Some((multi, bars)) = &self.live {
+            for bar in bars {
+                bar.finish_and_clear();
+            }
+            let _ = multi.clear();
         }
     }
 }

@@ -21,7 +21,7 @@ use stet_plugin_api::{
 
 use super::time::fake::FakeClock;
 use super::time::Stop;
-use super::{keeper, progress, Drive, DriveOptions};
+use super::{progress, Drive, DriveOptions};
 use crate::checkpoints::{Checkpoint, Next};
 use crate::error::Exit;
 use crate::git::run as git;
@@ -401,6 +401,7 @@ impl World {
             drive_check: None,
             drive_land: None,
             secrets_allowed: Vec::new(),
+            drive_jobs: None,
             config_files: Vec::new(),
             limits: SandboxLimits::defaults(),
             network: Default::default(),
@@ -418,6 +419,7 @@ impl World {
 
     fn options(&self) -> DriveOptions {
         DriveOptions {
+            jobs: 1,
             cap: 8,
             yes: true,
             remote: "origin".into(),
@@ -466,12 +468,14 @@ impl World {
             version: "0.0.0".into(),
             library_sha256: String::new(),
         };
-        let keeper = keeper::Keeper::start(self.repo.clone(), "origin".into(), options.lease_secs);
+        let slots = (0..options.jobs)
+            .map(|_| super::Slot::start(&self.repo, options))
+            .collect();
         let drive = Drive {
             repo: self.repo.clone(),
             settings: &self.settings,
             options,
-            progress: progress::Progress::new(Default::default(), false),
+            progress: progress::Progress::new(Default::default(), false, options.jobs),
             profile: harness.profile().unwrap(),
             harness,
             runtime,
@@ -479,8 +483,9 @@ impl World {
             holder: super::holder(&self.repo),
             stop,
             clock: clock.clone(),
-            in_flight: Default::default(),
-            keeper,
+            slots,
+            tally: Default::default(),
+            profile_lock: Default::default(),
             harness_record: record("fake"),
             runtime_record: record("fake"),
             author: None,
@@ -489,7 +494,9 @@ impl World {
         };
         let (items, _) = crate::queue::scan(&self.repo);
         let exit = drive.drain(&items).unwrap();
-        drive.keeper.finish();
+        for slot in &drive.slots {
+            slot.keeper.finish();
+        }
         let seen = drive.progress.seen.lock().unwrap().clone();
         (exit, seen)
     }
