@@ -2,7 +2,8 @@
 //!
 //! On this clone: the lanes (working copies and their git directories) and local branches
 //! of items that landed, failed or were cancelled — a branch only when the remote has it
-//! too (a lane's work that exists here alone is kept). With `remote`: their `stet/*`
+//! too (a lane's work that exists here alone is kept) —, and the working copies pooled for
+//! the next lanes (`lanes.rs`). With `remote`: their `stet/*`
 //! branches on the remote once merged into the base branch (never unmerged work), and
 //! their marks once the item's file is gone from the repository (a mark must outlive the
 //! file it keeps drives off, or the next drive would work the item again).
@@ -89,6 +90,17 @@ pub fn clean(
                 "the lane of {item} ({how}): cannot remove it: {e}"
             ))),
         }
+    }
+    // Working copies kept for reuse by the next lanes, and removed lanes not yet deleted.
+    match crate::lanes::clear_pool(repo) {
+        Ok(0) => {}
+        Ok(bytes) => done.push(removed(
+            "the working copies kept for the next lanes".to_string(),
+            bytes,
+        )),
+        Err(e) => done.push(kept(format!(
+            "the working copies kept for the next lanes: cannot remove them: {e}"
+        ))),
     }
     // Local branches of finished items.
     let local = crate::git::run(

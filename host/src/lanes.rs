@@ -15,7 +15,19 @@
 //! git directory is its own, filled by fetching from the repository (objects are copied,
 //! never hardlinked), and it has no remote. Only the lane's one branch comes back out: the
 //! repository fetches that ref from the lane's git directory (inertly), and the host, never
-//! the sandbox, pushes it to the remote.
+//! the sandbox, pushes it to the remote. (Sharing the repository's object store instead —
+//! alternates, hardlinks — would show the agent every object of every branch: outside its
+//! lane.)
+//!
+//! A lane costs what changed, not what exists: a landed lane's two directories go to a
+//! pool (`<git dir>/stet/pool/`) and the next new lane is made from one — its branch
+//! fetched (only the objects it lacks), the working tree reset to it and cleaned (only the
+//! files that differ are written), every other ref and the reflogs dropped. What the last
+//! item's agent left in the working tree is gone by then (`reset --hard`, `clean -ffdx`);
+//! what is left in the git directory is only the host's writing and the landed work, which
+//! is on the remote for every clone to see. A lane that did not land is never pooled.
+//! Lanes are removed by a rename into `<git dir>/stet/trash/` and deleted by a background
+//! thread; what a process did not finish deleting, the next sweep does.
 
 use std::path::{Path, PathBuf};
 
@@ -51,7 +63,7 @@ pub fn branch_of(item: &str) -> String {
 
 /// Where lanes live in `repo`.
 fn lanes_dir(repo: &Path) -> PathBuf {
-    git_dir(repo).join("stet/lanes")
+    stet_dir(repo).join("lanes")
 }
 
 /// The items whose lanes are kept on this clone.
@@ -95,7 +107,7 @@ pub fn open(repo: &Path, remote: &str, item: &str, base: &str) -> Result<Lane, G
     // A half-made lane from a crash (or one in an older layout, whose git directory was
     // inside its working tree) is made again from what was pushed.
     if root.exists() {
-        std::fs::remove_dir_all(&root).map_err(|e| io_error("remove", &root, e))?;
+        discard(&stet_dir(repo), &root).map_err(|e| io_error("remove", &root, e))?;
     }
     // The remote's copy of the lane, if a drive (here or on a peer) pushed one.
     let pushed = git(
@@ -115,7 +127,21 @@ pub fn open(repo: &Path, remote: &str, item: &str, base: &str) -> Result<Lane, G
     };
     let partial = root.with_extension("partial");
     if partial.exists() {
-        std::fs::remove_dir_all(&partial).map_err(|e| io_error("remove", &partial, e))?;
+        discard(&stet_dir(repo), &partial).map_err(|e| io_error("remove", &partial, e))?;
+    }
+    sweep(repo);
+    if let Some(pooled) = take_pooled(repo, &partial) {
+        match reuse(repo, &pooled, item, &source) {
+            Ok(()) => {
+                std::fs::rename(&partial, &root).map_err(|e| io_error("rename", &root, e))?;
+                return Ok(lane);
+            }
+            // A pooled copy that cannot be reset (the last agent left what git cannot
+            // remove) is thrown away; the lane is made afresh.
+            Err(_) => {
+                discard(&stet_dir(repo), &partial).map_err(|e| io_error("remove", &partial, e))?
+            }
+        }
     }
     let made = lay_out(&partial, item)?;
     let git = made.git();
@@ -131,6 +157,158 @@ pub fn open(repo: &Path, remote: &str, item: &str, base: &str) -> Result<Lane, G
     git.run(&["reset", "--quiet", "--hard"])?;
     std::fs::rename(&partial, &root).map_err(|e| io_error("rename", &root, e))?;
     Ok(lane)
+}
+
+/// Stet's directory in `repo`'s git directory, where lanes, the pool and the trash live.
+fn stet_dir(repo: &Path) -> PathBuf {
+    git_dir(repo).join("stet")
+}
+
+/// Where landed lanes' directories wait to be made into new lanes.
+fn pool_dir(stet: &Path) -> PathBuf {
+    stet.join("pool")
+}
+
+/// Where removed lanes wait to be deleted.
+fn trash_dir(stet: &Path) -> PathBuf {
+    stet.join("trash")
+}
+
+/// The pooled copies of the clone whose stet directory is `stet`.
+fn pooled(stet: &Path) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(pool_dir(stet))
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.join("git/HEAD").is_file())
+                .collect()
+        })
+        .unwrap_or_default();
+    found.sort();
+    found
+}
+
+/// Moves a pooled copy to `to` (one rename: two lanes never get the same copy).
+fn take_pooled(repo: &Path, to: &Path) -> Option<Lane> {
+    for copy in pooled(&stet_dir(repo)) {
+        if std::fs::rename(&copy, to).is_ok() {
+            return Some(Lane {
+                item: String::new(),
+                branch: String::new(),
+                dir: to.join("work"),
+                git_dir: to.join("git"),
+            });
+        }
+    }
+    None
+}
+
+/// Makes the pooled copy `copy` into `item`'s lane, starting from `source` (a ref of the
+/// repository): only what differs from the last lane is fetched and written.
+fn reuse(repo: &Path, copy: &Lane, item: &str, source: &str) -> Result<(), GitError> {
+    let branch = branch_of(item);
+    let lane = Lane {
+        item: item.to_string(),
+        branch: branch.clone(),
+        ..copy.clone()
+    };
+    // The mount point must still be the empty directory it was made as.
+    let mount_point = lane.dir.join(".git");
+    let empty_dir = mount_point
+        .symlink_metadata()
+        .map(|m| m.is_dir())
+        .unwrap_or(false)
+        && std::fs::read_dir(&mount_point).is_ok_and(|mut d| d.next().is_none());
+    if !empty_dir {
+        return Err(io_error(
+            "reuse",
+            &mount_point,
+            std::io::Error::other("the mount point is not an empty directory"),
+        ));
+    }
+    let git = lane.git();
+    // The last item's refs and reflogs are not this lane's to see.
+    let _ = std::fs::remove_dir_all(lane.git_dir.join("logs"));
+    git.run(&[
+        "fetch",
+        "--quiet",
+        "--no-tags",
+        git_dir(repo).to_str().unwrap_or_default(),
+        &format!("+{source}:refs/heads/{branch}"),
+    ])?;
+    git.run(&["symbolic-ref", "HEAD", &format!("refs/heads/{branch}")])?;
+    let others = git.run(&["for-each-ref", "--format=%(refname)"])?;
+    for other in others
+        .lines()
+        .filter(|r| *r != format!("refs/heads/{branch}"))
+    {
+        git.run(&["update-ref", "-d", other])?;
+    }
+    git.run(&["reset", "--quiet", "--hard"])?;
+    // `-ff`: nested repositories go too; `.git` (the mount point) is never touched.
+    git.run(&["clean", "--quiet", "-ffdx", "--exclude=/.git"])?;
+    Ok(())
+}
+
+/// Moves `path` into the trash at once and deletes it in the background.
+fn discard(stet: &Path, path: &Path) -> std::io::Result<()> {
+    let trash = trash_dir(stet);
+    std::fs::create_dir_all(&trash)?;
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let aside = trash.join(format!("{}-{n}", std::process::id()));
+    std::fs::rename(path, &aside)?;
+    std::thread::spawn(move || {
+        let _ = std::fs::remove_dir_all(&aside);
+    });
+    Ok(())
+}
+
+/// Deletes, in the background, what earlier processes left in the trash.
+fn sweep(repo: &Path) {
+    let trash = trash_dir(&stet_dir(repo));
+    let mine = format!("{}-", std::process::id());
+    let Ok(entries) = std::fs::read_dir(&trash) else {
+        return;
+    };
+    let left: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .filter(|e| !e.file_name().to_string_lossy().starts_with(&mine))
+        .map(|e| e.path())
+        .collect();
+    if !left.is_empty() {
+        std::thread::spawn(move || {
+            for path in left {
+                let _ = std::fs::remove_dir_all(path);
+            }
+        });
+    }
+}
+
+/// Removes the pooled copies and the trash of `repo` now; returns what they held, in
+/// bytes (`stet clean`).
+pub fn clear_pool(repo: &Path) -> std::io::Result<u64> {
+    let mut freed = 0;
+    let stet = stet_dir(repo);
+    for dir in [pool_dir(&stet), trash_dir(&stet)] {
+        if dir.exists() {
+            freed += crate::files::tree_size(&dir, u64::MAX);
+            // A background deletion may be taking entries away meanwhile: what it removed
+            // first is not an error, and a second pass takes what the first raced.
+            let mut passes = 0;
+            while let Err(e) = std::fs::remove_dir_all(&dir) {
+                passes += 1;
+                if e.kind() == std::io::ErrorKind::NotFound && !dir.exists() {
+                    break;
+                }
+                if passes >= 3 {
+                    return Err(e);
+                }
+            }
+        }
+    }
+    Ok(freed)
 }
 
 /// Makes an empty lane's two directories under `root`: the git directory (not bare, so
@@ -327,9 +505,32 @@ impl Lane {
 
     /// Removes the lane (the branch stays in the repository and on the remote).
     pub fn remove(&self) {
-        if let Some(root) = self.dir.parent() {
-            let _ = std::fs::remove_dir_all(root);
+        if let (Some(root), Some(stet)) = (self.dir.parent(), self.stet_dir()) {
+            if discard(&stet, root).is_err() {
+                let _ = std::fs::remove_dir_all(root);
+            }
         }
+    }
+
+    /// The lane has landed: its directories go to the pool for the next new lane when the
+    /// pool holds fewer than `keep` copies, else away (in the background).
+    pub fn retire(&self, keep: usize) {
+        let (Some(root), Some(stet)) = (self.dir.parent(), self.stet_dir()) else {
+            return;
+        };
+        if pooled(&stet).len() < keep {
+            let pool = pool_dir(&stet);
+            let to = pool.join(&self.item);
+            if std::fs::create_dir_all(&pool).is_ok() && std::fs::rename(root, &to).is_ok() {
+                return;
+            }
+        }
+        self.remove();
+    }
+
+    /// The stet directory this lane lives in (`<stet>/lanes/<item>/work`).
+    fn stet_dir(&self) -> Option<PathBuf> {
+        Some(self.dir.parent()?.parent()?.parent()?.to_path_buf())
     }
 }
 
@@ -391,6 +592,92 @@ mod tests {
         // Opening again on this clone reuses the working copy.
         assert_eq!(open(&work, "origin", "fix-typo", "HEAD").unwrap(), lane);
         assert_eq!(kept(&work), ["fix-typo"]);
+    }
+
+    fn inode(path: &Path) -> u64 {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(path).unwrap().ino()
+    }
+
+    #[test]
+    fn a_landed_lane_is_reused_for_the_next_item_with_nothing_of_the_last_one_left() {
+        let (_root, work) = repo_with_remote();
+        let first = open(&work, "origin", "first", "HEAD").unwrap();
+        std::fs::write(first.dir.join("README"), "first's work\n").unwrap();
+        assert!(first.commit_all("first").unwrap());
+        // What the agent left uncommitted or ignored, and a repository of its own.
+        std::fs::write(first.dir.join(".gitignore"), "built/\n").unwrap();
+        std::fs::create_dir_all(first.dir.join("built")).unwrap();
+        std::fs::write(first.dir.join("built/out"), "x").unwrap();
+        std::fs::write(first.dir.join("untracked"), "x").unwrap();
+        std::fs::create_dir_all(first.dir.join("nested/.git")).unwrap();
+        let git_dir_was = inode(&first.git_dir);
+        first.retire(1);
+        assert!(!first.dir.exists(), "the landed lane left its place");
+        assert_eq!(pooled(&stet_dir(&work)).len(), 1);
+
+        let second = open(&work, "origin", "second", "HEAD").unwrap();
+        assert_eq!(
+            inode(&second.git_dir),
+            git_dir_was,
+            "the pooled copy was reused"
+        );
+        assert!(pooled(&stet_dir(&work)).is_empty());
+        assert_eq!(
+            std::fs::read_to_string(second.dir.join("README")).unwrap(),
+            "hello\n",
+            "the working tree is the new base's"
+        );
+        for gone in [".gitignore", "built", "untracked", "nested"] {
+            assert!(!second.dir.join(gone).exists(), "{gone} was left behind");
+        }
+        assert!(second.dir.join(".git").is_dir(), "the mount point stays");
+        let refs = second
+            .git()
+            .run(&["for-each-ref", "--format=%(refname)"])
+            .unwrap();
+        assert_eq!(refs, "refs/heads/stet/second", "only its own branch");
+        assert_eq!(second.git().run(&["status", "--porcelain"]).unwrap(), "");
+        assert_eq!(
+            second.head().unwrap(),
+            git(&work, &["rev-parse", "HEAD"]).unwrap()
+        );
+        // It works as a fresh lane does.
+        std::fs::write(second.dir.join("NEW"), "second's work\n").unwrap();
+        assert!(second.commit_all("second").unwrap());
+        second.bring_back(&work).unwrap();
+        let files = git(&work, &["ls-tree", "--name-only", "stet/second"]).unwrap();
+        assert_eq!(files, "NEW\nREADME");
+    }
+
+    #[test]
+    fn a_pooled_copy_whose_mount_point_holds_anything_is_not_reused() {
+        let (_root, work) = repo_with_remote();
+        let first = open(&work, "origin", "first", "HEAD").unwrap();
+        std::fs::write(first.dir.join(".git/planted"), "x").unwrap();
+        let git_dir_was = inode(&first.git_dir);
+        first.retire(1);
+        let second = open(&work, "origin", "second", "HEAD").unwrap();
+        assert_ne!(inode(&second.git_dir), git_dir_was, "made afresh");
+        assert!(!second.dir.join(".git/planted").exists());
+        assert!(pooled(&stet_dir(&work)).is_empty());
+    }
+
+    #[test]
+    fn the_pool_keeps_at_most_what_it_is_asked_and_clear_pool_empties_it() {
+        let (_root, work) = repo_with_remote();
+        let lanes: Vec<Lane> = ["a", "b", "c"]
+            .iter()
+            .map(|item| open(&work, "origin", item, "HEAD").unwrap())
+            .collect();
+        for lane in &lanes {
+            lane.retire(2);
+            assert!(!lane.dir.exists());
+        }
+        assert_eq!(pooled(&stet_dir(&work)).len(), 2);
+        assert!(clear_pool(&work).unwrap() > 0);
+        assert!(pooled(&stet_dir(&work)).is_empty());
+        assert!(!stet_dir(&work).join("trash").exists());
     }
 
     #[test]

@@ -11,6 +11,9 @@
 #   listed: HOST:PORT   a host-loopback service the sandbox is allowed (the `network` attack)
 #   unlisted: PORT      a host-loopback port it is not allowed
 #
+# Attacks on what later calls see: plant-profile / read-profile (the profile), plant-lane /
+# read-lane (a lane's working copy, which the next lane is made from once this one lands).
+#
 # What it managed, it writes to report.txt in the lane (data, landed with the branch), so a
 # test can see what the sandbox allowed; whether anything got *through* is decided by the
 # test from the host side (marks, the landed tree, stet's memory), never by this script.
@@ -87,6 +90,25 @@ implement)
     memory)
         hog=$(head -c 268435456 /dev/zero | tr '\0' 'x')
         report "held ${#hog} bytes"
+        ;;
+    plant-lane)
+        # What a later lane made from this one's working copy must not see: ignored and
+        # untracked files, a repository of its own, and the git directory (read-only).
+        printf 'leftover/\n' > .gitignore
+        mkdir -p leftover own-repo/.git
+        echo planted > leftover/planted
+        echo planted > own-repo/.git/planted
+        try .git/planted "echo planted > .git/planted"
+        report "planted in the lane"
+        ;;
+    read-lane)
+        for path in leftover own-repo .gitignore .git/planted; do
+            if [ -e "$path" ]; then report "saw planted $path"; fi
+        done
+        report "refs: $(git for-each-ref --format='%(refname)' | tr '\n' ' ')"
+        report "history: $(git log --all --format=%s 2>/dev/null | tr '\n' '|')"
+        report "reflog: $(git reflog --format=%gs%x20%s 2>/dev/null | tr '\n' '|')"
+        report "looked for what was planted"
         ;;
     plant-profile)
         echo planted > "$HOME/planted"

@@ -787,6 +787,8 @@ fn clean_removes_finished_items_leftovers_and_on_the_remote_only_merged_work_and
     );
     assert!(out.stdout.contains("freed "), "{}", out.stdout);
     assert!(!lane.exists());
+    // (The landed lane's copy made the second lane; the pool is gone with the rest.)
+    assert!(!world.work.join(".git/stet/pool").exists());
     let local = git(&world.work, &["for-each-ref", "refs/heads/stet/"]);
     assert!(local.is_empty(), "{local}");
 

@@ -385,6 +385,58 @@ fn a_kill_by_the_memory_limit_is_its_own_outcome() {
 }
 
 #[test]
+fn what_one_lane_leaves_in_its_working_copy_the_next_lane_made_from_it_never_sees() {
+    let a = Attack::new("");
+    a.queue(&[
+        a.item("Plant", "attack: plant-lane"),
+        a.item("Look", "attack: read-lane"),
+    ]);
+    let out = a.drive(&[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let branches = git(
+        &a.remote(),
+        &["for-each-ref", "--format=%(refname)", "refs/heads/stet/"],
+    );
+    let reports: Vec<String> = branches
+        .lines()
+        .map(|b| git(&a.remote(), &["show", &format!("{b}:report.txt")]))
+        .collect();
+    let planted = reports
+        .iter()
+        .find(|r| r.contains("planted in the lane"))
+        .expect("the first lane planted");
+    assert!(planted.contains("refused .git/planted"), "{planted}");
+    let looked = reports
+        .iter()
+        .find(|r| r.contains("looked for what was planted"))
+        .expect("the second lane looked");
+    assert!(!looked.contains("saw planted"), "{looked}");
+    // Its git directory holds its own branch alone, and no history of the last lane's refs.
+    let refs = looked.lines().find(|l| l.starts_with("refs: ")).unwrap();
+    assert_eq!(refs.split_whitespace().count(), 2, "{refs}");
+    // Nothing of the first lane's commits ("stet: Plant (round 1)") in its history or reflog.
+    assert!(looked.contains("history: "), "{looked}");
+    assert!(!looked.contains("Plant"), "{looked}");
+    // And it was made from the first lane's copy: the pool holds the second item's copy
+    // alone (the first's was taken for it).
+    let pool: Vec<String> = std::fs::read_dir(a.world.work.join(".git/stet/pool"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let second = branches
+        .lines()
+        .zip(&reports)
+        .find(|(_, r)| r.contains("looked for what was planted"))
+        .map(|(b, _)| b.trim_start_matches("refs/heads/stet/").to_string())
+        .unwrap();
+    assert_eq!(
+        pool,
+        [second],
+        "the second lane reused the first one's copy"
+    );
+}
+
+#[test]
 fn what_one_call_writes_into_the_profile_no_later_call_sees() {
     let a = Attack::new("");
     let out = a.ask(&a.item("Plant", "attack: plant-profile"));

@@ -613,7 +613,8 @@ impl Worker<'_, '_> {
         }
         match mark {
             Mark::Landed => {
-                lane.remove();
+                // Its directories make the next new lane: as many as there are lanes.
+                lane.retire(self.options.jobs);
                 ItemEnd::Landed
             }
             Mark::Failed => ItemEnd::GaveUp(note.to_string()),
