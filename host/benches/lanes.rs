@@ -1,0 +1,182 @@
+//! Lane benchmarks (run with `cargo xtask bench`): what opening a lane costs in a large
+//! repository, against `git worktree add` on the same repository in the same run.
+//!
+//! The repository is generated with `git fast-import`: 50,000 files in its tree, 20,000
+//! commits of history. Measured, two interleaved repetitions each:
+//!
+//! - the anchor: `git worktree add --detach` (and its disk: the working tree and its
+//!   administrative directory), removed again between repetitions;
+//! - the first lane of a clone (nothing pooled): `lanes::open`, and its disk;
+//! - every later lane: the last lane retires (lands) into the pool with one file of the
+//!   agent's work committed, and the next item's lane is opened from it.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use stet::lanes;
+
+const FILES: usize = 50_000;
+const COMMITS: usize = 20_000;
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "b")
+        .env("GIT_AUTHOR_EMAIL", "b@b")
+        .env("GIT_COMMITTER_NAME", "b")
+        .env("GIT_COMMITTER_EMAIL", "b@b")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A repository of `FILES` files (in 500 directories) and `COMMITS` commits, each after the
+/// first changing one file, with an empty bare remote as `origin`.
+fn generate(root: &Path) -> PathBuf {
+    let work = root.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    git(&work, &["init", "--quiet", "-b", "main"]);
+    let bare = root.join("remote.git");
+    git(root, &["init", "--quiet", "--bare", bare.to_str().unwrap()]);
+    git(&work, &["remote", "add", "origin", bare.to_str().unwrap()]);
+    let mut import = Command::new("git")
+        .args(["fast-import", "--quiet"])
+        .current_dir(&work)
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = std::io::BufWriter::new(import.stdin.take().unwrap());
+    let mut commit = |n: usize, files: &mut dyn Iterator<Item = (String, String)>| {
+        let message = format!("commit {n}");
+        write!(
+            input,
+            "commit refs/heads/main\ncommitter b <b@b> {} +0000\ndata {}\n{message}\n",
+            1_700_000_000 + n,
+            message.len()
+        )
+        .unwrap();
+        for (path, content) in files {
+            write!(
+                input,
+                "M 100644 inline {path}\ndata {}\n{content}\n",
+                content.len()
+            )
+            .unwrap();
+        }
+        writeln!(input).unwrap();
+    };
+    let path = |f: usize| format!("dir{:03}/file{f:05}.txt", f % 500);
+    commit(
+        0,
+        &mut (0..FILES).map(|f| (path(f), format!("file {f}, version 0\n"))),
+    );
+    for n in 1..COMMITS {
+        let f = (n * 7919) % FILES;
+        commit(
+            n,
+            &mut std::iter::once((path(f), format!("file {f}, version {n}\n"))),
+        );
+    }
+    drop(input);
+    assert!(import.wait().unwrap().success(), "git fast-import failed");
+    git(&work, &["reset", "--quiet", "--hard", "main"]);
+    git(&work, &["gc", "--quiet"]);
+    work
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+fn secs(d: Duration) -> String {
+    format!("{:.2} s", d.as_secs_f64())
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.0} MiB", bytes as f64 / (1 << 20) as f64)
+}
+
+fn main() {
+    let root = tempfile::tempdir().unwrap();
+    let t = Instant::now();
+    let work = generate(root.path());
+    println!(
+        "generated {FILES} files, {COMMITS} commits in {}",
+        secs(t.elapsed())
+    );
+    let git_dir = work.join(".git");
+    let mut worktree_t = Vec::new();
+    let mut worktree_disk = 0;
+    let mut first_t = Vec::new();
+    let mut first_disk = 0;
+    let mut later_t = Vec::new();
+    let mut later_disk = 0;
+    // Nothing is deleted until the end: a checkout right after 50,000 files were deleted
+    // runs several times slower on this machine's ext4, which would measure the deletion.
+    let mut lanes_made = Vec::new();
+    for rep in 0..2 {
+        // The anchor.
+        let tree = root.path().join(format!("worktree-{rep}"));
+        let t = Instant::now();
+        git(
+            &work,
+            &[
+                "worktree",
+                "add",
+                "--quiet",
+                "--detach",
+                tree.to_str().unwrap(),
+            ],
+        );
+        worktree_t.push(t.elapsed());
+        let admin = git_dir.join("worktrees").join(format!("worktree-{rep}"));
+        worktree_disk =
+            stet::files::tree_size(&tree, u64::MAX) + stet::files::tree_size(&admin, u64::MAX);
+
+        // The first lane, with nothing pooled.
+        lanes::clear_pool(&work).unwrap();
+        let t = Instant::now();
+        let mut lane = lanes::open(&work, "origin", &format!("first-{rep}"), "HEAD").unwrap();
+        first_t.push(t.elapsed());
+        first_disk = stet::files::tree_size(lane.dir.parent().unwrap(), u64::MAX);
+
+        // Later lanes, each made from the last one's pooled copy.
+        for n in 0..3 {
+            std::fs::write(lane.dir.join(format!("work-{n}.txt")), "the agent's work\n").unwrap();
+            lane.commit_all("work").unwrap();
+            lane.retire(1);
+            let t = Instant::now();
+            lane = lanes::open(&work, "origin", &format!("later-{rep}-{n}"), "HEAD").unwrap();
+            later_t.push(t.elapsed());
+            later_disk = stet::files::tree_size(lane.dir.parent().unwrap(), u64::MAX);
+        }
+        lanes_made.push(lane);
+    }
+    let (worktree, first, later) = (median(worktree_t), median(first_t), median(later_t));
+    println!("lanes in a {FILES}-file, {COMMITS}-commit repository (medians of 2 / 2 / 6):");
+    println!(
+        "  git worktree add (anchor)   {:>8}  disk {}",
+        secs(worktree),
+        mib(worktree_disk)
+    );
+    println!(
+        "  first lane (nothing pooled) {:>8}  disk {}  {:.2}x the anchor",
+        secs(first),
+        mib(first_disk),
+        first.as_secs_f64() / worktree.as_secs_f64()
+    );
+    println!(
+        "  later lane (from the pool)  {:>8}  disk {}",
+        secs(later),
+        mib(later_disk)
+    );
+}
