@@ -13,7 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::reservations::{Remote, ReservationError, FAILED, LANDED};
+use crate::reservations::{Held, Remote, ReservationError, FAILED, LANDED};
 
 /// Where checkpoints live on the remote.
 pub const PROGRESS: &str = "refs/stet/progress/";
@@ -154,12 +154,30 @@ impl Remote<'_> {
         checkpoint: &Checkpoint,
         branch: Option<&str>,
     ) -> Result<(), SaveError> {
+        self.save_checkpoint_renewing(item, checkpoint, branch, None)
+    }
+
+    /// [`Remote::save_checkpoint`], renewing the reservation `held` to `next` in the same
+    /// atomic push: the checkpoint is written only while the reservation is still exactly
+    /// `held` (a peer that took it over refuses the whole push), and a drive that saves
+    /// needs no push of its own to renew.
+    pub fn save_checkpoint_renewing(
+        &self,
+        item: &str,
+        checkpoint: &Checkpoint,
+        branch: Option<&str>,
+        renewal: Option<(&Held, &Held)>,
+    ) -> Result<(), SaveError> {
         let message = serde_json::to_string(checkpoint).expect("checkpoints serialise");
         let oid = self.note_commit(&message).map_err(SaveError::Remote)?;
         let progress = format!("+{oid}:{PROGRESS}{item}");
         let lane = branch.map(|b| format!("refs/heads/{b}:refs/heads/{b}"));
-        let mut args = vec!["--atomic", self.name, &progress];
+        let lease = renewal.map(|(held, next)| Remote::lease_args(held, Some(next)));
+        let mut args = vec!["--atomic"];
+        args.extend(lease.iter().map(|[lease, _]| lease.as_str()));
+        args.extend([self.name, &progress]);
         args.extend(lane.as_deref());
+        args.extend(lease.iter().map(|[_, spec]| spec.as_str()));
         self.push_refs(&args)
     }
 
@@ -172,6 +190,20 @@ impl Remote<'_> {
         note: &str,
         had_checkpoint: bool,
     ) -> Result<(), SaveError> {
+        self.finish_item_releasing(item, mark, note, had_checkpoint, None)
+    }
+
+    /// [`Remote::finish_item`], releasing the reservation `held` in the same atomic push
+    /// (only while the remote still holds exactly `held`): an item's landing is one push of
+    /// its mark, its checkpoint's removal and its release.
+    pub fn finish_item_releasing(
+        &self,
+        item: &str,
+        mark: Mark,
+        note: &str,
+        had_checkpoint: bool,
+        held: Option<&Held>,
+    ) -> Result<(), SaveError> {
         let prefix = match mark {
             Mark::Landed => LANDED,
             Mark::Failed => FAILED,
@@ -179,10 +211,14 @@ impl Remote<'_> {
         let oid = self.note_commit(note).map_err(SaveError::Remote)?;
         let marked = format!("+{oid}:{prefix}{item}");
         let dropped = format!(":{PROGRESS}{item}");
-        let mut args = vec!["--atomic", self.name, &marked];
+        let release = held.map(|held| Remote::lease_args(held, None));
+        let mut args = vec!["--atomic"];
+        args.extend(release.iter().map(|[lease, _]| lease.as_str()));
+        args.extend([self.name, &marked]);
         if had_checkpoint {
             args.push(&dropped);
         }
+        args.extend(release.iter().map(|[_, spec]| spec.as_str()));
         self.push_refs(&args)
     }
 
@@ -286,5 +322,64 @@ mod tests {
             .finish_item("other", Mark::Failed, "given up", false)
             .unwrap();
         assert!(remote.marks().unwrap().failed.contains("other"));
+    }
+
+    #[test]
+    fn a_checkpoint_renewing_a_reservation_a_peer_took_is_refused_whole_and_a_landing_releases() {
+        let (_root, work) = clone_of_a_bare_remote();
+        let remote = Remote {
+            repo: &work,
+            name: "origin",
+        };
+        let reservation = |holder: &str, stage: &str| crate::reservations::Reservation {
+            item: "item".into(),
+            holder: holder.into(),
+            lane: "stet/item".into(),
+            stage: stage.into(),
+            expires_at_unix: 4_000_000_000,
+        };
+        let held = remote
+            .take(reservation("me", "implement"), 0, |_| false)
+            .unwrap();
+        let next = remote.record(&reservation("me", "review")).unwrap();
+        let saved = Checkpoint {
+            round: 1,
+            next: Next::Review,
+            ..Default::default()
+        };
+        remote
+            .save_checkpoint_renewing("item", &saved, None, Some((&held, &next)))
+            .unwrap();
+        let now = remote.get("item").unwrap().unwrap();
+        assert_eq!(now.oid, next.oid, "renewed in the same push");
+        assert_eq!(now.reservation.stage, "review");
+
+        // A peer takes it over (it lapsed, say): the stale renewal refuses the checkpoint.
+        let theirs = remote
+            .renew(&now, reservation("peer", "implement"))
+            .unwrap();
+        let later = Checkpoint {
+            round: 2,
+            ..Default::default()
+        };
+        let stale = remote.record(&reservation("me", "land")).unwrap();
+        match remote.save_checkpoint_renewing("item", &later, None, Some((&next, &stale))) {
+            Err(SaveError::TakenByPeer(_)) => {}
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(remote.checkpoint("item").unwrap(), Some(saved));
+        match remote.finish_item_releasing("item", Mark::Landed, "landed", true, Some(&next)) {
+            Err(SaveError::TakenByPeer(_)) => {}
+            other => panic!("{other:?}"),
+        }
+        assert!(!remote.marks().unwrap().landed.contains("item"));
+
+        // The holder's landing: the mark, the checkpoint gone, the release, in one push.
+        remote
+            .finish_item_releasing("item", Mark::Landed, "landed", true, Some(&theirs))
+            .unwrap();
+        assert!(remote.marks().unwrap().landed.contains("item"));
+        assert_eq!(remote.checkpoint("item").unwrap(), None);
+        assert_eq!(remote.get("item").unwrap(), None);
     }
 }

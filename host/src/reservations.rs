@@ -352,6 +352,30 @@ impl Remote<'_> {
             .collect())
     }
 
+    /// The record of `next`, made here and not pushed yet (for a push that carries a
+    /// renewal with other refs).
+    pub(crate) fn record(&self, next: &Reservation) -> Result<Held, ReservationError> {
+        let message = serde_json::to_string(next).expect("reservations serialise");
+        Ok(Held {
+            reservation: next.clone(),
+            oid: self.note_commit(&message)?,
+        })
+    }
+
+    /// The arguments that make a push carry a change of `held`'s ref: to `next` (a renewal),
+    /// or away (`None`: a release) — each only if the remote still holds exactly `held`.
+    pub(crate) fn lease_args(held: &Held, next: Option<&Held>) -> [String; 2] {
+        let reference = format!("{PREFIX}{}", held.reservation.item);
+        [
+            format!("--force-with-lease={reference}:{}", held.oid),
+            match next {
+                // No `+`: a forced refspec would override the lease.
+                Some(next) => format!("{}:{reference}", next.oid),
+                None => format!(":{reference}"),
+            },
+        ]
+    }
+
     fn swap(&self, next: &Reservation, expected: Option<&str>) -> Result<Held, ReservationError> {
         let message = serde_json::to_string(next).expect("reservations serialise");
         let oid = self.note_commit(&message)?;

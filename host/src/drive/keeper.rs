@@ -2,21 +2,27 @@
 //! while the lane is worked — during a long agent call, a check or a pace wait — so that it
 //! lapses only when the drive is gone.
 //!
-//! One thread renews; the drive's own thread moves the reservation's stage. Both write the
-//! same ref on the remote by compare-and-swap, so they take turns under one mutex: a CAS that
-//! raced the other writer would otherwise look like a takeover. A reservation lost to a peer
-//! (it lapsed while the remote was unreachable, and the peer took it) is remembered; the
-//! drive checks at each stage boundary and stops working that lane.
+//! One thread renews when a renewal is due; the lane's own pushes — a checkpoint, the
+//! landing — carry a renewal or the release in the same atomic push ([`Keeper::renewing`],
+//! [`Keeper::releasing`]), so no push is made for bookkeeping alone: a stage change is kept
+//! here and reaches the remote with the next of those. Both write the same ref on the
+//! remote by compare-and-swap, so they take turns under one mutex: a CAS that raced the
+//! other writer would otherwise look like a takeover. A reservation lost to a peer (it
+//! lapsed while the remote was unreachable, and the peer took it) is remembered; the drive
+//! checks at each stage boundary and stops working that lane.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
+use crate::checkpoints::SaveError;
 use crate::reservations::{Held, Remote, Reservation, ReservationError};
 
 #[derive(Default)]
 struct State {
     held: Option<Held>,
+    /// The lane's stage now, for the next write of the reservation.
+    stage: Option<String>,
     /// Set when the reservation was lost to another drive.
     lost: Option<String>,
     /// The last renewal that could not reach the remote.
@@ -74,37 +80,111 @@ impl Keeper {
     pub fn hold(&self, held: Held) {
         let mut state = self.state();
         self.publish(Some(&held));
+        state.stage = Some(held.reservation.stage.clone());
         state.held = Some(held);
         state.lost = None;
         state.unreachable = None;
         self.shared.1.notify_all();
     }
 
-    /// Moves the reservation to `stage`, renewing it. An unreachable remote is not an
-    /// error here (the keeper tries again); a reservation taken over by another drive is.
+    /// The lane moves to `stage`: kept for the next write of the reservation (a renewal, a
+    /// checkpoint's push), not pushed by itself. A reservation taken over by another drive
+    /// is an error here.
     pub fn set_stage(&self, stage: &str) -> Result<(), String> {
         let mut state = self.state();
         if let Some(why) = &state.lost {
             return Err(why.clone());
         }
-        if state.held.is_none() {
-            return Ok(());
+        state.stage = Some(stage.to_string());
+        Ok(())
+    }
+
+    /// The reservation held, renewed for another lease at the lane's stage, as a record not
+    /// pushed yet.
+    fn next(&self, state: &State, held: &Held) -> Result<Held, ReservationError> {
+        let next = Reservation {
+            stage: state
+                .stage
+                .clone()
+                .unwrap_or_else(|| held.reservation.stage.clone()),
+            expires_at_unix: now() + self.lease_secs,
+            ..held.reservation.clone()
+        };
+        self.remote().record(&next)
+    }
+
+    /// Runs `push` — a push that carries the renewal of the held reservation (from the
+    /// first `Held` to the second) with refs of its own — under the keeper's lock; the
+    /// renewal is kept when it succeeds, the reservation counted lost when a peer refused
+    /// it. With nothing held, `push` gets `None`.
+    pub fn renewing<T>(
+        &self,
+        push: impl FnOnce(Option<(&Held, &Held)>) -> Result<T, SaveError>,
+    ) -> Result<T, SaveError> {
+        let mut state = self.state();
+        if let Some(why) = &state.lost {
+            return Err(SaveError::TakenByPeer(why.clone()));
         }
-        self.renew(&mut state, Some(stage));
-        match &state.lost {
-            Some(why) => Err(why.clone()),
-            None => Ok(()),
+        let Some(held) = state.held.clone() else {
+            return push(None);
+        };
+        let next = self.next(&state, &held).map_err(SaveError::Remote)?;
+        match push(Some((&held, &next))) {
+            Ok(done) => {
+                self.publish(Some(&next));
+                state.held = Some(next);
+                state.unreachable = None;
+                Ok(done)
+            }
+            Err(SaveError::TakenByPeer(why)) => {
+                state.lost = Some(why.clone());
+                state.held = None;
+                self.publish(None);
+                Err(SaveError::TakenByPeer(why))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Runs `push` — a push that carries the release of the held reservation — under the
+    /// keeper's lock; once it succeeds nothing is held (and nothing is left to release).
+    pub fn releasing<T>(
+        &self,
+        push: impl FnOnce(Option<&Held>) -> Result<T, SaveError>,
+    ) -> Result<T, SaveError> {
+        let mut state = self.state();
+        if let Some(why) = &state.lost {
+            return Err(SaveError::TakenByPeer(why.clone()));
+        }
+        let held = state.held.clone();
+        match push(held.as_ref()) {
+            Ok(done) => {
+                state.held = None;
+                state.stage = None;
+                self.publish(None);
+                Ok(done)
+            }
+            Err(SaveError::TakenByPeer(why)) => {
+                state.lost = Some(why.clone());
+                state.held = None;
+                self.publish(None);
+                Err(SaveError::TakenByPeer(why))
+            }
+            Err(e) => Err(e),
         }
     }
 
     /// Renews the held reservation for another lease (at `stage` when given), under the
     /// state's lock: renewed, the remote unreachable (tried again later), or lost.
-    fn renew(&self, state: &mut State, stage: Option<&str>) {
+    fn renew(&self, state: &mut State) {
         let Some(held) = state.held.clone() else {
             return;
         };
         let next = Reservation {
-            stage: stage.map_or_else(|| held.reservation.stage.clone(), str::to_string),
+            stage: state
+                .stage
+                .clone()
+                .unwrap_or_else(|| held.reservation.stage.clone()),
             expires_at_unix: now() + self.lease_secs,
             ..held.reservation.clone()
         };
@@ -141,6 +221,7 @@ impl Keeper {
     /// Stops keeping the reservation and releases it on the remote, if it is still ours.
     pub fn release(&self) -> Result<(), ReservationError> {
         let mut state = self.state();
+        state.stage = None;
         let Some(held) = state.held.take() else {
             return Ok(());
         };
@@ -181,7 +262,7 @@ impl Keeper {
                 .as_ref()
                 .is_some_and(|h| h.reservation.expires_at_unix - now() <= self.lease_secs * 2 / 3);
             if due && state.lost.is_none() {
-                self.renew(&mut state, None);
+                self.renew(&mut state);
             }
             state = self
                 .shared

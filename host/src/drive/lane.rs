@@ -544,7 +544,10 @@ impl Worker<'_, '_> {
                     ""
                 }
             );
-        } else {
+        } else if self.options.land.is_some() {
+            // The land command may be cut short: the checkpoint says the landing began, so
+            // the next drive runs it again saying so. Without one there is nothing to run
+            // twice, and the landing is one push.
             let landing = Checkpoint {
                 next: Next::LandAgain,
                 run: self.run.clone(),
@@ -603,10 +606,12 @@ impl Worker<'_, '_> {
     /// push) and, once landed, removes the working copy. A remote that does not answer
     /// leaves the checkpoint as it was: the next attempt does only what is left.
     fn finish(&self, lane: &Lane, mark: Mark, note: &str, had_checkpoint: bool) -> ItemEnd {
-        match self
-            .remote()
-            .finish_item(&lane.item, mark, note, had_checkpoint)
-        {
+        // One atomic push: the mark, the checkpoint's removal and the release.
+        let finished = self.keeper.releasing(|held| {
+            self.remote()
+                .finish_item_releasing(&lane.item, mark, note, had_checkpoint, held)
+        });
+        match finished {
             Ok(()) => {}
             Err(SaveError::TakenByPeer(why)) => return ItemEnd::Lost(why),
             Err(SaveError::Remote(e)) => return ItemEnd::RemoteUnreachable(short(&e)),
@@ -641,11 +646,16 @@ impl Worker<'_, '_> {
                 return Ok(Some(end));
             }
         }
-        match self.remote().save_checkpoint(
-            &lane.item,
-            &checkpoint,
-            changed.then_some(lane.branch.as_str()),
-        ) {
+        // The push renews the reservation too: no push of its own is needed for that.
+        let saved = self.keeper.renewing(|renewal| {
+            self.remote().save_checkpoint_renewing(
+                &lane.item,
+                &checkpoint,
+                changed.then_some(lane.branch.as_str()),
+                renewal,
+            )
+        });
+        match saved {
             Ok(()) => Ok(None),
             Err(SaveError::TakenByPeer(why)) => {
                 Ok(Some(ItemEnd::Lost(format!("taken by a peer: {why}"))))
@@ -700,7 +710,11 @@ impl Worker<'_, '_> {
             "the change holds a secret, so its branch was not pushed: {} ({how})",
             listed.join(", ")
         );
-        match self.remote().save_checkpoint(&lane.item, checkpoint, None) {
+        let saved = self.keeper.renewing(|renewal| {
+            self.remote()
+                .save_checkpoint_renewing(&lane.item, checkpoint, None, renewal)
+        });
+        match saved {
             Ok(()) => {}
             Err(SaveError::TakenByPeer(why)) => {
                 return Ok(Some(ItemEnd::Lost(format!("taken by a peer: {why}"))))

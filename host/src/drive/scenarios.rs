@@ -875,3 +875,65 @@ fn a_stop_during_a_wait_ends_at_once_with_the_signals_exit() {
     assert_eq!(exit.code(), 143);
     assert!(shown(&lines, "stopped during a wait"), "{lines:#?}");
 }
+
+/// Every push the remote received from now on, as the refs each one updated: a hook of the
+/// bare remote records them (`post-receive` gets one line per ref of a push).
+fn record_pushes(remote: &std::path::Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let log = remote.join("pushes.log");
+    let hook = remote.join("hooks/post-receive");
+    std::fs::create_dir_all(hook.parent().unwrap()).unwrap();
+    std::fs::write(
+        &hook,
+        format!(
+            "#!/bin/sh\nrefs=$(cut -d' ' -f3 | tr '\\n' ' ')\necho \"$refs\" >> '{}'\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    log
+}
+
+#[test]
+fn an_item_costs_four_pushes_take_a_checkpoint_per_paid_stage_and_one_landing() {
+    let world = World::new(&["one", "two"]);
+    let pushes = record_pushes(&world.remote);
+    let (exit, lines) = world.drive(&world.options(), &Arc::new(FakeClock::new()));
+    assert_eq!(exit, Exit::Success, "{lines:#?}");
+    assert_eq!(world.landed().len(), 2);
+    let log = std::fs::read_to_string(&pushes).unwrap();
+    let pushed: Vec<&str> = log.lines().collect();
+    // Per item: the take; the implementing call's checkpoint with the branch (and the
+    // renewal); the review's checkpoint (and the renewal); the landing — mark, checkpoint
+    // removed, reservation released — in one push. No push for a stage change alone.
+    assert_eq!(pushed.len(), 8, "{log}");
+    for item in ["one", "two"] {
+        let of: Vec<&&str> = pushed
+            .iter()
+            .filter(|p| p.contains(&format!("/{item} ")) || p.ends_with(&format!("/{item}")))
+            .collect();
+        assert_eq!(of.len(), 4, "{item}: {of:#?}");
+        assert_eq!(of[0].trim(), format!("refs/stet/reservations/{item}"));
+        // (The renewal there is a no-op when it falls in the second of the take: the same
+        // record, so the hook does not list the ref; its lease is checked all the same.)
+        assert!(of[1].contains(&format!("refs/heads/stet/{item}")), "{of:?}");
+        assert!(
+            of[2].contains(&format!("refs/stet/progress/{item}")),
+            "{of:?}"
+        );
+        assert!(
+            of[2].contains(&format!("refs/stet/reservations/{item}")),
+            "{of:?}"
+        );
+        for part in [
+            "refs/stet/landed/",
+            "refs/stet/progress/",
+            "refs/stet/reservations/",
+        ] {
+            assert!(of[3].contains(&format!("{part}{item}")), "{of:?}");
+        }
+    }
+    // And nothing is left held.
+    assert!(world.origin().list().unwrap().is_empty());
+}
