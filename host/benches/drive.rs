@@ -49,6 +49,26 @@ fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
+fn git_input(dir: &Path, args: &[&str], input: &str) -> String {
+    use std::io::Write;
+    let mut child = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "git {args:?}");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
 /// A clone of a fresh bare remote with `items` queued (written directly, as a person's
 /// editor would), the first `landed` of them marked landed on the remote.
 fn scratch(root: &Path, items: usize, landed: usize) -> PathBuf {
@@ -74,17 +94,27 @@ fn scratch(root: &Path, items: usize, landed: usize) -> PathBuf {
         &["push", "--quiet", "origin", "HEAD:refs/heads/main"],
     );
     if landed > 0 {
-        // One empty-tree commit for every mark, pushed in batches.
-        let tree = git(&work, &["mktree"]);
-        let oid = git(&work, &["commit-tree", &tree, "-m", "landed"]);
-        let specs: Vec<String> = (0..landed)
-            .map(|n| format!("{oid}:refs/stet/landed/20261130-000000-{n:05}-item"))
+        // The ledger, as drives leave it: one commit whose tree holds `landed/<item>`.
+        let note = git_input(&work, &["hash-object", "-w", "--stdin"], "landed\n");
+        let listing: String = (0..landed)
+            .map(|n| format!("100644 blob {note}\t20261130-000000-{n:05}-item\n"))
             .collect();
-        for chunk in specs.chunks(1000) {
-            let mut args = vec!["push", "--quiet", "origin"];
-            args.extend(chunk.iter().map(String::as_str));
-            git(&work, &args);
-        }
+        let entries = git_input(&work, &["mktree"], &listing);
+        let root = git_input(
+            &work,
+            &["mktree"],
+            &format!("040000 tree {entries}\tlanded\n"),
+        );
+        let ledger = git(&work, &["commit-tree", &root, "-m", "ledger"]);
+        git(
+            &work,
+            &[
+                "push",
+                "--quiet",
+                "origin",
+                &format!("{ledger}:refs/stet/ledger"),
+            ],
+        );
     }
     work
 }
@@ -216,8 +246,13 @@ fn peak_rss_kib(pid: u32) -> Option<i64> {
 }
 
 fn whole_drive(items: usize) -> (Duration, i64) {
+    drive_of(items, 0, 1)
+}
+
+/// `stet drive --cap CAP` on a queue of `items`, the first `landed` of them landed.
+fn drive_of(items: usize, landed: usize, cap: usize) -> (Duration, i64) {
     let root = tempfile::tempdir().unwrap();
-    let work = scratch(root.path(), items, 0);
+    let work = scratch(root.path(), items, landed);
     let plugins = root.path().join("plugins");
     install(&plugins);
     // The person's own configuration (always trusted), as a repository's file would apply
@@ -241,7 +276,7 @@ fn whole_drive(items: usize) -> (Duration, i64) {
         .current_dir(&work)
         .arg("--plugins-dir")
         .arg(&plugins)
-        .args(["drive", "--yes", "--cap", "1"])
+        .args(["drive", "--yes", "--cap", &cap.to_string()])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -260,10 +295,37 @@ fn whole_drive(items: usize) -> (Duration, i64) {
     };
     let took = start.elapsed();
     assert!(status.success(), "stet drive failed on {items} items");
+    if landed > 0 {
+        let ledger = git(&work, &["ls-remote", "origin", "refs/stet/ledger"]);
+        assert!(!ledger.is_empty());
+    }
     (took, peak)
 }
 
+/// A 3-item drive with nothing landed before, and with 10,000 items landed (their files
+/// still queued), interleaved: what the remote's history costs a drive.
+fn history() {
+    let mut fresh = Vec::new();
+    let mut aged = Vec::new();
+    for _ in 0..2 {
+        fresh.push(drive_of(3, 0, 3).0);
+        aged.push(drive_of(ITEMS + 3, ITEMS, 3).0);
+    }
+    let (fresh, aged) = (median(fresh), median(aged));
+    println!("a 3-item drive (medians of 2, interleaved):");
+    println!(
+        "  nothing landed before       {:>8.0} ms",
+        fresh.as_secs_f64() * 1000.0
+    );
+    println!(
+        "  {ITEMS} landed before        {:>8.0} ms  ratio {:.2}",
+        aged.as_secs_f64() * 1000.0,
+        aged.as_secs_f64() / fresh.as_secs_f64()
+    );
+}
+
 fn main() {
+    history();
     bookkeeping();
     let (small_t, small_rss) = whole_drive(100);
     let (large_t, large_rss) = whole_drive(ITEMS);

@@ -13,7 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::reservations::{Held, Remote, ReservationError, FAILED, LANDED};
+use crate::reservations::{Held, Remote, ReservationError, FAILED};
 
 /// Where checkpoints live on the remote.
 pub const PROGRESS: &str = "refs/stet/progress/";
@@ -204,14 +204,30 @@ impl Remote<'_> {
         had_checkpoint: bool,
         held: Option<&Held>,
     ) -> Result<(), SaveError> {
-        let prefix = match mark {
-            Mark::Landed => LANDED,
-            Mark::Failed => FAILED,
-        };
-        let oid = self.note_commit(note).map_err(SaveError::Remote)?;
-        let marked = format!("+{oid}:{prefix}{item}");
         let dropped = format!(":{PROGRESS}{item}");
         let release = held.map(|held| Remote::lease_args(held, None));
+        if mark == Mark::Landed {
+            // Into the ledger, the one record of what landed.
+            let leases: Vec<String> = release.iter().map(|[lease, _]| lease.clone()).collect();
+            let mut specs: Vec<String> = Vec::new();
+            if had_checkpoint {
+                specs.push(dropped.clone());
+            }
+            specs.extend(release.iter().map(|[_, spec]| spec.clone()));
+            let still_ours = || match held {
+                Some(held) => self
+                    .get(item)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|now| now.oid == held.oid),
+                None => true,
+            };
+            return self
+                .push_ledger(&[(item, note)], &[], (&leases, &specs), still_ours)
+                .map_err(|e| self.save_error(e));
+        }
+        let oid = self.note_commit(note).map_err(SaveError::Remote)?;
+        let marked = format!("+{oid}:{FAILED}{item}");
         let mut args = vec!["--atomic"];
         args.extend(release.iter().map(|[lease, _]| lease.as_str()));
         args.extend([self.name, &marked]);
@@ -245,14 +261,13 @@ impl Remote<'_> {
     }
 
     fn push_refs(&self, args: &[&str]) -> Result<(), SaveError> {
-        match crate::git::push(self.repo, args) {
-            Ok(()) => Ok(()),
-            Err(e @ crate::git::PushError::Raced { .. }) => {
-                Err(SaveError::TakenByPeer(e.to_string()))
-            }
-            Err(crate::git::PushError::Failed(e)) => {
-                Err(SaveError::Remote(self.unreachable(e.detail)))
-            }
+        crate::git::push(self.repo, args).map_err(|e| self.save_error(e))
+    }
+
+    fn save_error(&self, e: crate::git::PushError) -> SaveError {
+        match e {
+            e @ crate::git::PushError::Raced { .. } => SaveError::TakenByPeer(e.to_string()),
+            crate::git::PushError::Failed(e) => SaveError::Remote(self.unreachable(e.detail)),
         }
     }
 }

@@ -86,6 +86,33 @@ pub fn run(dir: &Path, args: &[&str]) -> Result<String, GitError> {
     checked(output(dir, args)?, dir, args)
 }
 
+/// [`run`] with `input` on git's standard input (`mktree`, `hash-object --stdin`).
+pub fn run_input(dir: &Path, args: &[&str], input: &[u8]) -> Result<String, GitError> {
+    use std::io::Write;
+    let failed = |e: std::io::Error| GitError {
+        args: args.join(" "),
+        dir: dir.display().to_string(),
+        detail: format!("cannot run git: {e}"),
+    };
+    let mut child = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .envs(IDENTITY)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(failed)?;
+    let mut stdin = child.stdin.take().expect("piped");
+    // Written from a thread of its own, so a large input never waits on unread output.
+    let input = input.to_vec();
+    let writer = std::thread::spawn(move || stdin.write_all(&input));
+    let out = child.wait_with_output().map_err(failed)?;
+    let _ = writer.join();
+    checked(out, dir, args)
+}
+
 /// Why a push of the person's git did not go through.
 #[derive(Debug, thiserror::Error)]
 pub enum PushError {

@@ -8,6 +8,7 @@
 //! win the same item, whichever machine they run on. A reservation lapses on its own at
 //! its expiry; a peer may then take it over and continue from the lane's pushed branch.
 
+use std::collections::HashSet;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -16,6 +17,13 @@ use serde::{Deserialize, Serialize};
 pub const PREFIX: &str = "refs/stet/reservations/";
 /// Where landed items are marked on the remote.
 pub const LANDED: &str = "refs/stet/landed/";
+/// The one record of every item landed: a commit whose tree holds `landed/<item>`, a blob
+/// saying where it landed. One ref however many items land, so the remote's ref list — read
+/// by every move of every drive — does not grow with the queue's history. (Marks of the
+/// older form, a ref per item under [`LANDED`], are still read.)
+pub const LEDGER: &str = "refs/stet/ledger";
+/// Where this clone keeps the ledger it last read.
+const SEEN_LEDGER: &str = "refs/stet/seen/ledger";
 /// Where items a drive gave up on are marked on the remote, the commit message saying why.
 pub const FAILED: &str = "refs/stet/failed/";
 /// Items cancelled (`stet rm`): no drive takes them, a lane working one stops at its next
@@ -220,7 +228,8 @@ impl Remote<'_> {
     /// Marks `item` landed on the remote (`refs/stet/landed/<item>`, a commit whose message
     /// says where); the queue then shows it landed on every clone.
     pub fn mark_landed(&self, item: &str, note: &str) -> Result<(), ReservationError> {
-        self.mark(LANDED, item, note)
+        self.push_ledger(&[(item, note)], &[], (&[], &[]), || true)
+            .map_err(|e| self.unreachable(e.to_string()))
     }
 
     /// Marks `item` failed on the remote (`refs/stet/failed/<item>`, the message saying
@@ -237,6 +246,19 @@ impl Remote<'_> {
     /// Removes the mark under `prefix` of `item` (`stet clean --remote`, once its item file
     /// is gone: a mark must outlive the file it keeps drives off).
     pub fn unmark(&self, prefix: &str, item: &str) -> Result<(), ReservationError> {
+        if prefix == LANDED {
+            // In the ledger, or (an older drive's) a ref of its own, or both.
+            if let Some(ledger) = self.ledger_now()? {
+                if self.ledger_items(&ledger)?.contains(item) {
+                    self.push_ledger(&[], &[item], (&[], &[]), || true)
+                        .map_err(|e| self.unreachable(e.to_string()))?;
+                }
+            }
+            let old = self.git(&["ls-remote", self.name, &format!("{LANDED}{item}")])?;
+            if old.is_empty() {
+                return Ok(());
+            }
+        }
         self.git(&["push", "--quiet", self.name, &format!(":{prefix}{item}")])
             .map(|_| ())
     }
@@ -271,30 +293,53 @@ impl Remote<'_> {
     /// What the remote says about every item, in one round trip: landed and failed marks,
     /// and which lanes have a pushed branch.
     pub fn marks(&self) -> Result<Marks, ReservationError> {
-        self.marks_of(&[
+        let (mut marks, ledger) = self.marks_of(&[
             &format!("{LANDED}*"),
             &format!("{FAILED}*"),
             &format!("{CANCELLED}*"),
             &format!("{LANES}*"),
-        ])
+            LEDGER,
+        ])?;
+        if let Some(ledger) = ledger {
+            marks.landed.extend(self.ledger_items(&ledger)?);
+        }
+        Ok(marks)
     }
 
     /// The marks of one item only (after taking it: a peer may have landed it meanwhile).
     pub fn marks_for(&self, item: &str) -> Result<Marks, ReservationError> {
-        self.marks_of(&[
+        let (mut marks, ledger) = self.marks_of(&[
             &format!("{LANDED}{item}"),
             &format!("{FAILED}{item}"),
             &format!("{CANCELLED}{item}"),
-        ])
+            LEDGER,
+        ])?;
+        if let Some(ledger) = ledger {
+            self.have_ledger(&ledger)?;
+            if self
+                .git(&["cat-file", "-e", &format!("{ledger}:landed/{item}")])
+                .is_ok()
+            {
+                marks.landed.insert(item.to_string());
+            }
+        }
+        Ok(marks)
     }
 
-    fn marks_of(&self, patterns: &[&str]) -> Result<Marks, ReservationError> {
+    /// The marks the refs matching `patterns` make, and the ledger's commit if it matched.
+    fn marks_of(&self, patterns: &[&str]) -> Result<(Marks, Option<String>), ReservationError> {
         let mut args = vec!["ls-remote", self.name];
         args.extend_from_slice(patterns);
         let refs = self.git(&args)?;
         let mut marks = Marks::default();
-        for reference in refs.lines().filter_map(|l| l.split('\t').nth(1)) {
-            if let Some(item) = reference.strip_prefix(LANDED) {
+        let mut ledger = None;
+        for line in refs.lines() {
+            let Some((oid, reference)) = line.split_once('\t') else {
+                continue;
+            };
+            if reference == LEDGER {
+                ledger = Some(oid.to_string());
+            } else if let Some(item) = reference.strip_prefix(LANDED) {
                 marks.landed.insert(item.to_string());
             } else if let Some(item) = reference.strip_prefix(FAILED) {
                 marks.failed.insert(item.to_string());
@@ -304,7 +349,7 @@ impl Remote<'_> {
                 marks.lanes.insert(item.to_string());
             }
         }
-        Ok(marks)
+        Ok((marks, ledger))
     }
 
     /// The message of `item`'s mark under `prefix` (who cancelled it, and when), if the
@@ -350,6 +395,150 @@ impl Remote<'_> {
                 Some((r.strip_prefix(SEEN_FAILED)?.to_string(), why.to_string()))
             })
             .collect())
+    }
+
+    /// The ledger commit `oid` of the remote, here: fetched unless this clone has it.
+    fn have_ledger(&self, oid: &str) -> Result<(), ReservationError> {
+        if self
+            .git(&["cat-file", "-e", &format!("{oid}^{{commit}}")])
+            .is_ok()
+        {
+            return Ok(());
+        }
+        let _turn = seen_refs();
+        self.git(&[
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            self.name,
+            &format!("+{LEDGER}:{SEEN_LEDGER}"),
+        ])
+        .map(|_| ())
+    }
+
+    /// The items the ledger commit `oid` holds.
+    fn ledger_items(&self, oid: &str) -> Result<HashSet<String>, ReservationError> {
+        self.have_ledger(oid)?;
+        Ok(self
+            .ledger_entries(oid)?
+            .into_iter()
+            .map(|(item, _)| item)
+            .collect())
+    }
+
+    /// The ledger commit `oid`'s entries: each item, with its tree line (`mode type oid`).
+    fn ledger_entries(&self, oid: &str) -> Result<Vec<(String, String)>, ReservationError> {
+        let listing = match self.git(&["ls-tree", "-z", &format!("{oid}:landed")]) {
+            Ok(listing) => listing,
+            // A ledger without landed items (all removed by `stet clean --remote`).
+            Err(_) => return Ok(Vec::new()),
+        };
+        Ok(listing
+            .split('\0')
+            .filter_map(|entry| entry.split_once('\t'))
+            .map(|(meta, item)| (item.to_string(), meta.to_string()))
+            .collect())
+    }
+
+    /// The ledger's commit on the remote now, if it has one.
+    fn ledger_now(&self) -> Result<Option<String>, ReservationError> {
+        let line = self.git(&["ls-remote", self.name, LEDGER])?;
+        Ok(line.split_whitespace().next().map(str::to_string))
+    }
+
+    /// A new ledger commit on top of `base` with `add` (item, note) added and `remove`
+    /// taken out; not pushed.
+    fn ledger_with(
+        &self,
+        base: Option<&str>,
+        add: &[(&str, &str)],
+        remove: &[&str],
+    ) -> Result<String, ReservationError> {
+        let mut entries: std::collections::BTreeMap<String, String> = match base {
+            Some(base) => {
+                self.have_ledger(base)?;
+                self.ledger_entries(base)?.into_iter().collect()
+            }
+            None => Default::default(),
+        };
+        for (item, note) in add {
+            let blob = crate::git::run_input(
+                self.repo,
+                &["hash-object", "-w", "--stdin"],
+                note.as_bytes(),
+            )
+            .map_err(|e| self.unreachable(e.detail))?;
+            entries.insert(item.to_string(), format!("100644 blob {blob}"));
+        }
+        for item in remove {
+            entries.remove(*item);
+        }
+        let listing: String = entries
+            .iter()
+            .map(|(item, meta)| format!("{meta}\t{item}\0"))
+            .collect();
+        let mktree = |input: &str| {
+            crate::git::run_input(self.repo, &["mktree", "-z"], input.as_bytes())
+                .map_err(|e| self.unreachable(e.detail))
+        };
+        let landed = mktree(&listing)?;
+        let root = mktree(&format!("040000 tree {landed}\tlanded\0"))?;
+        let message = match (add, remove) {
+            ([(item, _)], []) => format!("landed {item}"),
+            _ => format!("{} landed, {} removed", add.len(), remove.len()),
+        };
+        let mut args = vec!["commit-tree", &root, "-m", &message];
+        if let Some(base) = base {
+            args.extend(["-p", base]);
+        }
+        self.git(&args)
+    }
+
+    /// Pushes the ledger changed by `add` and `remove` with `also` (more push arguments:
+    /// leases first, then refspecs) in one atomic push, on top of whatever ledger the remote
+    /// has: a push that lost to another drive's change of the ledger alone is made again on
+    /// top of that one. `still_ours` says, after a refused push, whether the rest of it may
+    /// still go through (else the refusal was a peer's, and is returned).
+    pub(crate) fn push_ledger(
+        &self,
+        add: &[(&str, &str)],
+        remove: &[&str],
+        also: (&[String], &[String]),
+        still_ours: impl Fn() -> bool,
+    ) -> Result<(), crate::git::PushError> {
+        let unreachable = |e: ReservationError| {
+            crate::git::PushError::Failed(crate::git::GitError {
+                args: "push the ledger".into(),
+                dir: self.repo.display().to_string(),
+                detail: e.to_string(),
+            })
+        };
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let base = self.ledger_now().map_err(unreachable)?;
+            let next = self
+                .ledger_with(base.as_deref(), add, remove)
+                .map_err(unreachable)?;
+            let lease = format!(
+                "--force-with-lease={LEDGER}:{}",
+                base.as_deref().unwrap_or("")
+            );
+            let spec = format!("{next}:{LEDGER}");
+            let mut args: Vec<&str> = vec!["--atomic", &lease];
+            args.extend(also.0.iter().map(String::as_str));
+            args.push(self.name);
+            args.push(&spec);
+            args.extend(also.1.iter().map(String::as_str));
+            match crate::git::push(self.repo, &args) {
+                Err(crate::git::PushError::Raced { .. })
+                    if attempt < 20 && self.ledger_now().ok().flatten() != base && still_ours() =>
+                {
+                    continue
+                }
+                other => return other,
+            }
+        }
     }
 
     /// The record of `next`, made here and not pushed yet (for a push that carries a
@@ -611,5 +800,67 @@ mod tests {
         assert!(rb.clear_failed("two").unwrap());
         assert!(!ra.clear_failed("two").unwrap());
         assert!(ra.marks().unwrap().failed.is_empty());
+    }
+
+    #[test]
+    fn landings_from_two_clones_at_once_all_reach_the_one_ledger_and_marks_of_both_forms_are_read()
+    {
+        let (_root, a, b) = two_clones();
+        // Four writers at once, two per clone: every landing that lost the ledger's race
+        // is made again on top of the winner's.
+        std::thread::scope(|scope| {
+            for (n, dir) in [&a, &b, &a, &b].into_iter().enumerate() {
+                scope.spawn(move || {
+                    let remote = origin(dir);
+                    for k in 0..5 {
+                        let item = format!("item-{n}-{k}");
+                        remote
+                            .mark_landed(&item, &format!("landed stet/{item}"))
+                            .unwrap();
+                    }
+                });
+            }
+        });
+        let landed = origin(&a).marks().unwrap().landed;
+        assert_eq!(landed.len(), 20, "{landed:?}");
+        // One ref for all of them.
+        let refs = run_out(&b, &["ls-remote", "origin", "refs/stet/*"]);
+        assert_eq!(refs.lines().count(), 1, "{refs}");
+        assert!(origin(&b)
+            .marks_for("item-3-4")
+            .unwrap()
+            .landed
+            .contains("item-3-4"));
+        assert!(!origin(&b)
+            .marks_for("item-9-9")
+            .unwrap()
+            .landed
+            .contains("item-9-9"));
+
+        // A mark an older drive left as a ref of its own still counts.
+        let rb = origin(&b);
+        let oid = rb.note_commit("landed stet/old").unwrap();
+        run(
+            &b,
+            &["push", "--quiet", "origin", &format!("{oid}:{LANDED}old")],
+        );
+        assert!(rb.marks().unwrap().landed.contains("old"));
+        assert!(rb.marks_for("old").unwrap().landed.contains("old"));
+        // And both forms go when the mark is removed.
+        rb.unmark(LANDED, "old").unwrap();
+        rb.unmark(LANDED, "item-0-0").unwrap();
+        let landed = rb.marks().unwrap().landed;
+        assert!(!landed.contains("old") && !landed.contains("item-0-0"));
+        assert_eq!(landed.len(), 19);
+    }
+
+    fn run_out(dir: &Path, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
     }
 }

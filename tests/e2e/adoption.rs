@@ -836,11 +836,7 @@ fn clean_removes_finished_items_leftovers_and_on_the_remote_only_merged_work_and
         &["for-each-ref", &format!("refs/heads/stet/{}", ids[0])]
     )
     .is_empty());
-    assert!(!git(
-        &remote,
-        &["for-each-ref", &format!("refs/stet/landed/{}", ids[0])]
-    )
-    .is_empty());
+    assert!(stet_e2e::landed_on(&remote).contains(&ids[0]));
     assert_eq!(
         world
             .run_stet(&["queue"])
@@ -866,11 +862,7 @@ fn clean_removes_finished_items_leftovers_and_on_the_remote_only_merged_work_and
         "{}",
         out.stdout
     );
-    assert!(git(
-        &remote,
-        &["for-each-ref", &format!("refs/stet/landed/{}", ids[0])]
-    )
-    .is_empty());
+    assert!(!stet_e2e::landed_on(&remote).contains(&ids[0]));
     // The cancelled item's branch was never merged: kept, with its mark.
     assert!(!git(
         &remote,

@@ -557,8 +557,8 @@ fn a_drive_lands_an_item_with_the_example_agent() {
         git_any_owner(&remote, &["show", &format!("{branch}:hello.txt")]),
         "hi from the drive\n"
     );
-    let landed = git_any_owner(&remote, &["for-each-ref", "refs/stet/landed/"]);
-    assert_eq!(landed.lines().count(), 1, "{landed}");
+    let landed = stet_e2e::landed_on(&remote);
+    assert_eq!(landed.len(), 1, "{landed:?}");
 
     // One receipt per call: implement done, then the review's verdict.
     let receipts = stet_e2e::receipts_oldest_first(&c.run(&["receipts", "--json"]));

@@ -71,13 +71,7 @@ fn second_clone(world: &World, name: &str) -> PathBuf {
 
 /// Items marked landed on the remote.
 fn landed(world: &World) -> Vec<String> {
-    let refs = git(
-        &remote(world),
-        &["for-each-ref", "--format=%(refname)", "refs/stet/landed"],
-    );
-    refs.lines()
-        .map(|r| r.trim_start_matches("refs/stet/landed/").to_string())
-        .collect()
+    stet_e2e::landed_on(&remote(world))
 }
 
 /// A drive running in the background, its standard error going to a file the test can
@@ -754,18 +748,7 @@ fn kill_9_then_resume(args: &[&str]) {
     );
     // Landed once: no agent call on an item started after its landing mark was written.
     for item in &items {
-        let marked_at: u64 = git(
-            &remote(&world),
-            &[
-                "log",
-                "-1",
-                "--format=%ct",
-                &format!("refs/stet/landed/{item}"),
-            ],
-        )
-        .trim()
-        .parse()
-        .unwrap();
+        let marked_at = stet_e2e::landed_at(&remote(&world), item).unwrap();
         for r in receipts.iter().filter(|r| r["item"] == item.as_str()) {
             let started = r["started_unix_ms"].as_u64().unwrap() / 1000;
             assert!(started <= marked_at, "{item} worked after it landed: {r}");

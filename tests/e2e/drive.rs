@@ -545,9 +545,7 @@ fn a_model_api_that_keeps_failing_enters_the_outage_schedule_and_stops_at_its_li
         out.stderr
     );
     let remote = world.root.path().join("remote.git");
-    assert!(git(&remote, &["for-each-ref", "refs/stet/landed"])
-        .trim()
-        .is_empty());
+    assert!(stet_e2e::landed_on(&remote).is_empty());
     let receipts = stet_e2e::receipts_oldest_first(&world.run_stet(&["receipts", "--json"]));
     let failed = receipts
         .iter()

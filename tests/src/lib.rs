@@ -462,3 +462,61 @@ pub fn walled_claude_config(world: &World, binary: &str, api_url: &str, extra: &
         profiles = world.root.path().join("profiles").display(),
     )
 }
+
+/// Git on a bare remote a test made (whoever owns it: a sandbox may have written it).
+fn git_on_remote(remote: &Path, args: &[&str]) -> Option<String> {
+    let out = Command::new("git")
+        .args(["-c", "safe.directory=*"])
+        .args(args)
+        .current_dir(remote)
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The items marked landed on the bare `remote`, sorted: the entries of its ledger
+/// (`refs/stet/ledger`, a tree of `landed/<item>`) and any mark of the older form (a ref
+/// under `refs/stet/landed/`).
+pub fn landed_on(remote: &Path) -> Vec<String> {
+    let mut items: Vec<String> = git_on_remote(
+        remote,
+        &["ls-tree", "--name-only", "refs/stet/ledger:landed"],
+    )
+    .unwrap_or_default()
+    .lines()
+    .map(str::to_string)
+    .collect();
+    let old = git_on_remote(
+        remote,
+        &["for-each-ref", "--format=%(refname)", "refs/stet/landed/"],
+    )
+    .unwrap_or_default();
+    items.extend(
+        old.lines()
+            .filter_map(|r| r.strip_prefix("refs/stet/landed/"))
+            .map(str::to_string),
+    );
+    items.sort();
+    items
+}
+
+/// When `item` was marked landed on `remote`: the time of the ledger's commit that added
+/// it, in seconds since the epoch.
+pub fn landed_at(remote: &Path, item: &str) -> Option<u64> {
+    git_on_remote(
+        remote,
+        &[
+            "log",
+            "-1",
+            "--format=%ct",
+            "refs/stet/ledger",
+            "--",
+            &format!("landed/{item}"),
+        ],
+    )?
+    .trim()
+    .parse()
+    .ok()
+}

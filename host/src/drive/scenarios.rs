@@ -905,8 +905,9 @@ fn an_item_costs_four_pushes_take_a_checkpoint_per_paid_stage_and_one_landing() 
     let log = std::fs::read_to_string(&pushes).unwrap();
     let pushed: Vec<&str> = log.lines().collect();
     // Per item: the take; the implementing call's checkpoint with the branch (and the
-    // renewal); the review's checkpoint (and the renewal); the landing — mark, checkpoint
-    // removed, reservation released — in one push. No push for a stage change alone.
+    // renewal); the review's checkpoint (and the renewal); the landing — the ledger's new
+    // entry, the checkpoint removed, the reservation released — in one push. No push for a
+    // stage change alone.
     assert_eq!(pushed.len(), 8, "{log}");
     for item in ["one", "two"] {
         let of: Vec<&&str> = pushed
@@ -926,13 +927,11 @@ fn an_item_costs_four_pushes_take_a_checkpoint_per_paid_stage_and_one_landing() 
             of[2].contains(&format!("refs/stet/reservations/{item}")),
             "{of:?}"
         );
-        for part in [
-            "refs/stet/landed/",
-            "refs/stet/progress/",
-            "refs/stet/reservations/",
-        ] {
+        for part in ["refs/stet/progress/", "refs/stet/reservations/"] {
             assert!(of[3].contains(&format!("{part}{item}")), "{of:?}");
         }
+        // The landed mark is an entry of the one ledger, not a ref of its own.
+        assert!(of[3].contains("refs/stet/ledger"), "{of:?}");
     }
     // And nothing is left held.
     assert!(world.origin().list().unwrap().is_empty());
