@@ -302,13 +302,14 @@ fn drive_of(items: usize, landed: usize, cap: usize) -> (Duration, i64) {
     (took, peak)
 }
 
-/// A 3-item drive with nothing landed before, and with 10,000 items landed (their files
-/// still queued), interleaved: what the remote's history costs a drive.
+/// A 3-item drive on the same queue of 10,003 items (the same repository), with nothing
+/// landed before and with the 10,000 items ahead of the three landed, interleaved: what
+/// the remote's history costs a drive, apart from the repository's size.
 fn history() {
     let mut fresh = Vec::new();
     let mut aged = Vec::new();
     for _ in 0..2 {
-        fresh.push(drive_of(3, 0, 3).0);
+        fresh.push(drive_of(ITEMS + 3, 0, 3).0);
         aged.push(drive_of(ITEMS + 3, ITEMS, 3).0);
     }
     let (fresh, aged) = (median(fresh), median(aged));

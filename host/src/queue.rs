@@ -197,6 +197,12 @@ fn read_item(path: &Path, name: &str) -> Result<Item, String> {
             format!("not an item: {e}")
         }
     })?;
+    parse_item(id, path, bytes)
+}
+
+/// An item from its file's bytes (already bounded by [`MAX_ITEM_BYTES`]): UTF-8 text whose
+/// first non-empty line is its title. The repository's, so anyone who can push wrote it.
+pub fn parse_item(id: &str, path: &Path, bytes: Vec<u8>) -> Result<Item, String> {
     let text = String::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_string())?;
     let title = text
         .lines()

@@ -266,31 +266,27 @@ impl<'a> Sandbox<'a> {
         options: Vec<stet_plugin_api::SandboxOption>,
     ) -> Result<(Self, Option<Process>), CliError> {
         let image = spec.image.to_string();
-        let status = runtime
-            .handle
-            .image_status(&image)
-            .map_err(|e| plugin_error(&runtime.name, "could not look up the image", &e))?;
-        if !status.present {
-            let mut error = CliError::new(
-                Exit::Unusable,
-                format!("image {image} is not available to runtime {}", runtime.name),
-            )
-            .caused_by(status.remedy.to_string());
-            error = error.hint(if image == DEFAULT_IMAGE {
-                "build stet's lane image with scripts/build-image.sh (no registry needed)"
-                    .to_string()
-            } else {
-                format!(
-                    "build or load {image} for {}, or pass --image",
-                    runtime.name
+        // The image is looked up only when the sandbox could not be made: a made sandbox
+        // needs no second inspect of an image the runtime just used.
+        let (info, first) = runtime.handle.start(spec, options).map_err(|e| {
+            match runtime.handle.image_status(&image) {
+                Ok(status) if !status.present => CliError::new(
+                    Exit::Unusable,
+                    format!("image {image} is not available to runtime {}", runtime.name),
                 )
-            });
-            return Err(error);
-        }
-        let (info, first) = runtime
-            .handle
-            .start(spec, options)
-            .map_err(|e| plugin_error(&runtime.name, "could not create a sandbox", &e))?;
+                .caused_by(status.remedy.to_string())
+                .hint(if image == DEFAULT_IMAGE {
+                    "build stet's lane image with scripts/build-image.sh (no registry needed)"
+                        .to_string()
+                } else {
+                    format!(
+                        "build or load {image} for {}, or pass --image",
+                        runtime.name
+                    )
+                }),
+                _ => plugin_error(&runtime.name, "could not create a sandbox", &e),
+            }
+        })?;
         let first = first.map(|p| Process {
             inner: Arc::new(p),
             runtime: runtime.name.clone(),
