@@ -11,6 +11,18 @@
 //! checkpoint is where a peer that takes a lapsed reservation over learns the same thing.
 //! The checkpoint goes when the item is marked landed or failed, in the same atomic push.
 
+// What this module reads comes from parties stet does not trust: nothing here may panic
+// on it (issue 18).
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::indexing_slicing,
+        clippy::arithmetic_side_effects
+    )
+)]
+
 use serde::{Deserialize, Serialize};
 
 use crate::reservations::{Held, Remote, ReservationError, FAILED};
@@ -168,7 +180,9 @@ impl Remote<'_> {
         branch: Option<&str>,
         renewal: Option<(&Held, &Held)>,
     ) -> Result<(), SaveError> {
-        let message = serde_json::to_string(checkpoint).expect("checkpoints serialise");
+        let message = serde_json::to_string(checkpoint).map_err(|e| {
+            SaveError::Remote(self.unreachable(format!("cannot write the checkpoint: {e}")))
+        })?;
         let oid = self.note_commit(&message).map_err(SaveError::Remote)?;
         let progress = format!("+{oid}:{PROGRESS}{item}");
         let lane = branch.map(|b| format!("refs/heads/{b}:refs/heads/{b}"));

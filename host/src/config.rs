@@ -38,6 +38,18 @@
 //! effect only once the person trusts its content (`trust.rs`); `settings.rs` applies
 //! that rule.
 
+// What this module reads comes from parties stet does not trust: nothing here may panic
+// on it (issue 18).
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::indexing_slicing,
+        clippy::arithmetic_side_effects
+    )
+)]
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -280,7 +292,12 @@ fn key_at(text: &str, offset: usize) -> Option<String> {
 pub fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
     let error = |offset: Option<usize>, message: String| ConfigError {
         path: path.to_path_buf(),
-        line: offset.map(|o| text[..o.min(text.len())].matches('\n').count() + 1),
+        line: offset.map(|o| {
+            text[..o.min(text.len())]
+                .matches('\n')
+                .count()
+                .saturating_add(1)
+        }),
         message,
     };
     let mut raw: RawConfig = toml::from_str(text).map_err(|e| {
@@ -482,7 +499,12 @@ pub fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
 /// The line of every key directly under each `[plugins.<name>]` table of `text`.
 fn plugin_key_lines(text: &str) -> BTreeMap<String, BTreeMap<String, usize>> {
     use toml::de::{DeTable, DeValue};
-    let line = |offset: usize| text[..offset.min(text.len())].matches('\n').count() + 1;
+    let line = |offset: usize| {
+        text[..offset.min(text.len())]
+            .matches('\n')
+            .count()
+            .saturating_add(1)
+    };
     let mut lines = BTreeMap::new();
     let Ok(parsed) = DeTable::parse(text) else {
         return lines;

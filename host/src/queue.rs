@@ -13,6 +13,18 @@
 //! directory there is refused by name (never followed, opened or waited on), as is a
 //! `.stet` or `.stet/queue` that is itself a link; the drive goes on with the other items.
 
+// What this module reads comes from parties stet does not trust: nothing here may panic
+// on it (issue 18).
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::indexing_slicing,
+        clippy::arithmetic_side_effects
+    )
+)]
+
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -286,7 +298,8 @@ fn slug(title: &str) -> String {
 }
 
 /// `20261130-053012-123` (milliseconds last), in UTC: items added one after the other sort
-/// in that order.
+/// in that order. (The clock's, not input: the calendar's arithmetic is bounded by it.)
+#[allow(clippy::arithmetic_side_effects)]
 fn utc_stamp(t: std::time::SystemTime) -> String {
     let since = t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     let secs = since.as_secs();

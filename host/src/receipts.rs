@@ -7,6 +7,18 @@
 //! never names a log that is not there. Receipts live inside `.git` so they are never
 //! committed and never reach a lane.
 
+// What this module reads comes from parties stet does not trust: nothing here may panic
+// on it (issue 18).
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::indexing_slicing,
+        clippy::arithmetic_side_effects
+    )
+)]
+
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};

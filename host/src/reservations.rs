@@ -8,6 +8,18 @@
 //! win the same item, whichever machine they run on. A reservation lapses on its own at
 //! its expiry; a peer may then take it over and continue from the lane's pushed branch.
 
+// What this module reads comes from parties stet does not trust: nothing here may panic
+// on it (issue 18).
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::indexing_slicing,
+        clippy::arithmetic_side_effects
+    )
+)]
+
 use std::collections::HashSet;
 use std::path::Path;
 
@@ -513,9 +525,9 @@ impl Remote<'_> {
                 detail: e.to_string(),
             })
         };
-        let mut attempt = 0;
+        let mut attempt: u32 = 0;
         loop {
-            attempt += 1;
+            attempt = attempt.saturating_add(1);
             let base = self.ledger_now().map_err(unreachable)?;
             let next = self
                 .ledger_with(base.as_deref(), add, remove)
@@ -544,7 +556,8 @@ impl Remote<'_> {
     /// The record of `next`, made here and not pushed yet (for a push that carries a
     /// renewal with other refs).
     pub(crate) fn record(&self, next: &Reservation) -> Result<Held, ReservationError> {
-        let message = serde_json::to_string(next).expect("reservations serialise");
+        let message = serde_json::to_string(next)
+            .map_err(|e| self.unreachable(format!("cannot write the reservation: {e}")))?;
         Ok(Held {
             reservation: next.clone(),
             oid: self.note_commit(&message)?,
@@ -566,7 +579,8 @@ impl Remote<'_> {
     }
 
     fn swap(&self, next: &Reservation, expected: Option<&str>) -> Result<Held, ReservationError> {
-        let message = serde_json::to_string(next).expect("reservations serialise");
+        let message = serde_json::to_string(next)
+            .map_err(|e| self.unreachable(format!("cannot write the reservation: {e}")))?;
         let oid = self.note_commit(&message)?;
         let reference = format!("{PREFIX}{}", next.item);
         self.push_with_lease(

@@ -38,6 +38,17 @@ enum Task {
     Docs,
     /// Build the release plugins and run the plugin-host benchmarks.
     Bench,
+    /// Build the fuzz targets (fuzz/, cargo-fuzz on the nightly toolchain; cargo-fuzz is
+    /// installed when missing) and run each for a while: a line per target with its
+    /// executions and whether anything crashed. Exits non-zero on a crash.
+    Fuzz {
+        /// How long each target runs.
+        #[arg(long, default_value_t = 60, value_name = "N")]
+        seconds: u64,
+        /// The targets to run (default: all of them).
+        #[arg(value_name = "TARGET")]
+        targets: Vec<String>,
+    },
     /// Set up this checkout and run the main job: build dist/ and the lane image, make a
     /// scratch demo repository (three seeded items, a bare remote) under target/demo, and
     /// drive it with `dist/bin/stet drive --yes` and the example agent; then show where the
@@ -60,6 +71,7 @@ fn main() -> ExitCode {
             .map_err(|e| format!("cannot write docs/cli.md: {e}")),
         Task::Demo { harness } => return demo(&root, harness.as_deref()),
         Task::Bench => bench(&root),
+        Task::Fuzz { seconds, targets } => fuzz(&root, seconds, &targets),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -157,6 +169,136 @@ fn bench(root: &std::path::Path) -> Result<(), String> {
         bench.env("BENCH_PATH", format!("{dir}:/usr/bin:/bin"));
     }
     run(&mut bench)
+}
+
+/// `cargo xtask fuzz`: every target (or the ones named) for `seconds` each, seeded from
+/// `fuzz/seeds/<target>` with `fuzz/dict/<target>.dict` where there is one; what they find
+/// grows `fuzz/corpus/<target>` (not committed), a crash lands in `fuzz/artifacts/<target>`.
+fn fuzz(root: &std::path::Path, seconds: u64, wanted: &[String]) -> Result<(), String> {
+    let dir = root.join("fuzz");
+    let nightly = |args: &[&str]| {
+        let mut command = Command::new("rustup");
+        command
+            .args(["run", "nightly", "cargo"])
+            .args(args)
+            .current_dir(&dir)
+            // The outer cargo's choice of toolchain is not the fuzzers'.
+            .env_remove("RUSTUP_TOOLCHAIN")
+            .env_remove("CARGO")
+            .env_remove("RUSTC");
+        command
+    };
+    let has_fuzz = nightly(&["fuzz", "--version"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !has_fuzz {
+        eprintln!("installing cargo-fuzz (crates.io)");
+        run(nightly(&["install", "--locked", "cargo-fuzz"]).current_dir(root))?;
+    }
+    let all = fuzz_targets(&dir)?;
+    let targets: Vec<String> = if wanted.is_empty() {
+        all.clone()
+    } else {
+        for t in wanted {
+            if !all.contains(t) {
+                return Err(format!(
+                    "no fuzz target {t}: the targets are {}",
+                    all.join(", ")
+                ));
+            }
+        }
+        wanted.to_vec()
+    };
+    run(&mut nightly(&["fuzz", "build", "-O"]))?;
+    let mut crashed = Vec::new();
+    for target in &targets {
+        let corpus = dir.join("corpus").join(target);
+        std::fs::create_dir_all(&corpus)
+            .map_err(|e| format!("cannot make {}: {e}", corpus.display()))?;
+        let seeds = dir.join("seeds").join(target);
+        let dict = dir.join("dict").join(format!("{target}.dict"));
+        let mut args: Vec<String> = vec![
+            "fuzz".into(),
+            "run".into(),
+            "-O".into(),
+            target.clone(),
+            corpus.display().to_string(),
+        ];
+        if seeds.is_dir() {
+            args.push(seeds.display().to_string());
+        }
+        args.push("--".into());
+        args.push(format!("-max_total_time={seconds}"));
+        args.push("-print_final_stats=1".into());
+        // Inputs as large as what stet reads: a queue item, a config file, a record.
+        args.push("-max_len=65536".into());
+        if dict.is_file() {
+            args.push(format!("-dict={}", dict.display()));
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = nightly(&args)
+            .stdout(std::process::Stdio::null())
+            .output()
+            .map_err(|e| format!("cannot run cargo fuzz: {e}"))?;
+        let said = String::from_utf8_lossy(&out.stderr);
+        let stat = |name: &str| {
+            said.lines()
+                .find_map(|l| l.strip_prefix(&format!("stat::{name}:")))
+                .map(|v| v.trim().to_string())
+                .unwrap_or_else(|| "?".into())
+        };
+        let executions = stat("number_of_executed_units");
+        if out.status.success() {
+            println!("{target:<16} {executions:>12} executions in {seconds} s   no crash");
+        } else {
+            let artifact = said
+                .lines()
+                .find_map(|l| l.split("Test unit written to ").nth(1))
+                .unwrap_or("(no artifact named)")
+                .trim()
+                .to_string();
+            println!("{target:<16} {executions:>12} executions   CRASH: {artifact}");
+            eprintln!(
+                "{}",
+                said.lines()
+                    .filter(|l| !l.starts_with('#') && !l.starts_with("INFO"))
+                    .take(40)
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            );
+            crashed.push(target.clone());
+        }
+    }
+    if crashed.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} crashed: {} (reproduce with `cd fuzz && cargo +nightly fuzz run TARGET ARTIFACT`)",
+            crashed.len(),
+            crashed.join(", ")
+        ))
+    }
+}
+
+/// The fuzz targets: the `[[bin]]`s of fuzz/Cargo.toml.
+fn fuzz_targets(dir: &std::path::Path) -> Result<Vec<String>, String> {
+    let manifest = std::fs::read_to_string(dir.join("Cargo.toml"))
+        .map_err(|e| format!("cannot read fuzz/Cargo.toml: {e}"))?;
+    let mut targets = Vec::new();
+    let mut in_bin = false;
+    for line in manifest.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            in_bin = line == "[[bin]]";
+        } else if in_bin {
+            if let Some(("name", value)) = line.split_once('=').map(|(k, v)| (k.trim(), v)) {
+                targets.push(value.trim().trim_matches('"').to_string());
+            }
+        }
+    }
+    Ok(targets)
 }
 
 fn package_name(dir: &std::path::Path) -> Result<String, String> {

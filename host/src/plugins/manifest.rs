@@ -3,6 +3,18 @@
 //! A manifest is read and checked here and nowhere else. Every problem is reported with
 //! the file, the line and the key, because the person fixing it is looking at that file.
 
+// What this module reads comes from parties stet does not trust: nothing here may panic
+// on it (issue 18).
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::indexing_slicing,
+        clippy::arithmetic_side_effects
+    )
+)]
+
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -319,14 +331,17 @@ fn is_valid_name(name: &str) -> bool {
 }
 
 fn line_of(text: &str, offset: usize) -> usize {
-    text[..offset.min(text.len())].matches('\n').count() + 1
+    text[..offset.min(text.len())]
+        .matches('\n')
+        .count()
+        .saturating_add(1)
 }
 
 /// serde names the key in its messages (``unknown field `x` ``, ``missing field `x` ``).
 fn key_in_message(message: &str) -> Option<String> {
-    let start = message.find('`')? + 1;
-    let len = message[start..].find('`')?;
-    Some(message[start..start + len].to_string())
+    let (_, rest) = message.split_once('`')?;
+    let (key, _) = rest.split_once('`')?;
+    Some(key.to_string())
 }
 
 #[cfg(test)]

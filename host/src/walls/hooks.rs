@@ -7,6 +7,19 @@
 //! server on stdio with one tool, `approve`, answering `{"behavior":"allow",
 //! "updatedInput":…}` or `{"behavior":"deny","message":…}`.
 
+// What this module reads comes from parties stet does not trust: nothing here may panic
+// on it (issue 18). (`indexing_slicing` is not denied here: the module walks JSON, and
+// `value["key"]` on a serde_json `Value` never panics — a missing key or a non-object is
+// `Null` —, which the lint cannot tell from indexing a slice; no slice is indexed here.)
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::arithmetic_side_effects
+    )
+)]
+
 use std::io::{BufRead, Write};
 use std::path::Path;
 
@@ -43,10 +56,29 @@ pub fn hook(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> u8 {
+    use std::io::Read as _;
     let mut text = String::new();
-    if input.read_to_string(&mut text).is_err() {
-        let _ = writeln!(err, "stet hook: cannot read the hook's input");
+    // Bounded: the agent writes it. One byte past the bound tells that it was too big.
+    let read = <&mut dyn std::io::Read as std::io::Read>::take(
+        &mut *input,
+        MAX_MESSAGE_BYTES.saturating_add(1),
+    )
+    .read_to_string(&mut text);
+    if read.is_err() {
+        let _ = writeln!(
+            err,
+            "stet hook: cannot read the hook's input (not UTF-8 text?)"
+        );
         return 2;
+    }
+    if text.len() as u64 > MAX_MESSAGE_BYTES {
+        // A guard that cannot read all of what it guards refuses.
+        let _ = writeln!(
+            err,
+            "refused by stet guard: the hook input is larger than {} MiB",
+            MAX_MESSAGE_BYTES >> 20
+        );
+        return if event == HookEvent::Guard { 2 } else { 0 };
     }
     let payload: Value = match serde_json::from_str(&text) {
         Ok(v) => v,
@@ -137,11 +169,49 @@ fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
+/// The largest hook input or approver message read: a tool call's input (a file the agent
+/// writes, say) is in it, so it may be large, but not without bound.
+const MAX_MESSAGE_BYTES: u64 = 16 << 20;
+
 /// Serves the approver: newline-delimited JSON-RPC 2.0 (MCP over stdio) until stdin closes.
 pub fn approver(input: &mut dyn BufRead, out: &mut dyn Write) -> std::io::Result<()> {
     let role = role();
-    for line in input.lines() {
-        let line = line?;
+    loop {
+        // One message, bounded: a longer one is answered as an error and skipped whole.
+        let mut bytes = Vec::new();
+        let read = <&mut dyn BufRead as std::io::Read>::take(
+            &mut *input,
+            MAX_MESSAGE_BYTES.saturating_add(1),
+        )
+        .read_until(b'\n', &mut bytes)?;
+        if read == 0 {
+            return Ok(());
+        }
+        if bytes.len() as u64 > MAX_MESSAGE_BYTES && bytes.last() != Some(&b'\n') {
+            let mut rest = Vec::new();
+            while !rest.ends_with(b"\n") {
+                rest.clear();
+                let mut part = <&mut dyn BufRead as std::io::Read>::take(&mut *input, 1 << 20);
+                if part.read_until(b'\n', &mut rest)? == 0 {
+                    break;
+                }
+            }
+            write_message(
+                out,
+                &json!({"jsonrpc": "2.0", "id": null,
+                "error": {"code": -32600, "message": format!(
+                    "message larger than {} MiB", MAX_MESSAGE_BYTES >> 20)}}),
+            )?;
+            continue;
+        }
+        let Ok(line) = String::from_utf8(bytes) else {
+            write_message(
+                out,
+                &json!({"jsonrpc": "2.0", "id": null,
+                "error": {"code": -32700, "message": "parse error: not UTF-8"}}),
+            )?;
+            continue;
+        };
         if line.trim().is_empty() {
             continue;
         }
@@ -206,7 +276,6 @@ pub fn approver(input: &mut dyn BufRead, out: &mut dyn Write) -> std::io::Result
         };
         write_message(out, &json!({"jsonrpc": "2.0", "id": id, "result": result}))?;
     }
-    Ok(())
 }
 
 fn write_message(out: &mut dyn Write, message: &Value) -> std::io::Result<()> {
@@ -266,5 +335,38 @@ mod tests {
                 .unwrap();
         assert_eq!(decision["behavior"], "deny");
         assert_eq!(answers[3]["error"]["code"], -32601);
+    }
+
+    #[test]
+    fn a_hook_input_past_the_bound_is_refused_by_the_guard_naming_the_bound() {
+        let big = format!(
+            r#"{{"tool_name":"Write","tool_input":{{"content":"{}"}}}}"#,
+            "x".repeat(MAX_MESSAGE_BYTES as usize)
+        );
+        let (code, _, err) = run_hook(HookEvent::Guard, &big);
+        assert_eq!(code, 2);
+        assert!(err.contains("larger than 16 MiB"), "{err}");
+    }
+
+    #[test]
+    fn an_approver_message_past_the_bound_is_an_error_and_the_next_is_answered() {
+        let big = format!("{}\n", "x".repeat(MAX_MESSAGE_BYTES as usize + 10));
+        let next = json!({"jsonrpc":"2.0","id":7,"method":"ping"});
+        let mut input = big.into_bytes();
+        input.extend_from_slice(b"\xff\n");
+        input.extend_from_slice(format!("{next}\n").as_bytes());
+        let mut out = Vec::new();
+        approver(&mut input.as_slice(), &mut out).unwrap();
+        let answers: Vec<Value> = String::from_utf8(out)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(answers.len(), 3, "{answers:?}");
+        assert!(answers[0]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("larger than 16 MiB"));
+        assert_eq!(answers[2]["id"], 7);
     }
 }

@@ -32,6 +32,23 @@ mod profile;
 mod settings;
 mod stream;
 
+/// The readers of what the agent writes, for the fuzz targets (`fuzz/`) alone: built only
+/// under cargo-fuzz's `--cfg fuzzing`.
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub mod fuzzing {
+    use stet_plugin_api::{ExitStatus, Role};
+
+    /// The stream-json transcript of a call, read into its outcome.
+    pub fn read_call(role: Role, output: &[u8], exit: ExitStatus) {
+        let transcript = crate::stream::read(output);
+        let _ = crate::outcome::model_api_down(&transcript);
+        let _ = crate::outcome::call(&transcript, exit.clone());
+        let _ = crate::outcome::outcome(&transcript, exit);
+        let _ = role;
+    }
+}
+
 const PRIORITY: i32 = 50;
 const COMMAND_LIMIT: Duration = Duration::from_secs(10);
 

@@ -1,5 +1,18 @@
 //! A role's output read into an [`Outcome`].
 
+// What this module reads comes from parties stet does not trust: nothing here may panic
+// on it (issue 18). (`indexing_slicing` is not denied here: the module walks JSON, and
+// `value["key"]` on a serde_json `Value` never panics — a missing key or a non-object is
+// `Null` —, which the lint cannot tell from indexing a slice; no slice is indexed here.)
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::arithmetic_side_effects
+    )
+)]
+
 use stet_plugin_api::{CallOutcome, ExitStatus, Fact, Outcome, OutcomeCode, OutcomeKind, ROption};
 
 use crate::stream::Transcript;

@@ -4,6 +4,19 @@
 //! JSON are counted, and `subtype` is never trusted alone (an authentication failure is a
 //! `result` with `subtype: "success"` and `is_error: true`).
 
+// What this module reads comes from parties stet does not trust: nothing here may panic
+// on it (issue 18). (`indexing_slicing` is not denied here: the module walks JSON, and
+// `value["key"]` on a serde_json `Value` never panics — a missing key or a non-object is
+// `Null` —, which the lint cannot tell from indexing a slice; no slice is indexed here.)
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::arithmetic_side_effects
+    )
+)]
+
 use serde_json::Value;
 
 /// What one agent call's output says, reduced to what stet uses.
@@ -50,11 +63,11 @@ pub fn read(output: &[u8]) -> Transcript {
             continue;
         }
         let Ok(v) = serde_json::from_str::<Value>(line) else {
-            t.unreadable_lines += 1;
+            t.unreadable_lines = t.unreadable_lines.saturating_add(1);
             continue;
         };
         if !v.is_object() {
-            t.unreadable_lines += 1;
+            t.unreadable_lines = t.unreadable_lines.saturating_add(1);
             continue;
         }
         match (v["type"].as_str(), v["subtype"].as_str()) {

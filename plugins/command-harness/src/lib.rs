@@ -82,6 +82,21 @@ use stet_plugin_api::{
 mod config;
 mod launch;
 mod outcome;
+
+/// The reader of the agent's outcome protocol, for the fuzz targets (`fuzz/`) alone: built
+/// only under cargo-fuzz's `--cfg fuzzing`.
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub mod fuzzing {
+    /// The agent's output and exit, read as the outcome protocol says.
+    pub fn read(
+        role: stet_plugin_api::Role,
+        output: &[u8],
+        exit: stet_plugin_api::ExitStatus,
+    ) -> stet_plugin_api::Outcome {
+        crate::outcome::read(role, output, exit)
+    }
+}
 mod profile;
 mod proof;
 mod secrets;

@@ -1,6 +1,18 @@
 //! A role's standard output and exit status read into an [`Outcome`]; the protocol is
 //! documented on the crate.
 
+// What this module reads comes from parties stet does not trust: nothing here may panic
+// on it (issue 18).
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::indexing_slicing,
+        clippy::arithmetic_side_effects
+    )
+)]
+
 use stet_plugin_api::{ExitStatus, Fact, Outcome, OutcomeKind, ROption, Role};
 
 /// The most of the agent's message an outcome carries (the tail is kept).
@@ -69,7 +81,7 @@ fn read_report(output: &str) -> Report {
 /// The largest index `<= i` on a character boundary of `s`.
 fn floor_boundary(s: &str, mut i: usize) -> usize {
     while i > 0 && !s.is_char_boundary(i) {
-        i -= 1;
+        i = i.saturating_sub(1);
     }
     i
 }
@@ -87,13 +99,13 @@ fn cap(text: &str, keep_first_line: bool) -> String {
         String::new()
     };
     let marker = "[… the start of the output was cut …]\n";
-    let room = DETAIL_LIMIT.saturating_sub(head.len() + marker.len());
-    let start = text.len() - room;
+    let room = DETAIL_LIMIT.saturating_sub(head.len().saturating_add(marker.len()));
+    let start = text.len().saturating_sub(room);
     let start = {
         // Round up to a character boundary.
         let mut i = start;
         while i < text.len() && !text.is_char_boundary(i) {
-            i += 1;
+            i = i.saturating_add(1);
         }
         i
     };
