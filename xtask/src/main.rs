@@ -211,7 +211,8 @@ fn fuzz(root: &std::path::Path, seconds: u64, wanted: &[String]) -> Result<(), S
         }
         wanted.to_vec()
     };
-    run(&mut nightly(&["fuzz", "build", "-O"]))?;
+    // `fuzz run` builds what it runs (a separate `fuzz build` would build with other flags,
+    // and everything twice).
     let mut crashed = Vec::new();
     for target in &targets {
         let corpus = dir.join("corpus").join(target);
@@ -250,15 +251,22 @@ fn fuzz(root: &std::path::Path, seconds: u64, wanted: &[String]) -> Result<(), S
                 .unwrap_or_else(|| "?".into())
         };
         let executions = stat("number_of_executed_units");
+        let artifact = said
+            .lines()
+            .find_map(|l| l.split("Test unit written to ").nth(1))
+            .map(|a| a.trim().to_string());
         if out.status.success() {
             println!("{target:<16} {executions:>12} executions in {seconds} s   no crash");
-        } else {
-            let artifact = said
+        } else if artifact.is_none() {
+            // Not a crash: the fuzzer could not run (a bad dictionary, a build failure).
+            let why = said
                 .lines()
-                .find_map(|l| l.split("Test unit written to ").nth(1))
-                .unwrap_or("(no artifact named)")
-                .trim()
-                .to_string();
+                .rev()
+                .find(|l| !l.trim().is_empty() && !l.starts_with(' '))
+                .unwrap_or("no reason given");
+            return Err(format!("the fuzz target {target} could not run: {why}\n{said}"));
+        } else {
+            let artifact = artifact.unwrap_or_default();
             println!("{target:<16} {executions:>12} executions   CRASH: {artifact}");
             eprintln!(
                 "{}",
