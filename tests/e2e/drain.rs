@@ -845,6 +845,29 @@ fn on_a_terminal_the_drive_shows_a_live_line_with_move_lane_and_stage() {
 }
 
 #[test]
+fn on_a_terminal_a_drive_of_two_lanes_shows_a_live_line_for_each() {
+    let _serial = serial_drives();
+    let world = world_with_items(&[
+        "Left\n\nfile: left.txt\nimplement: late 2",
+        "Right\n\nfile: right.txt\nimplement: late 2",
+    ]);
+    let mut command = world.stet_on_terminal(&["drive", "--yes", "--jobs", "2"]);
+    command.env("TERM", "xterm").stdin(Stdio::null());
+    let out = world.run(&mut command);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let screen = &out.stdout;
+    for lane in ["left", "right"] {
+        assert!(
+            screen.contains(&format!("-{lane} · implement")),
+            "{lane}'s line: {screen}"
+        );
+    }
+    // Two live lines are redrawn together: the cursor goes back up over the first.
+    assert!(screen.contains("\x1b[1A"), "one live line only: {screen:?}");
+    assert!(screen.contains("landed 2"), "{screen}");
+}
+
+#[test]
 fn an_item_given_up_is_marked_failed_with_why_skipped_by_the_next_drive_and_retried_on_request() {
     let _serial = serial_drives();
     let world = world_with_items(&["Never good enough\n\nfile: n.txt\nreview: never"]);

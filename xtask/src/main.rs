@@ -264,7 +264,9 @@ fn fuzz(root: &std::path::Path, seconds: u64, wanted: &[String]) -> Result<(), S
                 .rev()
                 .find(|l| !l.trim().is_empty() && !l.starts_with(' '))
                 .unwrap_or("no reason given");
-            return Err(format!("the fuzz target {target} could not run: {why}\n{said}"));
+            return Err(format!(
+                "the fuzz target {target} could not run: {why}\n{said}"
+            ));
         } else {
             let artifact = artifact.unwrap_or_default();
             println!("{target:<16} {executions:>12} executions   CRASH: {artifact}");
