@@ -50,23 +50,7 @@ fn git(dir: &Path, args: &[&str]) -> String {
 }
 
 fn git_input(dir: &Path, args: &[&str], input: &str) -> String {
-    use std::io::Write;
-    let mut child = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "git {args:?}");
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
+    stet::git::run_input(dir, args, input.as_bytes()).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// A clone of a fresh bare remote with `items` queued (written directly, as a person's

@@ -20,22 +20,9 @@ use stet::lanes;
 const FILES: usize = 50_000;
 const COMMITS: usize = 20_000;
 
+/// The host's own git runner (a fixed identity, no prompt), failing the bench on an error.
 fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "b")
-        .env("GIT_AUTHOR_EMAIL", "b@b")
-        .env("GIT_COMMITTER_NAME", "b")
-        .env("GIT_COMMITTER_EMAIL", "b@b")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
+    stet::git::run(dir, args).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// A repository of `FILES` files (in 500 directories) and `COMMITS` commits, each after the

@@ -145,7 +145,16 @@ pub fn open(repo: &Path, remote: &str, item: &str, base: &str) -> Result<Lane, G
     }
     let made = lay_out(&partial, item)?;
     let git = made.git();
-    // The repository's commits are fetched (copied) into the lane's own git directory.
+    point_at(repo, &git, source.as_str(), &branch)?;
+    git.run(&["reset", "--quiet", "--hard"])?;
+    std::fs::rename(&partial, &root).map_err(|e| io_error("rename", &root, e))?;
+    Ok(lane)
+}
+
+/// Points the lane whose git is `git` at `branch`, made at `source` (a ref of the
+/// repository): the repository's commits it lacks are fetched (copied) into the lane's own
+/// git directory. The working tree is the caller's to reset.
+fn point_at(repo: &Path, git: &Inert, source: &str, branch: &str) -> Result<(), GitError> {
     git.run(&[
         "fetch",
         "--quiet",
@@ -154,9 +163,7 @@ pub fn open(repo: &Path, remote: &str, item: &str, base: &str) -> Result<Lane, G
         &format!("+{source}:refs/heads/{branch}"),
     ])?;
     git.run(&["symbolic-ref", "HEAD", &format!("refs/heads/{branch}")])?;
-    git.run(&["reset", "--quiet", "--hard"])?;
-    std::fs::rename(&partial, &root).map_err(|e| io_error("rename", &root, e))?;
-    Ok(lane)
+    Ok(())
 }
 
 /// Stet's directory in `repo`'s git directory, where lanes, the pool and the trash live.
@@ -230,14 +237,7 @@ fn reuse(repo: &Path, copy: &Lane, item: &str, source: &str) -> Result<(), GitEr
     let git = lane.git();
     // The last item's refs and reflogs are not this lane's to see.
     let _ = std::fs::remove_dir_all(lane.git_dir.join("logs"));
-    git.run(&[
-        "fetch",
-        "--quiet",
-        "--no-tags",
-        git_dir(repo).to_str().unwrap_or_default(),
-        &format!("+{source}:refs/heads/{branch}"),
-    ])?;
-    git.run(&["symbolic-ref", "HEAD", &format!("refs/heads/{branch}")])?;
+    point_at(repo, &git, source, &branch)?;
     let others = git.run(&["for-each-ref", "--format=%(refname)"])?;
     for other in others
         .lines()
@@ -245,10 +245,10 @@ fn reuse(repo: &Path, copy: &Lane, item: &str, source: &str) -> Result<(), GitEr
     {
         git.run(&["update-ref", "-d", other])?;
     }
-    git.run(&["reset", "--quiet", "--hard"])?;
-    // `-ff`: nested repositories go too; `.git` (the mount point) is never touched.
-    git.run(&["clean", "--quiet", "-ffdx", "--exclude=/.git"])?;
-    Ok(())
+    // (The pseudo-refs that named the last item's commits are written over: FETCH_HEAD by
+    // the fetch above, ORIG_HEAD by the reset below.)
+    // What the last item's agent left in the working tree goes: ignored files too.
+    lane.restore()
 }
 
 /// Moves `path` into the trash at once and deletes it in the background.
@@ -612,6 +612,12 @@ mod tests {
         std::fs::write(first.dir.join("untracked"), "x").unwrap();
         std::fs::create_dir_all(first.dir.join("nested/.git")).unwrap();
         let git_dir_was = inode(&first.git_dir);
+        let firsts = first.head().unwrap();
+        // A reset leaves the last item's commit in ORIG_HEAD.
+        first
+            .git()
+            .run(&["reset", "--quiet", "--hard", "HEAD"])
+            .unwrap();
         first.retire(1);
         assert!(!first.dir.exists(), "the landed lane left its place");
         assert_eq!(pooled(&stet_dir(&work)).len(), 1);
@@ -637,6 +643,12 @@ mod tests {
             .run(&["for-each-ref", "--format=%(refname)"])
             .unwrap();
         assert_eq!(refs, "refs/heads/stet/second", "only its own branch");
+        for pseudo in ["ORIG_HEAD", "FETCH_HEAD"] {
+            let named = second
+                .git()
+                .run(&["rev-parse", "--verify", "--quiet", pseudo]);
+            assert_ne!(named.ok().as_deref(), Some(firsts.as_str()), "{pseudo}");
+        }
         assert_eq!(second.git().run(&["status", "--porcelain"]).unwrap(), "");
         assert_eq!(
             second.head().unwrap(),

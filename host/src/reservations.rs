@@ -445,9 +445,12 @@ impl Remote<'_> {
             // A ledger without landed items (all removed by `stet clean --remote`).
             Err(_) => return Ok(Vec::new()),
         };
+        // Anyone who can push wrote it: an entry whose name cannot be an item id (a control
+        // character for a terminal, a path) is not an item's, and is left out.
         Ok(listing
             .split('\0')
             .filter_map(|entry| entry.split_once('\t'))
+            .filter(|(_, item)| crate::queue::valid_id(item))
             .map(|(meta, item)| (item.to_string(), meta.to_string()))
             .collect())
     }
@@ -579,20 +582,15 @@ impl Remote<'_> {
     }
 
     fn swap(&self, next: &Reservation, expected: Option<&str>) -> Result<Held, ReservationError> {
-        let message = serde_json::to_string(next)
-            .map_err(|e| self.unreachable(format!("cannot write the reservation: {e}")))?;
-        let oid = self.note_commit(&message)?;
+        let held = self.record(next)?;
         let reference = format!("{PREFIX}{}", next.item);
         self.push_with_lease(
             &reference,
             expected.unwrap_or(""),
-            &format!("{oid}:{reference}"),
+            &format!("{}:{reference}", held.oid),
             &next.item,
         )?;
-        Ok(Held {
-            reservation: next.clone(),
-            oid,
-        })
+        Ok(held)
     }
 
     fn push_with_lease(
@@ -866,6 +864,36 @@ mod tests {
         let landed = rb.marks().unwrap().landed;
         assert!(!landed.contains("old") && !landed.contains("item-0-0"));
         assert_eq!(landed.len(), 19);
+    }
+
+    #[test]
+    fn a_ledger_entry_whose_name_cannot_be_an_item_is_not_read_and_not_kept() {
+        let (_root, a, _b) = two_clones();
+        let ra = origin(&a);
+        // Written by hand, as anyone with push access could: a terminal escape for a name.
+        let blob = crate::git::run_input(&a, &["hash-object", "-w", "--stdin"], b"x").unwrap();
+        let listing =
+            format!("100644 blob {blob}\tevil\x1b]0;pwned\x07\0100644 blob {blob}\tfine\0");
+        let landed = crate::git::run_input(&a, &["mktree", "-z"], listing.as_bytes()).unwrap();
+        let root = crate::git::run_input(
+            &a,
+            &["mktree", "-z"],
+            format!("040000 tree {landed}\tlanded\0").as_bytes(),
+        )
+        .unwrap();
+        let commit = crate::git::run(&a, &["commit-tree", &root, "-m", "by hand"]).unwrap();
+        run(
+            &a,
+            &["push", "--quiet", "origin", &format!("{commit}:{LEDGER}")],
+        );
+        let landed: Vec<String> = ra.marks().unwrap().landed.into_iter().collect();
+        assert_eq!(landed, ["fine"]);
+        // The next landing writes the ledger without it.
+        ra.mark_landed("next", "landed stet/next").unwrap();
+        assert_eq!(ra.marks().unwrap().landed.len(), 2);
+        let ledger = ra.ledger_now().unwrap().unwrap();
+        let names = run_out(&a, &["ls-tree", "--name-only", &format!("{ledger}:landed")]);
+        assert!(!names.contains("evil"), "{names}");
     }
 
     fn run_out(dir: &Path, args: &[&str]) -> String {

@@ -99,10 +99,12 @@ implement)
         echo planted > leftover/planted
         echo planted > own-repo/.git/planted
         try .git/planted "echo planted > .git/planted"
+        # A link to a host directory, untracked: cleaning it away must not follow it.
+        try link-to-host "ln -s '$(dirname "$secret")' link-to-host"
         report "planted in the lane"
         ;;
     read-lane)
-        for path in leftover own-repo .gitignore .git/planted; do
+        for path in leftover own-repo .gitignore .git/planted link-to-host; do
             if [ -e "$path" ]; then report "saw planted $path"; fi
         done
         report "refs: $(git for-each-ref --format='%(refname)' | tr '\n' ' ')"

@@ -504,17 +504,16 @@ fn lanes_waiting_for_go(dir: &Path) -> Vec<PathBuf> {
     lanes
 }
 
-#[test]
-fn with_two_jobs_two_items_are_worked_at_once_and_every_item_lands() {
-    let _serial = serial_drives();
+/// Three items queued, the first two saying `implement: until GO`, and a drive of two
+/// lanes started on them; returns once both implementing calls wait for their gates at the
+/// same time — which one lane alone could never reach — with the two lanes' directories.
+fn two_lanes_waiting() -> (World, Driving, Vec<PathBuf>) {
     let world = world_with_items(&[
         "One\n\nfile: 1.txt\nimplement: until GO",
         "Two\n\nfile: 2.txt\nimplement: until GO",
         "Three\n\nfile: 3.txt",
     ]);
     let child = drive_in(&world, &world.work, &["--jobs", "2"]);
-    // Both implementing calls wait for their gates at the same time: one lane alone would
-    // never start the second while the first waits.
     let mut waiting = Vec::new();
     wait_for(
         "two implementing calls at once",
@@ -524,6 +523,13 @@ fn with_two_jobs_two_items_are_worked_at_once_and_every_item_lands() {
             waiting.len() == 2
         },
     );
+    (world, child, waiting)
+}
+
+#[test]
+fn with_two_jobs_two_items_are_worked_at_once_and_every_item_lands() {
+    let _serial = serial_drives();
+    let (world, child, waiting) = two_lanes_waiting();
     for lane in &waiting {
         std::fs::write(lane.join("GO"), "").unwrap();
     }
@@ -584,21 +590,7 @@ fn two_clones_with_two_lanes_each_never_work_the_same_item() {
 #[test]
 fn a_stop_lets_every_lanes_call_in_flight_finish_and_releases_every_reservation() {
     let _serial = serial_drives();
-    let world = world_with_items(&[
-        "One\n\nfile: 1.txt\nimplement: until GO",
-        "Two\n\nfile: 2.txt\nimplement: until GO",
-        "Three\n\nfile: 3.txt",
-    ]);
-    let child = drive_in(&world, &world.work, &["--jobs", "2"]);
-    let mut waiting = Vec::new();
-    wait_for(
-        "two implementing calls at once",
-        Duration::from_secs(120),
-        || {
-            waiting = lanes_waiting_for_go(&world.work);
-            waiting.len() == 2
-        },
-    );
+    let (world, child, waiting) = two_lanes_waiting();
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
         nix::sys::signal::Signal::SIGTERM,

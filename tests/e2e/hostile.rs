@@ -406,11 +406,15 @@ fn what_one_lane_leaves_in_its_working_copy_the_next_lane_made_from_it_never_see
         .find(|r| r.contains("planted in the lane"))
         .expect("the first lane planted");
     assert!(planted.contains("refused .git/planted"), "{planted}");
+    assert!(planted.contains("wrote link-to-host"), "{planted}");
     let looked = reports
         .iter()
         .find(|r| r.contains("looked for what was planted"))
         .expect("the second lane looked");
     assert!(!looked.contains("saw planted"), "{looked}");
+    // The link the first agent left to a host directory was removed as a link: what it
+    // pointed at is untouched.
+    assert_eq!(std::fs::read_to_string(&a.secret).unwrap(), SECRET);
     // Its git directory holds its own branch alone, and no history of the last lane's refs.
     let refs = looked.lines().find(|l| l.starts_with("refs: ")).unwrap();
     assert_eq!(refs.split_whitespace().count(), 2, "{refs}");

@@ -99,18 +99,23 @@ impl Keeper {
         Ok(())
     }
 
-    /// The reservation held, renewed for another lease at the lane's stage, as a record not
-    /// pushed yet.
-    fn next(&self, state: &State, held: &Held) -> Result<Held, ReservationError> {
-        let next = Reservation {
+    /// The reservation held, renewed for another lease at the lane's stage.
+    fn renewed(&self, state: &State, held: &Held) -> Reservation {
+        Reservation {
             stage: state
                 .stage
                 .clone()
                 .unwrap_or_else(|| held.reservation.stage.clone()),
             expires_at_unix: now() + self.lease_secs,
             ..held.reservation.clone()
-        };
-        self.remote().record(&next)
+        }
+    }
+
+    /// The reservation was taken by a peer (`why`): nothing is held any more.
+    fn lose(&self, state: &mut State, why: &str) {
+        state.lost = Some(why.to_string());
+        state.held = None;
+        self.publish(None);
     }
 
     /// Runs `push` — a push that carries the renewal of the held reservation (from the
@@ -128,22 +133,21 @@ impl Keeper {
         let Some(held) = state.held.clone() else {
             return push(None);
         };
-        let next = self.next(&state, &held).map_err(SaveError::Remote)?;
-        match push(Some((&held, &next))) {
-            Ok(done) => {
+        let next = self
+            .remote()
+            .record(&self.renewed(&state, &held))
+            .map_err(SaveError::Remote)?;
+        let pushed = push(Some((&held, &next)));
+        match &pushed {
+            Ok(_) => {
                 self.publish(Some(&next));
                 state.held = Some(next);
                 state.unreachable = None;
-                Ok(done)
             }
-            Err(SaveError::TakenByPeer(why)) => {
-                state.lost = Some(why.clone());
-                state.held = None;
-                self.publish(None);
-                Err(SaveError::TakenByPeer(why))
-            }
-            Err(e) => Err(e),
+            Err(SaveError::TakenByPeer(why)) => self.lose(&mut state, why),
+            Err(_) => {}
         }
+        pushed
     }
 
     /// Runs `push` — a push that carries the release of the held reservation — under the
@@ -157,49 +161,33 @@ impl Keeper {
             return Err(SaveError::TakenByPeer(why.clone()));
         }
         let held = state.held.clone();
-        match push(held.as_ref()) {
-            Ok(done) => {
+        let pushed = push(held.as_ref());
+        match &pushed {
+            Ok(_) => {
                 state.held = None;
                 state.stage = None;
                 self.publish(None);
-                Ok(done)
             }
-            Err(SaveError::TakenByPeer(why)) => {
-                state.lost = Some(why.clone());
-                state.held = None;
-                self.publish(None);
-                Err(SaveError::TakenByPeer(why))
-            }
-            Err(e) => Err(e),
+            Err(SaveError::TakenByPeer(why)) => self.lose(&mut state, why),
+            Err(_) => {}
         }
+        pushed
     }
 
-    /// Renews the held reservation for another lease (at `stage` when given), under the
+    /// Renews the held reservation for another lease (at the lane's stage), under the
     /// state's lock: renewed, the remote unreachable (tried again later), or lost.
     fn renew(&self, state: &mut State) {
         let Some(held) = state.held.clone() else {
             return;
         };
-        let next = Reservation {
-            stage: state
-                .stage
-                .clone()
-                .unwrap_or_else(|| held.reservation.stage.clone()),
-            expires_at_unix: now() + self.lease_secs,
-            ..held.reservation.clone()
-        };
-        match self.remote().renew(&held, next) {
+        match self.remote().renew(&held, self.renewed(state, &held)) {
             Ok(renewed) => {
                 self.publish(Some(&renewed));
                 state.held = Some(renewed);
                 state.unreachable = None;
             }
             Err(ReservationError::Remote { detail, .. }) => state.unreachable = Some(detail),
-            Err(e) => {
-                state.lost = Some(e.to_string());
-                state.held = None;
-                self.publish(None);
-            }
+            Err(e) => self.lose(state, &e.to_string()),
         }
     }
 

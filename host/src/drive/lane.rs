@@ -120,8 +120,8 @@ impl Worker<'_, '_> {
         })
     }
 
-    /// A new stage of `lane`: a move. The reservation says the stage (renewed with it);
-    /// a reservation another drive took over ends the lane's work here.
+    /// A new stage of `lane`: a move. The keeper keeps the stage for the reservation's next
+    /// write; a reservation another drive took over ends the lane's work here.
     fn enter(&self, lane: &Lane, stage: &str) -> Result<(), ItemEnd> {
         let r#move = self.moves.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
         self.progress.stage(self.slot, r#move, &lane.branch, stage);
