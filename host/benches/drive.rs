@@ -205,19 +205,51 @@ fn bookkeeping() {
     );
 }
 
-/// Lays out the shipped runtimes and the command harness, built in release mode, by their
-/// manifests: stet selects the runtime by the probes, as it would for a person.
-fn install(plugins: &Path) {
-    for plugin in xtask::plugin_crates(&repo_root().join("plugins")) {
+/// Lays out the shipped runtimes and the command harness of the build in `dir` (a
+/// checkout's `target/release`), by the manifests of that checkout (an earlier build's
+/// plugins declare the plugin API they were built for): stet selects the runtime by the
+/// probes, as it would for a person.
+fn install(plugins: &Path, dir: &Path) {
+    let checkout = dir.parent().and_then(Path::parent).unwrap();
+    for plugin in xtask::plugin_crates(&checkout.join("plugins")) {
         if plugin.kind == "runtime" || plugin.name == "command" {
-            xtask::install_plugin(&plugin, &release_dir(), plugins).unwrap_or_else(|e| {
+            xtask::install_plugin(&plugin, dir, plugins).unwrap_or_else(|e| {
                 panic!(
-                    "{} is not built in release mode ({e}): run `cargo xtask bench`",
-                    plugin.name
+                    "{} is not built in release mode in {} ({e}): run `cargo xtask bench`",
+                    plugin.name,
+                    dir.display()
                 )
             });
         }
     }
+}
+
+/// A clone with `items` queued (`landed` of them landed), the plugins of the build in
+/// `dir`, and the person's own configuration (always trusted, as a repository's file
+/// would be only after `stet trust`) for the command harness and the example agent, with
+/// `extra` appended. Returns the clone and the plugins directory.
+fn drive_setup(
+    root: &Path,
+    items: usize,
+    landed: usize,
+    dir: &Path,
+    extra: &str,
+) -> (PathBuf, PathBuf) {
+    let work = scratch(root, items, landed);
+    let plugins = root.join("plugins");
+    install(&plugins, dir);
+    let config = root.join(".config/stet/config.toml");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(
+        &config,
+        format!(
+            "[harness]\nprefer = [\"command\"]\nprofiles = \"{}\"\n\n[plugins.command]\nimplement = [\"{}\"]\n{extra}",
+            root.join("profiles").display(),
+            repo_root().join("examples/agent/agent.sh").display()
+        ),
+    )
+    .unwrap();
+    (work, plugins)
 }
 
 /// The peak resident memory of process `pid` so far (VmHWM), in KiB.
@@ -233,34 +265,27 @@ fn whole_drive(items: usize) -> (Duration, i64) {
     drive_of(items, 0, 1)
 }
 
+/// `stet drive --yes --cap CAP` of the build in `dir`, in `work`, from an environment
+/// made from scratch whose home is `home`.
+fn stet_drive(dir: &Path, home: &Path, work: &Path, plugins: &Path, cap: usize) -> Command {
+    let mut command = Command::new(dir.join("stet"));
+    command
+        .env_clear()
+        .env("HOME", home)
+        .env("PATH", "/usr/bin:/bin")
+        .current_dir(work)
+        .arg("--plugins-dir")
+        .arg(plugins)
+        .args(["drive", "--yes", "--cap", &cap.to_string()]);
+    command
+}
+
 /// `stet drive --cap CAP` on a queue of `items`, the first `landed` of them landed.
 fn drive_of(items: usize, landed: usize, cap: usize) -> (Duration, i64) {
     let root = tempfile::tempdir().unwrap();
-    let work = scratch(root.path(), items, landed);
-    let plugins = root.path().join("plugins");
-    install(&plugins);
-    // The person's own configuration (always trusted), as a repository's file would apply
-    // only after `stet trust`.
-    let config = root.path().join(".config/stet/config.toml");
-    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
-    std::fs::write(
-        &config,
-        format!(
-            "[harness]\nprefer = [\"command\"]\nprofiles = \"{}\"\n\n[plugins.command]\nimplement = [\"{}\"]\n",
-            root.path().join("profiles").display(),
-            repo_root().join("examples/agent/agent.sh").display()
-        ),
-    )
-    .unwrap();
+    let (work, plugins) = drive_setup(root.path(), items, landed, &release_dir(), "");
     let start = Instant::now();
-    let mut child = Command::new(release_dir().join("stet"))
-        .env_clear()
-        .env("HOME", root.path())
-        .env("PATH", "/usr/bin:/bin")
-        .current_dir(&work)
-        .arg("--plugins-dir")
-        .arg(&plugins)
-        .args(["drive", "--yes", "--cap", &cap.to_string()])
+    let mut child = stet_drive(&release_dir(), root.path(), &work, &plugins, cap)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -309,7 +334,78 @@ fn history() {
     );
 }
 
+/// A 3-item drive with the example agent and a check (every stage of an item: implement,
+/// check, review, land) from its first move — the moment the first item's reservation is
+/// said — to the stet process's exit, the start-up proof excluded; with the binaries in
+/// `dir`, stet and the plugins alike.
+fn staged_drive(dir: &Path) -> Duration {
+    use std::io::BufRead;
+    let root = tempfile::tempdir().unwrap();
+    let (work, plugins) = drive_setup(
+        root.path(),
+        3,
+        0,
+        dir,
+        "\n[drive]\ncheck = \"test -s out-0.txt || test -s out-1.txt || test -s out-2.txt\"\n",
+    );
+    let mut child = stet_drive(dir, root.path(), &work, &plugins, 3)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first_move = None;
+    let mut said = String::new();
+    for line in std::io::BufReader::new(child.stderr.take().unwrap()).lines() {
+        let line = line.unwrap();
+        if first_move.is_none() && line.contains(": reserved; lane ") {
+            first_move = Some(Instant::now());
+        }
+        said.push_str(&line);
+        said.push('\n');
+    }
+    let status = child.wait().unwrap();
+    let span = first_move.expect("the drive took no item").elapsed();
+    assert!(status.success(), "stet drive failed:\n{said}");
+    assert!(said.contains("landed 3"), "{said}");
+    span
+}
+
+/// The staged drive with this build, and, when `STET_BENCH_BEFORE` names another build's
+/// release directory (a worktree of an earlier commit, built with `cargo build --release`),
+/// with that one too, interleaved.
+fn stages() {
+    let before = std::env::var_os("STET_BENCH_BEFORE").map(PathBuf::from);
+    let (mut now, mut then) = (Vec::new(), Vec::new());
+    for _ in 0..3 {
+        if let Some(before) = &before {
+            then.push(staged_drive(before));
+        }
+        now.push(staged_drive(&release_dir()));
+    }
+    let now = median(now);
+    println!(
+        "a 3-item drive, implement → check → review → land, first move to exit (medians of 3):"
+    );
+    println!(
+        "  this build                  {:>8.0} ms",
+        now.as_secs_f64() * 1000.0
+    );
+    if let Some(before) = &before {
+        let then = median(then);
+        println!(
+            "  {}  {:>8.0} ms  ratio {:.2}",
+            before.display(),
+            then.as_secs_f64() * 1000.0,
+            now.as_secs_f64() / then.as_secs_f64()
+        );
+    }
+}
+
 fn main() {
+    if std::env::var_os("STET_BENCH_ONLY_STAGES").is_some() {
+        return stages();
+    }
+    stages();
     history();
     bookkeeping();
     let (small_t, small_rss) = whole_drive(100);

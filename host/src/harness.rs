@@ -317,6 +317,9 @@ pub struct Watch<'a> {
     /// The sandbox's model API is stet's stub at [`stet_plugin_api::GATEWAY_PORT`], which
     /// answers at once and spends nothing (a login's refresh, `crate::credentials::renew`).
     pub stub_model_api: bool,
+    /// Removes the sandbox off the critical path once it is stopped (a drive's); without
+    /// one it is torn down before the call returns.
+    pub reaper: Option<&'a crate::sandbox::Reaper>,
 }
 
 /// A resource limit a call ran into.
@@ -429,18 +432,67 @@ pub fn run_launch(
     settings: &Settings,
     runtime: &OpenRuntime,
     launch: &Launch,
-    mut plan: Plan,
+    plan: Plan,
     mut watch: Watch<'_>,
     log: Option<&Path>,
 ) -> Result<LaunchOutput, CliError> {
-    // The agent's hooks record its session here, outside the lane so the working copy
-    // stays clean.
+    let ready = ready_launch(
+        settings,
+        runtime,
+        launch,
+        plan,
+        watch.sealed.as_deref_mut(),
+        watch.stub_model_api,
+    )?;
+    run_ready(ready, settings, launch, watch, log)
+}
+
+/// A launch's sandbox, made and walled in, with nothing run in it yet: where
+/// [`run_ready`] runs the launch's process. A drive makes the next stage's while the
+/// current stage runs.
+pub struct Ready<'a> {
+    /// Where the agent's hooks record its session (outside the lane, so the working copy
+    /// stays clean).
+    session_dir: tempfile::TempDir,
+    walled: crate::network::WalledSandbox<'a>,
+    workdir: String,
+    /// The working tree the disk limit is watched on (a lane mounted read-write).
+    disk: Option<PathBuf>,
+    /// What the sandbox was made for: a launch asking for other mounts or another network
+    /// cannot run in it.
+    mounts: Vec<stet_plugin_api::Mount>,
+    network: stet_plugin_api::Network,
+}
+
+impl Ready<'_> {
+    /// Whether `launch` asks for exactly the sandbox this is.
+    pub fn fits(&self, launch: &Launch) -> bool {
+        launch.mounts.as_slice() == self.mounts.as_slice() && launch.network == self.network
+    }
+
+    /// Ends it unused (stopped, then removed by `reaper`, or torn down here).
+    pub fn discard(self, reaper: Option<&crate::sandbox::Reaper>) {
+        let _ = self.walled.finish(reaper);
+    }
+}
+
+/// Makes `launch`'s sandbox as `plan` says, walled in: the session directory, the launch's
+/// mounts, the network it declared (through the proxy, which serves the gateways of
+/// `sealed`, the call's credentials, whose stand-ins replace them in the launch first), or
+/// the model API stub.
+pub fn ready_launch<'a>(
+    settings: &Settings,
+    runtime: &'a OpenRuntime,
+    launch: &Launch,
+    mut plan: Plan,
+    sealed: Option<&mut crate::credentials::Sealed>,
+    stub_model_api: bool,
+) -> Result<Ready<'a>, CliError> {
     let session_dir = tempfile::Builder::new()
         .prefix("stet-session-")
         .tempdir()
         .map_err(|e| CliError::failure(format!("cannot make a session directory: {e}")))?;
     let session_dir_text = session_dir.path().display().to_string();
-    let session_log = session_dir.path().join("session.jsonl");
     plan.mounts.push(stet_plugin_api::Mount {
         source: session_dir_text.clone().into(),
         target: session_dir_text.into(),
@@ -455,17 +507,18 @@ pub fn run_launch(
         .as_ref()
         .filter(|(_, access)| *access == LaneAccess::ReadWrite)
         .map(|(lane, _)| lane.work_tree.clone());
-    let mut process = launch.process.clone();
-    if let Some(sealed) = watch.sealed.as_deref_mut() {
-        sealed.seal_env(process.env.as_mut_slice())?;
-        sealed.check_launch(&process.argv, &launch.mounts)?;
-    }
-    let gateways = watch
-        .sealed
-        .as_deref()
-        .map(crate::credentials::Sealed::gateways)
-        .unwrap_or_default();
-    let stubs: &[u16] = if watch.stub_model_api {
+    // Sealing learns the credentials the launch passes in variables, which the gateways
+    // need; nothing real may be in what the sandbox is made with.
+    let gateways = match sealed {
+        Some(sealed) => {
+            let mut env = launch.process.env.to_vec();
+            sealed.seal_env(&mut env)?;
+            sealed.check_launch(&launch.process.argv, &launch.mounts)?;
+            sealed.gateways()
+        }
+        None => Vec::new(),
+    };
+    let stubs: &[u16] = if stub_model_api {
         &[stet_plugin_api::GATEWAY_PORT]
     } else {
         &[]
@@ -478,6 +531,45 @@ pub fn run_launch(
         stubs,
         plan,
     )?;
+    Ok(Ready {
+        session_dir,
+        walled,
+        workdir,
+        disk,
+        mounts: launch.mounts.to_vec(),
+        network: launch.network.clone(),
+    })
+}
+
+/// Runs `launch`'s process in `ready`, its sandbox (which must [fit](Ready::fits) it),
+/// watched as `watch` says; standard output goes to `log` as it comes.
+pub fn run_ready(
+    ready: Ready<'_>,
+    settings: &Settings,
+    launch: &Launch,
+    mut watch: Watch<'_>,
+    log: Option<&Path>,
+) -> Result<LaunchOutput, CliError> {
+    if !ready.fits(launch) {
+        let fault = CliError::failure(
+            "the launch asks for other mounts or another network than its sandbox was made with",
+        );
+        ready.discard(watch.reaper);
+        return Err(fault);
+    }
+    let Ready {
+        session_dir,
+        walled,
+        workdir,
+        disk,
+        ..
+    } = ready;
+    let session_log = session_dir.path().join("session.jsonl");
+    let mut process = launch.process.clone();
+    if let Some(sealed) = watch.sealed.as_deref_mut() {
+        sealed.seal_env(process.env.as_mut_slice())?;
+        sealed.check_launch(&process.argv, &launch.mounts)?;
+    }
     let described = walled.described.clone();
     let sandbox = &walled.sandbox;
     process.workdir = ROption::RSome(workdir.into());
@@ -541,7 +633,7 @@ pub fn run_launch(
     } else {
         None
     };
-    let (blocked, gateway) = walled.finish();
+    let (blocked, gateway) = walled.finish(watch.reaper);
     let stdout_bytes = stdout.total();
     let stdout = stdout.finish().map_err(|e| {
         CliError::failure(format!(

@@ -398,13 +398,17 @@ impl<'a> WalledSandbox<'a> {
         self.egress.as_ref().map(Egress::env).unwrap_or_default()
     }
 
-    /// Removes the sandbox and stops its proxy; returns what the proxy refused, and how
-    /// many requests had a credential swapped in.
-    pub fn finish(self) -> (Vec<BlockedRecord>, GatewayCounts) {
+    /// Ends the sandbox (stopped, then removed by `reaper`, or torn down here) and stops
+    /// its proxy; returns what the proxy refused, and how many requests had a credential
+    /// swapped in.
+    pub fn finish(
+        self,
+        reaper: Option<&crate::sandbox::Reaper>,
+    ) -> (Vec<BlockedRecord>, GatewayCounts) {
         if let Some(bridge) = &self.bridge {
             let _ = bridge.kill();
         }
-        drop(self.sandbox);
+        self.sandbox.retire(reaper);
         self.egress.map(Egress::finish).unwrap_or_default()
     }
 }

@@ -242,11 +242,47 @@ pub fn reap(runtime: &OpenRuntime, dry_run: bool) -> Result<Vec<ReapVerdict>, Cl
     Ok(verdicts)
 }
 
-/// A sandbox that is torn down when dropped, on every path out.
+/// A sandbox that is torn down when dropped, on every path out (or stopped and handed to
+/// a [`Reaper`] with [`Sandbox::retire`]).
 pub struct Sandbox<'a> {
     runtime: &'a OpenRuntime,
     /// The runtime's id for it.
     pub id: String,
+}
+
+/// Removes sandboxes off the critical path. A sandbox [retired](Sandbox::retire) to it
+/// has been stopped already — nothing in it runs or writes again — so what is left is the
+/// engine's slow part (unmounting, deleting its layer), which one thread of its own does
+/// while the caller goes on. Every sandbox handed over is removed before [`with_reaper`]
+/// returns; one left by a crash carries stet's labels and is reaped at the next start.
+pub struct Reaper {
+    pending: std::sync::mpsc::Sender<String>,
+}
+
+/// Runs `body` with a [`Reaper`] for sandboxes of `runtime`, and waits, when it is done,
+/// until every sandbox retired to it is removed.
+pub fn with_reaper<R>(runtime: &OpenRuntime, body: impl FnOnce(&Reaper) -> R) -> R {
+    let (pending, retired) = std::sync::mpsc::channel::<String>();
+    std::thread::scope(|scope| {
+        scope.spawn(move || {
+            for id in retired {
+                warn_not_removed(runtime, &id, runtime.handle.teardown(&id));
+            }
+        });
+        let reaper = Reaper { pending };
+        body(&reaper)
+        // The reaper is dropped here, which ends the thread's loop once it has removed
+        // what it holds; the scope waits for it.
+    })
+}
+
+fn warn_not_removed(runtime: &OpenRuntime, id: &str, result: Result<(), PluginError>) {
+    if let Err(e) = result {
+        crate::printer::Printer::default().warn(&format!(
+            "{}: sandbox {} was not removed: {} (`stet gc` will retry)",
+            runtime.name, id, e.message
+        ));
+    }
 }
 
 impl<'a> Sandbox<'a> {
@@ -298,6 +334,26 @@ impl<'a> Sandbox<'a> {
             },
             first,
         ))
+    }
+
+    /// Ends the sandbox: stops everything in it now, so that what it could write is
+    /// settled when this returns, and leaves its removal to `reaper`. Without a reaper,
+    /// or when the runtime cannot stop it, it is torn down here instead.
+    pub fn retire(self, reaper: Option<&Reaper>) {
+        let Some(reaper) = reaper else {
+            return;
+        };
+        if self.runtime.handle.stop(&self.id).is_err() {
+            // Not stopped: torn down now, by the drop (which says if that fails too).
+            return;
+        }
+        let mut this = self;
+        let id = std::mem::take(&mut this.id);
+        // Sent to a thread that lives as long as the reaper; had it gone, the removal
+        // happens here.
+        if let Err(back) = reaper.pending.send(id) {
+            warn_not_removed(this.runtime, &back.0, this.runtime.handle.teardown(&back.0));
+        }
     }
 
     /// Starts a process in the sandbox.
@@ -363,12 +419,15 @@ impl Terminal {
 
 impl Drop for Sandbox<'_> {
     fn drop(&mut self) {
-        if let Err(e) = self.runtime.handle.teardown(&self.id) {
-            crate::printer::Printer::default().warn(&format!(
-                "{}: sandbox {} was not removed: {} (`stet gc` will retry)",
-                self.runtime.name, self.id, e.message
-            ));
+        // Retired: its reaper removes it.
+        if self.id.is_empty() {
+            return;
         }
+        warn_not_removed(
+            self.runtime,
+            &self.id,
+            self.runtime.handle.teardown(&self.id),
+        );
     }
 }
 
@@ -767,6 +826,9 @@ impl Driver for Conformance<'_> {
             info,
             first.map(|p| Box::new(RunningBox(p)) as Box<dyn Running>),
         ))
+    }
+    fn stop(&self, sandbox: &str) -> Result<(), PluginError> {
+        self.0.stop(sandbox)
     }
 }
 

@@ -35,6 +35,11 @@ pub trait Driver: Sync {
     /// See [`RuntimePlugin::start`].
     fn start(&self, spec: SandboxSpec, options: Vec<SandboxOption>)
         -> Result<Started, PluginError>;
+    /// See [`RuntimePlugin::stop`]. The default tears the sandbox down, as a runtime
+    /// built before 1.5 does.
+    fn stop(&self, sandbox: &str) -> Result<(), PluginError> {
+        self.teardown(sandbox)
+    }
 }
 
 /// A sandbox made by [`Driver::start`], and its first process when one was asked for.
@@ -95,6 +100,9 @@ impl<T: RuntimePlugin> Driver for Direct<'_, T> {
             info,
             first.map(|p| Box::new(DirectProcess(p)) as Box<dyn Running>),
         ))
+    }
+    fn stop(&self, sandbox: &str) -> Result<(), PluginError> {
+        self.0.stop(sandbox)
     }
 }
 
@@ -385,6 +393,7 @@ impl Suite<'_> {
         self.record("a process in flight is killed from another thread", |s| {
             s.kill()
         });
+        self.record("a stopped sandbox runs nothing more", |s| s.stop());
         self.record("teardown succeeds, and again", |s| {
             s.driver.teardown(sb).map_err(|e| format!("first: {e}"))?;
             s.driver.teardown(sb).map_err(|e| format!("second: {e}"))?;
@@ -805,6 +814,61 @@ impl Suite<'_> {
             removed
                 .map(|_| detail)
                 .map_err(|e| format!("teardown: {e}"))
+        })
+    }
+}
+
+impl Suite<'_> {
+    /// A process the host never spawned (one the agent left running in the background)
+    /// writes to the lane until [`Driver::stop`] returns, and never after: the host uses the
+    /// lane the moment stop answers, while the sandbox is removed later.
+    fn stop(&self) -> Outcome {
+        let info = self
+            .driver
+            .create_sandbox(self.spec("stop"))
+            .map_err(|e| format!("a sandbox to stop: {e}"))?;
+        let beat = self.lane.join("stop-beat");
+        let length = || std::fs::metadata(&beat).map(|m| m.len()).unwrap_or(0);
+        let outcome = (|| {
+            let script = format!(
+                "(while :; do echo x >> {LANE}/stop-beat; sleep 0.02; done) >/dev/null 2>&1 </dev/null &"
+            );
+            let ran = self.exec(&info.id, &["sh", "-c", &script], b"")?;
+            if !ran.status.success() {
+                return Err(format!("the loop did not start: {:?}", ran.status));
+            }
+            // Until it has written twice: it runs on after its parent ended.
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while length() < 4 {
+                if Instant::now() > deadline {
+                    return Err("the process left running never wrote to the lane".to_string());
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            self.driver
+                .stop(&info.id)
+                .map_err(|e| format!("stop: {e}"))?;
+            let stopped = length();
+            // Twenty-five of its beats: a process still running would have written.
+            std::thread::sleep(Duration::from_millis(500));
+            let after = length();
+            self.driver
+                .stop(&info.id)
+                .map_err(|e| format!("a second stop: {e}"))?;
+            expect(after == stopped, || {
+                format!(
+                    "the process left running wrote {} more bytes after stop returned",
+                    after - stopped
+                )
+            })
+            .map(|_| "the process left running wrote nothing after stop".to_string())
+        })();
+        let removed = self.driver.teardown(&info.id);
+        let _ = std::fs::remove_file(&beat);
+        outcome.and_then(|detail| {
+            removed
+                .map(|_| detail)
+                .map_err(|e| format!("teardown after stop: {e}"))
         })
     }
 }

@@ -170,6 +170,20 @@ pub trait RuntimePlugin: Send + Sync + 'static {
         }
         Ok((self.create_sandbox(spec)?, None))
     }
+
+    /// Stops every process in `sandbox` for good — the ones the host spawned and
+    /// anything they left running — so that nothing in it runs, or writes to a mount,
+    /// again; the sandbox itself may stay until [`RuntimePlugin::teardown`] removes it.
+    /// When this returns `Ok`, that must already hold: the host goes on to use what the
+    /// sandbox could write (a lane's working copy) while the removal happens off its
+    /// critical path. Freezing every process (a cgroup freezer) or killing them and
+    /// waiting for their end both qualify; a backend that can do neither quickly tears
+    /// the sandbox down here. Calling it again, or on a sandbox that is gone or whose
+    /// processes have all ended, succeeds. Since API 1.5; the default tears the sandbox
+    /// down.
+    fn stop(&self, sandbox: &str) -> Result<(), PluginError> {
+        self.teardown(sandbox)
+    }
 }
 
 /// A process started by [`RuntimePlugin::spawn_terminal`].
@@ -599,6 +613,10 @@ impl<T: RuntimePlugin> v1::Runtime for RuntimeAdapter<T> {
                 first: first.map(process_box).into(),
             })
         })
+    }
+
+    fn stop(&self, sandbox: RStr<'_>) -> RResult<(), PluginError> {
+        guard("stop", || self.0.stop(sandbox.as_str()))
     }
 }
 

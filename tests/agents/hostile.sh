@@ -74,6 +74,15 @@ implement)
         nohup sleep 31338 >/dev/null 2>&1 &
         report "left sleepers"
         ;;
+    linger)
+        # Keeps writing to the lane after the agent exits, under a name the test looks for
+        # on the host: a write after the call ended would change what the check, the review
+        # and the landing see behind the receipt's back.
+        (setsid sh -c 'while :; do date +%s%N >> linger.txt; sleep 0.02; done' linger-31339 >/dev/null 2>&1 &)
+        # Until it has written: it runs on its own.
+        while ! [ -s linger.txt ]; do sleep 0.01; done
+        report "left a writer"
+        ;;
     fork)
         # Forks until the sandbox refuses (the subshell dies of it); the children end by
         # themselves. Only builtins after that: a fork could still be refused.

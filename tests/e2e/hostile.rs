@@ -278,15 +278,44 @@ fn processes_an_agent_leaves_behind_end_with_its_sandbox() {
         .unwrap()
         .contains("left sleepers"));
     // The sandbox is gone once the call returns, and its processes with it.
+    assert_eq!(running_on_host("sleep 3133[78]"), "");
+}
+
+/// The processes on the host whose command line matches `pattern` (pgrep -f), one a line.
+fn running_on_host(pattern: &str) -> String {
     let left = std::process::Command::new("pgrep")
-        .args(["-f", "sleep 3133[78]"])
+        .args(["-f", pattern])
         .output()
         .unwrap();
-    assert!(
-        left.stdout.is_empty(),
-        "still running: {}",
-        String::from_utf8_lossy(&left.stdout)
+    String::from_utf8_lossy(&left.stdout).into_owned()
+}
+
+#[test]
+fn a_process_an_agent_leaves_writing_to_the_lane_writes_nothing_after_its_call() {
+    // The check shows the lane's file as it finds it, and again a second later; the
+    // writer left behind would have added fifty lines by then.
+    let a = Attack::new("[drive]\ncheck = \"cat linger.txt; sleep 1; echo ---; cat linger.txt\"\n");
+    a.queue(&[a.item("Linger", "attack: linger")]);
+    let out = a.drive(&[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    // What the call left is what was committed after it, and what landed.
+    let landed = a
+        .landed_file("linger.txt")
+        .expect("the writer's file landed");
+    assert!(!landed.is_empty());
+    let receipts = a.receipts();
+    let check = receipts
+        .iter()
+        .find(|r| r["role"] == "check")
+        .expect("a check receipt");
+    let seen = std::fs::read_to_string(check["log"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        seen,
+        format!("{landed}---\n{landed}"),
+        "the lane changed after the call"
     );
+    // And the writer is gone with its sandbox.
+    assert_eq!(running_on_host("linger-31339"), "");
 }
 
 #[test]

@@ -188,6 +188,10 @@ fn docker_passes_the_conformance_kit_through_the_host() {
     assert!(out
         .stdout
         .contains("  pass  a process in flight is killed from another thread"));
+    // A stop the drive trusts before the removal: the engine's freeze, checked live.
+    assert!(out
+        .stdout
+        .contains("  pass  a stopped sandbox runs nothing more"));
     assert!(
         out.stdout.trim_end().ends_with(" passed, 0 failed"),
         "{}",

@@ -45,6 +45,13 @@ enum Task {
         /// How long each target runs.
         #[arg(long, default_value_t = 60, value_name = "N")]
         seconds: u64,
+        /// Each target stops after this many executions, if its time is not up first.
+        #[arg(long, value_name = "N")]
+        runs: Option<u64>,
+        /// Build without AddressSanitizer: the targets are safe Rust, which the sanitizer
+        /// checks little in, and run several times faster without it (for the long runs).
+        #[arg(long)]
+        no_sanitizer: bool,
         /// The targets to run (default: all of them).
         #[arg(value_name = "TARGET")]
         targets: Vec<String>,
@@ -71,7 +78,20 @@ fn main() -> ExitCode {
             .map_err(|e| format!("cannot write docs/cli.md: {e}")),
         Task::Demo { harness } => return demo(&root, harness.as_deref()),
         Task::Bench => bench(&root),
-        Task::Fuzz { seconds, targets } => fuzz(&root, seconds, &targets),
+        Task::Fuzz {
+            seconds,
+            runs,
+            no_sanitizer,
+            targets,
+        } => fuzz(
+            &root,
+            &Fuzzing {
+                seconds,
+                runs,
+                no_sanitizer,
+            },
+            &targets,
+        ),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -174,7 +194,15 @@ fn bench(root: &std::path::Path) -> Result<(), String> {
 /// `cargo xtask fuzz`: every target (or the ones named) for `seconds` each, seeded from
 /// `fuzz/seeds/<target>` with `fuzz/dict/<target>.dict` where there is one; what they find
 /// grows `fuzz/corpus/<target>` (not committed), a crash lands in `fuzz/artifacts/<target>`.
-fn fuzz(root: &std::path::Path, seconds: u64, wanted: &[String]) -> Result<(), String> {
+/// How long, and how, each fuzz target runs.
+struct Fuzzing {
+    seconds: u64,
+    runs: Option<u64>,
+    no_sanitizer: bool,
+}
+
+fn fuzz(root: &std::path::Path, how: &Fuzzing, wanted: &[String]) -> Result<(), String> {
+    let seconds = how.seconds;
     let dir = root.join("fuzz");
     let nightly = |args: &[&str]| {
         let mut command = Command::new("rustup");
@@ -220,18 +248,19 @@ fn fuzz(root: &std::path::Path, seconds: u64, wanted: &[String]) -> Result<(), S
             .map_err(|e| format!("cannot make {}: {e}", corpus.display()))?;
         let seeds = dir.join("seeds").join(target);
         let dict = dir.join("dict").join(format!("{target}.dict"));
-        let mut args: Vec<String> = vec![
-            "fuzz".into(),
-            "run".into(),
-            "-O".into(),
-            target.clone(),
-            corpus.display().to_string(),
-        ];
+        let mut args: Vec<String> = vec!["fuzz".into(), "run".into(), "-O".into()];
+        if how.no_sanitizer {
+            args.extend(["--sanitizer".into(), "none".into()]);
+        }
+        args.extend([target.clone(), corpus.display().to_string()]);
         if seeds.is_dir() {
             args.push(seeds.display().to_string());
         }
         args.push("--".into());
         args.push(format!("-max_total_time={seconds}"));
+        if let Some(runs) = how.runs {
+            args.push(format!("-runs={runs}"));
+        }
         args.push("-print_final_stats=1".into());
         // Inputs as large as what stet reads: a queue item, a config file, a record.
         args.push("-max_len=65536".into());
@@ -256,7 +285,10 @@ fn fuzz(root: &std::path::Path, seconds: u64, wanted: &[String]) -> Result<(), S
             .find_map(|l| l.split("Test unit written to ").nth(1))
             .map(|a| a.trim().to_string());
         if out.status.success() {
-            println!("{target:<16} {executions:>12} executions in {seconds} s   no crash");
+            println!(
+                "{target:<16} {executions:>12} executions ({}/s)   no crash",
+                stat("average_exec_per_sec")
+            );
         } else if artifact.is_none() {
             // Not a crash: the fuzzer could not run (a bad dictionary, a build failure).
             let why = said

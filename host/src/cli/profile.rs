@@ -119,7 +119,7 @@ pub fn login(
             let _ = out.write_all(bytes).and_then(|_| out.flush());
         })?
     };
-    walled.finish();
+    walled.finish(None);
     let logged_in = harness.profile().map(|p| p.logged_in).unwrap_or(false);
     printer.out("");
     if logged_in {

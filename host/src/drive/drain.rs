@@ -91,6 +91,8 @@ pub(super) struct Worker<'d, 'a> {
     pub(super) slot: usize,
     pub(super) keeper: &'d super::keeper::Keeper,
     pub(super) in_flight: &'d crate::harness::InFlight,
+    /// Removes the lane's sandboxes once they are stopped, off its critical path.
+    pub(super) reaper: &'d crate::sandbox::Reaper,
 }
 
 impl<'a> std::ops::Deref for Worker<'_, 'a> {
@@ -123,49 +125,55 @@ impl Drive<'_> {
     pub(super) fn drain(&self, items: &[queue::Entry]) -> Result<Exit, CliError> {
         self.release_leftovers();
         let began = self.clock.now();
-        let ends: Vec<Result<Exit, CliError>> = std::thread::scope(|scope| {
-            let lanes: Vec<_> = self
-                .slots
-                .iter()
-                .enumerate()
-                .map(|(slot, held)| {
-                    let worker = Worker {
-                        drive: self,
-                        slot,
-                        keeper: &held.keeper,
-                        in_flight: &held.in_flight,
-                    };
-                    scope.spawn(move || {
-                        // A lane that panics (a bug) ends the drive as an error, never the
-                        // other lanes' calls in flight: they finish, and stop there.
-                        let end = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                            worker.run(items)
-                        }))
-                        .unwrap_or_else(|panic| {
-                            Err(CliError::failure(format!(
-                                "lane {} of the drive failed: {}",
-                                slot + 1,
-                                crate::text::panic_message(panic.as_ref())
-                            )))
-                        });
-                        if !matches!(end, Ok(Exit::Success)) {
-                            let _ = worker.keeper.release();
-                        }
-                        if matches!(end, Err(_) | Ok(Exit::Unusable)) {
-                            worker.halt();
-                        }
-                        end
-                    })
+        // Every sandbox the lanes retire is removed before the drive says how it ended.
+        let ends: Vec<Result<Exit, CliError>> =
+            crate::sandbox::with_reaper(&self.runtime, |reaper| {
+                std::thread::scope(|scope| {
+                    let lanes: Vec<_> =
+                        self.slots
+                            .iter()
+                            .enumerate()
+                            .map(|(slot, held)| {
+                                let worker = Worker {
+                                    drive: self,
+                                    slot,
+                                    keeper: &held.keeper,
+                                    in_flight: &held.in_flight,
+                                    reaper,
+                                };
+                                scope.spawn(move || {
+                                    // A lane that panics (a bug) ends the drive as an error, never the
+                                    // other lanes' calls in flight: they finish, and stop there.
+                                    let end = std::panic::catch_unwind(
+                                        std::panic::AssertUnwindSafe(|| worker.run(items)),
+                                    )
+                                    .unwrap_or_else(|panic| {
+                                        Err(CliError::failure(format!(
+                                            "lane {} of the drive failed: {}",
+                                            slot + 1,
+                                            crate::text::panic_message(panic.as_ref())
+                                        )))
+                                    });
+                                    if !matches!(end, Ok(Exit::Success)) {
+                                        let _ = worker.keeper.release();
+                                    }
+                                    if matches!(end, Err(_) | Ok(Exit::Unusable)) {
+                                        worker.halt();
+                                    }
+                                    end
+                                })
+                            })
+                            .collect();
+                    lanes
+                        .into_iter()
+                        .map(|lane| {
+                            lane.join().unwrap_or_else(|_| {
+                                Err(CliError::failure("a lane of the drive failed"))
+                            })
+                        })
+                        .collect()
                 })
-                .collect();
-            lanes
-                .into_iter()
-                .map(|lane| {
-                    lane.join()
-                        .unwrap_or_else(|_| Err(CliError::failure("a lane of the drive failed")))
-                })
-                .collect()
-        });
+            });
         let mut unusable = false;
         for end in ends {
             unusable |= matches!(end?, Exit::Unusable);

@@ -12,6 +12,7 @@ use crate::receipts;
 use crate::reservations::Reservation;
 use crate::sandbox::{self, LaneAccess, LaneMounts, Plan, Sandbox};
 
+use super::ahead::{Ahead, PreparedCall};
 use super::drain::{short, ItemEnd, Worker};
 use super::{note, now_ms};
 
@@ -165,6 +166,26 @@ impl Worker<'_, '_> {
         };
         let lane =
             lanes::open(&self.repo, &self.options.remote, &item.id, "HEAD").map_err(cannot_open)?;
+        // The later stages' sandboxes are made on threads of this scope while the earlier
+        // ones run; whatever no stage took is retired before the lane is let go.
+        std::thread::scope(|scope| {
+            let mut ahead = Ahead::new(scope);
+            let end = self.work_lane(item, &lane, &mut ahead);
+            ahead.discard(Some(self.reaper));
+            end
+        })
+    }
+
+    fn work_lane<'scope, 'env>(
+        &'env self,
+        item: &'env queue::Item,
+        lane: &'env Lane,
+        ahead: &mut Ahead<'scope, 'env>,
+    ) -> Result<ItemEnd, CliError> {
+        let cannot_open = |e: lanes::GitError| {
+            CliError::failure(format!("cannot open the lane of {}", item.id))
+                .caused_by(e.to_string())
+        };
         {
             let _lock = self.lock()?;
             // The repository holds the lane's branch from the start (a lane a peer pushed
@@ -193,7 +214,7 @@ impl Worker<'_, '_> {
         // A call that finished after the checkpoint (the drive died, or the remote did not
         // answer, before the checkpoint reached it) is not made again: its receipt and the
         // work committed in the lane are its record.
-        let mut finished = self.finished_since(item, &lane, &at)?;
+        let mut finished = self.finished_since(item, lane, &at)?;
         loop {
             let landing = matches!(at.next, Next::Land | Next::LandAgain);
             if at.round > self.options.max_rounds && !landing {
@@ -202,29 +223,32 @@ impl Worker<'_, '_> {
                     crate::printer::count(self.options.max_rounds as usize, "round", "rounds"),
                     at.reason.as_deref().unwrap_or("no reason recorded")
                 );
-                return Ok(self.finish(&lane, Mark::Failed, &why, had_checkpoint));
+                return Ok(self.finish(lane, Mark::Failed, &why, had_checkpoint));
             }
             if self.ending() && !landing && finished.is_none() {
-                return Ok(ItemEnd::Stopped(lane.branch));
+                return Ok(ItemEnd::Stopped(lane.branch.clone()));
+            }
+            if finished.is_none() {
+                self.make_ahead(ahead, item, lane, &at);
             }
             let moved = match (at.next, finished.take()) {
-                (Next::Implement, Some(call)) => self.after_implement(item, &lane, &at, call)?,
-                (Next::Implement, None) => self.implement(item, &lane, &at)?,
-                (Next::Check, _) => self.checked(item, &lane, &at)?,
+                (Next::Implement, Some(call)) => self.after_implement(item, lane, &at, call)?,
+                (Next::Implement, None) => self.implement(item, lane, &at, ahead)?,
+                (Next::Check, _) => self.checked(item, lane, &at, ahead)?,
                 (Next::Review, Some(call)) => self.after_review(item, &at, call),
-                (Next::Review, None) => self.review(item, &lane, &at)?,
-                (Next::Land | Next::LandAgain, _) => return self.land(item, &lane, &at),
+                (Next::Review, None) => self.review(item, lane, &at, ahead)?,
+                (Next::Land | Next::LandAgain, _) => return self.land(item, lane, &at),
             };
             match moved {
                 Moved::On(next) => {
-                    if let Some(end) = self.save(&lane, &next)? {
+                    if let Some(end) = self.save(lane, &next)? {
                         return Ok(end);
                     }
                     had_checkpoint = true;
                     at = next;
                 }
                 Moved::SaveThenEnd(next, end) => {
-                    return Ok(self.save(&lane, &next)?.unwrap_or(end));
+                    return Ok(self.save(lane, &next)?.unwrap_or(end));
                 }
                 Moved::End(end) => return Ok(end),
             }
@@ -290,11 +314,12 @@ impl Worker<'_, '_> {
     }
 
     /// The implementing agent's call of this round.
-    fn implement(
-        &self,
+    fn implement<'env>(
+        &'env self,
         item: &queue::Item,
         lane: &Lane,
         at: &Checkpoint,
+        ahead: &mut Ahead<'_, 'env>,
     ) -> Result<Moved, CliError> {
         if let Err(end) = self.enter(lane, "implement") {
             return Ok(Moved::End(end));
@@ -311,6 +336,7 @@ impl Worker<'_, '_> {
             Role::Implement,
             &prompt,
             Some(&message),
+            ahead.take_implement(),
         )?;
         self.after_implement(item, lane, at, call)
     }
@@ -385,7 +411,13 @@ impl Worker<'_, '_> {
 
     /// The repository's check on this round's work: passed moves on to the review; failed
     /// counts the round and gives the next one its output.
-    fn checked(&self, item: &queue::Item, lane: &Lane, at: &Checkpoint) -> Result<Moved, CliError> {
+    fn checked<'env>(
+        &'env self,
+        item: &queue::Item,
+        lane: &Lane,
+        at: &Checkpoint,
+        ahead: &mut Ahead<'_, 'env>,
+    ) -> Result<Moved, CliError> {
         let Some(check) = &self.options.check else {
             return Ok(Moved::On(Checkpoint {
                 next: Next::Review,
@@ -395,7 +427,7 @@ impl Worker<'_, '_> {
         if let Err(end) = self.enter(lane, "check") {
             return Ok(Moved::End(end));
         }
-        let outcome = match self.check(item, lane, at.round, check) {
+        let outcome = match self.check(item, lane, at.round, check, ahead.take_check()) {
             Ok(outcome) => outcome,
             // The check could not run at all (the runtime failed): infrastructure.
             Err(e) => {
@@ -443,7 +475,13 @@ impl Worker<'_, '_> {
     }
 
     /// The reviewing agent's call.
-    fn review(&self, item: &queue::Item, lane: &Lane, at: &Checkpoint) -> Result<Moved, CliError> {
+    fn review<'env>(
+        &'env self,
+        item: &queue::Item,
+        lane: &Lane,
+        at: &Checkpoint,
+        ahead: &mut Ahead<'_, 'env>,
+    ) -> Result<Moved, CliError> {
         if let Err(end) = self.enter(lane, "review") {
             return Ok(Moved::End(end));
         }
@@ -453,7 +491,15 @@ impl Worker<'_, '_> {
         // What the reviewer judges: everything the lane adds to the repository's HEAD.
         let base = self.base_of(lane)?;
         let prompt = review_prompt(item, &base);
-        let call = self.agent_call(item, lane, at.round, Role::Review, &prompt, None)?;
+        let call = self.agent_call(
+            item,
+            lane,
+            at.round,
+            Role::Review,
+            &prompt,
+            None,
+            ahead.take_review(),
+        )?;
         Ok(self.after_review(item, at, call))
     }
 
@@ -778,17 +824,118 @@ impl Worker<'_, '_> {
         }
     }
 
+    /// How a call of `role` sees the lane: review judges it, and the mount, not the guard,
+    /// keeps it from changing it.
+    fn call_plan(&self, role: Role, lane: &Lane) -> Plan {
+        let (word, access) = match role {
+            Role::Review => ("review", LaneAccess::ReadOnly),
+            Role::Proof => ("proof", LaneAccess::ReadWrite),
+            _ => ("implement", LaneAccess::ReadWrite),
+        };
+        Plan::new(word, &self.run, &lane.dir.display().to_string())
+            .with_lane(LaneMounts::of_lane(lane), access)
+    }
+
+    /// A fresh sandbox for the repository's check on the lane.
+    fn check_sandbox(&self, lane: &Lane) -> Result<Sandbox<'_>, CliError> {
+        let plan = Plan::new("check", &self.run, &lane.dir.display().to_string())
+            .with_lane(LaneMounts::of_lane(lane), LaneAccess::ReadWrite);
+        Sandbox::create(&self.runtime, plan.spec(self.settings))
+    }
+
+    /// Starts making, on threads of `ahead`'s scope, the sandboxes of the round's stages
+    /// from `at` on that are not being made yet: the implementing call's, the check's,
+    /// the review call's.
+    fn make_ahead<'scope, 'env>(
+        &'env self,
+        ahead: &mut Ahead<'scope, 'env>,
+        item: &'env queue::Item,
+        lane: &'env Lane,
+        at: &Checkpoint,
+    ) {
+        let scope = ahead.scope;
+        let (implement, check) = match at.next {
+            Next::Implement => (true, true),
+            Next::Check => (false, true),
+            Next::Review => (false, false),
+            Next::Land | Next::LandAgain => return,
+        };
+        if implement && ahead.implement.is_none() {
+            let prompt = implement_prompt(item, at.feedback.as_deref());
+            ahead.implement =
+                Some(scope.spawn(move || self.prepare_call(lane, Role::Implement, &prompt)));
+        }
+        if check && self.options.check.is_some() && ahead.check.is_none() {
+            ahead.check = Some(scope.spawn(move || self.check_sandbox(lane)));
+        }
+        if ahead.review.is_none() {
+            ahead.review = Some(scope.spawn(move || {
+                let prompt = review_prompt(item, &self.base_of(lane)?);
+                self.prepare_call(lane, Role::Review, &prompt)
+            }));
+        }
+    }
+
+    /// A call of `role` made ready: its profile copy (the login renewed first if due) and
+    /// its sandbox, from the launch the harness gives for that copy and `prompt`.
+    fn prepare_call(
+        &self,
+        lane: &Lane,
+        role: Role,
+        prompt: &str,
+    ) -> Result<PreparedCall<'_>, CliError> {
+        let (mut profile, login_expiry) = {
+            let _profile = self.profile_lock.lock().unwrap_or_else(|p| p.into_inner());
+            crate::refresh::keep_fresh(
+                self.settings,
+                &self.runtime,
+                &self.harness,
+                &self.profile,
+                std::time::Duration::from_secs(self.options.call_limit_secs),
+                &|text| self.progress.note(text),
+            )?;
+            (
+                harness::CallProfile::of(&self.harness, &self.profile)?,
+                self.harness.login_expiry(&self.profile)?,
+            )
+        };
+        let launch = self
+            .harness
+            .launch(RoleRequest {
+                role,
+                prompt: prompt.into(),
+                profile_dir: profile.dir.clone().into(),
+                workdir: lane.dir.display().to_string().into(),
+            })
+            .map_err(|e| CliError::failure(e.to_string()))?;
+        let ready = harness::ready_launch(
+            self.settings,
+            &self.runtime,
+            &launch,
+            self.call_plan(role, lane),
+            Some(&mut profile.sealed),
+            false,
+        )?;
+        Ok(PreparedCall {
+            profile,
+            ready,
+            login_expiry,
+        })
+    }
+
     /// One agent call, with its receipt recorded before it starts and when it ends. With
     /// `commit`, what the agent left in the working copy is committed with that message
     /// before the receipt, so the receipt's commit-after holds the call's work.
-    fn agent_call(
-        &self,
+    #[allow(clippy::too_many_arguments)]
+    fn agent_call<'env>(
+        &'env self,
         item: &queue::Item,
         lane: &Lane,
         round: u32,
         role: Role,
         prompt: &str,
         commit: Option<&str>,
+        prepared: Option<PreparedCall<'env>>,
     ) -> Result<Call, CliError> {
         let role_word = match role {
             Role::Implement => "implement",
@@ -806,10 +953,10 @@ impl Worker<'_, '_> {
                 .caused_by(w.detail.to_string())
                 .hint("do not edit the profile's settings while a drive runs; start the drive again to rewrite them"));
         }
-        let mut call_profile = {
+        let (mut call_profile, ready) = {
             let _profile = self.profile_lock.lock().unwrap_or_else(|p| p.into_inner());
             // A login that would expire before this call could end is renewed first.
-            crate::refresh::keep_fresh(
+            let renewed = crate::refresh::keep_fresh(
                 self.settings,
                 &self.runtime,
                 &self.harness,
@@ -817,15 +964,41 @@ impl Worker<'_, '_> {
                 std::time::Duration::from_secs(self.options.call_limit_secs),
                 &|text| self.progress.note(text),
             )?;
-            // A fresh copy of the profile for this call alone.
-            harness::CallProfile::of(&self.harness, &self.profile)?
+            // The copy made ahead holds the login stored now, or it is not used.
+            let current = |p: &PreparedCall| {
+                renewed.is_none()
+                    && self.harness.login_expiry(&self.profile).ok() == Some(p.login_expiry)
+            };
+            match prepared {
+                Some(p) if current(&p) => (p.profile, Some(p.ready)),
+                other => {
+                    if let Some(p) = other {
+                        p.discard(Some(self.reaper));
+                    }
+                    // A fresh copy of the profile for this call alone.
+                    (
+                        harness::CallProfile::of(&self.harness, &self.profile)?,
+                        None,
+                    )
+                }
+            }
         };
-        let launch = match self.harness.launch(RoleRequest {
+        let launched = self.harness.launch(RoleRequest {
             role,
             prompt: prompt.into(),
             profile_dir: call_profile.dir.clone().into(),
             workdir: lane.dir.display().to_string().into(),
-        }) {
+        });
+        // The sandbox made ahead serves only a launch that asks for exactly it.
+        let ready = match (ready, &launched) {
+            (Some(ready), Ok(launch)) if ready.fits(launch) => Some(ready),
+            (Some(ready), _) => {
+                ready.discard(Some(self.reaper));
+                None
+            }
+            (None, _) => None,
+        };
+        let launch = match launched {
             Ok(launch) => launch,
             // The harness cannot launch: infrastructure; no call was made, no receipt.
             Err(e) => {
@@ -863,27 +1036,28 @@ impl Worker<'_, '_> {
             .map_err(|e| CliError::failure(format!("cannot record the receipt: {e}")))?;
         let progress = &self.progress;
         let follow = |_: stet_plugin_api::Stream, bytes: &[u8]| progress.follow(bytes);
-        // Review judges the lane; the mount, not the guard, keeps it from changing it.
-        let access = match role {
-            Role::Review => LaneAccess::ReadOnly,
-            _ => LaneAccess::ReadWrite,
+        let watch = harness::Watch {
+            in_flight: Some(self.in_flight),
+            time_limit: Some(std::time::Duration::from_secs(self.options.call_limit_secs)),
+            follow: self.options.follow.then_some(&follow as _),
+            env: vec![EnvVar::new("STET_RECEIPT", call.id.clone())],
+            sealed: Some(&mut call_profile.sealed),
+            stub_model_api: false,
+            reaper: Some(self.reaper),
         };
-        let ran = harness::run_launch(
-            self.settings,
-            &self.runtime,
-            &launch,
-            Plan::new(role_word, &self.run, &lane.dir.display().to_string())
-                .with_lane(LaneMounts::of_lane(lane), access),
-            harness::Watch {
-                in_flight: Some(self.in_flight),
-                time_limit: Some(std::time::Duration::from_secs(self.options.call_limit_secs)),
-                follow: self.options.follow.then_some(&follow as _),
-                env: vec![EnvVar::new("STET_RECEIPT", call.id.clone())],
-                sealed: Some(&mut call_profile.sealed),
-                stub_model_api: false,
-            },
-            Some(&call.log),
-        )
+        let ran = match ready {
+            Some(ready) => {
+                harness::run_ready(ready, self.settings, &launch, watch, Some(&call.log))
+            }
+            None => harness::run_launch(
+                self.settings,
+                &self.runtime,
+                &launch,
+                self.call_plan(role, lane),
+                watch,
+                Some(&call.log),
+            ),
+        }
         .and_then(|output| {
             let outcome = harness::outcome_of(&self.harness, role, &output)?;
             Ok((output, outcome))
@@ -950,16 +1124,14 @@ impl Worker<'_, '_> {
     /// (role `check`) like an agent call's: its whole output is in its log, its tail in
     /// the outcome. Whatever the check wrote in the lane is restored away afterwards: it
     /// never reaches the landed branch.
-    fn check(
-        &self,
+    fn check<'env>(
+        &'env self,
         item: &queue::Item,
         lane: &Lane,
         round: u32,
         command: &str,
+        made: Option<Sandbox<'env>>,
     ) -> Result<Checked, CliError> {
-        let dir = lane.dir.display().to_string();
-        let plan = Plan::new("check", &self.run, &dir)
-            .with_lane(LaneMounts::of_lane(lane), LaneAccess::ReadWrite);
         let started = now_ms();
         let id = format!("{started}-{}-check", item.id);
         let no_harness = receipts::PluginRecord {
@@ -986,7 +1158,10 @@ impl Worker<'_, '_> {
             commit_before: lane.head().unwrap_or_default(),
             commit_after: String::new(),
         };
-        let sandbox = Sandbox::create(&self.runtime, plan.spec(self.settings))?;
+        let sandbox = match made {
+            Some(sandbox) => sandbox,
+            None => self.check_sandbox(lane)?,
+        };
         receipts::record_start(&self.repo, &call)
             .map_err(|e| CliError::failure(format!("cannot record the receipt: {e}")))?;
         let process = sandbox.spawn(stet_plugin_api::ProcessSpec {
@@ -1011,7 +1186,7 @@ impl Worker<'_, '_> {
         *self.in_flight.lock().unwrap_or_else(|p| p.into_inner()) = None;
         let status = status?;
         let events = sandbox.limit_events();
-        drop(sandbox);
+        sandbox.retire(Some(self.reaper));
         let output_bytes = output.total();
         let kept = String::from_utf8_lossy(&output.finish().unwrap_or_default()).into_owned();
         let restored = lane.restore();

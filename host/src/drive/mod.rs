@@ -21,6 +21,7 @@
 //!
 //! What the person sees while it runs is `progress.rs`.
 
+mod ahead;
 mod drain;
 mod keeper;
 mod lane;

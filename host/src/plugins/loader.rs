@@ -756,6 +756,14 @@ impl RuntimeHandle {
         on_any_version!(self, r => r.teardown(sandbox.into()))
     }
 
+    /// See [`stet_plugin_api::RuntimePlugin::stop`]; a teardown before 1.5.
+    pub fn stop(&self, sandbox: &str) -> Result<(), PluginError> {
+        match self {
+            RuntimeHandle::V1(r) => r.stop(sandbox.into()).into(),
+            _ => self.teardown(sandbox),
+        }
+    }
+
     /// See [`stet_plugin_api::RuntimePlugin::list_sandboxes`].
     pub fn list_sandboxes(&self, labels: Vec<Label>) -> Result<Vec<SandboxInfo>, PluginError> {
         let labels = RVec::from(labels);

@@ -22,7 +22,7 @@
 //! socket, the first process), [`Harness::check_walls_typed`],
 //! [`Harness::read_proof_typed`], [`Harness::read_call`], [`Harness::credentials`],
 //! [`Harness::settle_profile`], [`StetPlugin::requires`]; 1.4 — [`Harness::login_expiry`],
-//! [`Harness::refresh_launch`], [`Harness::settle_refresh`].
+//! [`Harness::refresh_launch`], [`Harness::settle_refresh`]; 1.5 — [`Runtime::stop`].
 //!
 //! Plugin authors do not implement these traits directly: they implement
 //! [`RuntimePlugin`](crate::RuntimePlugin) or [`HarnessPlugin`](crate::HarnessPlugin) and
@@ -113,6 +113,13 @@ pub trait Runtime: Send + Sync {
             }),
             RResult::RErr(e) => RResult::RErr(e),
         }
+    }
+
+    /// Stops every process in a sandbox for good, so that nothing in it runs or writes
+    /// again, and leaves its removal to [`Runtime::teardown`]. New in 1.5; a runtime
+    /// built before it stops a sandbox by tearing it down.
+    fn stop(&self, sandbox: RStr<'_>) -> RResult<(), PluginError> {
+        self.teardown(sandbox)
     }
     // Next minor: append here, with a default body.
 }

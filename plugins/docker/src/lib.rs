@@ -226,6 +226,11 @@ impl RuntimePlugin for DockerRuntime {
         self.tokio.block_on(sandbox::remove(&docker, sandbox))
     }
 
+    fn stop(&self, sandbox: &str) -> Result<(), PluginError> {
+        let docker = self.engine()?;
+        self.tokio.block_on(sandbox::stop(&docker, sandbox))
+    }
+
     fn list_sandboxes(&self, labels: &[Label]) -> Result<Vec<SandboxInfo>, PluginError> {
         let docker = self.engine()?;
         self.tokio.block_on(sandbox::list(&docker, labels))

@@ -316,6 +316,37 @@ pub async fn remove(docker: &Docker, sandbox: &str) -> Result<(), PluginError> {
     }
 }
 
+/// Freezes every process of a sandbox (the engine's pause: the cgroup freezer), so that
+/// nothing in it runs again; the engine answers once they are frozen. A sandbox that is
+/// gone, not running or already paused has nothing left to stop, which the engine's
+/// refusal alone does not prove: its state is read to make sure.
+pub async fn stop(docker: &Docker, sandbox: &str) -> Result<(), PluginError> {
+    let refused = match docker.pause_container(sandbox).await {
+        Ok(()) => return Ok(()),
+        Err(e) if status_of(&e) == Some(404) => return Ok(()),
+        Err(e) => e,
+    };
+    let state = match docker.inspect_container(sandbox, None).await {
+        Ok(found) => found.state.unwrap_or_default(),
+        Err(e) if status_of(&e) == Some(404) => return Ok(()),
+        Err(e) => {
+            return Err(PluginError::backend(format!(
+                "could not stop sandbox {sandbox}: {}; nor read its state: {}",
+                message_of(&refused),
+                message_of(&e)
+            )))
+        }
+    };
+    if state.running != Some(true) || state.paused == Some(true) {
+        return Ok(());
+    }
+    Err(PluginError::backend(format!(
+        "could not stop sandbox {sandbox}: {}",
+        message_of(&refused)
+    ))
+    .with_remedy("tear the sandbox down instead (`stet gc` removes what stet left)"))
+}
+
 pub async fn list(docker: &Docker, labels: &[Label]) -> Result<Vec<SandboxInfo>, PluginError> {
     if labels.is_empty() {
         return Err(PluginError::invalid_input(
