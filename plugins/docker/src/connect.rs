@@ -62,11 +62,52 @@ fn well_known_sockets() -> Vec<PathBuf> {
 /// Connects to `address` and settles the API version with the engine (an engine older
 /// than bollard's default API refuses requests made with the newer version).
 pub async fn connect(address: &str) -> Result<Docker, String> {
+    if let Some(socket) = address.strip_prefix("unix://") {
+        if let Ok(Some((major, minor))) =
+            tokio::time::timeout(ENGINE_TIMEOUT, pinged_api_version(socket)).await
+        {
+            let default = bollard::API_DEFAULT_VERSION;
+            let version = if (major, minor) < (default.major_version, default.minor_version) {
+                bollard::ClientVersion {
+                    major_version: major,
+                    minor_version: minor,
+                }
+            } else {
+                *default
+            };
+            return Docker::connect_with_unix(address, ENGINE_TIMEOUT.as_secs(), &version)
+                .map_err(|e| e.to_string());
+        }
+    }
+    // Any other engine, or one whose ping did not say: bollard's own negotiation.
     let docker = Docker::connect_with_host(address).map_err(|e| e.to_string())?;
     tokio::time::timeout(ENGINE_TIMEOUT, docker.negotiate_version())
         .await
         .map_err(|_| format!("no answer within {} s", ENGINE_TIMEOUT.as_secs()))?
         .map_err(|e| e.to_string())
+}
+
+/// The API version of the engine at a unix socket, from the `Api-Version` header of its
+/// answer to `HEAD /_ping`, as docker's own CLI negotiates. (`GET /version`, which
+/// bollard's negotiation asks, gathers every component's version and costs this engine
+/// 7–11 ms to the ping's 0.6 — every stet process pays it once.) None when the engine
+/// does not say, or says something else than `MAJOR.MINOR`.
+async fn pinged_api_version(socket: &str) -> Option<(usize, usize)> {
+    let stream = tokio::net::UnixStream::connect(socket).await.ok()?;
+    let (mut sender, connection) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .ok()?;
+    // The connection is driven on the runtime until the answer is in and `sender` is gone.
+    tokio::spawn(connection);
+    let request = hyper::Request::head("/_ping")
+        .header(hyper::header::HOST, "docker")
+        .body(http_body_util::Empty::<&'static [u8]>::new())
+        .ok()?;
+    let answer = sender.send_request(request).await.ok()?;
+    let version = answer.headers().get("api-version")?.to_str().ok()?;
+    let (major, minor) = version.trim().split_once('.')?;
+    Some((major.parse().ok()?, minor.parse().ok()?))
 }
 
 /// Asks a connected engine for the probe's facts.
@@ -100,4 +141,27 @@ pub async fn describe(docker: &Docker, address: &str) -> Result<ProbeReport, Str
         report = report.with_capability(*capability);
     }
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Against the engine the tests run with: the ping's header says the API version the
+    /// engine's own `/version` reports, and a connection made with it is answered.
+    #[test]
+    fn the_pinged_api_version_is_the_one_the_engine_reports() {
+        let socket = well_known_sockets()
+            .into_iter()
+            .find(|s| s.exists())
+            .expect("a running engine (the tests need one)");
+        let socket = socket.display().to_string();
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        runtime.block_on(async {
+            let (major, minor) = pinged_api_version(&socket).await.expect("a ping answer");
+            let docker = connect(&format!("unix://{socket}")).await.unwrap();
+            let reported = docker.version().await.unwrap().api_version.unwrap();
+            assert_eq!(format!("{major}.{minor}"), reported);
+        });
+    }
 }
