@@ -6,8 +6,8 @@
 //! own, and the stage that comes to need one takes it ready. Nothing is shared: each
 //! sandbox is made fresh for one stage and used once, by that stage alone; nothing runs in
 //! it before its stage does. A call's sandbox is taken only if the call's launch, made
-//! again when the call begins, asks for exactly what it was made with, and its login is
-//! the one stored now; otherwise — and for every sandbox no stage came to need — it is
+//! again when the call begins, asks for exactly what it was made with, and its profile copy
+//! is of the profile as it is now (the same login, nothing carried back since); otherwise — and for every sandbox no stage came to need — it is
 //! retired unused.
 
 use std::thread::{Scope, ScopedJoinHandle};
@@ -24,6 +24,9 @@ pub(super) struct PreparedCall<'a> {
     /// The stored login's expiry when the copy was made (a renewal since makes the copy
     /// stale).
     pub login_expiry: u64,
+    /// How many settles had carried something back into the profile when the copy was
+    /// made (one since makes the copy stale).
+    pub settled: u64,
 }
 
 impl PreparedCall<'_> {

@@ -884,8 +884,8 @@ impl Worker<'_, '_> {
         role: Role,
         prompt: &str,
     ) -> Result<PreparedCall<'_>, CliError> {
-        let (mut profile, login_expiry) = {
-            let _profile = self.profile_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let (mut profile, login_expiry, settled) = {
+            let settled = self.profile_lock.lock().unwrap_or_else(|p| p.into_inner());
             crate::refresh::keep_fresh(
                 self.settings,
                 &self.runtime,
@@ -897,6 +897,7 @@ impl Worker<'_, '_> {
             (
                 harness::CallProfile::of(&self.harness, &self.profile)?,
                 self.harness.login_expiry(&self.profile)?,
+                *settled,
             )
         };
         let launch = self
@@ -920,6 +921,7 @@ impl Worker<'_, '_> {
             profile,
             ready,
             login_expiry,
+            settled,
         })
     }
 
@@ -954,7 +956,7 @@ impl Worker<'_, '_> {
                 .hint("do not edit the profile's settings while a drive runs; start the drive again to rewrite them"));
         }
         let (mut call_profile, ready) = {
-            let _profile = self.profile_lock.lock().unwrap_or_else(|p| p.into_inner());
+            let settled = self.profile_lock.lock().unwrap_or_else(|p| p.into_inner());
             // A login that would expire before this call could end is renewed first.
             let renewed = crate::refresh::keep_fresh(
                 self.settings,
@@ -964,9 +966,11 @@ impl Worker<'_, '_> {
                 std::time::Duration::from_secs(self.options.call_limit_secs),
                 &|text| self.progress.note(text),
             )?;
-            // The copy made ahead holds the login stored now, or it is not used.
+            // The copy made ahead holds the profile as it is now — the login stored now,
+            // everything earlier calls carried back — or it is not used.
             let current = |p: &PreparedCall| {
                 renewed.is_none()
+                    && p.settled == *settled
                     && self.harness.login_expiry(&self.profile).ok() == Some(p.login_expiry)
             };
             match prepared {
@@ -1082,8 +1086,12 @@ impl Worker<'_, '_> {
         call.network = output.network.clone();
         call.ended_unix_ms = now_ms();
         let carried = {
-            let _profile = self.profile_lock.lock().unwrap_or_else(|p| p.into_inner());
-            call_profile.settle(&self.harness, &self.profile)
+            let mut settled = self.profile_lock.lock().unwrap_or_else(|p| p.into_inner());
+            let carried = call_profile.settle(&self.harness, &self.profile);
+            if !matches!(&carried, Ok(files) if files.is_empty()) {
+                *settled += 1;
+            }
+            carried
         };
         if let Some(message) = commit {
             let _lock = self.lock()?;

@@ -119,8 +119,9 @@ struct Drive<'a> {
     /// What the lanes share: what became of the items, the waits that hold them all.
     tally: std::sync::Mutex<drain::Tally>,
     /// Held while a call's copy of the walled profile is made or settled back, and while
-    /// the login is renewed: lanes share the one profile.
-    profile_lock: std::sync::Mutex<()>,
+    /// the login is renewed: lanes share the one profile. It counts the settles that
+    /// carried something back, so that a copy made before one is known to be stale.
+    profile_lock: std::sync::Mutex<u64>,
     harness_record: PluginRecord,
     runtime_record: PluginRecord,
     /// Whom the lanes' commits are by: the person, by their repository's git identity
