@@ -854,10 +854,13 @@ impl Worker<'_, '_> {
         at: &Checkpoint,
     ) {
         let scope = ahead.scope;
-        let (implement, check) = match at.next {
-            Next::Implement => (true, true),
-            Next::Check => (false, true),
-            Next::Review => (false, false),
+        // The stage's own sandbox and the next stage's: more at once would only slow the
+        // engine's making of the one needed first.
+        let checks = self.options.check.is_some();
+        let (implement, check, review) = match at.next {
+            Next::Implement => (true, checks, !checks),
+            Next::Check => (false, false, true),
+            Next::Review => (false, false, true),
             Next::Land | Next::LandAgain => return,
         };
         if implement && ahead.implement.is_none() {
@@ -865,10 +868,10 @@ impl Worker<'_, '_> {
             ahead.implement =
                 Some(scope.spawn(move || self.prepare_call(lane, Role::Implement, &prompt)));
         }
-        if check && self.options.check.is_some() && ahead.check.is_none() {
+        if check && ahead.check.is_none() {
             ahead.check = Some(scope.spawn(move || self.check_sandbox(lane)));
         }
-        if ahead.review.is_none() {
+        if review && ahead.review.is_none() {
             ahead.review = Some(scope.spawn(move || {
                 let prompt = review_prompt(item, &self.base_of(lane)?);
                 self.prepare_call(lane, Role::Review, &prompt)
