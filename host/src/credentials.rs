@@ -173,6 +173,14 @@ impl Sealed {
                 }
                 if var.value.as_str() == held.real {
                     var.value = held.stand_in.clone().into();
+                } else if var.value.as_str() != held.stand_in {
+                    // Another value than the one this call was sealed with (the credential
+                    // was replaced meanwhile): no stand-in stands for it.
+                    return Err(CliError::failure(format!(
+                        "the agent's environment sets {name}, which holds the credential `{}`, to another value than the one this call was sealed with; the call is not made",
+                        held.id
+                    ))
+                    .hint("the credential changed while the call was being made ready; the next call reads it afresh"));
                 }
             }
         }
@@ -657,6 +665,40 @@ mod tests {
             assert!(e.message.contains("the mount"), "{}", e.message);
             assert!(!e.message.contains(REAL));
         }
+    }
+
+    #[test]
+    fn a_credential_variable_changed_since_the_call_was_sealed_stops_the_call() {
+        let dir = tempfile::tempdir().unwrap();
+        let decl = CredentialDecl {
+            id: "token".into(),
+            source: CredentialSource_NE::new(CredentialSource::Environment {
+                name: "API_TOKEN".into(),
+            }),
+            host: "127.0.0.1:4242".into(),
+            header: "Authorization".into(),
+            value: "Bearer {secret}".into(),
+        };
+        let mut sealed = seal("harness", &[decl], dir.path()).unwrap();
+        let mut first = vec![EnvVar::new("API_TOKEN", REAL)];
+        sealed.seal_env(&mut first).unwrap();
+        assert_ne!(first[0].value.as_str(), REAL);
+        // The same call launched again (a proof's second launch): the same stand-in.
+        let mut again = vec![EnvVar::new("API_TOKEN", REAL)];
+        sealed.seal_env(&mut again).unwrap();
+        assert_eq!(again, first);
+        // The credential replaced since: no stand-in stands for the new value.
+        let rotated = "sk-ant-oat01-Zyx_wvu-TSRqpo9876543210zyxwvuZYXWVU";
+        let mut later = vec![EnvVar::new("API_TOKEN", rotated)];
+        let refused = sealed.seal_env(&mut later).unwrap_err().to_string();
+        assert!(
+            refused.contains("another value than the one this call was sealed with"),
+            "{refused}"
+        );
+        assert!(
+            !refused.contains(rotated) && !refused.contains(REAL),
+            "{refused}"
+        );
     }
 
     #[test]

@@ -462,12 +462,18 @@ pub struct Ready<'a> {
     /// cannot run in it.
     mounts: Vec<stet_plugin_api::Mount>,
     network: stet_plugin_api::Network,
+    /// The launch's environment as the harness gave it: what the sandbox's proxy was made
+    /// to serve (a credential in a variable among it).
+    env: Vec<EnvVar>,
 }
 
 impl Ready<'_> {
-    /// Whether `launch` asks for exactly the sandbox this is.
+    /// Whether `launch` asks for exactly the sandbox this is: its mounts, its network,
+    /// and the environment the sandbox's proxy was made for.
     pub fn fits(&self, launch: &Launch) -> bool {
-        launch.mounts.as_slice() == self.mounts.as_slice() && launch.network == self.network
+        launch.mounts.as_slice() == self.mounts.as_slice()
+            && launch.network == self.network
+            && launch.process.env.as_slice() == self.env.as_slice()
     }
 
     /// Ends it unused (stopped, then removed by `reaper`, or torn down here).
@@ -538,6 +544,7 @@ pub fn ready_launch<'a>(
         disk,
         mounts: launch.mounts.to_vec(),
         network: launch.network.clone(),
+        env: launch.process.env.to_vec(),
     })
 }
 

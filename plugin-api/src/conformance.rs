@@ -820,8 +820,9 @@ impl Suite<'_> {
 
 impl Suite<'_> {
     /// A process the host never spawned (one the agent left running in the background)
-    /// writes to the lane until [`Driver::stop`] returns, and never after: the host uses the
-    /// lane the moment stop answers, while the sandbox is removed later.
+    /// writes to the lane as fast as it can until [`Driver::stop`] returns, and never
+    /// after — nor during the sandbox's removal (which must not wake what stop stopped):
+    /// the host uses the lane the moment stop answers, while the sandbox is removed later.
     fn stop(&self) -> Outcome {
         let info = self
             .driver
@@ -830,9 +831,11 @@ impl Suite<'_> {
         let beat = self.lane.join("stop-beat");
         let length = || std::fs::metadata(&beat).map(|m| m.len()).unwrap_or(0);
         let outcome = (|| {
-            let script = format!(
-                "(while :; do echo x >> {LANE}/stop-beat; sleep 0.02; done) >/dev/null 2>&1 </dev/null &"
+            // Several writers: a removal that wakes them gives each a moment to run.
+            let writer = format!(
+                "(while :; do echo x >> {LANE}/stop-beat; done) >/dev/null 2>&1 </dev/null &"
             );
+            let script = [writer.as_str(); 4].join(" ");
             let ran = self.exec(&info.id, &["sh", "-c", &script], b"")?;
             if !ran.status.success() {
                 return Err(format!("the loop did not start: {:?}", ran.status));
@@ -849,20 +852,31 @@ impl Suite<'_> {
                 .stop(&info.id)
                 .map_err(|e| format!("stop: {e}"))?;
             let stopped = length();
-            // Twenty-five of its beats: a process still running would have written.
+            // Half a second: a process still running would have written thousands of lines.
             std::thread::sleep(Duration::from_millis(500));
             let after = length();
             self.driver
                 .stop(&info.id)
                 .map_err(|e| format!("a second stop: {e}"))?;
-            expect(after == stopped, || {
-                format!(
+            if after != stopped {
+                return Err(format!(
                     "the process left running wrote {} more bytes after stop returned",
                     after - stopped
+                ));
+            }
+            self.driver
+                .teardown(&info.id)
+                .map_err(|e| format!("teardown after stop: {e}"))?;
+            let removed = length();
+            expect(removed == stopped, || {
+                format!(
+                    "the process left running wrote {} more bytes while the stopped sandbox was removed",
+                    removed - stopped
                 )
             })
-            .map(|_| "the process left running wrote nothing after stop".to_string())
+            .map(|_| "the process left running wrote nothing after stop, nor during the removal".to_string())
         })();
+        // Removed already when the check got that far; a second teardown succeeds.
         let removed = self.driver.teardown(&info.id);
         let _ = std::fs::remove_file(&beat);
         outcome.and_then(|detail| {

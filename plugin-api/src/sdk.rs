@@ -176,9 +176,10 @@ pub trait RuntimePlugin: Send + Sync + 'static {
     /// again; the sandbox itself may stay until [`RuntimePlugin::teardown`] removes it.
     /// When this returns `Ok`, that must already hold: the host goes on to use what the
     /// sandbox could write (a lane's working copy) while the removal happens off its
-    /// critical path. Freezing every process (a cgroup freezer) or killing them and
-    /// waiting for their end both qualify; a backend that can do neither quickly tears
-    /// the sandbox down here. Calling it again, or on a sandbox that is gone or whose
+    /// critical path. Killing them and waiting for their end qualifies; freezing them (a
+    /// cgroup freezer) only if [`RuntimePlugin::teardown`] never thaws what was frozen
+    /// before it is killed. A backend that can do neither quickly tears the sandbox down
+    /// here. Calling it again, or on a sandbox that is gone or whose
     /// processes have all ended, succeeds. Since API 1.5; the default tears the sandbox
     /// down.
     fn stop(&self, sandbox: &str) -> Result<(), PluginError> {

@@ -1,12 +1,13 @@
 //! The sandboxes of a lane's later stages, made while its earlier ones run.
 //!
 //! A sandbox costs the engine a few hundred milliseconds to make, which a lane used to
-//! wait for at every stage. Now, as soon as a stage begins, the sandboxes of the stages
-//! after it in the round (the check's, the review call's) are made on threads of their
-//! own, and the stage that comes to need one takes it ready. Nothing is shared: each
-//! sandbox is made fresh for one stage and used once, by that stage alone; nothing runs in
-//! it before its stage does. A call's sandbox is taken only if the call's launch, made
-//! again when the call begins, asks for exactly what it was made with, and its profile copy
+//! wait for at every stage. Now, as a stage begins, its own sandbox and the next stage's
+//! (the check's, or the review call's) are made on threads of their own, and the stage
+//! that comes to need one takes it ready. Nothing is shared: each sandbox is made fresh
+//! for one stage and used once, by that stage alone; nothing of the agent's runs in it
+//! before its stage does (stet's own egress bridge starts with it). A call's sandbox is taken only if the call's launch, made
+//! again when the call begins, asks for exactly what it was made with (mounts, network,
+//! environment), and its profile copy
 //! is of the profile as it is now (the same login, nothing carried back since); otherwise — and for every sandbox no stage came to need — it is
 //! retired unused.
 

@@ -958,7 +958,15 @@ impl Worker<'_, '_> {
                 .caused_by(w.detail.to_string())
                 .hint("do not edit the profile's settings while a drive runs; start the drive again to rewrite them"));
         }
-        let (mut call_profile, ready) = {
+        let launch_on = |profile: &harness::CallProfile| {
+            self.harness.launch(RoleRequest {
+                role,
+                prompt: prompt.into(),
+                profile_dir: profile.dir.clone().into(),
+                workdir: lane.dir.display().to_string().into(),
+            })
+        };
+        let (prepared, fresh, renewed) = {
             let settled = self.profile_lock.lock().unwrap_or_else(|p| p.into_inner());
             // A login that would expire before this call could end is renewed first.
             let renewed = crate::refresh::keep_fresh(
@@ -968,42 +976,45 @@ impl Worker<'_, '_> {
                 &self.profile,
                 std::time::Duration::from_secs(self.options.call_limit_secs),
                 &|text| self.progress.note(text),
-            )?;
+            );
             // The copy made ahead holds the profile as it is now — the login stored now,
             // everything earlier calls carried back — or it is not used.
             let current = |p: &PreparedCall| {
-                renewed.is_none()
+                matches!(renewed, Ok(None))
                     && p.settled == *settled
                     && self.harness.login_expiry(&self.profile).ok() == Some(p.login_expiry)
             };
-            match prepared {
-                Some(p) if current(&p) => (p.profile, Some(p.ready)),
-                other => {
-                    if let Some(p) = other {
-                        p.discard(Some(self.reaper));
-                    }
-                    // A fresh copy of the profile for this call alone.
-                    (
-                        harness::CallProfile::of(&self.harness, &self.profile)?,
-                        None,
-                    )
-                }
-            }
+            let fresh = prepared.as_ref().is_some_and(current);
+            (prepared, fresh, renewed)
         };
-        let launched = self.harness.launch(RoleRequest {
-            role,
-            prompt: prompt.into(),
-            profile_dir: call_profile.dir.clone().into(),
-            workdir: lane.dir.display().to_string().into(),
-        });
-        // The sandbox made ahead serves only a launch that asks for exactly it.
-        let ready = match (ready, &launched) {
-            (Some(ready), Ok(launch)) if ready.fits(launch) => Some(ready),
-            (Some(ready), _) => {
-                ready.discard(Some(self.reaper));
+        // Retired outside the profile's lock: stale, or not fitting the launch made now
+        // (which asks for exactly the sandbox's mounts, network and environment).
+        let prepared = match prepared {
+            Some(p) if fresh => match launch_on(&p.profile) {
+                Ok(launch) if p.ready.fits(&launch) => Some((p, launch)),
+                _ => {
+                    p.discard(Some(self.reaper));
+                    None
+                }
+            },
+            Some(p) => {
+                p.discard(Some(self.reaper));
                 None
             }
-            (None, _) => None,
+            None => None,
+        };
+        renewed?;
+        let (mut call_profile, ready, launched) = match prepared {
+            Some((p, launch)) => (p.profile, Some(p.ready), Ok(launch)),
+            None => {
+                // A fresh copy of the profile for this call alone.
+                let profile = {
+                    let _settled = self.profile_lock.lock().unwrap_or_else(|p| p.into_inner());
+                    harness::CallProfile::of(&self.harness, &self.profile)?
+                };
+                let launched = launch_on(&profile);
+                (profile, None, launched)
+            }
         };
         let launch = match launched {
             Ok(launch) => launch,

@@ -59,6 +59,9 @@ fn well_known_sockets() -> Vec<PathBuf> {
     paths
 }
 
+/// How long one request may take, as bollard's default.
+const REQUEST_TIMEOUT_SECS: u64 = 120;
+
 /// Connects to `address` and settles the API version with the engine (an engine older
 /// than bollard's default API refuses requests made with the newer version).
 pub async fn connect(address: &str) -> Result<Docker, String> {
@@ -75,7 +78,9 @@ pub async fn connect(address: &str) -> Result<Docker, String> {
             } else {
                 *default
             };
-            return Docker::connect_with_unix(address, ENGINE_TIMEOUT.as_secs(), &version)
+            // Bollard's own request timeout (a removal of a large sandbox takes long); the
+            // short one is for the engine answering at all.
+            return Docker::connect_with_unix(address, REQUEST_TIMEOUT_SECS, &version)
                 .map_err(|e| e.to_string());
         }
     }

@@ -316,35 +316,42 @@ pub async fn remove(docker: &Docker, sandbox: &str) -> Result<(), PluginError> {
     }
 }
 
-/// Freezes every process of a sandbox (the engine's pause: the cgroup freezer), so that
-/// nothing in it runs again; the engine answers once they are frozen. A sandbox that is
-/// gone, not running or already paused has nothing left to stop, which the engine's
-/// refusal alone does not prove: its state is read to make sure.
+/// Ends every process of a sandbox: its first process is killed, and with it — the
+/// kernel ends a pid namespace whose init dies — every other, before the engine reports
+/// the container stopped, which is waited for. (The engine's pause would be quicker, but
+/// removing a paused container thaws it before its processes die: they would run again,
+/// and could write to the lane, while the host uses it.) A sandbox that is gone or not
+/// running has nothing left to stop.
 pub async fn stop(docker: &Docker, sandbox: &str) -> Result<(), PluginError> {
-    let refused = match docker.pause_container(sandbox).await {
-        Ok(()) => return Ok(()),
-        Err(e) if status_of(&e) == Some(404) => return Ok(()),
-        Err(e) => e,
-    };
-    let state = match docker.inspect_container(sandbox, None).await {
-        Ok(found) => found.state.unwrap_or_default(),
-        Err(e) if status_of(&e) == Some(404) => return Ok(()),
+    use futures_util::StreamExt;
+    let kill = bollard::query_parameters::KillContainerOptionsBuilder::default()
+        .signal("SIGKILL")
+        .build();
+    match docker.kill_container(sandbox, Some(kill)).await {
+        Ok(()) => {}
+        Err(e) if matches!(status_of(&e), Some(404) | Some(409)) => {}
         Err(e) => {
             return Err(PluginError::backend(format!(
-                "could not stop sandbox {sandbox}: {}; nor read its state: {}",
-                message_of(&refused),
+                "could not stop sandbox {sandbox}: {}",
                 message_of(&e)
-            )))
+            ))
+            .with_remedy("tear the sandbox down instead (`stet gc` removes what stet left)"))
         }
-    };
-    if state.running != Some(true) || state.paused == Some(true) {
-        return Ok(());
     }
-    Err(PluginError::backend(format!(
-        "could not stop sandbox {sandbox}: {}",
-        message_of(&refused)
-    ))
-    .with_remedy("tear the sandbox down instead (`stet gc` removes what stet left)"))
+    let wait = bollard::query_parameters::WaitContainerOptionsBuilder::default()
+        .condition("not-running")
+        .build();
+    match docker.wait_container(sandbox, Some(wait)).next().await {
+        // Ended (bollard reports a non-zero exit as an error of its own) or gone.
+        None | Some(Ok(_)) => Ok(()),
+        Some(Err(bollard::errors::Error::DockerContainerWaitError { .. })) => Ok(()),
+        Some(Err(e)) if status_of(&e) == Some(404) => Ok(()),
+        Some(Err(e)) => Err(PluginError::backend(format!(
+            "sandbox {sandbox} was killed but its end was not seen: {}",
+            message_of(&e)
+        ))
+        .with_remedy("tear the sandbox down instead (`stet gc` removes what stet left)")),
+    }
 }
 
 pub async fn list(docker: &Docker, labels: &[Label]) -> Result<Vec<SandboxInfo>, PluginError> {
