@@ -74,7 +74,12 @@ impl StandIn {
         let bin = scratch.path().join("bin");
         std::fs::create_dir(&bin).unwrap();
         let binary = bin.join("container");
-        std::fs::copy(&built, &binary).unwrap();
+        // A hard link where it can be: a copy holds the file open for writing, and a
+        // process another test forks meanwhile inherits that until it execs, which makes
+        // running the copy fail with ETXTBSY ("Text file busy").
+        if std::fs::hard_link(&built, &binary).is_err() {
+            std::fs::copy(&built, &binary).unwrap();
+        }
         let state = scratch.path().join("state");
         std::fs::create_dir(&state).unwrap();
         std::fs::write(
