@@ -575,7 +575,9 @@ pub fn run_ready(
     let mut process = launch.process.clone();
     if let Some(sealed) = watch.sealed.as_deref_mut() {
         sealed.seal_env(process.env.as_mut_slice())?;
-        sealed.check_launch(&process.argv, &launch.mounts)?;
+        // The mounts are the ones `ready_launch` read through (the launch fits them); only
+        // the arguments, which carry the prompt, are new.
+        sealed.check_launch(&process.argv, &[])?;
     }
     let described = walled.described.clone();
     let sandbox = &walled.sandbox;
