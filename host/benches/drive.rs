@@ -360,6 +360,12 @@ fn staged_drive(dir: &Path) -> Duration {
         if first_move.is_none() && line.contains(": reserved; lane ") {
             first_move = Some(Instant::now());
         }
+        if std::env::var_os("STET_BENCH_TRACE").is_some() {
+            let at = first_move
+                .map(|t| t.elapsed().as_millis())
+                .unwrap_or_default();
+            eprintln!("{at:>6} {line}");
+        }
         said.push_str(&line);
         said.push('\n');
     }

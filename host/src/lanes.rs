@@ -89,6 +89,12 @@ fn io_error(what: &str, path: &Path, e: std::io::Error) -> GitError {
     }
 }
 
+/// Whether anything of `item`'s lane is on this clone (a working copy, or what a crash
+/// left of one).
+pub fn exists(repo: &Path, item: &str) -> bool {
+    lanes_dir(repo).join(item).exists()
+}
+
 /// Opens `item`'s lane: the existing working copy on this clone, else a new one starting
 /// from the lane's branch on the remote (a peer's pushed work), else from `base`.
 pub fn open(repo: &Path, remote: &str, item: &str, base: &str) -> Result<Lane, GitError> {

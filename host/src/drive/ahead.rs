@@ -10,11 +10,20 @@
 //! environment), and its profile copy
 //! is of the profile as it is now (the same login, nothing carried back since); otherwise — and for every sandbox no stage came to need — it is
 //! retired unused.
+//!
+//! The first stage of the next item is made ahead too ([`NextAhead`]): once a lane's work
+//! is past its implementing call, the next item this lane would take is claimed among the
+//! drive's lanes, its lane opened and its implementing call made ready, so that when the
+//! item lands the next one starts at once. It is only an offer: the item is still taken on
+//! the remote as any other (and the lane made ahead let go if a peer holds it), and it is
+//! let go as soon as the current item goes round again or ends any way but landed.
 
+use std::cell::RefCell;
 use std::thread::{Scope, ScopedJoinHandle};
 
 use crate::error::CliError;
 use crate::harness::{CallProfile, Ready};
+use crate::lanes::Lane;
 use crate::sandbox::{Reaper, Sandbox};
 
 /// An agent call made ready ahead: its own profile copy, and its sandbox made from the
@@ -43,6 +52,8 @@ type Making<'scope, T> = Option<ScopedJoinHandle<'scope, Result<T, CliError>>>;
 /// made and no stage took is retired, by [`Ahead::discard`] (or when the scope ends).
 pub(super) struct Ahead<'scope, 'env> {
     pub(super) scope: &'scope Scope<'scope, 'env>,
+    /// The implementing call made ready before the lane's work began (by [`NextAhead`]).
+    pub(super) implement_ready: Option<PreparedCall<'env>>,
     pub(super) implement: Making<'scope, PreparedCall<'env>>,
     pub(super) check: Making<'scope, Sandbox<'env>>,
     pub(super) review: Making<'scope, PreparedCall<'env>>,
@@ -52,6 +63,7 @@ impl<'scope, 'env> Ahead<'scope, 'env> {
     pub fn new(scope: &'scope Scope<'scope, 'env>) -> Self {
         Ahead {
             scope,
+            implement_ready: None,
             implement: None,
             check: None,
             review: None,
@@ -62,7 +74,14 @@ impl<'scope, 'env> Ahead<'scope, 'env> {
     /// that failed is dropped: the call makes its sandbox itself, where a failure is
     /// recorded in its receipt.
     pub fn take_implement(&mut self) -> Option<PreparedCall<'env>> {
-        joined(self.implement.take())
+        self.implement_ready
+            .take()
+            .or_else(|| joined(self.implement.take()))
+    }
+
+    /// Whether the implementing call is made ahead, or being made.
+    pub fn has_implement(&self) -> bool {
+        self.implement_ready.is_some() || self.implement.is_some()
     }
 
     /// The review call's, as [`Ahead::take_implement`].
@@ -77,7 +96,7 @@ impl<'scope, 'env> Ahead<'scope, 'env> {
 
     /// Retires everything made ahead that no stage took.
     pub fn discard(mut self, reaper: Option<&Reaper>) {
-        if let Some(call) = self.take_implement() {
+        while let Some(call) = self.take_implement() {
             call.discard(reaper);
         }
         if let Some(sandbox) = self.take_check() {
@@ -86,6 +105,76 @@ impl<'scope, 'env> Ahead<'scope, 'env> {
         if let Some(call) = self.take_review() {
             call.discard(reaper);
         }
+    }
+}
+
+/// The next item's lane, opened while this lane's item was still at work.
+pub(super) struct NextLane<'env> {
+    /// The item, claimed for this lane in the drive's tally (not yet taken on the remote).
+    pub id: String,
+    /// Its lane, made for it ahead (no lane of the item existed on this clone).
+    pub lane: Lane,
+    /// Its first implementing call, made ready; `None` when that failed (the call then
+    /// makes its own sandbox, where a failure is recorded).
+    pub implement: Option<PreparedCall<'env>>,
+}
+
+/// How a lane's next item is made ahead and let go (the lane's worker, with the queue).
+pub(super) trait MakesNext<'env>: Sync {
+    /// Claims the next item this lane would take, opens its lane and makes its first
+    /// call ready; `None` when there is none to make ahead. An error leaves nothing
+    /// claimed or made.
+    fn make_next(&self) -> Result<Option<NextLane<'env>>, CliError>;
+    /// Lets a next lane go unused: its sandbox retired, its lane removed, its claim
+    /// dropped.
+    fn let_go(&self, next: NextLane<'env>);
+}
+
+/// The next item's lane being made ahead, on a thread of the lane loop's scope; at most
+/// one at a time. Used by the lane's own thread alone.
+pub(super) struct NextAhead<'scope, 'env> {
+    scope: &'scope Scope<'scope, 'env>,
+    maker: &'env dyn MakesNext<'env>,
+    making: RefCell<Making<'scope, Option<NextLane<'env>>>>,
+}
+
+impl<'scope, 'env> NextAhead<'scope, 'env> {
+    pub fn new(scope: &'scope Scope<'scope, 'env>, maker: &'env dyn MakesNext<'env>) -> Self {
+        NextAhead {
+            scope,
+            maker,
+            making: RefCell::new(None),
+        }
+    }
+
+    /// Starts making the next lane on a thread of its own, unless one is made or being
+    /// made.
+    pub fn start(&self) {
+        let mut making = self.making.borrow_mut();
+        if making.is_none() {
+            let maker = self.maker;
+            *making = Some(self.scope.spawn(move || maker.make_next()));
+        }
+    }
+
+    /// What was made, once its making ended; `None` if nothing was started, nothing was
+    /// there to make, or the making failed.
+    pub fn take(&self) -> Option<NextLane<'env>> {
+        let making = self.making.borrow_mut().take();
+        joined(making).flatten()
+    }
+
+    /// Lets go what is made or being made: the current item goes round again, or the
+    /// lane's work ends.
+    pub fn cancel(&self) {
+        if let Some(next) = self.take() {
+            self.maker.let_go(next);
+        }
+    }
+
+    /// Lets `next`, taken before, go unused.
+    pub fn let_go(&self, next: NextLane<'env>) {
+        self.maker.let_go(next);
     }
 }
 

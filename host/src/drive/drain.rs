@@ -15,6 +15,7 @@ use crate::error::{CliError, Exit};
 use crate::queue;
 use crate::reservations::{Remote, ReservationError};
 
+use super::ahead::{NextAhead, NextLane};
 use super::{clock, note, ours_to_take_over, Drive};
 
 /// What became of one item's lane.
@@ -272,48 +273,80 @@ impl Worker<'_, '_> {
     /// This lane's loop: take the next item, work its lane, deal with how that ended;
     /// until nothing is left to take, the cap is reached, a stop, or the drive halts.
     fn run(&self, items: &[queue::Entry]) -> Result<Exit, CliError> {
+        let maker = super::lane::NextMaker {
+            worker: self,
+            items,
+        };
+        // The next item's lane is made on a thread of this scope while an item's last
+        // stages run; what is made and not taken is let go before the lane's loop ends.
+        std::thread::scope(|scope| {
+            let next = NextAhead::new(scope, &maker);
+            let mut pending = None;
+            let end = self.take_and_work(items, &next, &mut pending);
+            if let Some(made) = pending {
+                next.let_go(made);
+            }
+            next.cancel();
+            end
+        })
+    }
+
+    fn take_and_work<'env>(
+        &'env self,
+        items: &[queue::Entry],
+        next: &NextAhead<'_, 'env>,
+        pending: &mut Option<NextLane<'env>>,
+    ) -> Result<Exit, CliError> {
         let mut unreachable: Option<Outage> = None;
         loop {
             if self.ending() {
                 return Ok(Exit::Success);
             }
-            let item = match self.next_item(items)? {
-                Next::Take(item) => item,
-                Next::Malformed(id, why) => {
-                    self.progress.warn(&format!("skipped {id}: {why}"));
-                    self.tally().done.insert(id);
-                    continue;
-                }
-                Next::Nothing => return Ok(Exit::Success),
-                Next::Unreachable(detail) => {
-                    // A wait named by the move: back off from the floor, doubling to ten
-                    // minutes; give up when the remote has been gone for the outage limit.
-                    let state = unreachable.get_or_insert_with(|| Outage {
-                        started_unix: self.clock.now(),
-                        step: 0,
-                    });
-                    if self.clock.now() - state.started_unix >= self.options.outage_limit_secs {
-                        note!(
-                            self.progress,
-                            "the remote {} has not answered for {}: the drive stops; lanes stay on their branches",
-                            self.options.remote,
-                            duration(self.clock.now() - state.started_unix)
-                        );
-                        return Ok(Exit::Unusable);
+            // The item made ahead is taken first: it is the one the queue's order gives
+            // next (the item before it landed). A take it loses lets it go.
+            let (item, opened) = match pending
+                .take()
+                .and_then(|made| self.take_made(items, made, next))
+            {
+                Some((item, made)) => (item, Some(made)),
+                None => match self.next_item(items)? {
+                    Next::Take(item) => (item, None),
+                    Next::Malformed(id, why) => {
+                        self.progress.warn(&format!("skipped {id}: {why}"));
+                        self.tally().done.insert(id);
+                        continue;
                     }
-                    let backoff = (self.options.wait_floor_secs << state.step.min(16)).min(600);
-                    state.step += 1;
-                    if !self.wait(
-                        &format!(
-                            "the remote {} did not answer ({detail})",
-                            self.options.remote
-                        ),
-                        self.clock.now() + backoff,
-                    ) {
-                        return Ok(self.stopped_while_waiting());
+                    Next::Nothing => return Ok(Exit::Success),
+                    Next::Unreachable(detail) => {
+                        // A wait named by the move: back off from the floor, doubling to ten
+                        // minutes; give up when the remote has been gone for the outage limit.
+                        let state = unreachable.get_or_insert_with(|| Outage {
+                            started_unix: self.clock.now(),
+                            step: 0,
+                        });
+                        if self.clock.now() - state.started_unix >= self.options.outage_limit_secs {
+                            note!(
+                                self.progress,
+                                "the remote {} has not answered for {}: the drive stops; lanes stay on their branches",
+                                self.options.remote,
+                                duration(self.clock.now() - state.started_unix)
+                            );
+                            return Ok(Exit::Unusable);
+                        }
+                        let backoff = (self.options.wait_floor_secs << state.step.min(16)).min(600);
+                        state.step += 1;
+                        if !self.wait(
+                            &format!(
+                                "the remote {} did not answer ({detail})",
+                                self.options.remote
+                            ),
+                            self.clock.now() + backoff,
+                        ) {
+                            return Ok(self.stopped_while_waiting());
+                        }
+                        continue;
                     }
-                    continue;
-                }
+                },
             };
             unreachable = None;
             note!(
@@ -322,7 +355,8 @@ impl Worker<'_, '_> {
                 item.id,
                 crate::lanes::branch_of(&item.id)
             );
-            let end = self.work(&item);
+            let end = self.work(&item, opened, next);
+            *pending = next.take();
             // Whatever became of the item, its reservation is released: landed and given-up
             // items are done, a stopped or waiting one goes back to the queue.
             if let Err(e) = self.keeper.release() {
@@ -338,8 +372,39 @@ impl Worker<'_, '_> {
                     return Err(e);
                 }
             };
+            // Only a landed item is followed by the one made ahead: any other end keeps
+            // the queue's order (the item may be taken again), and a wait would hold the
+            // next one's sandbox idle.
+            if !matches!(end, ItemEnd::Landed) {
+                if let Some(made) = pending.take() {
+                    next.let_go(made);
+                }
+            }
             if let Some(exit) = self.account(&item, end)? {
                 return Ok(exit);
+            }
+        }
+    }
+
+    /// Takes the item made ahead on the remote, as [`Worker::take`] does any item;
+    /// `None` (and the item let go) if that does not win it.
+    fn take_made<'env>(
+        &self,
+        items: &[queue::Entry],
+        made: NextLane<'env>,
+        next: &NextAhead<'_, 'env>,
+    ) -> Option<(queue::Item, NextLane<'env>)> {
+        let taken = items
+            .iter()
+            .find(|i| i.id == made.id)
+            .map(|entry| self.take(entry));
+        match taken {
+            Some(Ok(Some(Next::Take(item)))) => Some((item, made)),
+            // Held by another drive, landed meanwhile, unreadable, or the remote did not
+            // answer: the ordinary search says so and goes on.
+            _ => {
+                next.let_go(made);
+                None
             }
         }
     }
@@ -490,7 +555,7 @@ impl Worker<'_, '_> {
 
     /// Claims `id` for this lane, unless the drive is done with it, another lane works it,
     /// or the lanes at work would reach the cap.
-    fn claim(&self, id: &str) -> bool {
+    pub(super) fn claim(&self, id: &str) -> bool {
         let mut tally = self.tally();
         if tally.halted
             || tally.done.contains(id)
@@ -500,6 +565,11 @@ impl Worker<'_, '_> {
             return false;
         }
         tally.working.insert(id.to_string())
+    }
+
+    /// Drops this lane's claim on `id` (it is not worked after all).
+    pub(super) fn unclaim(&self, id: &str) {
+        self.tally().working.remove(id);
     }
 
     /// The next item to work: the first in queue order that is not landed, failed, done in

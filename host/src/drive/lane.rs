@@ -12,7 +12,7 @@ use crate::receipts;
 use crate::reservations::Reservation;
 use crate::sandbox::{self, LaneAccess, LaneMounts, Plan, Sandbox};
 
-use super::ahead::{Ahead, PreparedCall};
+use super::ahead::{Ahead, MakesNext, NextAhead, NextLane, PreparedCall};
 use super::drain::{short, ItemEnd, Worker};
 use super::{note, now_ms};
 
@@ -155,8 +155,15 @@ impl Worker<'_, '_> {
     /// Works `item`'s lane from its checkpoint until it lands, is given up, or its work
     /// ends for now (a stop, a wait, an outage, a peer taking it over). Each move that
     /// finishes is checkpointed on the remote with the lane's branch before the next one
-    /// starts, so a resumed lane never makes a finished call again.
-    pub(super) fn work(&self, item: &queue::Item) -> Result<ItemEnd, CliError> {
+    /// starts, so a resumed lane never makes a finished call again. `opened` is the lane
+    /// and first call made ahead for it, if they were; `next` makes the item after it
+    /// ahead once this one is past its implementing call.
+    pub(super) fn work<'env>(
+        &'env self,
+        item: &queue::Item,
+        opened: Option<NextLane<'env>>,
+        next: &NextAhead<'_, '_>,
+    ) -> Result<ItemEnd, CliError> {
         // The working copy is made outside the drain lock (it writes only the lane's own
         // directory), so other lanes move meanwhile; the repository's copy of the branch
         // is a move of its own.
@@ -164,13 +171,20 @@ impl Worker<'_, '_> {
             CliError::failure(format!("cannot open the lane of {}", item.id))
                 .caused_by(e.to_string())
         };
-        let lane =
-            lanes::open(&self.repo, &self.options.remote, &item.id, "HEAD").map_err(cannot_open)?;
+        let (lane, ready) = match opened {
+            Some(opened) => (opened.lane, opened.implement),
+            None => (
+                lanes::open(&self.repo, &self.options.remote, &item.id, "HEAD")
+                    .map_err(cannot_open)?,
+                None,
+            ),
+        };
         // The later stages' sandboxes are made on threads of this scope while the earlier
         // ones run; whatever no stage took is retired before the lane is let go.
         std::thread::scope(|scope| {
             let mut ahead = Ahead::new(scope);
-            let end = self.work_lane(item, &lane, &mut ahead);
+            ahead.implement_ready = ready;
+            let end = self.work_lane(item, &lane, &mut ahead, next);
             ahead.discard(Some(self.reaper));
             end
         })
@@ -181,6 +195,7 @@ impl Worker<'_, '_> {
         item: &'env queue::Item,
         lane: &'env Lane,
         ahead: &mut Ahead<'scope, 'env>,
+        next: &NextAhead<'_, '_>,
     ) -> Result<ItemEnd, CliError> {
         let cannot_open = |e: lanes::GitError| {
             CliError::failure(format!("cannot open the lane of {}", item.id))
@@ -228,6 +243,12 @@ impl Worker<'_, '_> {
             if self.ending() && !landing && finished.is_none() {
                 return Ok(ItemEnd::Stopped(lane.branch.clone()));
             }
+            // Past its implementing call, the item may land: the next one is made ready
+            // meanwhile. Going round again, it holds nothing of the next one.
+            match at.next {
+                Next::Implement => next.cancel(),
+                _ => next.start(),
+            }
             if finished.is_none() {
                 self.make_ahead(ahead, item, lane, &at);
             }
@@ -240,6 +261,13 @@ impl Worker<'_, '_> {
                 (Next::Land | Next::LandAgain, _) => return self.land(item, lane, &at),
             };
             match moved {
+                // A passed check is not saved on its own: it is no paid stage, the lane
+                // holds nothing new (the check's writes are restored away), and the
+                // review's checkpoint, pushed next, says it passed. Resumed before that,
+                // the check runs again.
+                Moved::On(next) if at.next == Next::Check && next.next == Next::Review => {
+                    at = next;
+                }
                 Moved::On(next) => {
                     if let Some(end) = self.save(lane, &next)? {
                         return Ok(end);
@@ -863,7 +891,13 @@ impl Worker<'_, '_> {
             Next::Review => (false, false, true),
             Next::Land | Next::LandAgain => return,
         };
-        if implement && ahead.implement.is_none() {
+        if !implement {
+            // Made with the lane ahead, for a lane that turned out to resume later.
+            if let Some(call) = ahead.implement_ready.take() {
+                call.discard(Some(self.reaper));
+            }
+        }
+        if implement && !ahead.has_implement() {
             let prompt = implement_prompt(item, at.feedback.as_deref());
             ahead.implement =
                 Some(scope.spawn(move || self.prepare_call(lane, Role::Implement, &prompt)));
@@ -877,6 +911,64 @@ impl Worker<'_, '_> {
                 self.prepare_call(lane, Role::Review, &prompt)
             }));
         }
+    }
+
+    /// The next item this lane would take, opened ahead: the first open item of `items`
+    /// in queue order that this lane can claim, if no lane of it is on this clone yet (a
+    /// lane kept from before is resumed where it is found, not ahead), with its first
+    /// implementing call made ready.
+    fn make_next<'w>(&'w self, items: &[queue::Entry]) -> Result<Option<NextLane<'w>>, CliError> {
+        if self.ending() {
+            return Ok(None);
+        }
+        // A remote that does not answer now is the next take's to report.
+        let Ok(marks) = self.remote().marks() else {
+            return Ok(None);
+        };
+        let Some(entry) = items
+            .iter()
+            .filter(|i| marks.open(&i.id))
+            .find(|i| self.claim(&i.id))
+        else {
+            return Ok(None);
+        };
+        let unclaim = || self.unclaim(&entry.id);
+        if lanes::exists(&self.repo, &entry.id) {
+            unclaim();
+            return Ok(None);
+        }
+        // A malformed item is the take's to report; nothing is made for it.
+        let Ok(item) = entry.load() else {
+            unclaim();
+            return Ok(None);
+        };
+        let lane = match lanes::open(&self.repo, &self.options.remote, &entry.id, "HEAD") {
+            Ok(lane) => lane,
+            Err(e) => {
+                unclaim();
+                return Err(
+                    CliError::failure(format!("cannot open the lane of {}", entry.id))
+                        .caused_by(e.to_string()),
+                );
+            }
+        };
+        let prompt = implement_prompt(&item, None);
+        let implement = self.prepare_call(&lane, Role::Implement, &prompt).ok();
+        Ok(Some(NextLane {
+            id: entry.id.clone(),
+            lane,
+            implement,
+        }))
+    }
+
+    /// Lets a lane made ahead go unused: its sandbox retired (stopped before its lane is
+    /// removed), its claim dropped.
+    fn let_next_go(&self, next: NextLane<'_>) {
+        if let Some(call) = next.implement {
+            call.discard(Some(self.reaper));
+        }
+        next.lane.remove();
+        self.unclaim(&next.id);
     }
 
     /// A call of `role` made ready: its profile copy (the login renewed first if due) and
@@ -1299,4 +1391,20 @@ fn review_prompt(item: &queue::Item, base: &str) -> String {
          or with REVISE on the first line followed by what must change.",
         item.text.trim()
     )
+}
+
+/// A lane's worker with the queue it takes from: how its next item is made ahead.
+pub(super) struct NextMaker<'w, 'd, 'a> {
+    pub worker: &'w Worker<'d, 'a>,
+    pub items: &'w [queue::Entry],
+}
+
+impl<'w> MakesNext<'w> for NextMaker<'w, '_, '_> {
+    fn make_next(&self) -> Result<Option<NextLane<'w>>, CliError> {
+        self.worker.make_next(self.items)
+    }
+
+    fn let_go(&self, next: NextLane<'w>) {
+        self.worker.let_next_go(next);
+    }
 }

@@ -53,6 +53,9 @@ enum Act {
     WriteWhileAPeerPushes(&'static str),
     /// Writes this file, then the remote goes away (moved aside until the test restores it).
     WriteThenLoseTheRemote(&'static str),
+    /// Answers this once a sandbox on this item's lane has been made (the next item's,
+    /// made ahead while this call runs).
+    SayOnceMadeFor(&'static str, &'static str),
 }
 
 /// One test's world, shared by its fake runtime and harness.
@@ -70,6 +73,11 @@ struct Script {
     calls: Mutex<Vec<String>>,
     /// Every implementing prompt, in order.
     prompts: Mutex<Vec<String>>,
+    /// Every sandbox made and ended, as `made KIND ITEM` / `ended KIND ITEM` (the item
+    /// whose lane it is made on), and every call, as `call ROLE ITEM`, in order.
+    events: Mutex<Vec<String>>,
+    /// The sandboxes not ended yet: id → `KIND ITEM`.
+    sandboxes: Mutex<HashMap<String, String>>,
     /// The stop the drive watches, for the acts that ask for one.
     stop: Mutex<Option<Arc<Stop>>>,
     /// The bare remote, for the acts that move it.
@@ -117,8 +125,24 @@ impl RuntimePlugin for FakeRuntime {
             *failing -= 1;
             return Err(PluginError::unavailable("the fake engine is down"));
         }
+        let item = Path::new(spec.workdir.as_str())
+            .parent()
+            .and_then(Path::file_name)
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let kind = spec
+            .labels
+            .iter()
+            .find(|l| l.key.as_str() == "stet.kind")
+            .map(|l| l.value.to_string())
+            .unwrap_or_default();
+        let mut events = self.0.events.lock().unwrap();
+        let id = format!("fake-{}", events.len());
+        let what = format!("{kind} {item}");
+        events.push(format!("made {what}"));
+        self.0.sandboxes.lock().unwrap().insert(id.clone(), what);
         Ok(SandboxInfo {
-            id: "fake-sandbox".into(),
+            id: id.into(),
             state: "running".into(),
             labels: spec.labels,
         })
@@ -131,7 +155,11 @@ impl RuntimePlugin for FakeRuntime {
         }))
     }
 
-    fn teardown(&self, _: &str) -> Result<(), PluginError> {
+    fn teardown(&self, id: &str) -> Result<(), PluginError> {
+        // Stopped (the default stop is a teardown), then removed: ended once.
+        if let Some(what) = self.0.sandboxes.lock().unwrap().remove(id) {
+            self.0.events.lock().unwrap().push(format!("ended {what}"));
+        }
         Ok(())
     }
 
@@ -220,6 +248,20 @@ impl FakeProcess {
                 .unwrap();
                 self.act(Act::Write(name))
             }
+            Act::SayOnceMadeFor(words, item) => {
+                // Waits for the event, not for a time: the limit only ends a test that
+                // would otherwise hang.
+                let made = format!("made implement {item}");
+                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+                while !self.script.events.lock().unwrap().contains(&made) {
+                    assert!(
+                        std::time::Instant::now() < deadline,
+                        "no sandbox was made on {item}'s lane during the call"
+                    );
+                    std::thread::yield_now();
+                }
+                self.act(Act::Say(words))
+            }
             Act::WriteThenLoseTheRemote(name) => {
                 let remote = self.remote();
                 std::fs::rename(&remote, remote.with_extension("gone")).unwrap();
@@ -249,6 +291,16 @@ impl ProcessPlugin for FakeProcess {
             }
             ["fake-agent", role] => {
                 self.script.calls.lock().unwrap().push(role.to_string());
+                let item = self
+                    .lane_file("")
+                    .parent()
+                    .and_then(|p| Some(p.file_name()?.to_string_lossy().into_owned()))
+                    .unwrap_or_default();
+                self.script
+                    .events
+                    .lock()
+                    .unwrap()
+                    .push(format!("call {role} {item}"));
                 let act = if role == "implement" {
                     self.script
                         .prompts
@@ -899,9 +951,20 @@ fn record_pushes(remote: &std::path::Path) -> PathBuf {
 fn an_item_costs_four_pushes_take_a_checkpoint_per_paid_stage_and_one_landing() {
     let world = World::new(&["one", "two"]);
     let pushes = record_pushes(&world.remote);
-    let (exit, lines) = world.drive(&world.options(), &Arc::new(FakeClock::new()));
+    // With a check: it passes, and is no paid stage, so it pushes nothing.
+    let options = DriveOptions {
+        check: Some("cargo test".into()),
+        ..world.options()
+    };
+    let (exit, lines) = world.drive(&options, &Arc::new(FakeClock::new()));
     assert_eq!(exit, Exit::Success, "{lines:#?}");
     assert_eq!(world.landed().len(), 2);
+    let calls = world.script.calls.lock().unwrap().clone();
+    assert_eq!(
+        calls.iter().filter(|c| *c == "check").count(),
+        2,
+        "{calls:?}"
+    );
     let log = std::fs::read_to_string(&pushes).unwrap();
     let pushed: Vec<&str> = log.lines().collect();
     // Per item: the take; the implementing call's checkpoint with the branch (and the
@@ -935,4 +998,93 @@ fn an_item_costs_four_pushes_take_a_checkpoint_per_paid_stage_and_one_landing() 
     }
     // And nothing is left held.
     assert!(world.origin().list().unwrap().is_empty());
+}
+
+/// The events of the fake runtime and agent from `first` on that match `what`.
+fn events_since<'a>(events: &'a [String], first: &str, what: &[&str]) -> Vec<&'a str> {
+    let from = events.iter().position(|e| e == first).unwrap_or(0);
+    events[from..]
+        .iter()
+        .map(String::as_str)
+        .filter(|e| what.iter().any(|w| e.starts_with(w)))
+        .collect()
+}
+
+#[test]
+fn the_next_items_lane_and_first_sandbox_are_made_while_the_item_before_it_is_reviewed() {
+    let world = World::new(&["one", "two"]);
+    // The review of `one` answers only once a sandbox on `two`'s lane exists.
+    world.script_review(&[Act::SayOnceMadeFor("LAND", "two")]);
+    let (exit, lines) = world.drive(&world.options(), &Arc::new(FakeClock::new()));
+    assert_eq!(exit, Exit::Success, "{lines:#?}");
+    assert_eq!(world.landed(), ["one", "two"]);
+    let events = world.script.events.lock().unwrap().clone();
+    // `two`'s implementing call ran in the sandbox made ahead: no other was made on its
+    // lane between `one`'s review and that call, and none was ended unused.
+    let two = events_since(
+        &events,
+        "call review one",
+        &[
+            "made implement two",
+            "ended implement two",
+            "call implement two",
+        ],
+    );
+    assert_eq!(
+        two,
+        [
+            "made implement two",
+            "call implement two",
+            "ended implement two"
+        ],
+        "{events:#?}"
+    );
+    // Each item's lane was worked once, in queue order.
+    let calls: Vec<_> = events.iter().filter(|e| e.starts_with("call ")).collect();
+    assert_eq!(
+        calls,
+        [
+            "call implement one",
+            "call review one",
+            "call implement two",
+            "call review two"
+        ],
+        "{events:#?}"
+    );
+}
+
+#[test]
+fn an_item_sent_back_to_its_agent_lets_the_next_items_lane_go_before_its_next_round() {
+    let world = World::new(&["one", "two"]);
+    world.script_review(&[
+        Act::SayOnceMadeFor("REVISE\nAgain.", "two"),
+        Act::Say("LAND"),
+    ]);
+    let (exit, lines) = world.drive(&world.options(), &Arc::new(FakeClock::new()));
+    assert_eq!(exit, Exit::Success, "{lines:#?}");
+    assert_eq!(world.landed(), ["one", "two"]);
+    let events = world.script.events.lock().unwrap().clone();
+    // The sandbox made ahead on `two`'s lane ends before `one` goes round again; `two`'s
+    // lane is made again once `one` is under review again.
+    let order = events_since(
+        &events,
+        "call review one",
+        &[
+            "made implement two",
+            "ended implement two",
+            "call implement",
+            "call review",
+        ],
+    );
+    assert_eq!(
+        &order[..4],
+        [
+            "call review one",
+            "made implement two",
+            "ended implement two",
+            "call implement one"
+        ],
+        "{events:#?}"
+    );
+    assert!(order.contains(&"call implement two"), "{events:#?}");
 }
