@@ -89,15 +89,40 @@ fn io_error(what: &str, path: &Path, e: std::io::Error) -> GitError {
     }
 }
 
-/// Whether anything of `item`'s lane is on this clone (a working copy, or what a crash
-/// left of one).
-pub fn exists(repo: &Path, item: &str) -> bool {
-    lanes_dir(repo).join(item).exists()
+/// Holds `item`'s lane against other openings, in this process and in others on this clone,
+/// while one is made or caught up.
+fn opening(repo: &Path, item: &str) -> Result<nix::fcntl::Flock<std::fs::File>, GitError> {
+    let path = stet_dir(repo)
+        .join("locks")
+        .join(format!("lane-{item}.lock"));
+    crate::files::lock_exclusive(&path).map_err(|e| io_error("lock", &path, e))
+}
+
+/// Makes `item`'s lane ahead of its take, if nothing of it is on this clone yet: as
+/// [`open`] makes a new one. `None` when something is there (a lane kept from before, or
+/// one another drive of this clone opened meanwhile): that is the take's to open.
+pub fn open_new(
+    repo: &Path,
+    remote: &str,
+    item: &str,
+    base: &str,
+) -> Result<Option<Lane>, GitError> {
+    let _opening = opening(repo, item)?;
+    if lanes_dir(repo).join(item).exists() {
+        return Ok(None);
+    }
+    open_held(repo, remote, item, base).map(Some)
 }
 
 /// Opens `item`'s lane: the existing working copy on this clone, else a new one starting
 /// from the lane's branch on the remote (a peer's pushed work), else from `base`.
 pub fn open(repo: &Path, remote: &str, item: &str, base: &str) -> Result<Lane, GitError> {
+    let _opening = opening(repo, item)?;
+    open_held(repo, remote, item, base)
+}
+
+/// [`open`], with the lane held.
+fn open_held(repo: &Path, remote: &str, item: &str, base: &str) -> Result<Lane, GitError> {
     let branch = branch_of(item);
     let root = lanes_dir(repo).join(item);
     let lane = Lane {

@@ -12,18 +12,19 @@
 //! retired unused.
 //!
 //! The first stage of the next item is made ahead too ([`NextAhead`]): once a lane's work
-//! is past its implementing call, the next item this lane would take is claimed among the
-//! drive's lanes, its lane opened and its implementing call made ready, so that when the
-//! item lands the next one starts at once. It is only an offer: the item is still taken on
-//! the remote as any other (and the lane made ahead let go if a peer holds it), and it is
-//! let go as soon as the current item goes round again or ends any way but landed.
+//! is past its implementing call, the next item this lane would take is claimed ahead
+//! among the drive's lanes, its lane opened and its implementing call made ready, so that
+//! when the item lands the next one starts at once. It is only an offer: the item is still
+//! taken on the remote as any other; another lane that comes to want it takes it over; and
+//! it is let go (the sandbox retired, the claim dropped, the lane kept for whoever takes
+//! the item) if the take loses, or as soon as the current item goes round again or ends
+//! any way but landed.
 
 use std::cell::RefCell;
 use std::thread::{Scope, ScopedJoinHandle};
 
 use crate::error::CliError;
 use crate::harness::{CallProfile, Ready};
-use crate::lanes::Lane;
 use crate::sandbox::{Reaper, Sandbox};
 
 /// An agent call made ready ahead: its own profile copy, and its sandbox made from the
@@ -110,10 +111,9 @@ impl<'scope, 'env> Ahead<'scope, 'env> {
 
 /// The next item's lane, opened while this lane's item was still at work.
 pub(super) struct NextLane<'env> {
-    /// The item, claimed for this lane in the drive's tally (not yet taken on the remote).
+    /// The item, claimed ahead for this lane in the drive's tally (not yet taken on the
+    /// remote). Its lane was made for it ahead (nothing of one was on this clone).
     pub id: String,
-    /// Its lane, made for it ahead (no lane of the item existed on this clone).
-    pub lane: Lane,
     /// Its first implementing call, made ready; `None` when that failed (the call then
     /// makes its own sandbox, where a failure is recorded).
     pub implement: Option<PreparedCall<'env>>,

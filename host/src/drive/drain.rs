@@ -39,6 +39,13 @@ pub(super) enum ItemEnd {
     Cancelled(String),
 }
 
+impl Tally {
+    /// Whether the items landed, worked and made ready ahead reach `cap`.
+    fn at_cap(&self, cap: usize) -> bool {
+        self.landed.len() + self.working.len() + self.ahead.len() >= cap
+    }
+}
+
 /// An outage in progress: when it began and how far along the schedule it is.
 pub(super) struct Outage {
     started_unix: i64,
@@ -71,6 +78,10 @@ pub(super) struct Tally {
     /// Items a lane of this drive works now: no other lane takes them (they share the
     /// drive's holder, so the remote alone would not keep them apart).
     working: HashSet<String>,
+    /// Items a lane made ready ahead, to work next: counted toward the cap like the ones
+    /// worked, but another lane that comes to want one takes it over (the lane that made it
+    /// then lets it go), so that no lane ends idle for an item merely made ready.
+    ahead: HashSet<String>,
     /// Calls that could not be made, in a row, over all lanes.
     runner_failures: u32,
     outage: Option<Outage>,
@@ -302,8 +313,9 @@ impl Worker<'_, '_> {
             if self.ending() {
                 return Ok(Exit::Success);
             }
-            // The item made ahead is taken first: it is the one the queue's order gives
-            // next (the item before it landed). A take it loses lets it go.
+            // The item made ahead is taken first (it was the first this lane could take
+            // when it was made ready); a take it loses, or another lane's taking it over,
+            // lets it go.
             let (item, opened) = match pending
                 .take()
                 .and_then(|made| self.take_made(items, made, next))
@@ -387,22 +399,25 @@ impl Worker<'_, '_> {
     }
 
     /// Takes the item made ahead on the remote, as [`Worker::take`] does any item;
-    /// `None` (and the item let go) if that does not win it.
+    /// `None` (and the item let go) if another lane took it over, or the take does not win
+    /// it.
     fn take_made<'env>(
         &self,
         items: &[queue::Entry],
         made: NextLane<'env>,
         next: &NextAhead<'_, 'env>,
     ) -> Option<(queue::Item, NextLane<'env>)> {
-        let taken = items
-            .iter()
-            .find(|i| i.id == made.id)
-            .map(|entry| self.take(entry));
-        match taken {
+        let entry = items.iter().find(|i| i.id == made.id);
+        if entry.is_none() || !self.claim_made(&made.id) {
+            next.let_go(made);
+            return None;
+        }
+        match entry.map(|entry| self.take(entry)) {
             Some(Ok(Some(Next::Take(item)))) => Some((item, made)),
             // Held by another drive, landed meanwhile, unreadable, or the remote did not
             // answer: the ordinary search says so and goes on.
             _ => {
+                self.tally().working.remove(&made.id);
                 next.let_go(made);
                 None
             }
@@ -554,22 +569,45 @@ impl Worker<'_, '_> {
     }
 
     /// Claims `id` for this lane, unless the drive is done with it, another lane works it,
-    /// or the lanes at work would reach the cap.
+    /// or the lanes at work would reach the cap. An item another lane only made ready
+    /// ahead is taken over.
     pub(super) fn claim(&self, id: &str) -> bool {
         let mut tally = self.tally();
-        if tally.halted
-            || tally.done.contains(id)
-            || tally.working.contains(id)
-            || tally.landed.len() + tally.working.len() >= self.options.cap
-        {
+        if tally.halted || tally.done.contains(id) || tally.working.contains(id) {
+            return false;
+        }
+        if !tally.ahead.remove(id) && tally.at_cap(self.options.cap) {
             return false;
         }
         tally.working.insert(id.to_string())
     }
 
-    /// Drops this lane's claim on `id` (it is not worked after all).
-    pub(super) fn unclaim(&self, id: &str) {
-        self.tally().working.remove(id);
+    /// Claims `id` to be made ready ahead by this lane: as [`Worker::claim`], but an item
+    /// made ready by another lane is left to it, and the claim is one another lane may
+    /// take over until [`Worker::claim_made`].
+    pub(super) fn claim_ahead(&self, id: &str) -> bool {
+        let mut tally = self.tally();
+        if tally.halted
+            || tally.done.contains(id)
+            || tally.working.contains(id)
+            || tally.ahead.contains(id)
+            || tally.at_cap(self.options.cap)
+        {
+            return false;
+        }
+        tally.ahead.insert(id.to_string())
+    }
+
+    /// Turns this lane's claim ahead on `id` into a claim to work it; `false` when another
+    /// lane took it over meanwhile.
+    fn claim_made(&self, id: &str) -> bool {
+        let mut tally = self.tally();
+        tally.ahead.remove(id) && tally.working.insert(id.to_string())
+    }
+
+    /// Drops this lane's claim ahead on `id`, if it still holds it.
+    pub(super) fn unclaim_ahead(&self, id: &str) {
+        self.tally().ahead.remove(id);
     }
 
     /// The next item to work: the first in queue order that is not landed, failed, done in

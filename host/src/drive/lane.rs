@@ -171,13 +171,17 @@ impl Worker<'_, '_> {
             CliError::failure(format!("cannot open the lane of {}", item.id))
                 .caused_by(e.to_string())
         };
-        let (lane, ready) = match opened {
-            Some(opened) => (opened.lane, opened.implement),
-            None => (
-                lanes::open(&self.repo, &self.options.remote, &item.id, "HEAD")
-                    .map_err(cannot_open)?,
-                None,
-            ),
+        // A lane made ahead is opened again all the same: it catches up with what a peer
+        // pushed since (its sandbox mounts the same directories).
+        let ready = opened.and_then(|opened| opened.implement);
+        let lane = match lanes::open(&self.repo, &self.options.remote, &item.id, "HEAD") {
+            Ok(lane) => lane,
+            Err(e) => {
+                if let Some(call) = ready {
+                    call.discard(Some(self.reaper));
+                }
+                return Err(cannot_open(e));
+            }
         };
         // The later stages' sandboxes are made on threads of this scope while the earlier
         // ones run; whatever no stage took is retired before the lane is let go.
@@ -225,6 +229,18 @@ impl Worker<'_, '_> {
                     .map(|r| format!(" (last: {r})"))
                     .unwrap_or_default()
             );
+        }
+        // A passed check pushes no checkpoint of its own (it is no paid stage): resumed at
+        // the check, its receipt says it passed on the lane's commit, and the lane goes on
+        // to the review — whose call may have finished too, found next.
+        if at.next == Next::Check {
+            if let Some(receipt) = self.passed_check_since(item, lane, &at) {
+                at = Checkpoint {
+                    next: Next::Review,
+                    receipt: Some(receipt),
+                    ..at
+                };
+            }
         }
         // A call that finished after the checkpoint (the drive died, or the remote did not
         // answer, before the checkpoint reached it) is not made again: its receipt and the
@@ -339,6 +355,30 @@ impl Worker<'_, '_> {
             receipt: receipt.id,
             infrastructure: false,
         }))
+    }
+
+    /// The receipt of a check of `at`'s round that passed on the lane's commit as it is
+    /// now, made after `at`, if this clone made one.
+    fn passed_check_since(
+        &self,
+        item: &queue::Item,
+        lane: &Lane,
+        at: &Checkpoint,
+    ) -> Option<String> {
+        let head = lane.head().ok()?;
+        let (receipts, _) = receipts::read_all(&self.repo);
+        receipts
+            .into_iter()
+            .rev()
+            .find(|r| {
+                r.item == item.id
+                    && r.role == "check"
+                    && r.round == Some(at.round)
+                    && r.outcome == "passed"
+                    && Some(&r.id) != at.receipt.as_ref()
+                    && r.commit_before == head
+            })
+            .map(|r| r.id)
     }
 
     /// The implementing agent's call of this round.
@@ -914,9 +954,9 @@ impl Worker<'_, '_> {
     }
 
     /// The next item this lane would take, opened ahead: the first open item of `items`
-    /// in queue order that this lane can claim, if no lane of it is on this clone yet (a
-    /// lane kept from before is resumed where it is found, not ahead), with its first
-    /// implementing call made ready.
+    /// in queue order that this lane can claim ahead, if nothing of its lane is on this
+    /// clone yet (a lane kept from before is resumed where it is found, not ahead), with
+    /// its first implementing call made ready.
     fn make_next<'w>(&'w self, items: &[queue::Entry]) -> Result<Option<NextLane<'w>>, CliError> {
         if self.ending() {
             return Ok(None);
@@ -928,22 +968,22 @@ impl Worker<'_, '_> {
         let Some(entry) = items
             .iter()
             .filter(|i| marks.open(&i.id))
-            .find(|i| self.claim(&i.id))
+            .find(|i| self.claim_ahead(&i.id))
         else {
             return Ok(None);
         };
-        let unclaim = || self.unclaim(&entry.id);
-        if lanes::exists(&self.repo, &entry.id) {
-            unclaim();
-            return Ok(None);
-        }
+        let unclaim = || self.unclaim_ahead(&entry.id);
         // A malformed item is the take's to report; nothing is made for it.
         let Ok(item) = entry.load() else {
             unclaim();
             return Ok(None);
         };
-        let lane = match lanes::open(&self.repo, &self.options.remote, &entry.id, "HEAD") {
-            Ok(lane) => lane,
+        let lane = match lanes::open_new(&self.repo, &self.options.remote, &entry.id, "HEAD") {
+            Ok(Some(lane)) => lane,
+            Ok(None) => {
+                unclaim();
+                return Ok(None);
+            }
             Err(e) => {
                 unclaim();
                 return Err(
@@ -952,23 +992,27 @@ impl Worker<'_, '_> {
                 );
             }
         };
-        let prompt = implement_prompt(&item, None);
-        let implement = self.prepare_call(&lane, Role::Implement, &prompt).ok();
+        // A stop asked meanwhile makes no sandbox (the lane stays, for the item's take).
+        let implement = if self.ending() {
+            None
+        } else {
+            self.prepare_call(&lane, Role::Implement, &implement_prompt(&item, None))
+                .ok()
+        };
         Ok(Some(NextLane {
             id: entry.id.clone(),
-            lane,
             implement,
         }))
     }
 
-    /// Lets a lane made ahead go unused: its sandbox retired (stopped before its lane is
-    /// removed), its claim dropped.
+    /// Lets a lane made ahead go unused: its sandbox retired, its claim ahead dropped. The
+    /// lane's directories stay: another drive of this clone that took the item may work in
+    /// them, and a later take of the item here resumes them (`lanes::open`).
     fn let_next_go(&self, next: NextLane<'_>) {
         if let Some(call) = next.implement {
             call.discard(Some(self.reaper));
         }
-        next.lane.remove();
-        self.unclaim(&next.id);
+        self.unclaim_ahead(&next.id);
     }
 
     /// A call of `role` made ready: its profile copy (the login renewed first if due) and
