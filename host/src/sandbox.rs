@@ -748,11 +748,20 @@ pub(crate) const LIMIT_EVENTS_SCRIPT: &str =
      echo '[end]'";
 
 impl Sandbox<'_> {
-    /// Reads the sandbox's limit counters (a short process of its own; the counters are
-    /// read-only inside the sandbox). Processes the agent left behind may hold every pid
+    /// Reads the sandbox's limit counters: from the runtime, where it reads them from
+    /// outside (1.6), else with a short process of its own (the counters are read-only
+    /// inside the sandbox). Processes the agent left behind may hold every pid
     /// for a while (a fork storm's children): the reading is tried again for a few seconds
     /// before the answer is "nothing seen".
     pub fn limit_events(&self) -> LimitEvents {
+        // Read from outside where the runtime can: no process of its own, and nothing the
+        // agent left running can interfere with the reading.
+        if let Ok(Some(counted)) = self.runtime.handle.limit_counters(&self.id) {
+            return LimitEvents {
+                pids_refused: counted.pids_refused,
+                oom_kills: counted.oom_kills,
+            };
+        }
         let spec = || ProcessSpec {
             argv: vec!["sh".into(), "-c".into(), LIMIT_EVENTS_SCRIPT.into()].into(),
             env: Default::default(),
@@ -829,6 +838,13 @@ impl Driver for Conformance<'_> {
     }
     fn stop(&self, sandbox: &str) -> Result<(), PluginError> {
         self.0.stop(sandbox)
+    }
+
+    fn limit_counters(
+        &self,
+        sandbox: &str,
+    ) -> Result<Option<stet_plugin_api::LimitCounters>, PluginError> {
+        self.0.limit_counters(sandbox)
     }
 }
 

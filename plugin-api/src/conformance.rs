@@ -15,9 +15,9 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::{
-    capability, EnvVar, ErrorCode, ExitStatus, ForwardedSocket, Label, Limits, Mount, Network,
-    PluginError, ProbeReport, ProcessPlugin, ProcessSpec, ROption, RuntimePlugin, SandboxInfo,
-    SandboxOption, SandboxSpec, Sink, Stream, UserIds,
+    capability, EnvVar, ErrorCode, ExitStatus, ForwardedSocket, Label, LimitCounters, Limits,
+    Mount, Network, PluginError, ProbeReport, ProcessPlugin, ProcessSpec, ROption, RuntimePlugin,
+    SandboxInfo, SandboxOption, SandboxSpec, Sink, Stream, UserIds,
 };
 
 /// What the suite drives: a runtime, in-process or loaded by a host.
@@ -39,6 +39,12 @@ pub trait Driver: Sync {
     /// built before 1.5 does.
     fn stop(&self, sandbox: &str) -> Result<(), PluginError> {
         self.teardown(sandbox)
+    }
+    /// See [`RuntimePlugin::limit_counters`]. The default reads none, as a runtime built
+    /// before 1.6 does.
+    fn limit_counters(&self, sandbox: &str) -> Result<Option<LimitCounters>, PluginError> {
+        let _ = sandbox;
+        Ok(None)
     }
 }
 
@@ -103,6 +109,9 @@ impl<T: RuntimePlugin> Driver for Direct<'_, T> {
     }
     fn stop(&self, sandbox: &str) -> Result<(), PluginError> {
         self.0.stop(sandbox)
+    }
+    fn limit_counters(&self, sandbox: &str) -> Result<Option<LimitCounters>, PluginError> {
+        self.0.limit_counters(sandbox)
     }
 }
 
@@ -394,6 +403,10 @@ impl Suite<'_> {
             s.kill()
         });
         self.record("a stopped sandbox runs nothing more", |s| s.stop());
+        self.record(
+            "limit counters read from outside match the sandbox's own",
+            |s| s.limit_counters(),
+        );
         self.record("teardown succeeds, and again", |s| {
             s.driver.teardown(sb).map_err(|e| format!("first: {e}"))?;
             s.driver.teardown(sb).map_err(|e| format!("second: {e}"))?;
@@ -883,6 +896,82 @@ impl Suite<'_> {
             removed
                 .map(|_| detail)
                 .map_err(|e| format!("teardown after stop: {e}"))
+        })
+    }
+}
+
+impl Suite<'_> {
+    /// Where the runtime reads a sandbox's limit counters from outside, they are the
+    /// kernel's for that sandbox: none refused in a fresh one, and after a fork storm at a
+    /// low pids limit, forks refused — as many as the sandbox's own control group files
+    /// say inside.
+    fn limit_counters(&self) -> Outcome {
+        let spec = SandboxSpec {
+            limits: Limits {
+                pids: 16,
+                ..self.spec("limits").limits
+            },
+            ..self.spec("limits")
+        };
+        let info = self
+            .driver
+            .create_sandbox(spec)
+            .map_err(|e| format!("a sandbox with a pids limit: {e}"))?;
+        let outcome = (|| {
+            let read = || {
+                self.driver
+                    .limit_counters(&info.id)
+                    .map_err(|e| format!("limit_counters: {e}"))
+            };
+            let Some(fresh) = read()? else {
+                return Ok(
+                    "not read from outside by this runtime (the host reads them inside)"
+                        .to_string(),
+                );
+            };
+            if fresh.pids_refused != 0 || fresh.oom_kills != 0 {
+                return Err(format!("a fresh sandbox already counts {fresh:?}"));
+            }
+            // More short sleeps than the limit allows at once; the shell waits for the ones
+            // it got, so the pids are free again when it ends.
+            let storm = "i=0; while [ $i -lt 40 ]; do sleep 1 & i=$((i+1)); done 2>/dev/null; wait";
+            self.exec(&info.id, &["sh", "-c", storm], b"")?;
+            let outside = read()?.ok_or("limit_counters answered once, then no more")?;
+            let inside = self.exec(
+                &info.id,
+                &[
+                    "sh",
+                    "-c",
+                    "cat /sys/fs/cgroup/pids.events /sys/fs/cgroup/pids/pids.events 2>/dev/null; true",
+                ],
+                b"",
+            )?;
+            let counted = inside
+                .stdout()
+                .lines()
+                .find_map(|l| l.strip_prefix("max ")?.trim().parse::<u64>().ok());
+            if outside.pids_refused == 0 {
+                return Err(format!(
+                    "a fork storm at a pids limit of 16 left {outside:?} (inside: {counted:?})"
+                ));
+            }
+            match counted {
+                Some(inside) if inside != outside.pids_refused => Err(format!(
+                    "outside {} forks refused, inside {inside}",
+                    outside.pids_refused
+                )),
+                _ => Ok(format!(
+                    "{} forks refused at the pids limit, counted outside{}",
+                    outside.pids_refused,
+                    if counted.is_some() { " as inside" } else { "" }
+                )),
+            }
+        })();
+        let removed = self.driver.teardown(&info.id);
+        outcome.and_then(|detail| {
+            removed
+                .map(|_| detail)
+                .map_err(|e| format!("teardown: {e}"))
         })
     }
 }

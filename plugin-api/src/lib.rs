@@ -89,10 +89,10 @@ pub use sdk::{
 };
 pub use types::{
     CallOutcome, CredentialDecl, CredentialSource, CredentialSource_NE, EnvVar, ExitStatus, Fact,
-    ForwardedSocket, HarnessContext, ImageStatus, Label, Launch, Limits, Mount, Network, Outcome,
-    OutcomeCode, OutcomeKind, PluginIdentity, PluginKind, ProbeReport, ProcessSpec, Profile, Role,
-    RoleRequest, SandboxInfo, SandboxOption, SandboxOption_NE, SandboxSpec, Stream, TerminalSize,
-    UserIds, WallCheck, WallReport, WallState,
+    ForwardedSocket, HarnessContext, ImageStatus, Label, Launch, LimitCounters, Limits, Mount,
+    Network, Outcome, OutcomeCode, OutcomeKind, PluginIdentity, PluginKind, ProbeReport,
+    ProcessSpec, Profile, Role, RoleRequest, SandboxInfo, SandboxOption, SandboxOption_NE,
+    SandboxSpec, Stream, TerminalSize, UserIds, WallCheck, WallReport, WallState,
 };
 
 /// The command every guard refuses: the live wall proof asks the agent to run it and

@@ -5,14 +5,15 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use abi_stable::{
     sabi_trait::TD_Opaque,
-    std_types::{RBox, RResult, RSlice, RStr, RString, RVec},
+    std_types::{RBox, ROption, RResult, RSlice, RStr, RString, RVec},
 };
 
 use crate::abi::{v1, v1_0, v1_1, v1_2};
 use crate::{
     CallOutcome, CredentialDecl, ErrorCode, ExitStatus, HarnessContext, ImageStatus, Label, Launch,
-    Outcome, PluginError, ProbeReport, ProcessSpec, Profile, Role, RoleRequest, SandboxInfo,
-    SandboxOption, SandboxOption_NE, SandboxSpec, Stream, TerminalSize, WallCheck, WallReport,
+    LimitCounters, Outcome, PluginError, ProbeReport, ProcessSpec, Profile, Role, RoleRequest,
+    SandboxInfo, SandboxOption, SandboxOption_NE, SandboxSpec, Stream, TerminalSize, WallCheck,
+    WallReport,
 };
 
 /// Where a running process's output goes: the host's sink, seen from the plugin.
@@ -184,6 +185,18 @@ pub trait RuntimePlugin: Send + Sync + 'static {
     /// down.
     fn stop(&self, sandbox: &str) -> Result<(), PluginError> {
         self.teardown(sandbox)
+    }
+
+    /// What `sandbox`'s control group has counted so far — forks refused at its pids
+    /// limit, processes the OOM killer took — read from outside the sandbox, or `None`
+    /// where this runtime cannot read them (the host then reads them from inside, with a
+    /// process of its own, which costs an exec and can be interfered with by what the
+    /// agent left running). Called after the host's process in it has ended, before
+    /// [`RuntimePlugin::stop`]. Answer only what the kernel counted for exactly this
+    /// sandbox: `None` is always safe. Since API 1.6; the default is `None`.
+    fn limit_counters(&self, sandbox: &str) -> Result<Option<LimitCounters>, PluginError> {
+        let _ = sandbox;
+        Ok(None)
     }
 }
 
@@ -618,6 +631,12 @@ impl<T: RuntimePlugin> v1::Runtime for RuntimeAdapter<T> {
 
     fn stop(&self, sandbox: RStr<'_>) -> RResult<(), PluginError> {
         guard("stop", || self.0.stop(sandbox.as_str()))
+    }
+
+    fn limit_counters(&self, sandbox: RStr<'_>) -> RResult<ROption<LimitCounters>, PluginError> {
+        guard("limit_counters", || {
+            self.0.limit_counters(sandbox.as_str()).map(ROption::from)
+        })
     }
 }
 

@@ -267,6 +267,19 @@ pub struct ProcessSpec {
     pub stdin: RVec<u8>,
 }
 
+/// What a sandbox's control group has counted since it was made (new in 1.6): how often a
+/// fork was refused at its pids limit, and how many processes the kernel's OOM killer
+/// took. Read by the runtime from outside the sandbox, where nothing in it can reach.
+#[repr(C)]
+#[derive(StableAbi, Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct LimitCounters {
+    /// Forks refused at the pids limit (the control group's `pids.events` `max`).
+    pub pids_refused: u64,
+    /// Processes the OOM killer took (`memory.events`, or v1's `memory.oom_control`,
+    /// `oom_kill`).
+    pub oom_kills: u64,
+}
+
 /// How a process ended.
 #[repr(C)]
 #[derive(StableAbi, Debug, Clone, Copy, PartialEq, Eq)]

@@ -192,6 +192,18 @@ fn docker_passes_the_conformance_kit_through_the_host() {
     assert!(out
         .stdout
         .contains("  pass  a stopped sandbox runs nothing more"));
+    // The engine runs on this kernel: the counters are read from outside, and agree.
+    assert!(
+        out.stdout
+            .contains("  pass  limit counters read from outside match the sandbox's own"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("counted outside as inside"),
+        "{}",
+        out.stdout
+    );
     assert!(
         out.stdout.trim_end().ends_with(" passed, 0 failed"),
         "{}",

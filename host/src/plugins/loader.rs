@@ -764,6 +764,20 @@ impl RuntimeHandle {
         }
     }
 
+    /// See [`stet_plugin_api::RuntimePlugin::limit_counters`]; none before 1.6.
+    pub fn limit_counters(
+        &self,
+        sandbox: &str,
+    ) -> Result<Option<stet_plugin_api::LimitCounters>, PluginError> {
+        match self {
+            RuntimeHandle::V1(r) => r
+                .limit_counters(sandbox.into())
+                .into_result()
+                .map(Into::into),
+            _ => Ok(None),
+        }
+    }
+
     /// See [`stet_plugin_api::RuntimePlugin::list_sandboxes`].
     pub fn list_sandboxes(&self, labels: Vec<Label>) -> Result<Vec<SandboxInfo>, PluginError> {
         let labels = RVec::from(labels);

@@ -22,7 +22,8 @@
 //! socket, the first process), [`Harness::check_walls_typed`],
 //! [`Harness::read_proof_typed`], [`Harness::read_call`], [`Harness::credentials`],
 //! [`Harness::settle_profile`], [`StetPlugin::requires`]; 1.4 — [`Harness::login_expiry`],
-//! [`Harness::refresh_launch`], [`Harness::settle_refresh`]; 1.5 — [`Runtime::stop`].
+//! [`Harness::refresh_launch`], [`Harness::settle_refresh`]; 1.5 — [`Runtime::stop`];
+//! 1.6 — [`Runtime::limit_counters`].
 //!
 //! Plugin authors do not implement these traits directly: they implement
 //! [`RuntimePlugin`](crate::RuntimePlugin) or [`HarnessPlugin`](crate::HarnessPlugin) and
@@ -41,9 +42,9 @@ use abi_stable::{
 pub use super::v1_1::{OutputSink, OutputSink_TO, Process, ProcessBox, Process_TO, SinkBox};
 pub use super::v1_2::{Terminal, TerminalBox, Terminal_TO};
 use crate::{
-    CallOutcome, CredentialDecl, ExitStatus, HarnessContext, ImageStatus, Label, Launch, Outcome,
-    PluginError, PluginIdentity, ProbeReport, ProcessSpec, Profile, Role, RoleRequest, SandboxInfo,
-    SandboxOption_NE, SandboxSpec, TerminalSize, WallCheck, WallReport,
+    CallOutcome, CredentialDecl, ExitStatus, HarnessContext, ImageStatus, Label, Launch,
+    LimitCounters, Outcome, PluginError, PluginIdentity, ProbeReport, ProcessSpec, Profile, Role,
+    RoleRequest, SandboxInfo, SandboxOption_NE, SandboxSpec, TerminalSize, WallCheck, WallReport,
 };
 
 /// A sandbox made by [`Runtime::start`]: the runtime's record of it, and the first process
@@ -120,6 +121,13 @@ pub trait Runtime: Send + Sync {
     /// built before it stops a sandbox by tearing it down.
     fn stop(&self, sandbox: RStr<'_>) -> RResult<(), PluginError> {
         self.teardown(sandbox)
+    }
+
+    /// A sandbox's limit counters read from outside it, or `RNone` where this runtime
+    /// cannot (the host then reads them from inside). New in 1.6; a runtime built before
+    /// it answers `RNone`.
+    fn limit_counters(&self, _sandbox: RStr<'_>) -> RResult<ROption<LimitCounters>, PluginError> {
+        RResult::ROk(ROption::RNone)
     }
     // Next minor: append here, with a default body.
 }

@@ -17,11 +17,12 @@ use std::sync::{Arc, Mutex};
 use bollard::Docker;
 use serde::Deserialize;
 use stet_plugin_api::{
-    capability, export_plugin, ImageStatus, Label, PluginError, ProbeReport, ProcessPlugin,
-    ProcessSpec, RuntimePlugin, SandboxInfo, SandboxOption, SandboxSpec, TerminalPlugin,
-    TerminalSize,
+    capability, export_plugin, ImageStatus, Label, LimitCounters, PluginError, ProbeReport,
+    ProcessPlugin, ProcessSpec, RuntimePlugin, SandboxInfo, SandboxOption, SandboxSpec,
+    TerminalPlugin, TerminalSize,
 };
 
+mod cgroup;
 mod connect;
 mod process;
 mod sandbox;
@@ -229,6 +230,14 @@ impl RuntimePlugin for DockerRuntime {
     fn stop(&self, sandbox: &str) -> Result<(), PluginError> {
         let docker = self.engine()?;
         self.tokio.block_on(sandbox::stop(&docker, sandbox))
+    }
+
+    fn limit_counters(&self, sandbox: &str) -> Result<Option<LimitCounters>, PluginError> {
+        let docker = self.engine()?;
+        let Some((id, pid)) = self.tokio.block_on(sandbox::init_of(&docker, sandbox)) else {
+            return Ok(None);
+        };
+        Ok(cgroup::counters(&id, pid))
     }
 
     fn list_sandboxes(&self, labels: &[Label]) -> Result<Vec<SandboxInfo>, PluginError> {

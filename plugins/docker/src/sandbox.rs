@@ -354,6 +354,17 @@ pub async fn stop(docker: &Docker, sandbox: &str) -> Result<(), PluginError> {
     }
 }
 
+/// The full id and the init's pid (as the engine numbers it) of a running sandbox; `None`
+/// when it is not running or the engine does not say.
+pub async fn init_of(docker: &Docker, sandbox: &str) -> Option<(String, i64)> {
+    let container = docker.inspect_container(sandbox, None).await.ok()?;
+    let state = container.state?;
+    if state.running != Some(true) {
+        return None;
+    }
+    Some((container.id?, state.pid?))
+}
+
 pub async fn list(docker: &Docker, labels: &[Label]) -> Result<Vec<SandboxInfo>, PluginError> {
     if labels.is_empty() {
         return Err(PluginError::invalid_input(
