@@ -277,11 +277,17 @@ impl Worker<'_, '_> {
                 (Next::Land | Next::LandAgain, _) => return self.land(item, lane, &at),
             };
             match moved {
-                // A passed check is not saved on its own: it is no paid stage, the lane
-                // holds nothing new (the check's writes are restored away), and the
-                // review's checkpoint, pushed next, says it passed. Resumed before that,
-                // the check runs again.
-                Moved::On(next) if at.next == Next::Check && next.next == Next::Review => {
+                // A passed check is not saved on its own: it is no paid stage, and the lane
+                // holds nothing new (the check's writes are restored away). Nor is a
+                // review that says LAND: the landing's first push follows at once, and
+                // says it (the landed mark, or with a land command the landing begun).
+                // Resumed before either reached the remote, this clone's receipts say
+                // what passed and what the reviewer answered (`passed_check_since`,
+                // `finished_since`); nothing paid is made again.
+                Moved::On(next)
+                    if (at.next == Next::Check && next.next == Next::Review)
+                        || (at.next == Next::Review && next.next == Next::Land) =>
+                {
                     at = next;
                 }
                 Moved::On(next) => {

@@ -983,10 +983,11 @@ fn record_pushes(remote: &std::path::Path) -> PathBuf {
 }
 
 #[test]
-fn an_item_costs_four_pushes_take_a_checkpoint_per_paid_stage_and_one_landing() {
+fn an_item_costs_three_pushes_the_take_the_implementing_calls_checkpoint_and_one_landing() {
     let world = World::new(&["one", "two"]);
     let pushes = record_pushes(&world.remote);
-    // With a check: it passes, and is no paid stage, so it pushes nothing.
+    // With a check: it passes, and is no paid stage, so it pushes nothing; the review
+    // says LAND, which the landing's push says.
     let options = DriveOptions {
         check: Some("cargo test".into()),
         ..world.options()
@@ -1003,33 +1004,28 @@ fn an_item_costs_four_pushes_take_a_checkpoint_per_paid_stage_and_one_landing() 
     let log = std::fs::read_to_string(&pushes).unwrap();
     let pushed: Vec<&str> = log.lines().collect();
     // Per item: the take; the implementing call's checkpoint with the branch (and the
-    // renewal); the review's checkpoint (and the renewal); the landing — the ledger's new
-    // entry, the checkpoint removed, the reservation released — in one push. No push for a
-    // stage change alone.
-    assert_eq!(pushed.len(), 8, "{log}");
+    // renewal); the landing — the ledger's new entry, the checkpoint removed, the
+    // reservation released — in one push. No push for a stage change alone.
+    assert_eq!(pushed.len(), 6, "{log}");
     for item in ["one", "two"] {
         let of: Vec<&&str> = pushed
             .iter()
             .filter(|p| p.contains(&format!("/{item} ")) || p.ends_with(&format!("/{item}")))
             .collect();
-        assert_eq!(of.len(), 4, "{item}: {of:#?}");
+        assert_eq!(of.len(), 3, "{item}: {of:#?}");
         assert_eq!(of[0].trim(), format!("refs/stet/reservations/{item}"));
         // (The renewal there is a no-op when it falls in the second of the take: the same
         // record, so the hook does not list the ref; its lease is checked all the same.)
         assert!(of[1].contains(&format!("refs/heads/stet/{item}")), "{of:?}");
         assert!(
-            of[2].contains(&format!("refs/stet/progress/{item}")),
-            "{of:?}"
-        );
-        assert!(
-            of[2].contains(&format!("refs/stet/reservations/{item}")),
+            of[1].contains(&format!("refs/stet/progress/{item}")),
             "{of:?}"
         );
         for part in ["refs/stet/progress/", "refs/stet/reservations/"] {
-            assert!(of[3].contains(&format!("{part}{item}")), "{of:?}");
+            assert!(of[2].contains(&format!("{part}{item}")), "{of:?}");
         }
         // The landed mark is an entry of the one ledger, not a ref of its own.
-        assert!(of[3].contains("refs/stet/ledger"), "{of:?}");
+        assert!(of[2].contains("refs/stet/ledger"), "{of:?}");
     }
     // And nothing is left held.
     assert!(world.origin().list().unwrap().is_empty());
