@@ -848,7 +848,16 @@ impl Suite<'_> {
             let writer = format!(
                 "(while :; do echo x >> {LANE}/stop-beat; done) >/dev/null 2>&1 </dev/null &"
             );
-            let script = [writer.as_str(); 4].join(" ");
+            // The parent waits (a few seconds at most) until they have written twice, so
+            // that they have run before it ends: a runtime whose processes all end with the
+            // one it spawned (a pid namespace per process) leaves nothing running, and
+            // passes for that — where without the wait the writers might never run at all.
+            let settle = format!(
+                "i=0; while :; do n=$(wc -c < {LANE}/stop-beat 2>/dev/null | tr -d ' '); \
+                 [ \"${{n:-0}}\" -ge 4 ] && break; i=$((i+1)); [ $i -ge 500 ] && break; \
+                 sleep 0.01; done"
+            );
+            let script = format!("{} {settle}", [writer.as_str(); 4].join(" "));
             let ran = self.exec(&info.id, &["sh", "-c", &script], b"")?;
             if !ran.status.success() {
                 return Err(format!("the loop did not start: {:?}", ran.status));
