@@ -646,13 +646,18 @@ mod tests {
         (root, work)
     }
 
+    /// Three commits of `README` on top of `work`'s branch, the last saying `version 2`.
+    fn three_versions(work: &Path) {
+        for n in 0..3 {
+            std::fs::write(work.join("README"), format!("version {n}\n")).unwrap();
+            git(work, &["commit", "--quiet", "-am", &format!("v{n}")]).unwrap();
+        }
+    }
+
     #[test]
     fn a_new_lane_holds_its_branchs_whole_history_and_nothing_of_other_branches() {
         let (_root, work) = repo_with_remote();
-        for n in 0..3 {
-            std::fs::write(work.join("README"), format!("version {n}\n")).unwrap();
-            git(&work, &["commit", "--quiet", "-am", &format!("v{n}")]).unwrap();
-        }
+        three_versions(&work);
         // Another branch's content: outside the lane.
         git(&work, &["checkout", "--quiet", "-b", "private"]).unwrap();
         std::fs::write(work.join("secret.txt"), "only on private\n").unwrap();
@@ -681,10 +686,7 @@ mod tests {
     #[test]
     fn a_new_lane_of_a_shallow_clone_is_fetched_and_its_history_ends_where_the_clones_does() {
         let (root, work) = repo_with_remote();
-        for n in 0..3 {
-            std::fs::write(work.join("README"), format!("version {n}\n")).unwrap();
-            git(&work, &["commit", "--quiet", "-am", &format!("v{n}")]).unwrap();
-        }
+        three_versions(&work);
         let shallow = root.path().join("shallow");
         git(
             root.path(),

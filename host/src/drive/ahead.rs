@@ -125,8 +125,8 @@ pub(super) trait MakesNext<'env>: Sync {
     /// call ready; `None` when there is none to make ahead. An error leaves nothing
     /// claimed or made.
     fn make_next(&self) -> Result<Option<NextLane<'env>>, CliError>;
-    /// Lets a next lane go unused: its sandbox retired, its lane removed, its claim
-    /// dropped.
+    /// Lets a next lane go unused: its sandbox retired, its claim dropped (its lane stays,
+    /// for whoever takes the item).
     fn let_go(&self, next: NextLane<'env>);
 }
 

@@ -330,33 +330,10 @@ impl Worker<'_, '_> {
                     }
                     Next::Nothing => return Ok(Exit::Success),
                     Next::Unreachable(detail) => {
-                        // A wait named by the move: back off from the floor, doubling to ten
-                        // minutes; give up when the remote has been gone for the outage limit.
-                        let state = unreachable.get_or_insert_with(|| Outage {
-                            started_unix: self.clock.now(),
-                            step: 0,
-                        });
-                        if self.clock.now() - state.started_unix >= self.options.outage_limit_secs {
-                            note!(
-                                self.progress,
-                                "the remote {} has not answered for {}: the drive stops; lanes stay on their branches",
-                                self.options.remote,
-                                duration(self.clock.now() - state.started_unix)
-                            );
-                            return Ok(Exit::Unusable);
+                        match self.wait_for_remote(&mut unreachable, &detail) {
+                            Some(exit) => return Ok(exit),
+                            None => continue,
                         }
-                        let backoff = (self.options.wait_floor_secs << state.step.min(16)).min(600);
-                        state.step += 1;
-                        if !self.wait(
-                            &format!(
-                                "the remote {} did not answer ({detail})",
-                                self.options.remote
-                            ),
-                            self.clock.now() + backoff,
-                        ) {
-                            return Ok(self.stopped_while_waiting());
-                        }
-                        continue;
                     }
                 },
             };
@@ -396,6 +373,35 @@ impl Worker<'_, '_> {
                 return Ok(exit);
             }
         }
+    }
+
+    /// The remote did not answer the search for the next item: a wait named by the move,
+    /// backing off from the floor, doubling to ten minutes. `Some` ends the lane's loop:
+    /// the remote has been gone for the outage limit, or a stop came during the wait.
+    fn wait_for_remote(&self, unreachable: &mut Option<Outage>, detail: &str) -> Option<Exit> {
+        let state = unreachable.get_or_insert_with(|| Outage {
+            started_unix: self.clock.now(),
+            step: 0,
+        });
+        if self.clock.now() - state.started_unix >= self.options.outage_limit_secs {
+            note!(
+                self.progress,
+                "the remote {} has not answered for {}: the drive stops; lanes stay on their branches",
+                self.options.remote,
+                duration(self.clock.now() - state.started_unix)
+            );
+            return Some(Exit::Unusable);
+        }
+        let backoff = (self.options.wait_floor_secs << state.step.min(16)).min(600);
+        state.step += 1;
+        let waited = self.wait(
+            &format!(
+                "the remote {} did not answer ({detail})",
+                self.options.remote
+            ),
+            self.clock.now() + backoff,
+        );
+        (!waited).then(|| self.stopped_while_waiting())
     }
 
     /// Takes the item made ahead on the remote, as [`Worker::take`] does any item;
@@ -571,7 +577,7 @@ impl Worker<'_, '_> {
     /// Claims `id` for this lane, unless the drive is done with it, another lane works it,
     /// or the lanes at work would reach the cap. An item another lane only made ready
     /// ahead is taken over.
-    pub(super) fn claim(&self, id: &str) -> bool {
+    fn claim(&self, id: &str) -> bool {
         let mut tally = self.tally();
         if tally.halted || tally.done.contains(id) || tally.working.contains(id) {
             return false;

@@ -167,10 +167,6 @@ impl Worker<'_, '_> {
         // The working copy is made outside the drain lock (it writes only the lane's own
         // directory), so other lanes move meanwhile; the repository's copy of the branch
         // is a move of its own.
-        let cannot_open = |e: lanes::GitError| {
-            CliError::failure(format!("cannot open the lane of {}", item.id))
-                .caused_by(e.to_string())
-        };
         // A lane made ahead is opened again all the same: it catches up with what a peer
         // pushed since (its sandbox mounts the same directories).
         let ready = opened.and_then(|opened| opened.implement);
@@ -180,7 +176,7 @@ impl Worker<'_, '_> {
                 if let Some(call) = ready {
                     call.discard(Some(self.reaper));
                 }
-                return Err(cannot_open(e));
+                return Err(cannot_open(&item.id, e));
             }
         };
         // The later stages' sandboxes are made on threads of this scope while the earlier
@@ -201,15 +197,12 @@ impl Worker<'_, '_> {
         ahead: &mut Ahead<'scope, 'env>,
         next: &NextAhead<'_, '_>,
     ) -> Result<ItemEnd, CliError> {
-        let cannot_open = |e: lanes::GitError| {
-            CliError::failure(format!("cannot open the lane of {}", item.id))
-                .caused_by(e.to_string())
-        };
         {
             let _lock = self.lock()?;
             // The repository holds the lane's branch from the start (a lane a peer pushed
             // is opened from the remote): its base is found there.
-            lane.bring_back(&self.repo).map_err(cannot_open)?;
+            lane.bring_back(&self.repo)
+                .map_err(|e| cannot_open(&item.id, e))?;
         }
         let on_remote = match self.remote().checkpoint(&item.id) {
             Ok(checkpoint) => checkpoint,
@@ -992,10 +985,7 @@ impl Worker<'_, '_> {
             }
             Err(e) => {
                 unclaim();
-                return Err(
-                    CliError::failure(format!("cannot open the lane of {}", entry.id))
-                        .caused_by(e.to_string()),
-                );
+                return Err(cannot_open(&entry.id, e));
             }
         };
         // A stop asked meanwhile makes no sandbox (the lane stays, for the item's take).
@@ -1019,6 +1009,22 @@ impl Worker<'_, '_> {
             call.discard(Some(self.reaper));
         }
         self.unclaim_ahead(&next.id);
+    }
+
+    /// The harness's launch of a call of `role` on `lane` with `profile` (its copy).
+    fn launch_on(
+        &self,
+        lane: &Lane,
+        role: Role,
+        prompt: &str,
+        profile: &harness::CallProfile,
+    ) -> Result<stet_plugin_api::Launch, CliError> {
+        self.harness.launch(RoleRequest {
+            role,
+            prompt: prompt.into(),
+            profile_dir: profile.dir.clone().into(),
+            workdir: lane.dir.display().to_string().into(),
+        })
     }
 
     /// A call of `role` made ready: its profile copy (the login renewed first if due) and
@@ -1046,13 +1052,7 @@ impl Worker<'_, '_> {
             )
         };
         let launch = self
-            .harness
-            .launch(RoleRequest {
-                role,
-                prompt: prompt.into(),
-                profile_dir: profile.dir.clone().into(),
-                workdir: lane.dir.display().to_string().into(),
-            })
+            .launch_on(lane, role, prompt, &profile)
             .map_err(|e| CliError::failure(e.to_string()))?;
         let ready = harness::ready_launch(
             self.settings,
@@ -1100,14 +1100,8 @@ impl Worker<'_, '_> {
                 .caused_by(w.detail.to_string())
                 .hint("do not edit the profile's settings while a drive runs; start the drive again to rewrite them"));
         }
-        let launch_on = |profile: &harness::CallProfile| {
-            self.harness.launch(RoleRequest {
-                role,
-                prompt: prompt.into(),
-                profile_dir: profile.dir.clone().into(),
-                workdir: lane.dir.display().to_string().into(),
-            })
-        };
+        let launch_on =
+            |profile: &harness::CallProfile| self.launch_on(lane, role, prompt, profile);
         let (prepared, fresh, renewed) = {
             let settled = self.profile_lock.lock().unwrap_or_else(|p| p.into_inner());
             // A login that would expire before this call could end is renewed first.
@@ -1441,6 +1435,11 @@ fn review_prompt(item: &queue::Item, base: &str) -> String {
          or with REVISE on the first line followed by what must change.",
         item.text.trim()
     )
+}
+
+/// Why a lane could not be opened, for `item`.
+fn cannot_open(item: &str, e: lanes::GitError) -> CliError {
+    CliError::failure(format!("cannot open the lane of {item}")).caused_by(e.to_string())
 }
 
 /// A lane's worker with the queue it takes from: how its next item is made ahead.

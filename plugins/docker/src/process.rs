@@ -273,11 +273,18 @@ impl DockerProcess {
     /// The engine marks a container `OOMKilled` only when its main process dies; an exec'd
     /// process killed for memory leaves no mark. So a process that died of SIGKILL nobody
     /// sent is checked against the cgroup's own counter (v2 `memory.events`, v1
-    /// `memory.oom_control`), read from inside the sandbox.
+    /// `memory.oom_control`): from the host's view of the cgroup where the engine runs on
+    /// this kernel (`cgroup.rs`), else read from inside the sandbox.
     async fn oom_kills(&self) -> u64 {
         if let Ok(c) = self.docker.inspect_container(&self.container, None).await {
-            if c.state.and_then(|s| s.oom_killed).unwrap_or(false) {
+            let state = c.state.unwrap_or_default();
+            if state.oom_killed == Some(true) {
                 return 1;
+            }
+            if let (Some(true), Some(id), Some(pid)) = (state.running, c.id.as_deref(), state.pid) {
+                if let Some(counted) = crate::cgroup::counters(id, pid) {
+                    return counted.oom_kills;
+                }
             }
         }
         let script = "cat /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null; true";
