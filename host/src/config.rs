@@ -25,6 +25,7 @@
 //! land = "gh pr create --fill --head $STET_BRANCH"   # on the host, after a lane lands
 //! secrets_allowed = ["tests/fixtures/"]     # where secret shapes are expected (not pushed
 //!                                           # otherwise; stet's own credentials never)
+//! max_file = "16MiB"                        # the largest file an agent may add or change
 //!
 //! [plugins.docker]                          # handed to the docker plugin as JSON
 //! host = "unix:///var/run/docker.sock"
@@ -89,6 +90,8 @@ pub struct ConfigFile {
     pub drive_secrets_allowed: Vec<String>,
     /// `[drive] jobs`: how many items a drive works at once.
     pub drive_jobs: Option<usize>,
+    /// `[drive] max_file`: the largest file, in bytes, an agent may add or change.
+    pub drive_max_file: Option<u64>,
     /// `[network] allow`: hosts every proxied sandbox may reach beside what its harness
     /// declares (entries checked: `host`, `host:port`, `*.domain`).
     pub network_allow: Vec<String>,
@@ -169,6 +172,7 @@ struct RawDrive {
     land: Option<String>,
     jobs: Option<Spanned<i64>>,
     secrets_allowed: Option<Vec<String>>,
+    max_file: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -340,6 +344,24 @@ pub fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
             Some(n as usize)
         }
     };
+    let drive_max_file = match raw.drive.as_mut().and_then(|d| d.max_file.take()) {
+        None => None,
+        Some(value) => {
+            let at = Some(value.span().start);
+            let bytes = parse_size(value.get_ref())
+                .map_err(|why| error(at, format!("key `drive.max_file`: {why}")))?;
+            if bytes < 1024 {
+                return Err(error(
+                    at,
+                    format!(
+                        "key `drive.max_file`: {} is below the least stet allows (1 KiB)",
+                        value.get_ref()
+                    ),
+                ));
+            }
+            Some(bytes)
+        }
+    };
     let mut sandbox_image = None;
     let mut limits = LimitSettings::default();
     if let Some(sandbox) = raw.sandbox {
@@ -488,6 +510,7 @@ pub fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
             .and_then(|d| d.secrets_allowed)
             .unwrap_or_default(),
         drive_jobs,
+        drive_max_file,
         network_allow,
         network_deny,
         network_connect_to,

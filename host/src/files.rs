@@ -79,14 +79,19 @@ mod libc_flags {
     pub const NONBLOCK: i32 = nix::fcntl::OFlag::O_NONBLOCK.bits();
 }
 
-/// The disk space the files under `root` take (blocks actually allocated, each inode once,
-/// symbolic links not followed, other file systems not entered), stopping early once it
-/// passes `stop_at`.
+/// The disk space the files under `root` take or may come to take: each regular file
+/// counts the larger of its length and the blocks allocated to it — a sparse file counts
+/// its length, since whoever reads it (git hashing it, a scan) reads every byte of it —,
+/// each inode once, symbolic links not followed, other file systems not entered. Stops
+/// early once it passes `stop_at`. A `root` that is a file is measured as one.
 pub fn tree_size(root: &Path, stop_at: u64) -> u64 {
     use std::os::unix::fs::MetadataExt;
     let Ok(top) = std::fs::symlink_metadata(root) else {
         return 0;
     };
+    if !top.is_dir() {
+        return charge(&top);
+    }
     let device = top.dev();
     let mut total = 0u64;
     let mut linked = std::collections::HashSet::new();
@@ -105,7 +110,7 @@ pub fn tree_size(root: &Path, stop_at: u64) -> u64 {
             if meta.nlink() > 1 && !meta.is_dir() && !linked.insert(meta.ino()) {
                 continue;
             }
-            total = total.saturating_add(meta.blocks().saturating_mul(512));
+            total = total.saturating_add(charge(&meta));
             if total > stop_at {
                 return total;
             }
@@ -115,6 +120,18 @@ pub fn tree_size(root: &Path, stop_at: u64) -> u64 {
         }
     }
     total
+}
+
+/// What one entry counts toward a tree's size: its allocated blocks, or its length when
+/// that is more (a sparse regular file).
+fn charge(meta: &std::fs::Metadata) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let allocated = meta.blocks().saturating_mul(512);
+    if meta.is_file() {
+        allocated.max(meta.len())
+    } else {
+        allocated
+    }
 }
 
 /// Copies the tree at `from` to `to` (which must not exist): directories and regular files
@@ -211,5 +228,16 @@ mod tests {
         std::os::unix::fs::symlink("/", dir.path().join("root")).unwrap();
         let size = tree_size(dir.path(), u64::MAX);
         assert!((64 * 1024..128 * 1024).contains(&size), "{size}");
+    }
+
+    #[test]
+    fn a_sparse_file_counts_its_length_not_its_blocks() {
+        let dir = tempfile::tempdir().unwrap();
+        let sparse = std::fs::File::create(dir.path().join("sparse")).unwrap();
+        sparse.set_len(20 << 30).unwrap();
+        assert!(tree_size(dir.path(), u64::MAX) >= 20 << 30);
+        assert!(tree_size(&dir.path().join("sparse"), u64::MAX) >= 20 << 30);
+        // Stops early all the same.
+        assert!(tree_size(dir.path(), 1 << 20) > 1 << 20);
     }
 }

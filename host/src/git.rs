@@ -18,6 +18,13 @@
 //!   first did not.)
 //!
 //! Both set stet's identity for the commits stet makes and never let git prompt.
+//!
+//! Every inert command is **bounded**: it leads its own process group, has a deadline
+//! ([`LANE_GIT_DEADLINE`]) after which the group is killed, is hurried to a short one
+//! ([`HURRIED`]) by a drive's first stop signal ([`hurry_all`]), and is killed at once by
+//! its second ([`kill_all`]). Git must never wait on what a sandbox made — a FIFO it opens
+//! blocks it forever — and the lane's files are looked at before git runs on them
+//! (`lanes::examine`); the deadline is the second layer.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -204,7 +211,7 @@ fn checked(out: Output, dir: &Path, args: &[&str]) -> Result<String, GitError> {
 
 /// Configuration given on git's command-line level for every inert command. It overrides
 /// the repository's own file, and git passes it on to the git processes it starts.
-const INERT_CONFIG: [(&str, &str); 30] = [
+const INERT_CONFIG: [(&str, &str); 31] = [
     ("core.fsmonitor", "false"),
     ("core.hooksPath", "/dev/null"),
     ("core.pager", "cat"),
@@ -232,6 +239,9 @@ const INERT_CONFIG: [(&str, &str); 30] = [
     ("status.submoduleSummary", "false"),
     ("fetch.recurseSubmodules", "false"),
     ("gc.auto", "0"),
+    // A lane's git directory is readable in its sandbox: no reflog there names a host path
+    // (a fetch's source) or an earlier item's commits.
+    ("core.logAllRefUpdates", "false"),
     ("maintenance.auto", "false"),
     ("advice.detachedHead", "false"),
     ("init.defaultBranch", "main"),
@@ -268,7 +278,22 @@ pub struct Inert {
     /// `GIT_DIR` and `GIT_WORK_TREE`, for a lane (whose git directory is not inside its
     /// working tree).
     lane: Option<(PathBuf, PathBuf)>,
+    /// When a command is killed.
+    deadline: std::time::Duration,
 }
+
+/// How long an inert git command may take before its process group is killed: long enough
+/// for the slowest step stet makes on a lane — the first checkout of a large repository's
+/// lane (about 3 s for the 50,000-file repository of `host/benches/lanes.rs` here) — many
+/// times over, short enough that a git waiting on something a sandbox made does not hold
+/// a drive for long.
+pub const LANE_GIT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The deadline a stop leaves a git command already running: an ordinary one ends well
+/// within it; one that waits on something never does.
+pub const HURRIED: std::time::Duration = std::time::Duration::from_secs(3);
+
+pub use bounded::{hurry_all, kill_all};
 
 impl Inert {
     /// Git on a lane: its git directory and its working tree.
@@ -276,6 +301,7 @@ impl Inert {
         Inert {
             dir: work_tree.to_path_buf(),
             lane: Some((git_dir.to_path_buf(), work_tree.to_path_buf())),
+            deadline: LANE_GIT_DEADLINE,
         }
     }
 
@@ -284,6 +310,7 @@ impl Inert {
         Inert {
             dir: dir.to_path_buf(),
             lane: None,
+            deadline: LANE_GIT_DEADLINE,
         }
     }
 
@@ -335,7 +362,7 @@ impl Inert {
     fn filters_off(&self) -> Vec<(String, String)> {
         let mut command = self.command(&[]);
         command.args(["config", "--name-only", "--get-regexp", r"^filter\."]);
-        let Ok(out) = command.output() else {
+        let Ok(out) = bounded::run(command, self.deadline, None) else {
             return Vec::new();
         };
         let mut off = Vec::new();
@@ -361,6 +388,61 @@ impl Inert {
 
     /// Runs git and returns its output whatever its exit status.
     pub fn output(&self, args: &[&str]) -> Result<Output, GitError> {
+        let command = self.prepared(args);
+        bounded::run(command, self.deadline, self.lock_file().as_deref()).map_err(|e| GitError {
+            args: args.join(" "),
+            dir: self.dir.display().to_string(),
+            detail: e.to_string(),
+        })
+    }
+
+    /// The same git with another deadline.
+    pub fn with_deadline(mut self, deadline: std::time::Duration) -> Inert {
+        self.deadline = deadline;
+        self
+    }
+
+    /// Runs git, handing each line of its standard output (a line longer than
+    /// `max_line` in pieces of at most that) to `on_line` as it comes: what it prints is
+    /// never held whole. A failure carries what git said on stderr.
+    pub fn stream(
+        &self,
+        args: &[&str],
+        max_line: usize,
+        on_line: &mut dyn FnMut(&[u8]),
+    ) -> Result<(), GitError> {
+        let command = self.prepared(args);
+        let fail = |detail: String| GitError {
+            args: args.join(" "),
+            dir: self.dir.display().to_string(),
+            detail,
+        };
+        let out = bounded::stream(
+            command,
+            self.deadline,
+            self.lock_file().as_deref(),
+            max_line,
+            on_line,
+        )
+        .map_err(|e| fail(e.to_string()))?;
+        if !out.status.success() {
+            return Err(fail(
+                String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The index lock a killed command may leave behind in a lane's git directory.
+    fn lock_file(&self) -> Option<PathBuf> {
+        self.lane
+            .as_ref()
+            .map(|(git_dir, _)| git_dir.join("index.lock"))
+    }
+
+    /// The command for `args`, with the lane's filter drivers emptied and diffs without
+    /// external programs.
+    fn prepared(&self, args: &[&str]) -> Command {
         let mut command = self.command(&self.filters_off());
         match args.split_first() {
             Some((&sub, rest)) if ["diff", "log", "show"].contains(&sub) => {
@@ -373,12 +455,186 @@ impl Inert {
                 command.args(args);
             }
         }
-        finish(command, &self.dir, args)
+        command
     }
 
     /// Runs git; a failure carries what git said on stderr. Returns stdout, trimmed.
     pub fn run(&self, args: &[&str]) -> Result<String, GitError> {
         checked(self.output(args)?, &self.dir, args)
+    }
+}
+
+mod bounded {
+    //! Child processes with a deadline, in a process group of their own, that a stop can
+    //! hurry and a second stop can kill.
+
+    use std::io::Read;
+    use std::os::unix::process::CommandExt;
+    use std::process::{Command, ExitStatus, Output, Stdio};
+    use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
+    use std::sync::Mutex;
+    use std::time::{Duration, Instant};
+
+    enum Event {
+        Exited(std::io::Result<ExitStatus>),
+        Hurry,
+    }
+
+    /// The commands running now: an id, the process group, and how to hurry it.
+    static RUNNING: Mutex<Vec<(u64, i32, Sender<Event>)>> = Mutex::new(Vec::new());
+
+    /// Gives every bounded command running now at most [`super::HURRIED`] more (a drive's
+    /// first stop signal). Commands started later keep their own deadline: the work a stop
+    /// lets finish (committing the call in flight) still needs git.
+    pub fn hurry_all() {
+        for (_, _, wake) in RUNNING.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            let _ = wake.send(Event::Hurry);
+        }
+    }
+
+    /// Kills the process group of every bounded command running now (a drive's second stop
+    /// signal, before the process exits: nothing it started is left running).
+    pub fn kill_all() {
+        for (_, group, _) in RUNNING.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(*group),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+
+    /// Runs `command` to its end or its deadline, collecting what it prints.
+    pub fn run(
+        command: Command,
+        deadline: Duration,
+        lock_file: Option<&std::path::Path>,
+    ) -> std::io::Result<Output> {
+        let mut stdout = Vec::new();
+        let out = stream(command, deadline, lock_file, usize::MAX, &mut |line| {
+            stdout.extend_from_slice(line)
+        })?;
+        Ok(Output { stdout, ..out })
+    }
+
+    /// Runs `command` to its end or its deadline, handing its standard output to `on_line`
+    /// a line at a time (with its newline; a longer one in pieces of `max_line`); the
+    /// returned output holds its status and standard error only. Killed at the deadline,
+    /// it is an error saying so; a lock file the kill left is removed.
+    pub fn stream(
+        mut command: Command,
+        deadline: Duration,
+        lock_file: Option<&std::path::Path>,
+        max_line: usize,
+        on_line: &mut dyn FnMut(&[u8]),
+    ) -> std::io::Result<Output> {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        command
+            .process_group(0)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = command.spawn()?;
+        let group = i32::try_from(child.id()).unwrap_or(i32::MAX);
+        let (wake, events) = channel();
+        let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        RUNNING
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((id, group, wake.clone()));
+        let mut stdout = child.stdout.take();
+        let mut stderr = child.stderr.take();
+        let errors = std::thread::spawn(move || {
+            let mut text = Vec::new();
+            if let Some(err) = stderr.as_mut() {
+                // What git says on stderr is short; an endless stream is cut.
+                let _ = err.take(1 << 20).read_to_end(&mut text);
+                let _ = std::io::copy(err, &mut std::io::sink());
+            }
+            text
+        });
+        std::thread::spawn(move || {
+            let _ = wake.send(Event::Exited(child.wait()));
+        });
+        // Standard output is read here, on the caller's thread, so `on_line` need not be
+        // sent anywhere; the deadline is kept by a watcher that kills the group.
+        let watcher = std::thread::spawn(move || {
+            let mut until = Instant::now() + deadline;
+            let mut killed = None;
+            loop {
+                let left = until.saturating_duration_since(Instant::now());
+                match events.recv_timeout(left) {
+                    Ok(Event::Exited(status)) => return (status, killed),
+                    Ok(Event::Hurry) => until = until.min(Instant::now() + super::HURRIED),
+                    Err(RecvTimeoutError::Timeout) => {
+                        if killed.is_none() {
+                            let _ = nix::sys::signal::killpg(
+                                nix::unistd::Pid::from_raw(group),
+                                nix::sys::signal::Signal::SIGKILL,
+                            );
+                            killed = Some(until);
+                        }
+                        until = Instant::now() + Duration::from_secs(3600);
+                    }
+                    Err(RecvTimeoutError::Disconnected) => {
+                        return (Err(std::io::Error::other("lost its child")), killed)
+                    }
+                }
+            }
+        });
+        let mut pending = Vec::new();
+        if let Some(out) = stdout.as_mut() {
+            let mut buffer = vec![0u8; 64 * 1024];
+            loop {
+                let n = match out.read(&mut buffer) {
+                    Ok(0) => break,
+                    Ok(n) => n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(_) => break,
+                };
+                pending.extend_from_slice(&buffer[..n]);
+                let mut start = 0;
+                while let Some(end) = pending[start..].iter().position(|b| *b == b'\n') {
+                    let mut line = &pending[start..start + end + 1];
+                    while line.len() > max_line {
+                        on_line(&line[..max_line]);
+                        line = &line[max_line..];
+                    }
+                    on_line(line);
+                    start += end + 1;
+                }
+                pending.drain(..start);
+                while pending.len() > max_line {
+                    on_line(&pending[..max_line]);
+                    pending.drain(..max_line);
+                }
+            }
+        }
+        if !pending.is_empty() {
+            on_line(&pending);
+        }
+        let (status, killed) = watcher
+            .join()
+            .unwrap_or_else(|_| (Err(std::io::Error::other("its watcher panicked")), None));
+        RUNNING
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|(running, _, _)| *running != id);
+        let stderr = errors.join().unwrap_or_default();
+        if killed.is_some() {
+            if let Some(lock) = lock_file {
+                let _ = std::fs::remove_file(lock);
+            }
+            return Err(std::io::Error::other(format!(
+                "killed: it did not finish within {} (git must never wait on what a sandbox made — a FIFO, say — and a stop gives it {} s)",
+                humantime::format_duration(deadline),
+                super::HURRIED.as_secs()
+            )));
+        }
+        Ok(Output {
+            status: status?,
+            stdout: Vec::new(),
+            stderr,
+        })
     }
 }
 

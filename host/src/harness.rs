@@ -327,7 +327,8 @@ pub struct Watch<'a> {
 pub enum LimitReached {
     /// The kernel killed a process of the sandbox for memory: the limit, in bytes.
     Memory(u64),
-    /// The lane grew past the disk limit, in bytes; the call was killed.
+    /// What the sandbox wrote on the host (the lane, its profile copy, its session
+    /// directory) grew past the disk limit, in bytes; the call was killed.
     Disk(u64),
     /// Forks were refused at the pids limit (how many, the limit).
     Pids(u64, u32),
@@ -351,7 +352,7 @@ impl LimitReached {
                 format!("killed by the memory limit, {}", size(*limit))
             }
             LimitReached::Disk(limit) => format!(
-                "killed: the lane grew past the disk limit, {}",
+                "killed: what it wrote on the host (the lane, its profile copy, its session) grew past the disk limit, {}",
                 size(*limit)
             ),
             LimitReached::Pids(refused, limit) => {
@@ -376,6 +377,8 @@ pub struct LaunchOutput {
     pub stdout: Vec<u8>,
     /// How many bytes of standard output there were.
     pub stdout_bytes: u64,
+    /// How many of them the log left out (its start and end are kept).
+    pub log_cut: u64,
     /// The last 64 KiB of standard error.
     pub stderr: Vec<u8>,
     /// How it ended.
@@ -399,6 +402,7 @@ impl LaunchOutput {
             session: Vec::new(),
             stdout: Vec::new(),
             stdout_bytes: 0,
+            log_cut: 0,
             stderr: Vec::new(),
             status: ExitStatus {
                 code: ROption::RNone,
@@ -456,8 +460,9 @@ pub struct Ready<'a> {
     session_dir: tempfile::TempDir,
     walled: crate::network::WalledSandbox<'a>,
     workdir: String,
-    /// The working tree the disk limit is watched on (a lane mounted read-write).
-    disk: Option<PathBuf>,
+    /// The host directories the disk limit is watched on: a lane mounted read-write, the
+    /// session directory, every writable mount (the call's profile copy).
+    disk: Vec<PathBuf>,
     /// What the sandbox was made for: a launch asking for other mounts or another network
     /// cannot run in it.
     mounts: Vec<stet_plugin_api::Mount>,
@@ -508,11 +513,20 @@ pub fn ready_launch<'a>(
     // The launch's process carries its whole environment.
     plan.env = Vec::new();
     let workdir = plan.workdir.clone();
-    let disk = plan
+    // Every host directory the sandbox can write counts toward its disk limit: what it
+    // writes outside the lane is on the host's disk all the same.
+    let disk: Vec<PathBuf> = plan
         .lane
-        .as_ref()
+        .iter()
         .filter(|(_, access)| *access == LaneAccess::ReadWrite)
-        .map(|(lane, _)| lane.work_tree.clone());
+        .map(|(lane, _)| lane.work_tree.clone())
+        .chain(
+            plan.mounts
+                .iter()
+                .filter(|m| m.writable)
+                .map(|m| PathBuf::from(m.source.as_str())),
+        )
+        .collect();
     // Sealing learns the credentials the launch passes in variables, which the gateways
     // need; nothing real may be in what the sandbox is made with.
     let gateways = match sealed {
@@ -612,9 +626,8 @@ pub fn run_ready(
     let watchdog = watch
         .time_limit
         .map(|limit| crate::sandbox::Watchdog::start(&running, limit));
-    let disk_watch = disk
-        .as_deref()
-        .map(|tree| DiskWatch::start(&running, tree, settings.limits.disk_bytes));
+    let disk_watch =
+        (!disk.is_empty()).then(|| DiskWatch::start(&running, disk, settings.limits.disk_bytes));
     let status = running.wait(&mut |stream, bytes| {
         if let Some(follow) = watch.follow {
             follow(stream, bytes);
@@ -644,7 +657,7 @@ pub fn run_ready(
     };
     let (blocked, gateway) = walled.finish(watch.reaper);
     let stdout_bytes = stdout.total();
-    let stdout = stdout.finish().map_err(|e| {
+    let (stdout, log_cut) = stdout.finish_counting().map_err(|e| {
         CliError::failure(format!(
             "cannot write the call's log {}: {e}",
             log.map(|l| l.display().to_string()).unwrap_or_default()
@@ -664,6 +677,7 @@ pub fn run_ready(
         session,
         stdout,
         stdout_bytes,
+        log_cut,
         stderr,
         status,
         timed_out,
@@ -722,6 +736,7 @@ pub fn call_end(output: &LaunchOutput, outcome: &CallOutcome) -> crate::receipts
         session: output.session.clone(),
         limit_reached: output.limit.map(|l| l.word().to_string()),
         output_bytes: output.stdout_bytes,
+        log_cut_bytes: output.log_cut,
         profile_carried: Vec::new(),
         network_blocked: output.blocked.clone(),
     }

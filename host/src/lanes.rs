@@ -35,6 +35,33 @@ use std::path::{Path, PathBuf};
 use crate::git::Inert;
 use crate::receipts::git_dir;
 
+mod examine;
+pub use examine::{Removed, TooLarge};
+
+/// The most a file the agent added or changed may hold for stet to commit it, by default
+/// (`[drive] max_file`).
+pub const MAX_FILE: u64 = 16 << 20;
+
+/// Why a lane's work was not committed.
+#[derive(Debug, thiserror::Error)]
+pub enum CommitError {
+    /// Git failed, or the tree could not be looked at.
+    #[error(transparent)]
+    Git(#[from] GitError),
+    /// The agent left files too large to commit (named, with the limit).
+    #[error("{0}")]
+    TooLarge(String),
+}
+
+/// What a commit of a lane did.
+#[derive(Debug, Default)]
+pub struct Committed {
+    /// Whether there was anything to commit.
+    pub changed: bool,
+    /// What was taken out of the tree before git looked at it.
+    pub removed: Vec<Removed>,
+}
+
 /// One lane.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lane {
@@ -179,6 +206,7 @@ fn open_held(repo: &Path, remote: &str, item: &str, base: &str) -> Result<Lane, 
     let git = made.git();
     fill(repo, &made, source.as_str(), &branch)?;
     git.run(&["reset", "--quiet", "--hard"])?;
+    made.forget_host_traces();
     std::fs::rename(&partial, &root).map_err(|e| io_error("rename", &root, e))?;
     Ok(lane)
 }
@@ -278,12 +306,19 @@ fn trash_dir(stet: &Path) -> PathBuf {
     stet.join("trash")
 }
 
+/// A pooled copy being made ready: `<item>.cleaning-<pid>` (see [`Lane::retire`]).
+const CLEANING: &str = ".cleaning-";
+
+/// The one ref of a pooled copy: the base its last item started from.
+const POOL_BASE: &str = "refs/heads/stet-pool-base";
+
 /// The pooled copies of the clone whose stet directory is `stet`.
 fn pooled(stet: &Path) -> Vec<PathBuf> {
     let mut found: Vec<PathBuf> = std::fs::read_dir(pool_dir(stet))
         .map(|entries| {
             entries
                 .filter_map(Result::ok)
+                .filter(|e| !e.file_name().to_string_lossy().contains(CLEANING))
                 .map(|e| e.path())
                 .filter(|p| p.join("git/HEAD").is_file())
                 .collect()
@@ -335,6 +370,24 @@ fn reuse(repo: &Path, copy: &Lane, item: &str, source: &str) -> Result<(), GitEr
     // The last item's refs and reflogs are not this lane's to see.
     let _ = std::fs::remove_dir_all(lane.git_dir.join("logs"));
     point_at(repo, &git, source, &branch)?;
+    // The copy holds only what its pool base reaches (`Lane::forget_item`): when that is
+    // history the new branch holds too, the lane holds only what its branch reaches. Else
+    // (the base was rewritten since) the copy is not used.
+    if git
+        .run(&[
+            "merge-base",
+            "--is-ancestor",
+            POOL_BASE,
+            &format!("refs/heads/{branch}"),
+        ])
+        .is_err()
+    {
+        return Err(io_error(
+            "reuse",
+            &lane.git_dir,
+            std::io::Error::other("its base is not in the new branch's history"),
+        ));
+    }
     let others = git.run(&["for-each-ref", "--format=%(refname)"])?;
     for other in others
         .lines()
@@ -342,9 +395,8 @@ fn reuse(repo: &Path, copy: &Lane, item: &str, source: &str) -> Result<(), GitEr
     {
         git.run(&["update-ref", "-d", other])?;
     }
-    // (The pseudo-refs that named the last item's commits are written over: FETCH_HEAD by
-    // the fetch above, ORIG_HEAD by the reset below.)
-    // What the last item's agent left in the working tree goes: ignored files too.
+    // What the last item's agent left in the working tree goes: ignored files too (and
+    // FETCH_HEAD, which names the repository's path).
     lane.restore()
 }
 
@@ -362,9 +414,22 @@ fn discard(stet: &Path, path: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Deletes, in the background, what earlier processes left in the trash.
+/// Deletes, in the background, what earlier processes left in the trash, and pooled copies
+/// an earlier process did not finish making ready.
 fn sweep(repo: &Path) {
-    let trash = trash_dir(&stet_dir(repo));
+    let stet = stet_dir(repo);
+    let mine = format!("{CLEANING}{}", std::process::id());
+    for entry in std::fs::read_dir(pool_dir(&stet))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.contains(CLEANING) && !name.ends_with(&mine) {
+            let _ = discard(&stet, &entry.path());
+        }
+    }
+    let trash = trash_dir(&stet);
     let mine = format!("{}-", std::process::id());
     let Ok(entries) = std::fs::read_dir(&trash) else {
         return;
@@ -493,6 +558,7 @@ fn catch_up(repo: &Path, remote: &str, lane: &Lane) -> Result<(), GitError> {
     {
         git.run(&["reset", "--quiet", "--hard", &pushed])?;
     }
+    lane.forget_host_traces();
     Ok(())
 }
 
@@ -508,40 +574,36 @@ impl Lane {
     }
 
     /// Commits whatever the agent left uncommitted; returns whether there was anything.
-    /// Repositories the agent made inside the lane are not its content: they are left out
-    /// (git would otherwise record them as submodules, or refuse an empty one).
-    pub fn commit_all(&self, message: &str) -> Result<bool, GitError> {
-        self.commit_all_as(message, None)
+    pub fn commit_all(&self, message: &str) -> Result<bool, CommitError> {
+        self.commit_all_as(message, None, MAX_FILE)
+            .map(|c| c.changed)
     }
 
-    /// [`Lane::commit_all`], authored by `author` (stet stays the committer).
+    /// Commits whatever the agent left uncommitted, authored by `author` (stet stays the
+    /// committer). The tree is examined first (`examine.rs`): special files and the agent's
+    /// own repositories are taken out before git looks, and a file over `max_file` bytes the
+    /// call added or changed refuses the commit before git hashes anything.
     pub fn commit_all_as(
         &self,
         message: &str,
         author: Option<&crate::git::Person>,
-    ) -> Result<bool, GitError> {
+        max_file: u64,
+    ) -> Result<Committed, CommitError> {
         let git = self.git();
-        let others = git.run(&["ls-files", "--others", "--exclude-standard", "-z"])?;
-        let nested: Vec<String> = others
-            .split('\0')
-            .filter(|p| p.ends_with('/'))
-            .map(|p| format!(":(exclude,literal){p}"))
-            .collect();
-        if nested.len() > 1000 {
-            return Err(GitError {
-                args: "add --all".into(),
-                dir: self.dir.display().to_string(),
-                detail: format!(
-                    "the lane holds {} repositories of its own; stet commits files, not repositories",
-                    nested.len()
-                ),
-            });
+        let examined = self.examine(max_file)?;
+        let too_large = examined.too_large(&git)?;
+        if !too_large.is_empty() {
+            return Err(CommitError::TooLarge(examine::refusal(
+                &too_large, max_file,
+            )));
         }
-        let mut add = vec!["add", "--all", "--", "."];
-        add.extend(nested.iter().map(String::as_str));
-        git.run(&add)?;
-        if git.run(&["diff", "--cached", "--quiet"]).is_ok() {
-            return Ok(false);
+        git.run(&["add", "--all", "--", "."])?;
+        let committed = Committed {
+            changed: git.run(&["diff", "--cached", "--quiet"]).is_err(),
+            removed: examined.removed,
+        };
+        if !committed.changed {
+            return Ok(committed);
         }
         match author {
             Some(person) => {
@@ -558,16 +620,36 @@ impl Lane {
             }
             None => git.run(&["commit", "--quiet", "--no-verify", "-m", message])?,
         };
-        Ok(true)
+        self.forget_host_traces();
+        Ok(committed)
     }
 
-    /// Puts the working tree back to the lane's last commit: what a stage that may not
-    /// change the lane (the check) wrote is gone, ignored files included.
+    /// The working tree looked at before git runs on it (see `examine.rs`).
+    fn examine(&self, max_file: u64) -> Result<examine::Examined, GitError> {
+        examine::examine(&self.dir, max_file).map_err(|e| io_error("examine", &self.dir, e))
+    }
+
+    /// Removes what git leaves in the lane's git directory — which the sandbox can read —
+    /// that names the host or an earlier item: the last fetch's source (the repository's
+    /// path), the last commit's message file, the head before a reset.
+    fn forget_host_traces(&self) {
+        for file in ["FETCH_HEAD", "ORIG_HEAD", "COMMIT_EDITMSG"] {
+            let _ = std::fs::remove_file(self.git_dir.join(file));
+        }
+    }
+
+    /// Puts the working tree back to the lane's last commit: what a stage wrote that it
+    /// did not commit — untracked and ignored files too — is gone, so the next call sees
+    /// only committed work.
     pub fn restore(&self) -> Result<(), GitError> {
+        // Nothing git would open or follow is left for it (no size limit applies here:
+        // clean removes what it does not read).
+        self.examine(u64::MAX)?;
         let git = self.git();
         git.run(&["reset", "--quiet", "--hard"])?;
         // `-ff`: nested repositories go too; `.git` (the mount point) is never touched.
         git.run(&["clean", "--quiet", "-ffdx", "--exclude=/.git"])?;
+        self.forget_host_traces();
         Ok(())
     }
 
@@ -611,18 +693,54 @@ impl Lane {
 
     /// The lane has landed: its directories go to the pool for the next new lane when the
     /// pool holds fewer than `keep` copies, else away (in the background).
-    pub fn retire(&self, keep: usize) {
+    pub fn retire(&self, keep: usize, base: Option<&str>) -> Option<std::thread::JoinHandle<()>> {
         let (Some(root), Some(stet)) = (self.dir.parent(), self.stet_dir()) else {
-            return;
+            return None;
         };
-        if pooled(&stet).len() < keep {
+        let pool_size = std::fs::read_dir(pool_dir(&stet)).map_or(0, |e| e.count());
+        if let (true, Some(base)) = (pool_size < keep, base) {
             let pool = pool_dir(&stet);
-            let to = pool.join(&self.item);
-            if std::fs::create_dir_all(&pool).is_ok() && std::fs::rename(root, &to).is_ok() {
-                return;
+            // Made ready for the next item under a name no taker looks at, then renamed.
+            let cleaning = pool.join(format!("{}{CLEANING}{}", self.item, std::process::id()));
+            if std::fs::create_dir_all(&pool).is_ok() && std::fs::rename(root, &cleaning).is_ok() {
+                let (item, base) = (self.item.clone(), base.to_string());
+                return Some(std::thread::spawn(move || {
+                    let ready = Lane {
+                        item: item.clone(),
+                        branch: branch_of(&item),
+                        dir: cleaning.join("work"),
+                        git_dir: cleaning.join("git"),
+                    };
+                    let done = ready.forget_item(&base).is_ok()
+                        && std::fs::rename(&cleaning, pool.join(&item)).is_ok();
+                    if !done {
+                        let _ = discard(&stet, &cleaning);
+                    }
+                }));
             }
         }
         self.remove();
+        None
+    }
+
+    /// Leaves in a landed lane only what its next item may see: the base it started from
+    /// (the repository's history, held by one ref so that the next item's fetch is
+    /// incremental) and its working tree at that base; the item's commits, objects, refs,
+    /// reflogs and git's notes of the host's paths are gone. Every object no ref reaches
+    /// is dropped, packed or loose (`repack -a -d`, `prune`) — this walks the history, so
+    /// it runs off the drive's path, before the copy joins the pool.
+    fn forget_item(&self, base: &str) -> Result<(), GitError> {
+        let git = self.git();
+        git.run(&["update-ref", POOL_BASE, base])?;
+        git.run(&["symbolic-ref", "HEAD", POOL_BASE])?;
+        let refs = git.run(&["for-each-ref", "--format=%(refname)"])?;
+        for other in refs.lines().filter(|r| *r != POOL_BASE) {
+            git.run(&["update-ref", "-d", other])?;
+        }
+        let _ = std::fs::remove_dir_all(self.git_dir.join("logs"));
+        git.run(&["repack", "-a", "-d", "-q"])?;
+        git.run(&["prune", "--expire=now"])?;
+        self.restore()
     }
 
     /// The stet directory this lane lives in (`<stet>/lanes/<item>/work`).
@@ -784,7 +902,8 @@ mod tests {
             .git()
             .run(&["reset", "--quiet", "--hard", "HEAD"])
             .unwrap();
-        first.retire(1);
+        let base = git(&work, &["rev-parse", "HEAD"]).unwrap();
+        first.retire(1, Some(&base)).unwrap().join().unwrap();
         assert!(!first.dir.exists(), "the landed lane left its place");
         assert_eq!(pooled(&stet_dir(&work)).len(), 1);
 
@@ -816,6 +935,27 @@ mod tests {
             assert_ne!(named.ok().as_deref(), Some(firsts.as_str()), "{pseudo}");
         }
         assert_eq!(second.git().run(&["status", "--porcelain"]).unwrap(), "");
+        // Nothing of the last item's objects, and no file naming the host's paths.
+        assert!(
+            second.git().run(&["cat-file", "-e", &firsts]).is_err(),
+            "the last item's commit is still in the lane"
+        );
+        let mut pending = vec![second.git_dir.clone()];
+        while let Some(dir) = pending.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap().map(Result::unwrap) {
+                if entry.file_type().unwrap().is_dir() {
+                    pending.push(entry.path());
+                } else {
+                    let text =
+                        String::from_utf8_lossy(&std::fs::read(entry.path()).unwrap()).into_owned();
+                    assert!(
+                        !text.contains(work.to_str().unwrap()),
+                        "{} names the repository's path",
+                        entry.path().display()
+                    );
+                }
+            }
+        }
         assert_eq!(
             second.head().unwrap(),
             git(&work, &["rev-parse", "HEAD"]).unwrap()
@@ -834,7 +974,8 @@ mod tests {
         let first = open(&work, "origin", "first", "HEAD").unwrap();
         std::fs::write(first.dir.join(".git/planted"), "x").unwrap();
         let git_dir_was = inode(&first.git_dir);
-        first.retire(1);
+        let base = git(&work, &["rev-parse", "HEAD"]).unwrap();
+        first.retire(1, Some(&base)).unwrap().join().unwrap();
         let second = open(&work, "origin", "second", "HEAD").unwrap();
         assert_ne!(inode(&second.git_dir), git_dir_was, "made afresh");
         assert!(!second.dir.join(".git/planted").exists());
@@ -848,8 +989,11 @@ mod tests {
             .iter()
             .map(|item| open(&work, "origin", item, "HEAD").unwrap())
             .collect();
+        let base = git(&work, &["rev-parse", "HEAD"]).unwrap();
         for lane in &lanes {
-            lane.retire(2);
+            if let Some(ready) = lane.retire(2, Some(&base)) {
+                ready.join().unwrap();
+            }
             assert!(!lane.dir.exists());
         }
         assert_eq!(pooled(&stet_dir(&work)).len(), 2);

@@ -111,9 +111,13 @@ pub struct Receipt {
     /// A limit the call ran into (`memory`, `disk`, `pids`), when one was.
     #[serde(default)]
     pub limit_reached: Option<String>,
-    /// How many bytes the call printed (all of them are in the log).
+    /// How many bytes the call printed.
     #[serde(default)]
     pub output_bytes: u64,
+    /// How many of them its log left out (the log keeps the start and the end of a long
+    /// output, and says where it cut).
+    #[serde(default)]
+    pub log_cut_bytes: u64,
     /// Files of the profile the harness carried back from the call's copy (a refreshed
     /// login); everything else the call wrote there is gone.
     #[serde(default)]
@@ -185,6 +189,8 @@ pub struct CallEnd {
     pub limit_reached: Option<String>,
     /// Bytes printed.
     pub output_bytes: u64,
+    /// Bytes the log left out.
+    pub log_cut_bytes: u64,
     /// Profile files the harness carried back.
     pub profile_carried: Vec<String>,
     /// What stet's proxy refused it.
@@ -217,6 +223,7 @@ pub fn record_end(repo: &Path, call: CallContext<'_>, end: CallEnd) -> std::io::
         session: end.session,
         limit_reached: end.limit_reached,
         output_bytes: end.output_bytes,
+        log_cut_bytes: end.log_cut_bytes,
         profile_carried: end.profile_carried,
         network_blocked: end.network_blocked,
         ..receipt_of(call)
@@ -254,6 +261,7 @@ fn receipt_of(call: CallContext<'_>) -> Receipt {
         session: Vec::new(),
         limit_reached: None,
         output_bytes: 0,
+        log_cut_bytes: 0,
         profile_carried: Vec::new(),
         network_blocked: Vec::new(),
     }
@@ -395,6 +403,7 @@ mod tests {
             limits: "4096 processes".into(),
             limit_reached: None,
             output_bytes: 3,
+            log_cut_bytes: 0,
             profile_carried: vec![],
             network_blocked: vec![],
         }

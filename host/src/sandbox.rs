@@ -4,6 +4,8 @@
 
 use std::sync::Arc;
 
+pub mod git_dirs;
+
 use stet_plugin_api::abi::v1_1::ProcessBox;
 use stet_plugin_api::abi::v1_2::TerminalBox;
 use stet_plugin_api::conformance::{Driver, Running};
@@ -451,33 +453,19 @@ impl LaneMounts {
         }
     }
 
-    /// A directory of the person's own (`stet ask`): its `.git` (directory or file) and the
-    /// `.git` of every submodule in it read-only at their own paths, so the agent can read
-    /// the history but plant nothing the person's git would obey later.
-    pub fn of_directory(dir: &std::path::Path) -> LaneMounts {
-        let mut read_only = Vec::new();
-        let dot_git = dir.join(".git");
-        if dot_git.symlink_metadata().is_ok() {
-            read_only.push((dot_git.clone(), dot_git));
-            // Submodules: gitlinks in the index (read with inert git: the directory is the
-            // person's, but an earlier call may have written into its working tree).
-            if let Ok(listed) = crate::git::Inert::at(dir).run(&["ls-files", "--stage", "-z"]) {
-                for entry in listed.split('\0') {
-                    let Some((meta, path)) = entry.split_once('\t') else {
-                        continue;
-                    };
-                    if meta.starts_with("160000 ") {
-                        let sub = dir.join(path).join(".git");
-                        if sub.symlink_metadata().is_ok() {
-                            read_only.push((sub.clone(), sub));
-                        }
-                    }
-                }
-            }
-        }
+    /// A directory of the person's own (`stet ask`): every git directory found under it
+    /// (`git_dirs::find`: its `.git`, nested clones', submodules', worktrees', bare
+    /// repositories) read-only at its own path, so the agent can read the history but plant
+    /// nothing the person's git would obey later. (A `.git` that is a link is not mounted:
+    /// a mount would follow it; it is held to what it was after the call.)
+    pub fn of_directory(dir: &std::path::Path, found: &[git_dirs::GitDir]) -> LaneMounts {
         LaneMounts {
             work_tree: dir.to_path_buf(),
-            read_only,
+            read_only: found
+                .iter()
+                .filter(|g| !g.link)
+                .map(|g| (g.path.clone(), g.path.clone()))
+                .collect(),
         }
     }
 }
@@ -655,28 +643,43 @@ impl Watchdog {
     }
 }
 
-/// Kills a process whose lane grows past the disk limit while it runs (a runtime cannot
-/// bound a bind mount's size). The lane is measured now and then — more seldom the longer a
-/// measurement takes, so a large lane costs little — and once more when the process ends.
+/// Kills a process whose writable host directories grow past the disk limit while it runs
+/// (a runtime cannot bound a bind mount's size): the lane's working tree, and every other
+/// host directory the sandbox may write — the call's profile copy, its session directory —,
+/// counted together, a sparse file by its length. They are measured now and then — more
+/// seldom the longer a measurement takes, so a large lane costs little — and once more when
+/// the process ends.
 pub struct DiskWatch {
     _done: std::sync::mpsc::Sender<()>,
     fired: Arc<std::sync::atomic::AtomicBool>,
-    tree: std::path::PathBuf,
+    trees: Vec<std::path::PathBuf>,
     limit: u64,
 }
 
+/// What `trees` take together, stopping once past `limit`.
+fn trees_size(trees: &[std::path::PathBuf], limit: u64) -> u64 {
+    let mut total = 0u64;
+    for tree in trees {
+        total = total.saturating_add(crate::files::tree_size(tree, limit.saturating_sub(total)));
+        if total > limit {
+            break;
+        }
+    }
+    total
+}
+
 impl DiskWatch {
-    /// Watches `tree` for `process`, killing it when the tree passes `limit` bytes.
-    pub fn start(process: &Process, tree: &std::path::Path, limit: u64) -> DiskWatch {
+    /// Watches `trees` for `process`, killing it when they pass `limit` bytes together.
+    pub fn start(process: &Process, trees: Vec<std::path::PathBuf>, limit: u64) -> DiskWatch {
         use std::sync::atomic::{AtomicBool, Ordering};
         let (done, watch) = std::sync::mpsc::channel::<()>();
         let fired = Arc::new(AtomicBool::new(false));
-        let (process, flag, root) = (process.clone(), fired.clone(), tree.to_path_buf());
+        let (process, flag, roots) = (process.clone(), fired.clone(), trees.clone());
         std::thread::spawn(move || {
             let mut pause = std::time::Duration::from_secs(2);
             while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = watch.recv_timeout(pause) {
                 let started = std::time::Instant::now();
-                if crate::files::tree_size(&root, limit) > limit {
+                if trees_size(&roots, limit) > limit {
                     flag.store(true, Ordering::SeqCst);
                     let _ = process.kill();
                     return;
@@ -687,15 +690,15 @@ impl DiskWatch {
         DiskWatch {
             _done: done,
             fired,
-            tree: tree.to_path_buf(),
+            trees,
             limit,
         }
     }
 
-    /// Whether the lane passed the limit: while the process ran, or now that it ended.
+    /// Whether the trees passed the limit: while the process ran, or now that it ended.
     pub fn exceeded(&self) -> bool {
         self.fired.load(std::sync::atomic::Ordering::SeqCst)
-            || crate::files::tree_size(&self.tree, self.limit) > self.limit
+            || trees_size(&self.trees, self.limit) > self.limit
     }
 }
 

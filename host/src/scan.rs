@@ -89,63 +89,137 @@ fn shapes() -> &'static [(&'static str, Regex)] {
 /// The findings in a diff (`git diff --unified=0`), skipping shapes in `allowed` paths (a
 /// path, or a directory ending in `/`).
 pub fn scan_diff(diff: &str, known: &[(Fingerprint, usize)], allowed: &[String]) -> Vec<Finding> {
-    let mut findings = Vec::new();
-    let mut file = String::new();
-    let mut line = 0usize;
-    // Between `diff --git` and the first hunk: header lines. An added line that reads
-    // `++ x` shows as `+++ x` in a hunk, and is content there.
-    let mut in_header = false;
-    for text in diff.lines() {
-        if text.starts_with("diff --git ") {
-            in_header = true;
-            continue;
+    let mut scanner = Scanner::new(known, allowed);
+    for line in diff.split_inclusive('\n') {
+        scanner.feed(line.as_bytes());
+    }
+    scanner.finish()
+}
+
+/// How much of an added line cut in pieces is carried into the next piece: more than any
+/// credential is long, so one that straddles the cut is still seen whole.
+const OVERLAP: usize = 1024;
+
+/// A diff scanned as it streams from git, a line — or a piece of a long one — at a time:
+/// what it holds is never in memory whole.
+pub struct Scanner<'a> {
+    known: &'a [(Fingerprint, usize)],
+    allowed: &'a [String],
+    file: String,
+    line: usize,
+    /// Between `diff --git` and the first hunk: header lines. An added line that reads
+    /// `++ x` shows as `+++ x` in a hunk, and is content there.
+    in_header: bool,
+    /// The end of an added line whose rest is still to come (its last [`OVERLAP`] bytes).
+    partial: Option<Vec<u8>>,
+    findings: Vec<Finding>,
+}
+
+impl<'a> Scanner<'a> {
+    /// A scanner for the `known` credentials, shapes in `allowed` paths expected.
+    pub fn new(known: &'a [(Fingerprint, usize)], allowed: &'a [String]) -> Scanner<'a> {
+        Scanner {
+            known,
+            allowed,
+            file: String::new(),
+            line: 0,
+            in_header: false,
+            partial: None,
+            findings: Vec::new(),
         }
-        if in_header {
+    }
+
+    /// Takes the next line of the diff with its newline, or a piece of a line (a piece
+    /// without a newline at its end is continued by the next).
+    pub fn feed(&mut self, piece: &[u8]) {
+        let ends = piece.ends_with(b"\n");
+        let body = piece.strip_suffix(b"\n").unwrap_or(piece);
+        let body = body.strip_suffix(b"\r").unwrap_or(body);
+        if let Some(mut carried) = self.partial.take() {
+            carried.extend_from_slice(body);
+            self.added(&String::from_utf8_lossy(&carried));
+            self.end_added(carried, ends);
+            return;
+        }
+        let text = String::from_utf8_lossy(body);
+        if text.starts_with("diff --git ") {
+            self.in_header = true;
+            return;
+        }
+        if self.in_header {
             if let Some(path) = text.strip_prefix("+++ ") {
-                file = path.strip_prefix("b/").unwrap_or(path).to_string();
-                continue;
+                self.file = path.strip_prefix("b/").unwrap_or(path).to_string();
+                return;
             }
             if !text.starts_with("@@ ") {
-                continue;
+                return;
             }
-            in_header = false;
+            self.in_header = false;
         }
         if let Some(hunk) = text.strip_prefix("@@ ") {
             // `@@ -a,b +c,d @@`: the new lines start at c.
-            line = hunk
+            self.line = hunk
                 .split_whitespace()
                 .find_map(|part| part.strip_prefix('+'))
                 .and_then(|c| c.split(',').next())
                 .and_then(|c| c.parse().ok())
                 .unwrap_or(0);
-            continue;
+            return;
         }
-        let Some(added) = text.strip_prefix('+') else {
-            continue;
-        };
-        if holds_known(added, known) {
-            findings.push(Finding {
-                file: file.clone(),
-                line,
+        if let Some(added) = text.strip_prefix('+') {
+            self.added(added);
+            self.end_added(body.get(1..).unwrap_or_default().to_vec(), ends);
+        }
+    }
+
+    /// After an added line or piece: the line counts once it has ended, else its end is
+    /// carried into the next piece.
+    fn end_added(&mut self, mut text: Vec<u8>, ended: bool) {
+        if ended {
+            self.line += 1;
+        } else {
+            let cut = text.len().saturating_sub(OVERLAP);
+            text.drain(..cut);
+            self.partial = Some(text);
+        }
+    }
+
+    /// Looks at (part of) an added line.
+    fn added(&mut self, added: &str) {
+        let found = if holds_known(added, self.known) {
+            Some(Finding {
+                file: self.file.clone(),
+                line: self.line,
                 kind: "stet's own credential, sealed away from the agent",
                 allowable: false,
-            });
+            })
         } else if let Some((kind, _)) = shapes().iter().find(|(_, re)| re.is_match(added)) {
-            let expected = allowed
+            let file = &self.file;
+            let expected = self
+                .allowed
                 .iter()
-                .any(|a| a == &file || (a.ends_with('/') && file.starts_with(a.as_str())));
-            if !expected {
-                findings.push(Finding {
-                    file: file.clone(),
-                    line,
-                    kind,
-                    allowable: true,
-                });
+                .any(|a| a == file || (a.ends_with('/') && file.starts_with(a.as_str())));
+            (!expected).then(|| Finding {
+                file: file.clone(),
+                line: self.line,
+                kind,
+                allowable: true,
+            })
+        } else {
+            None
+        };
+        if let Some(finding) = found {
+            // A long line's pieces overlap: one finding a line and kind.
+            if !self.findings.contains(&finding) {
+                self.findings.push(finding);
             }
         }
-        line += 1;
     }
-    findings
+
+    /// The findings.
+    pub fn finish(self) -> Vec<Finding> {
+        self.findings
+    }
 }
 
 #[cfg(test)]
@@ -234,6 +308,26 @@ mod tests {
             scan_diff(&diff("other.pem", &[line]), &[], &allowed).len(),
             1
         );
+    }
+
+    #[test]
+    fn a_secret_across_the_cut_of_a_long_line_is_found_once() {
+        let real = "dummy-but-long-enough-credential";
+        let known = [(Fingerprint::of(real), real.len())];
+        let line = format!("+{}{real}{}\n", "x".repeat(70_000), "y".repeat(70_000));
+        for cut in [1000, 65_536, 70_010] {
+            let mut scanner = Scanner::new(&known, &[]);
+            for header in ["diff --git a/f b/f\n", "+++ b/f\n", "@@ -0,0 +7 @@\n"] {
+                scanner.feed(header.as_bytes());
+            }
+            for piece in line.as_bytes().chunks(cut) {
+                scanner.feed(piece);
+            }
+            scanner.feed(b"+fine\n");
+            let found = scanner.finish();
+            assert_eq!(found.len(), 1, "cut at {cut}: {found:?}");
+            assert_eq!(found[0].line, 7);
+        }
     }
 
     #[test]

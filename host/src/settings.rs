@@ -73,6 +73,8 @@ pub struct Settings {
     pub secrets_allowed: Vec<String>,
     /// How many items a drive works at once (`[drive] jobs`), when a file says.
     pub drive_jobs: Option<usize>,
+    /// The largest file an agent may add or change in a lane (`[drive] max_file`).
+    pub max_file: u64,
     /// The configuration files that were read, lowest precedence first.
     pub config_files: Vec<PathBuf>,
     /// The limits of every sandbox a drive, `ask` or `run` makes.
@@ -305,6 +307,11 @@ pub fn resolve(plugins_dirs: &[PathBuf], overrides: &Overrides) -> Result<Settin
     let drive_check = files.iter().rev().find_map(|f| f.drive_check.clone());
     let drive_land = files.iter().rev().find_map(|f| f.drive_land.clone());
     let drive_jobs = files.iter().rev().find_map(|f| f.drive_jobs);
+    let max_file = files
+        .iter()
+        .rev()
+        .find_map(|f| f.drive_max_file)
+        .unwrap_or(crate::lanes::MAX_FILE);
     let secrets_allowed: Vec<String> = files
         .iter()
         .flat_map(|f| f.drive_secrets_allowed.iter().cloned())
@@ -335,6 +342,7 @@ pub fn resolve(plugins_dirs: &[PathBuf], overrides: &Overrides) -> Result<Settin
         drive_check,
         drive_land,
         drive_jobs,
+        max_file,
         secrets_allowed,
         profiles_root,
         image,
@@ -421,6 +429,15 @@ fn untrusted_narrow_only(
         if disk_bytes.is_some_and(|d| d > theirs.disk_bytes) {
             *disk_bytes = None;
             ignored.push("[sandbox] disk (it raises the limit)".to_string());
+        }
+        let their_max_file = trusted_files
+            .iter()
+            .rev()
+            .find_map(|f| f.drive_max_file)
+            .unwrap_or(crate::lanes::MAX_FILE);
+        if repo.drive_max_file.is_some_and(|m| m > their_max_file) {
+            repo.drive_max_file = None;
+            ignored.push("[drive] max_file (it raises the limit)".to_string());
         }
     }
     Some(RepositoryConfig {

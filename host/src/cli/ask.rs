@@ -26,6 +26,8 @@ struct Report {
     session: Vec<serde_json::Value>,
     /// The receipt this call left (in a repository).
     receipt: Option<std::path::PathBuf>,
+    /// Git directories the agent made or replaced, renamed out of git's sight.
+    quarantined: Vec<sandbox::git_dirs::Quarantined>,
 }
 
 pub fn run(settings: &Settings, args: &AskArgs, printer: Printer) -> Result<Exit, CliError> {
@@ -42,6 +44,16 @@ pub fn run(settings: &Settings, args: &AskArgs, printer: Printer) -> Result<Exit
             cwd.display()
         ))
         .hint("cd into the working tree (the agent never gets write access to a .git)"));
+    }
+    // Every git directory under it is mounted read-only, and held to what it was after.
+    let git_dirs = sandbox::git_dirs::find(&cwd);
+    if git_dirs.len() > sandbox::git_dirs::MOST {
+        return Err(CliError::usage(format!(
+            "{} holds more than {} git directories; stet ask mounts each read-only",
+            cwd.display(),
+            sandbox::git_dirs::MOST
+        ))
+        .hint("run stet ask in the repository (or the folder) the task is about"));
     }
     let (harness, runtime) = harness::open_with_runtime(settings)?;
     let profile = harness.profile()?;
@@ -116,7 +128,7 @@ pub fn run(settings: &Settings, args: &AskArgs, printer: Printer) -> Result<Exit
         &runtime,
         &launch,
         Plan::new("ask", &format!("ask-{}", std::process::id()), &workdir)
-            .with_lane(LaneMounts::of_directory(&cwd), access),
+            .with_lane(LaneMounts::of_directory(&cwd, &git_dirs), access),
         harness::Watch {
             sealed: Some(&mut call_profile.sealed),
             ..harness::Watch::default()
@@ -124,6 +136,22 @@ pub fn run(settings: &Settings, args: &AskArgs, printer: Printer) -> Result<Exit
         log.as_deref(),
     )?;
     let ended = now_ms();
+    // Before any git of stet's or the person's looks at the directory again.
+    let quarantined = sandbox::git_dirs::quarantine_new(&cwd, &git_dirs).map_err(|e| {
+        CliError::failure(format!(
+            "cannot move aside a git directory the agent made under {}",
+            cwd.display()
+        ))
+        .caused_by(e.to_string())
+        .hint("look for .git entries the agent made, and remove them before running git there")
+    })?;
+    for q in &quarantined {
+        printer.warn(&format!(
+            "the agent made or replaced the git directory {}; moved out of git's sight to {}",
+            q.found.display(),
+            q.moved_to.display()
+        ));
+    }
     let network = output.network.clone();
     let carried = call_profile.settle(&harness, &profile)?;
     let outcome = harness::outcome_of(&harness, role, &output)?;
@@ -166,6 +194,7 @@ pub fn run(settings: &Settings, args: &AskArgs, printer: Printer) -> Result<Exit
         },
         session: output.session.clone(),
         receipt: receipt_path,
+        quarantined,
     };
     if args.json {
         printer.json(&report);

@@ -427,6 +427,8 @@ pub fn show(args: &super::ShowArgs, printer: Printer) -> Result<Exit, CliError> 
             }),
         }
     }
+    /// The most of a diff `show` holds and prints.
+    const SHOWN_DIFF: usize = 8 << 20;
     // The lane's branch as this clone has it; its content is the agent's, so diffed by git
     // that runs no driver, filter or textconv of its.
     let branch = format!("refs/heads/{}", crate::lanes::branch_of(&item.id));
@@ -437,9 +439,26 @@ pub fn show(args: &super::ShowArgs, printer: Printer) -> Result<Exit, CliError> 
         let mut all = vec!["diff", "--no-ext-diff", "--no-textconv"];
         all.extend_from_slice(extra);
         all.extend([base, branch.as_str()]);
-        // Untrimmed: a stat's lines start with a space.
-        let out = git.output(&all).ok().filter(|o| o.status.success())?;
-        Some(String::from_utf8_lossy(&out.stdout).trim_end().to_string())
+        // Streamed and bounded: what the agent committed may be large; a person reads the
+        // start, and is told where to read the rest. (Untrimmed at the start: a stat's
+        // lines start with a space.)
+        let mut kept = Vec::new();
+        let mut left_out = 0u64;
+        git.stream(&all, 64 * 1024, &mut |piece| {
+            if kept.len() + piece.len() <= SHOWN_DIFF {
+                kept.extend_from_slice(piece);
+            } else {
+                left_out += piece.len() as u64;
+            }
+        })
+        .ok()?;
+        let mut text = String::from_utf8_lossy(&kept).trim_end().to_string();
+        if left_out > 0 {
+            text.push_str(&format!(
+                "\n[stet: {left_out} more bytes of the diff not shown; git diff {base} {branch} shows them]"
+            ));
+        }
+        Some(text)
     };
     let diff_stat = diff_of(&["--stat"]);
     let diff = if args.diff { diff_of(&[]) } else { None };

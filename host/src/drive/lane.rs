@@ -26,6 +26,9 @@ struct Call {
     /// The call never ran its task: the harness could not describe its launch, or the
     /// sandbox could not start or run it. Infrastructure, not the agent failing.
     infrastructure: bool,
+    /// What the call left in the lane cannot be taken (a file over `[drive] max_file`):
+    /// the item fails, saying why.
+    refused: Option<String>,
 }
 
 impl Call {
@@ -46,6 +49,8 @@ enum Moved {
     On(Checkpoint),
     End(ItemEnd),
     SaveThenEnd(Checkpoint, ItemEnd),
+    /// The item fails here, for this reason (marked on the remote).
+    Fail(String),
 }
 
 /// What the reviewer answered.
@@ -294,6 +299,9 @@ impl Worker<'_, '_> {
                     return Ok(self.save(lane, &next)?.unwrap_or(end));
                 }
                 Moved::End(end) => return Ok(end),
+                Moved::Fail(why) => {
+                    return Ok(self.finish(lane, Mark::Failed, &why, had_checkpoint))
+                }
             }
         }
     }
@@ -353,6 +361,7 @@ impl Worker<'_, '_> {
             retry_at: None,
             receipt: receipt.id,
             infrastructure: false,
+            refused: None,
         }))
     }
 
@@ -394,6 +403,13 @@ impl Worker<'_, '_> {
         if !self.pace() {
             return Ok(Moved::End(ItemEnd::Stopped(lane.branch.clone())));
         }
+        // A call cut short before (the drive died during it) may have left work it never
+        // committed: this call starts from the lane's last commit all the same.
+        if let Err(e) = lane.restore() {
+            return Ok(Moved::Fail(format!(
+                "the lane could not be put back to its last commit: {e}"
+            )));
+        }
         let prompt = implement_prompt(item, at.feedback.as_deref());
         let message = format!("stet: {} (round {})", item.title, at.round);
         let call = self.agent_call(
@@ -419,6 +435,9 @@ impl Worker<'_, '_> {
         call: Call,
     ) -> Result<Moved, CliError> {
         let round = at.round;
+        if let Some(why) = call.refused {
+            return Ok(Moved::Fail(why));
+        }
         if call.kind == OutcomeCode::RATE_LIMITED {
             return Ok(Moved::End(ItemEnd::RateLimited(call.retry_at)));
         }
@@ -732,7 +751,8 @@ impl Worker<'_, '_> {
         match mark {
             Mark::Landed => {
                 // Its directories make the next new lane: as many as there are lanes.
-                lane.retire(self.options.jobs);
+                // (Made ready off the drive's path: the handle is not waited for.)
+                let _ = lane.retire(self.options.jobs, self.base_of(lane).ok().as_deref());
                 ItemEnd::Landed
             }
             Mark::Failed => ItemEnd::GaveUp(note.to_string()),
@@ -786,30 +806,32 @@ impl Worker<'_, '_> {
         checkpoint: &Checkpoint,
     ) -> Result<Option<ItemEnd>, CliError> {
         let base = self.base_of(lane)?;
-        let diff = lane
-            .git()
-            .run(&[
-                "diff",
-                "--no-color",
-                "--no-ext-diff",
-                "--no-textconv",
-                "--no-renames",
-                "--unified=0",
-                // Inert git marks every file binary (no diff driver runs): read them all
-                // as text, so a secret in any file is seen.
-                "--text",
-                &base,
-                "HEAD",
-            ])
+        let known = crate::credentials::known();
+        let mut scanner = crate::scan::Scanner::new(&known, &self.settings.secrets_allowed);
+        // Streamed: the change is never held whole (a long line comes in pieces).
+        lane.git()
+            .stream(
+                &[
+                    "diff",
+                    "--no-color",
+                    "--no-ext-diff",
+                    "--no-textconv",
+                    "--no-renames",
+                    "--unified=0",
+                    // Inert git marks every file binary (no diff driver runs): read them
+                    // all as text, so a secret in any file is seen.
+                    "--text",
+                    &base,
+                    "HEAD",
+                ],
+                64 * 1024,
+                &mut |piece| scanner.feed(piece),
+            )
             .map_err(|e| {
                 CliError::failure(format!("cannot read the lane {}'s change", lane.branch))
                     .caused_by(e.to_string())
             })?;
-        let findings = crate::scan::scan_diff(
-            &diff,
-            &crate::credentials::known(),
-            &self.settings.secrets_allowed,
-        );
+        let findings = scanner.finish();
         if findings.is_empty() {
             return Ok(None);
         }
@@ -1162,6 +1184,7 @@ impl Worker<'_, '_> {
                     retry_at: None,
                     receipt: String::new(),
                     infrastructure: true,
+                    refused: None,
                 })
             }
         };
@@ -1243,6 +1266,7 @@ impl Worker<'_, '_> {
             }
             carried
         };
+        let mut refused = None;
         if let Some(message) = commit {
             let _lock = self.lock()?;
             // Git's trailers: which agent made it, and the receipt of the call.
@@ -1250,9 +1274,28 @@ impl Worker<'_, '_> {
                 "{message}\n\nStet-Agent: {} {}\nStet-Receipt: {}",
                 self.harness.name, self.harness.version, call.id
             );
-            if let Err(e) = lane.commit_all_as(&message, self.author.as_ref()) {
-                self.progress
-                    .warn(&format!("{}: cannot commit the agent's work: {e}", item.id));
+            match lane.commit_all_as(&message, self.author.as_ref(), self.settings.max_file) {
+                Ok(committed) if !committed.removed.is_empty() => {
+                    let listed: Vec<String> =
+                        committed.removed.iter().map(ToString::to_string).collect();
+                    self.progress.warn(&format!(
+                        "{}: taken out of the lane before it was committed: {}",
+                        item.id,
+                        listed.join(", ")
+                    ));
+                }
+                Ok(_) => {}
+                Err(lanes::CommitError::TooLarge(why)) => refused = Some(why),
+                Err(e) => self
+                    .progress
+                    .warn(&format!("{}: cannot commit the agent's work: {e}", item.id)),
+            }
+            // The next call (the check, the review, the next round's) sees only what was
+            // committed: what this one left beside it — ignored files too — is gone.
+            if let Err(e) = lane.restore() {
+                refused.get_or_insert(format!(
+                    "the lane could not be put back to its last commit after the call: {e}"
+                ));
             }
         }
         call.commit_after = lane.head().unwrap_or_default();
@@ -1275,6 +1318,7 @@ impl Worker<'_, '_> {
             retry_at: outcome.retry_at_unix.into_option(),
             receipt,
             infrastructure,
+            refused,
         })
     }
 
@@ -1331,7 +1375,11 @@ impl Worker<'_, '_> {
         *self.in_flight.lock().unwrap_or_else(|p| p.into_inner()) = Some(process.clone());
         let limit = std::time::Duration::from_secs(self.options.call_limit_secs);
         let watchdog = sandbox::Watchdog::start(&process, limit);
-        let disk = sandbox::DiskWatch::start(&process, &lane.dir, self.settings.limits.disk_bytes);
+        let disk = sandbox::DiskWatch::start(
+            &process,
+            vec![lane.dir.clone()],
+            self.settings.limits.disk_bytes,
+        );
         let mut output = crate::capture::Capture::new(Some(&call.log), 32 * 1024)
             .map_err(|e| CliError::failure(format!("cannot write {}: {e}", call.log.display())))?;
         let (progress, follow) = (&self.progress, self.options.follow);
@@ -1346,7 +1394,8 @@ impl Worker<'_, '_> {
         let events = sandbox.limit_events();
         sandbox.retire(Some(self.reaper));
         let output_bytes = output.total();
-        let kept = String::from_utf8_lossy(&output.finish().unwrap_or_default()).into_owned();
+        let (kept, log_cut_bytes) = output.finish_counting().unwrap_or_default();
+        let kept = String::from_utf8_lossy(&kept).into_owned();
         let restored = lane.restore();
         let limits = &self.settings.limits;
         let why = if watchdog.fired() {
@@ -1384,6 +1433,7 @@ impl Worker<'_, '_> {
             outcome: if passed { "passed" } else { "failed" }.to_string(),
             detail: tail(&shown, 12, 4096),
             output_bytes,
+            log_cut_bytes,
             ..Default::default()
         };
         receipts::record_end(&self.repo, call, end)

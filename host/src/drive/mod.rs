@@ -394,6 +394,9 @@ fn watch_signals(
     std::thread::spawn(move || {
         for signal in signals.forever() {
             if !stop.request(signal) {
+                // Host-side git in progress (on a lane a sandbox wrote) ends within seconds;
+                // the agent calls in flight finish.
+                crate::git::hurry_all();
                 note!(
                     printer,
                     "stopping after the agent {} in flight (press again to kill {})",
@@ -402,6 +405,7 @@ fn watch_signals(
                 );
                 continue;
             }
+            crate::git::kill_all();
             let mut lapses = Vec::new();
             for (in_flight, keeper) in &lanes {
                 if let Some(process) = in_flight.lock().unwrap_or_else(|p| p.into_inner()).take() {

@@ -461,6 +461,7 @@ impl World {
             drive_land: None,
             secrets_allowed: Vec::new(),
             drive_jobs: None,
+            max_file: crate::lanes::MAX_FILE,
             config_files: Vec::new(),
             limits: SandboxLimits::defaults(),
             network: Default::default(),

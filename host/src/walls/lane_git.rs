@@ -179,7 +179,14 @@ pub fn prove(settings: &Settings, runtime: &OpenRuntime) -> Result<Wall, CliErro
     // out, then stet's own operations on the lane.
     plant_on_host(&lane, &marks).map_err(|e| failure(format!("cannot plant: {e}")))?;
     let operations = (|| -> Result<(), crate::git::GitError> {
-        lane.commit_all("the lane-git proof")?;
+        lane.commit_all("the lane-git proof").map_err(|e| match e {
+            crate::lanes::CommitError::Git(e) => e,
+            other => crate::git::GitError {
+                args: "commit".into(),
+                dir: lane.dir.display().to_string(),
+                detail: other.to_string(),
+            },
+        })?;
         lane.bring_back(&repo)?;
         lane.git().run(&["diff", "HEAD~1", "--stat"])?;
         lane.git().run(&["log", "-p", "-1"])?;
