@@ -142,15 +142,48 @@ pub struct Gateway {
 }
 
 impl Gateway {
-    /// Whether a request for `path` (its query aside) is one this gateway serves.
+    /// Whether a request for `path` (its query aside) is one this gateway serves: a path
+    /// no upstream could read as another ([`unsettled`]) under one of its prefixes.
     pub fn serves(&self, path: &str) -> bool {
-        // `..` segments would let a prefix be climbed out of by an upstream that folds them.
         let path = path.split('?').next().unwrap_or(path);
-        !path
-            .split('/')
-            .any(|segment| segment == ".." || segment.contains('%'))
+        unsettled(path).is_none()
             && (self.paths.is_empty() || self.paths.iter().any(|p| path.starts_with(p.as_str())))
     }
+}
+
+/// Why `path` (no query) could name another path to an upstream that normalises it, so a
+/// prefix it is checked against could be climbed out of; `None` when it could not. Refused:
+/// `.` and `..` segments however written (percent-encoded in any case, or with `;`
+/// parameters, which some servers drop before resolving), backslashes (a separator to
+/// some), every percent-escape (an encoded slash splits a segment once decoded, and an
+/// escaped `%` is a dot to a server that decodes twice; a model API's paths need none), and
+/// any character beyond ASCII.
+pub fn unsettled(path: &str) -> Option<&'static str> {
+    let lower = path.to_ascii_lowercase();
+    if lower.split('/').any(is_dot_segment) {
+        return Some("a dot segment");
+    }
+    if lower.contains('\\') || lower.contains("%5c") {
+        return Some("a backslash");
+    }
+    if lower.contains("%2f") {
+        return Some("an encoded slash");
+    }
+    if lower.contains('%') {
+        return Some("a percent-escape");
+    }
+    // Some servers fold a full-width dot (U+FF0E) into a dot.
+    if !lower.is_ascii() {
+        return Some("a character beyond ASCII");
+    }
+    None
+}
+
+/// Whether a lowercase `segment` is `.` or `..` once its `;` parameters are dropped and its
+/// escaped dots decoded.
+fn is_dot_segment(segment: &str) -> bool {
+    let name = segment.split(';').next().unwrap_or(segment);
+    matches!(name.replace("%2e", ".").as_str(), "." | "..")
 }
 
 #[cfg(test)]
@@ -195,6 +228,92 @@ mod tests {
         assert!(revoked.carried_by("{\"token\":\"sk-ant-oat01-0123456789abcdef\"}"));
         assert!(!revoked.carried_by("Bearer sk-ant-oat01-0123456789abcdeF"));
         assert!(!format!("{revoked:?}").contains("0123"));
+    }
+
+    fn gateway(paths: &[&str], swaps: &[(&str, &str)]) -> Gateway {
+        Gateway {
+            port: 3180,
+            host: "api.example".into(),
+            upstream_port: 443,
+            tls: true,
+            paths: paths.iter().map(|p| p.to_string()).collect(),
+            swaps: swaps
+                .iter()
+                .map(|(header, stand_in)| Swap {
+                    header: header.to_string(),
+                    stand_in: stand_in.to_string(),
+                    real: "Bearer the-real-one-bbbbbbbbbbbbbb".into(),
+                })
+                .collect(),
+        }
+    }
+
+    /// Paths an upstream that normalises them could read as outside `/v1/`.
+    const CLIMBING: [&str; 31] = [
+        "/v1/..",
+        "/v1/../admin",
+        "/v1/./messages",
+        "/v1/.",
+        "/v1/messages/../../admin",
+        "/v1/..;/admin",
+        "/v1/..;x=1/admin",
+        "/v1/.;x/messages",
+        "/v1/%2e%2e;/admin",
+        "/v1/..\\admin",
+        "/v1\\..\\admin",
+        "/v1/..%5cadmin",
+        "/v1/..%5Cadmin",
+        "/v1/%2e%2e/admin",
+        "/v1/%2E%2E/admin",
+        "/v1/%2e%2E/admin",
+        "/v1/.%2e/admin",
+        "/v1/.%2E/admin",
+        "/v1/%2e./admin",
+        "/v1/%2e/messages",
+        "/v1/%2E/messages",
+        "/v1/..%2fadmin",
+        "/v1/..%2Fadmin",
+        "/v1/%2f..%2fadmin",
+        "/v1/%252e%252e/admin",
+        "/v1/..?beta=true",
+        "/v1/..;/admin?beta=true",
+        "/v1/..\\admin?beta=true",
+        "/..",
+        "/v1/%c0%ae%c0%ae/admin",
+        "/v1/\u{ff0e}\u{ff0e}/admin",
+    ];
+
+    /// Paths the model APIs' clients send.
+    const ORDINARY: [&str; 8] = [
+        "/v1/messages",
+        "/v1/messages?beta=true",
+        "/v1/models/claude-x",
+        "/api/oauth/usage",
+        "/v1/file.json",
+        "/v1/.well-known/x",
+        "/v1/a..b/messages",
+        "/v1/messages?next=%2Fv1%2F..%2F..&x=..\\y",
+    ];
+
+    #[test]
+    fn a_path_that_could_climb_out_of_a_prefix_is_never_served() {
+        let declared = gateway(&["/v1/", "/api/oauth/usage"], &[]);
+        let everything = gateway(&[], &[]);
+        for path in CLIMBING {
+            assert!(!declared.serves(path), "{path}");
+            assert!(!everything.serves(path), "{path}");
+            let bare = path.split('?').next().unwrap_or(path);
+            assert!(unsettled(bare).is_some(), "{path}");
+        }
+        for path in ORDINARY {
+            assert!(declared.serves(path), "{path}");
+            assert!(everything.serves(path), "{path}");
+        }
+        assert_eq!(unsettled("/v1/..;/admin"), Some("a dot segment"));
+        assert_eq!(unsettled("/v1/..\\admin"), Some("a backslash"));
+        assert_eq!(unsettled("/v1/a%2Fb"), Some("an encoded slash"));
+        assert_eq!(unsettled("/v1/a%20b"), Some("a percent-escape"));
+        assert!(!declared.serves("/admin"));
     }
 
     #[test]

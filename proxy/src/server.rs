@@ -32,7 +32,7 @@ use tokio::net::{TcpStream, UnixListener, UnixStream};
 use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
 use tokio::time::timeout;
 
-use crate::credentials::{Gateway, Revoked};
+use crate::credentials::{self, Gateway, Revoked};
 use crate::policy::{self, Refusal, Rules, Verdict};
 
 /// An idle client (or one trickling a request head) is dropped after this long.
@@ -528,11 +528,16 @@ async fn through_gateway(
             req.method()
         ));
     }
+    let bare = path.split('?').next().unwrap_or(&path);
+    if let Some(what) = credentials::unsettled(bare) {
+        return forbidden(format!(
+            "the credential gateway serves no path with {what}, as {bare} has"
+        ));
+    }
     if !gateway.serves(&path) {
         let served = gateway.paths.join(", ");
         return forbidden(format!(
-            "the credential gateway serves only {served}, not {}",
-            path.split('?').next().unwrap_or(&path)
+            "the credential gateway serves only {served}, not {bare}"
         ));
     }
     let upstream = match reach(state, &gateway.host, gateway.upstream_port).await {
