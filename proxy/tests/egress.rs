@@ -382,16 +382,12 @@ fn a_gateway_swaps_the_stand_in_for_the_real_credential_on_its_way_to_the_model_
     );
     assert!(!head.contains(REAL), "{head}");
     assert!(!head.contains("x-echo"), "{head}");
-    // Anything but the stand-in's exact value goes on as it came: it opens nothing.
-    let seen = answer(&running.socket, &to_gateway("Bearer something-else"), 200);
-    assert!(
-        seen.ends_with("authorization=\"Bearer something-else\" real=false"),
-        "{seen}"
-    );
+    // Anything but the stand-in's exact value is refused.
+    answer(&running.socket, &to_gateway("Bearer something-else"), 403);
     assert_eq!(
         running.proxy.gateway_counts(),
         stet_egress::server::GatewayCounts {
-            requests: 3,
+            requests: 2,
             swapped: 2
         }
     );
@@ -472,6 +468,37 @@ fn a_gateway_refuses_a_path_with_dot_segments_however_written_and_its_api_sees_n
         &refused,
         "the credential gateway serves no path with ",
         &[STAND_IN],
+    );
+}
+
+#[test]
+fn a_gateway_refuses_every_credential_but_its_own_stand_in_in_its_own_header() {
+    let (origin, received) = recorded_origin();
+    let running = gateway_to(origin, Revoked::default());
+    // A live stand-in of another call, or of an earlier drive (no proxy of this process
+    // revoked it), and someone's own key.
+    let another_call = "sk-ant-oat01-anothercallanothercall";
+    let own_key = "sk-ant-api03-someoneelsesownkey000";
+    let ours = format!("Authorization: Bearer {STAND_IN}\r\n");
+    let refused: Vec<String> = [
+        format!("Authorization: Bearer {another_call}\r\n"),
+        format!("Authorization: Bearer {own_key}\r\n"),
+        // This gateway's stand-in, under the other header the API takes a key in.
+        format!("X-Api-Key: Bearer {STAND_IN}\r\n"),
+        format!("X-Api-Key: {STAND_IN}\r\n"),
+        format!("{ours}X-Api-Key: {own_key}\r\n"),
+        format!("{ours}{ours}"),
+        format!("authorization: bearer {STAND_IN}\r\n"),
+    ]
+    .iter()
+    .map(|headers| to_gateway_with("/v1/messages", headers))
+    .collect();
+    refused_before_the_api(
+        &running,
+        &received,
+        &refused,
+        "the credential header ",
+        &[STAND_IN, another_call, own_key, "Bearer"],
     );
 }
 
