@@ -4,9 +4,11 @@
 //! anywhere but at its own sandbox's proxy. The agent's client talks plain HTTP to a
 //! [`Gateway`] on the sandbox's loopback (through the bridge); the proxy there puts the real
 //! credential in place of the stand-in, on requests to the declared model API only, and sends
-//! them on (over TLS beyond loopback). When the sandbox is torn down its stand-ins are
-//! [`Revoked`]: a request that carries one afterwards, through any proxy of the process, is
-//! refused with that reason.
+//! them on (over TLS beyond loopback). A credential header that holds anything else (a
+//! stand-in of another call, one under another header, a key of the agent's own) is
+//! refused: a gateway with a credential to swap sends on no other. When the sandbox is torn
+//! down its stand-ins are [`Revoked`]: a request that carries one afterwards, through any
+//! proxy of the process, is refused with that reason.
 //!
 //! The real value lives in this process's memory only, and no `Debug` or `Display` of these
 //! types shows it.
@@ -15,6 +17,7 @@ use std::collections::HashSet;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use hyper::header::HeaderMap;
 use sha2::{Digest, Sha256};
 
 /// What stet keeps to recognise a secret: its SHA-256, never the secret.
@@ -142,15 +145,103 @@ pub struct Gateway {
 }
 
 impl Gateway {
-    /// Whether a request for `path` (its query aside) is one this gateway serves.
+    /// Whether a request for `path` (its query aside) is one this gateway serves: a path
+    /// no upstream could read as another ([`unsettled`]) under one of its prefixes.
     pub fn serves(&self, path: &str) -> bool {
-        // `..` segments would let a prefix be climbed out of by an upstream that folds them.
         let path = path.split('?').next().unwrap_or(path);
-        !path
-            .split('/')
-            .any(|segment| segment == ".." || segment.contains('%'))
+        unsettled(path).is_none()
             && (self.paths.is_empty() || self.paths.iter().any(|p| path.starts_with(p.as_str())))
     }
+
+    /// The headers that carry a credential to this gateway's API, lowercase: every header a
+    /// swap is declared for, and both of Anthropic's (`authorization`, `x-api-key`) when
+    /// either is, since its API takes a key in either.
+    pub fn credential_headers(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .swaps
+            .iter()
+            .map(|s| s.header.to_ascii_lowercase())
+            .collect();
+        if names
+            .iter()
+            .any(|n| ANTHROPIC_KEY_HEADERS.contains(&n.as_str()))
+        {
+            names.extend(ANTHROPIC_KEY_HEADERS.map(str::to_owned));
+        }
+        names.sort();
+        names.dedup();
+        names
+    }
+
+    /// The swaps a request with `headers` gets, or why it is refused (one line, never a
+    /// value). Each credential header ([`Gateway::credential_headers`]) is absent or sent
+    /// once, holding exactly a stand-in this gateway issued for that very header: anything
+    /// else (a stand-in of another call or drive, one under another header, any other key)
+    /// would reach the API as the agent's own credential, which the sandbox must not have.
+    pub fn swaps_for(&self, headers: &HeaderMap) -> Result<Vec<&Swap>, String> {
+        let mut swaps = Vec::new();
+        for name in self.credential_headers() {
+            let mut values = headers.get_all(name.as_str()).iter();
+            let Some(value) = values.next() else {
+                continue;
+            };
+            if values.next().is_some() {
+                return Err(format!("the credential header {name} sent more than once"));
+            }
+            let issued = self.swaps.iter().find(|s| {
+                s.header.eq_ignore_ascii_case(&name)
+                    && !s.stand_in.is_empty()
+                    && s.stand_in.as_bytes() == value.as_bytes()
+            });
+            match issued {
+                Some(swap) => swaps.push(swap),
+                None => {
+                    return Err(format!(
+                        "the credential header {name} holds no stand-in this gateway issued for it"
+                    ))
+                }
+            }
+        }
+        Ok(swaps)
+    }
+}
+
+/// The headers Anthropic's API takes a key in.
+const ANTHROPIC_KEY_HEADERS: [&str; 2] = ["authorization", "x-api-key"];
+
+/// Why `path` (no query) could name another path to an upstream that normalises it, so a
+/// prefix it is checked against could be climbed out of; `None` when it could not. Refused:
+/// `.` and `..` segments however written (percent-encoded in any case, or with `;`
+/// parameters, which some servers drop before resolving), backslashes (a separator to
+/// some), every percent-escape (an encoded slash splits a segment once decoded, and an
+/// escaped `%` is a dot to a server that decodes twice; a model API's paths need none), and
+/// any character beyond ASCII.
+pub fn unsettled(path: &str) -> Option<&'static str> {
+    let lower = path.to_ascii_lowercase();
+    if lower.split('/').any(is_dot_segment) {
+        return Some("a dot segment");
+    }
+    if lower.contains('\\') || lower.contains("%5c") {
+        return Some("a backslash");
+    }
+    if lower.contains("%2f") {
+        return Some("an encoded slash");
+    }
+    if lower.contains('%') {
+        return Some("a percent-escape");
+    }
+    // Some servers fold a full-width dot (U+FF0E) into a dot.
+    if !lower.is_ascii() {
+        return Some("a character beyond ASCII");
+    }
+    None
+}
+
+/// Whether a lowercase `segment` is `.` or `..` once its `;` parameters are dropped and its
+/// escaped dots decoded.
+fn is_dot_segment(segment: &str) -> bool {
+    let name = segment.split(';').next().unwrap_or(segment);
+    matches!(name.replace("%2e", ".").as_str(), "." | "..")
 }
 
 #[cfg(test)]
@@ -195,6 +286,172 @@ mod tests {
         assert!(revoked.carried_by("{\"token\":\"sk-ant-oat01-0123456789abcdef\"}"));
         assert!(!revoked.carried_by("Bearer sk-ant-oat01-0123456789abcdeF"));
         assert!(!format!("{revoked:?}").contains("0123"));
+    }
+
+    fn gateway(paths: &[&str], swaps: &[(&str, &str)]) -> Gateway {
+        Gateway {
+            port: 3180,
+            host: "api.example".into(),
+            upstream_port: 443,
+            tls: true,
+            paths: paths.iter().map(|p| p.to_string()).collect(),
+            swaps: swaps
+                .iter()
+                .map(|(header, stand_in)| Swap {
+                    header: header.to_string(),
+                    stand_in: stand_in.to_string(),
+                    real: "Bearer the-real-one-bbbbbbbbbbbbbb".into(),
+                })
+                .collect(),
+        }
+    }
+
+    /// Paths an upstream that normalises them could read as outside `/v1/`.
+    const CLIMBING: [&str; 31] = [
+        "/v1/..",
+        "/v1/../admin",
+        "/v1/./messages",
+        "/v1/.",
+        "/v1/messages/../../admin",
+        "/v1/..;/admin",
+        "/v1/..;x=1/admin",
+        "/v1/.;x/messages",
+        "/v1/%2e%2e;/admin",
+        "/v1/..\\admin",
+        "/v1\\..\\admin",
+        "/v1/..%5cadmin",
+        "/v1/..%5Cadmin",
+        "/v1/%2e%2e/admin",
+        "/v1/%2E%2E/admin",
+        "/v1/%2e%2E/admin",
+        "/v1/.%2e/admin",
+        "/v1/.%2E/admin",
+        "/v1/%2e./admin",
+        "/v1/%2e/messages",
+        "/v1/%2E/messages",
+        "/v1/..%2fadmin",
+        "/v1/..%2Fadmin",
+        "/v1/%2f..%2fadmin",
+        "/v1/%252e%252e/admin",
+        "/v1/..?beta=true",
+        "/v1/..;/admin?beta=true",
+        "/v1/..\\admin?beta=true",
+        "/..",
+        "/v1/%c0%ae%c0%ae/admin",
+        "/v1/\u{ff0e}\u{ff0e}/admin",
+    ];
+
+    /// Paths the model APIs' clients send.
+    const ORDINARY: [&str; 8] = [
+        "/v1/messages",
+        "/v1/messages?beta=true",
+        "/v1/models/claude-x",
+        "/api/oauth/usage",
+        "/v1/file.json",
+        "/v1/.well-known/x",
+        "/v1/a..b/messages",
+        "/v1/messages?next=%2Fv1%2F..%2F..&x=..\\y",
+    ];
+
+    #[test]
+    fn a_path_that_could_climb_out_of_a_prefix_is_never_served() {
+        let declared = gateway(&["/v1/", "/api/oauth/usage"], &[]);
+        let everything = gateway(&[], &[]);
+        for path in CLIMBING {
+            assert!(!declared.serves(path), "{path}");
+            assert!(!everything.serves(path), "{path}");
+            let bare = path.split('?').next().unwrap_or(path);
+            assert!(unsettled(bare).is_some(), "{path}");
+        }
+        for path in ORDINARY {
+            assert!(declared.serves(path), "{path}");
+            assert!(everything.serves(path), "{path}");
+        }
+        assert_eq!(unsettled("/v1/..;/admin"), Some("a dot segment"));
+        assert_eq!(unsettled("/v1/..\\admin"), Some("a backslash"));
+        assert_eq!(unsettled("/v1/a%2Fb"), Some("an encoded slash"));
+        assert_eq!(unsettled("/v1/a%20b"), Some("a percent-escape"));
+        assert!(!declared.serves("/admin"));
+    }
+
+    const STAND_IN: &str = "Bearer sk-ant-oat01-standinstandinstandin";
+    const OTHER_CALLS: &str = "Bearer sk-ant-oat01-anothercallanothercall";
+
+    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.append(
+                hyper::header::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                value.parse().unwrap(),
+            );
+        }
+        map
+    }
+
+    #[test]
+    fn both_of_anthropics_key_headers_carry_a_credential_when_either_is_declared() {
+        let both = ["authorization".to_string(), "x-api-key".to_string()];
+        assert_eq!(
+            gateway(&[], &[("Authorization", STAND_IN)]).credential_headers(),
+            both
+        );
+        assert_eq!(
+            gateway(&[], &[("X-Api-Key", "k")]).credential_headers(),
+            both
+        );
+        assert_eq!(
+            gateway(&[], &[("x-goog-api-key", "k")]).credential_headers(),
+            ["x-goog-api-key".to_string()]
+        );
+        assert!(gateway(&[], &[]).credential_headers().is_empty());
+    }
+
+    #[test]
+    fn only_this_gateways_own_stand_in_in_its_own_header_passes_and_is_swapped() {
+        let one = gateway(&[], &[("Authorization", STAND_IN)]);
+        let swapped = one.swaps_for(&headers(&[("authorization", STAND_IN)]));
+        assert_eq!(swapped.map(|s| s.len()), Ok(1));
+        // No credential at all goes on without one.
+        let none = one.swaps_for(&headers(&[("content-type", "application/json")]));
+        assert_eq!(none.map(|s| s.len()), Ok(0));
+        let foreign: [&[(&str, &str)]; 8] = [
+            &[("authorization", OTHER_CALLS)],
+            &[("authorization", "Bearer sk-ant-api03-someoneelseskey")],
+            &[("authorization", "bearer sk-ant-oat01-standinstandinstandin")],
+            &[("authorization", "")],
+            &[("x-api-key", STAND_IN)],
+            &[("x-api-key", "sk-ant-oat01-standinstandinstandin")],
+            &[("authorization", STAND_IN), ("x-api-key", OTHER_CALLS)],
+            &[("authorization", STAND_IN), ("authorization", STAND_IN)],
+        ];
+        for pairs in foreign {
+            let refused = one.swaps_for(&headers(pairs)).map(|s| s.len());
+            let why = refused.expect_err(&format!("{pairs:?}"));
+            assert!(
+                !why.contains("standin") && !why.contains("anothercall"),
+                "{why}"
+            );
+            assert!(!why.contains('\n'), "{why}");
+        }
+    }
+
+    #[test]
+    fn a_stand_in_under_another_declared_header_is_refused_not_swapped() {
+        let two = gateway(
+            &[],
+            &[("authorization", STAND_IN), ("x-api-key", OTHER_CALLS)],
+        );
+        let both = headers(&[("authorization", STAND_IN), ("x-api-key", OTHER_CALLS)]);
+        assert_eq!(two.swaps_for(&both).map(|s| s.len()), Ok(2));
+        for crossed in [
+            headers(&[("authorization", OTHER_CALLS)]),
+            headers(&[("x-api-key", STAND_IN)]),
+        ] {
+            assert!(two.swaps_for(&crossed).is_err(), "{crossed:?}");
+        }
+        // A swap with no stand-in (nothing sealed) matches no value, not even an empty one.
+        let empty = gateway(&[], &[("authorization", "")]);
+        assert!(empty.swaps_for(&headers(&[("authorization", "")])).is_err());
     }
 
     #[test]

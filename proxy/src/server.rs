@@ -32,7 +32,7 @@ use tokio::net::{TcpStream, UnixListener, UnixStream};
 use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
 use tokio::time::timeout;
 
-use crate::credentials::{Gateway, Revoked};
+use crate::credentials::{self, Gateway, Revoked};
 use crate::policy::{self, Refusal, Rules, Verdict};
 
 /// An idle client (or one trickling a request head) is dropped after this long.
@@ -505,7 +505,9 @@ async fn stubbed(req: Request<Incoming>, state: &State) -> Response<Body> {
 }
 
 /// A request to a gateway: sent on to its model API (checked by the rules like any other
-/// target) with `Host` naming the API and the real credential in place of the stand-in.
+/// target) with `Host` naming the API and the real credential in place of the stand-in;
+/// refused, before anything is dialled, for a path it does not serve or a credential header
+/// that holds anything but its stand-in ([`Gateway::swaps_for`]).
 async fn through_gateway(
     req: Request<Incoming>,
     state: &State,
@@ -528,13 +530,23 @@ async fn through_gateway(
             req.method()
         ));
     }
+    let bare = path.split('?').next().unwrap_or(&path);
+    if let Some(what) = credentials::unsettled(bare) {
+        return forbidden(format!(
+            "the credential gateway serves no path with {what}, as {bare} has"
+        ));
+    }
     if !gateway.serves(&path) {
         let served = gateway.paths.join(", ");
         return forbidden(format!(
-            "the credential gateway serves only {served}, not {}",
-            path.split('?').next().unwrap_or(&path)
+            "the credential gateway serves only {served}, not {bare}"
         ));
     }
+    // Decided before the upstream is dialled: a refused request reaches nothing.
+    let swaps = match gateway.swaps_for(req.headers()) {
+        Ok(swaps) => swaps,
+        Err(why) => return forbidden(why),
+    };
     let upstream = match reach(state, &gateway.host, gateway.upstream_port).await {
         Ok(upstream) => upstream,
         Err(response) => return response,
@@ -553,16 +565,14 @@ async fn through_gateway(
     }
     state.through_gateways.fetch_add(1, Ordering::Relaxed);
     let mut swapped = false;
-    for swap in &gateway.swaps {
+    for swap in swaps {
         let Ok(name) = HeaderName::from_bytes(swap.header.as_bytes()) else {
             continue;
         };
-        if parts.headers.get(&name).map(HeaderValue::as_bytes) == Some(swap.stand_in.as_bytes()) {
-            if let Ok(mut real) = HeaderValue::from_str(&swap.real) {
-                real.set_sensitive(true);
-                parts.headers.insert(name, real);
-                swapped = true;
-            }
+        if let Ok(mut real) = HeaderValue::from_str(&swap.real) {
+            real.set_sensitive(true);
+            parts.headers.insert(name, real);
+            swapped = true;
         }
     }
     if swapped {

@@ -7,7 +7,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use stet_egress::bridge;
@@ -79,10 +79,21 @@ fn echo(ip: &str) -> SocketAddr {
 
 /// A tiny hyper HTTP server that answers with what it was sent.
 fn http_origin() -> SocketAddr {
+    recorded_origin().0
+}
+
+/// What an origin received: `connection` for each connection accepted, then each request
+/// as its method, target and headers.
+type Received = Arc<Mutex<Vec<String>>>;
+
+/// [`http_origin`], also keeping what it received.
+fn recorded_origin() -> (SocketAddr, Received) {
     use hyper::{body::Incoming, Request, Response};
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     listener.set_nonblocking(true).unwrap();
+    let received = Received::default();
+    let log = received.clone();
     std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -91,29 +102,40 @@ fn http_origin() -> SocketAddr {
         runtime.block_on(async move {
             let listener = tokio::net::TcpListener::from_std(listener).unwrap();
             while let Ok((stream, _)) = listener.accept().await {
-                let service = hyper::service::service_fn(|req: Request<Incoming>| async move {
-                    let header = |name| req.headers().get(name).map(|v| v.to_str().unwrap());
-                    let mut seen = format!(
-                        "{} {} host={:?} proxy-authorization={:?}",
-                        req.method(),
-                        req.uri(),
-                        header("host"),
-                        header("proxy-authorization")
-                    );
-                    if let Some(auth) = header("authorization") {
-                        // Said here, where the origin sees it (the echo itself comes back
-                        // through the gateway with the stand-in in the real value's place).
-                        let real = auth == format!("Bearer {REAL}");
-                        seen.push_str(&format!(" authorization={auth:?} real={real}"));
+                log.lock().unwrap().push("connection".into());
+                let log = log.clone();
+                let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+                    let log = log.clone();
+                    async move {
+                        log.lock().unwrap().push(format!(
+                            "{} {} {:?}",
+                            req.method(),
+                            req.uri(),
+                            req.headers()
+                        ));
+                        let header = |name| req.headers().get(name).map(|v| v.to_str().unwrap());
+                        let mut seen = format!(
+                            "{} {} host={:?} proxy-authorization={:?}",
+                            req.method(),
+                            req.uri(),
+                            header("host"),
+                            header("proxy-authorization")
+                        );
+                        if let Some(auth) = header("authorization") {
+                            // Said here, where the origin sees it (the echo itself comes back
+                            // through the gateway with the stand-in in the real value's place).
+                            let real = auth == format!("Bearer {REAL}");
+                            seen.push_str(&format!(" authorization={auth:?} real={real}"));
+                        }
+                        let echo = header("authorization").unwrap_or("").to_string();
+                        let mut response =
+                            Response::new(http_body_util::Full::new(bytes::Bytes::from(seen)));
+                        // An API that reflects a request's header in its answer's.
+                        if let Ok(value) = hyper::header::HeaderValue::from_str(&echo) {
+                            response.headers_mut().insert("x-echo", value);
+                        }
+                        Ok::<_, Infallible>(response)
                     }
-                    let echo = header("authorization").unwrap_or("").to_string();
-                    let mut response =
-                        Response::new(http_body_util::Full::new(bytes::Bytes::from(seen)));
-                    // An API that reflects a request's header in its answer's.
-                    if let Ok(value) = hyper::header::HeaderValue::from_str(&echo) {
-                        response.headers_mut().insert("x-echo", value);
-                    }
-                    Ok::<_, Infallible>(response)
                 });
                 let io = hyper_util::rt::TokioIo::new(stream);
                 tokio::spawn(
@@ -122,7 +144,7 @@ fn http_origin() -> SocketAddr {
             }
         });
     });
-    addr
+    (addr, received)
 }
 
 /// Sends `request` on a new connection to the proxy; returns the connection and the answer
@@ -360,18 +382,123 @@ fn a_gateway_swaps_the_stand_in_for_the_real_credential_on_its_way_to_the_model_
     );
     assert!(!head.contains(REAL), "{head}");
     assert!(!head.contains("x-echo"), "{head}");
-    // Anything but the stand-in's exact value goes on as it came: it opens nothing.
-    let seen = answer(&running.socket, &to_gateway("Bearer something-else"), 200);
-    assert!(
-        seen.ends_with("authorization=\"Bearer something-else\" real=false"),
-        "{seen}"
-    );
+    // Anything but the stand-in's exact value is refused.
+    answer(&running.socket, &to_gateway("Bearer something-else"), 403);
     assert_eq!(
         running.proxy.gateway_counts(),
         stet_egress::server::GatewayCounts {
-            requests: 3,
+            requests: 2,
             swapped: 2
         }
+    );
+}
+
+/// A request to the gateway of `gateway_to` for `target`, with `headers` (each ending in
+/// CRLF).
+fn to_gateway_with(target: &str, headers: &str) -> String {
+    format!("POST {target} HTTP/1.1\r\nHost: 127.0.0.1:3180\r\n{headers}Content-Length: 0\r\n\r\n")
+}
+
+/// Sends each request in `refused` (expecting a one-line 403 from `origin`'s gateway that
+/// says `why` and shows none of `hidden`), then one the gateway serves, and checks that the
+/// origin received that one alone, with the real credential: the refused ones reached
+/// nothing. A refused request is answered before anything is dialled, so an origin that
+/// had been dialled for one would have accepted it before the served request's connection.
+fn refused_before_the_api(
+    running: &Running,
+    received: &Received,
+    refused: &[String],
+    why: &str,
+    hidden: &[&str],
+) {
+    let origin = received.clone();
+    for request in refused {
+        let (body, head) = answer_and_head(&running.socket, request, 403);
+        assert!(head.contains("\r\nx-stet-blocked: "), "{head}");
+        assert!(
+            body.starts_with("stet: blocked 127.0.0.1:"),
+            "{request}: {body}"
+        );
+        assert!(body.contains(why), "{request}: {body}");
+        assert_eq!(body.lines().count(), 1, "{body}");
+        for value in hidden {
+            assert!(!body.contains(value), "{body}");
+        }
+    }
+    let seen = answer(
+        &running.socket,
+        &to_gateway(&format!("Bearer {STAND_IN}")),
+        200,
+    );
+    assert!(seen.ends_with("real=true"), "{seen}");
+    let received = origin.lock().unwrap().clone();
+    assert_eq!(received.len(), 2, "{received:?}");
+    assert_eq!(received[0], "connection");
+    assert!(
+        received[1].starts_with("POST /v1/messages "),
+        "{received:?}"
+    );
+    assert_eq!(running.proxy.gateway_counts().swapped, 1);
+    let blocked: u64 = running.proxy.blocked().iter().map(|b| b.count).sum();
+    assert_eq!(blocked, refused.len() as u64);
+}
+
+#[test]
+fn a_gateway_refuses_a_path_with_dot_segments_however_written_and_its_api_sees_nothing() {
+    let (origin, received) = recorded_origin();
+    let running = gateway_to(origin, Revoked::default());
+    let authorization = format!("Authorization: Bearer {STAND_IN}\r\n");
+    let refused: Vec<String> = [
+        "/v1/..;/api/oauth/x",
+        "/v1/.;x/messages",
+        "/v1/..\\api/oauth/x",
+        "/v1/..%5capi/oauth/x",
+        "/v1/%2e%2e/api/oauth/x",
+        "/v1/.%2E/api/oauth/x",
+        "/v1/%2E/messages",
+        "/v1/..%2fapi/oauth/x",
+        "/v1/./messages?beta=true",
+    ]
+    .iter()
+    .map(|path| to_gateway_with(path, &authorization))
+    .collect();
+    refused_before_the_api(
+        &running,
+        &received,
+        &refused,
+        "the credential gateway serves no path with ",
+        &[STAND_IN],
+    );
+}
+
+#[test]
+fn a_gateway_refuses_every_credential_but_its_own_stand_in_in_its_own_header() {
+    let (origin, received) = recorded_origin();
+    let running = gateway_to(origin, Revoked::default());
+    // A live stand-in of another call, or of an earlier drive (no proxy of this process
+    // revoked it), and someone's own key.
+    let another_call = "sk-ant-oat01-anothercallanothercall";
+    let own_key = "sk-ant-api03-someoneelsesownkey000";
+    let ours = format!("Authorization: Bearer {STAND_IN}\r\n");
+    let refused: Vec<String> = [
+        format!("Authorization: Bearer {another_call}\r\n"),
+        format!("Authorization: Bearer {own_key}\r\n"),
+        // This gateway's stand-in, under the other header the API takes a key in.
+        format!("X-Api-Key: Bearer {STAND_IN}\r\n"),
+        format!("X-Api-Key: {STAND_IN}\r\n"),
+        format!("{ours}X-Api-Key: {own_key}\r\n"),
+        format!("{ours}{ours}"),
+        format!("authorization: bearer {STAND_IN}\r\n"),
+    ]
+    .iter()
+    .map(|headers| to_gateway_with("/v1/messages", headers))
+    .collect();
+    refused_before_the_api(
+        &running,
+        &received,
+        &refused,
+        "the credential header ",
+        &[STAND_IN, another_call, own_key, "Bearer"],
     );
 }
 
