@@ -143,9 +143,8 @@ fn main() {
             lane.commit_all("work").unwrap();
             let base = git(&work, &["rev-parse", "HEAD"]);
             let t = Instant::now();
-            if let Some(ready) = lane.retire(1, Some(base.trim())) {
-                ready.join().unwrap();
-            }
+            lane.retire(1, Some(base.trim()));
+            lanes::pool_ready();
             ready_t.push(t.elapsed());
             let t = Instant::now();
             lane = lanes::open(&work, "origin", &format!("later-{rep}-{n}"), "HEAD").unwrap();

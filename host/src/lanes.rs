@@ -306,6 +306,19 @@ fn trash_dir(stet: &Path) -> PathBuf {
     stet.join("trash")
 }
 
+/// The landed lanes being made ready for the pool by this process.
+static MAKING_READY: std::sync::Mutex<Vec<std::thread::JoinHandle<()>>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// Waits until every landed lane this process retired is in the pool (a drive, before it
+/// ends: a copy left half made is thrown away by the next).
+pub fn pool_ready() {
+    let making = std::mem::take(&mut *MAKING_READY.lock().unwrap_or_else(|p| p.into_inner()));
+    for handle in making {
+        let _ = handle.join();
+    }
+}
+
 /// A pooled copy being made ready: `<item>.cleaning-<pid>` (see [`Lane::retire`]).
 const CLEANING: &str = ".cleaning-";
 
@@ -693,9 +706,9 @@ impl Lane {
 
     /// The lane has landed: its directories go to the pool for the next new lane when the
     /// pool holds fewer than `keep` copies, else away (in the background).
-    pub fn retire(&self, keep: usize, base: Option<&str>) -> Option<std::thread::JoinHandle<()>> {
+    pub fn retire(&self, keep: usize, base: Option<&str>) {
         let (Some(root), Some(stet)) = (self.dir.parent(), self.stet_dir()) else {
-            return None;
+            return;
         };
         let pool_size = std::fs::read_dir(pool_dir(&stet)).map_or(0, |e| e.count());
         if let (true, Some(base)) = (pool_size < keep, base) {
@@ -704,7 +717,7 @@ impl Lane {
             let cleaning = pool.join(format!("{}{CLEANING}{}", self.item, std::process::id()));
             if std::fs::create_dir_all(&pool).is_ok() && std::fs::rename(root, &cleaning).is_ok() {
                 let (item, base) = (self.item.clone(), base.to_string());
-                return Some(std::thread::spawn(move || {
+                let making = std::thread::spawn(move || {
                     let ready = Lane {
                         item: item.clone(),
                         branch: branch_of(&item),
@@ -716,11 +729,15 @@ impl Lane {
                     if !done {
                         let _ = discard(&stet, &cleaning);
                     }
-                }));
+                });
+                MAKING_READY
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(making);
+                return;
             }
         }
         self.remove();
-        None
     }
 
     /// Leaves in a landed lane only what its next item may see: the base it started from
@@ -903,7 +920,8 @@ mod tests {
             .run(&["reset", "--quiet", "--hard", "HEAD"])
             .unwrap();
         let base = git(&work, &["rev-parse", "HEAD"]).unwrap();
-        first.retire(1, Some(&base)).unwrap().join().unwrap();
+        first.retire(1, Some(&base));
+        pool_ready();
         assert!(!first.dir.exists(), "the landed lane left its place");
         assert_eq!(pooled(&stet_dir(&work)).len(), 1);
 
@@ -975,7 +993,8 @@ mod tests {
         std::fs::write(first.dir.join(".git/planted"), "x").unwrap();
         let git_dir_was = inode(&first.git_dir);
         let base = git(&work, &["rev-parse", "HEAD"]).unwrap();
-        first.retire(1, Some(&base)).unwrap().join().unwrap();
+        first.retire(1, Some(&base));
+        pool_ready();
         let second = open(&work, "origin", "second", "HEAD").unwrap();
         assert_ne!(inode(&second.git_dir), git_dir_was, "made afresh");
         assert!(!second.dir.join(".git/planted").exists());
@@ -991,9 +1010,8 @@ mod tests {
             .collect();
         let base = git(&work, &["rev-parse", "HEAD"]).unwrap();
         for lane in &lanes {
-            if let Some(ready) = lane.retire(2, Some(&base)) {
-                ready.join().unwrap();
-            }
+            lane.retire(2, Some(&base));
+            pool_ready();
             assert!(!lane.dir.exists());
         }
         assert_eq!(pooled(&stet_dir(&work)).len(), 2);

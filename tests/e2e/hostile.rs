@@ -104,6 +104,33 @@ impl Attack {
         self.world.run_stet(&all)
     }
 
+    /// A drive whose peak memory (its own and its children's, git's among them) is
+    /// measured, killed if it has not ended within `bound`: an attack that makes it hang
+    /// fails the test instead of holding the suite.
+    fn drive_measured(&self, bound: std::time::Duration) -> (Output, u64) {
+        let _turn = serial_drives();
+        let mut command = self.world.stet(&["drive", "--yes"]);
+        command.stdout(Stdio::piped()).stderr(Stdio::piped());
+        let child = command.spawn().unwrap();
+        let pid = child.id() as libc::pid_t;
+        let (ended, watch) = std::sync::mpsc::channel::<()>();
+        let killer = std::thread::spawn(move || {
+            let hung = watch.recv_timeout(bound).is_err();
+            if hung {
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+            hung
+        });
+        let measured = run_measured(child);
+        let _ = ended.send(());
+        assert!(
+            !killer.join().unwrap(),
+            "the drive had not ended after {bound:?}: {}",
+            measured.0.stderr
+        );
+        measured
+    }
+
     fn ask(&self, prompt: &str) -> Output {
         self.world
             .run_stet(&["ask", "--harness", "command", "--json", prompt])
@@ -365,7 +392,7 @@ fn run_measured(mut child: std::process::Child) -> (Output, u64) {
 }
 
 #[test]
-fn a_gigabyte_of_agent_output_leaves_stets_memory_flat_and_is_all_in_the_log() {
+fn a_gigabyte_of_agent_output_leaves_stets_memory_and_disk_flat_and_its_log_says_what_it_cut() {
     let a = Attack::new("");
     let size = 1u64 << 30;
     let prompt = a.item("Talk a lot", &format!("attack: output\nsize: {size}"));
@@ -378,8 +405,21 @@ fn a_gigabyte_of_agent_output_leaves_stets_memory_flat_and_is_all_in_the_log() {
     assert!(peak_kib < 64 * 1024, "stet peaked at {peak_kib} KiB");
     let receipt = &a.receipts()[0];
     assert!(receipt["output_bytes"].as_u64().unwrap() > size);
+    // The log keeps its start and its end, and says what it cut, in itself and the
+    // receipt.
+    let cut = receipt["log_cut_bytes"].as_u64().unwrap();
+    assert!(cut > size - (70 << 20), "{receipt:#}");
     let log = std::fs::metadata(receipt["log"].as_str().unwrap()).unwrap();
-    assert!(log.len() > size);
+    assert!(log.len() < 70 << 20, "{}", log.len());
+    let text = String::from_utf8_lossy(&std::fs::read(receipt["log"].as_str().unwrap()).unwrap())
+        .into_owned();
+    assert!(
+        text.contains(&format!(
+            "[stet: {cut} bytes of output left out of this log here"
+        )),
+        "{}",
+        &text[text.len() - 200..]
+    );
 }
 
 #[test]
@@ -394,6 +434,92 @@ fn a_lane_that_grows_past_the_disk_limit_is_stopped_and_named() {
         .unwrap()
         .contains("disk limit, 16 MiB"));
     assert_eq!(a.receipts()[0]["limit_reached"], "disk");
+}
+
+#[test]
+fn sparse_files_are_refused_by_name_before_host_git_reads_them_and_stet_stays_small() {
+    let a = Attack::new("");
+    a.queue(&[a.item("Make holes", "attack: sparse")]);
+    let (out, peak_kib) = a.drive_measured(std::time::Duration::from_secs(600));
+    // Stet and every git it ran, at their peak: far from the 20 GiB a whole read takes.
+    assert!(peak_kib < 100 * 1024, "stet peaked at {peak_kib} KiB");
+    assert_eq!(out.code, 4, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("files over the 16 MiB a lane may commit ([drive] max_file): hole-1.bin (400 MiB), hole-2.bin (400 MiB), hole-3.bin (400 MiB), sparse.bin (20 GiB)"),
+        "{}",
+        out.stderr
+    );
+    // The length counted toward the disk limit too (10 GiB by default).
+    assert_eq!(a.receipts()[0]["limit_reached"], "disk");
+    let branches = git(&a.remote(), &["branch", "--list", "stet/*"]);
+    assert!(branches.is_empty(), "pushed: {branches}");
+}
+
+#[test]
+fn fifos_and_git_files_in_a_lane_never_hold_or_steer_host_git() {
+    let a = Attack::new("");
+    // A repository on the host the agent names (it cannot see it).
+    let host_repo = a.world.work.join(".git");
+    a.queue(&[a.item(
+        "Plant FIFOs",
+        &format!("attack: fifo\nhost-repo: {}", host_repo.display()),
+    )]);
+    let (out, _) = a.drive_measured(std::time::Duration::from_secs(600));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("taken out of the lane before it was committed: fake/HEAD (a FIFO: whoever opens it may wait forever), pipe (a FIFO: whoever opens it may wait forever), probe-host/.git (a repository of the agent's own: host git would follow it), probe/.git (a repository of the agent's own: host git would follow it)"),
+        "{}",
+        out.stderr
+    );
+    // What is committed does not depend on what the .git files named: both probes'
+    // files are plain content.
+    let tree = a.landed_tree();
+    let paths: Vec<&str> = tree.iter().map(|(p, _, _)| p.as_str()).collect();
+    for path in ["probe/data.txt", "probe-host/data.txt"] {
+        assert!(paths.contains(&path), "{path} missing: {paths:?}");
+    }
+    assert!(
+        !paths.iter().any(|p| p.ends_with(".git") || *p == "pipe"),
+        "{paths:?}"
+    );
+}
+
+#[test]
+fn what_a_call_writes_outside_the_lane_counts_toward_the_disk_limit() {
+    let a = Attack::new("[sandbox]\ndisk = \"50MiB\"\n");
+    a.queue(&[a.item("Fill my home", "attack: home-disk")]);
+    let out = a.drive(&[]);
+    assert_ne!(out.code, 0, "{}", out.stderr);
+    let receipt = &a.receipts()[0];
+    assert_eq!(receipt["limit_reached"], "disk", "{receipt:#}");
+    assert!(
+        receipt["detail"]
+            .as_str()
+            .unwrap()
+            .contains("the lane, its profile copy, its session"),
+        "{receipt:#}"
+    );
+    assert_eq!(stet_e2e::landed_on(&a.remote()), Vec::<String>::new());
+}
+
+#[test]
+fn what_the_implementer_leaves_uncommitted_the_reviewer_never_sees() {
+    let a = Attack::new("");
+    a.queue(&[a.item("Leave a note", "attack: leave-ignored\nreview: read-hidden")]);
+    let out = a.drive(&[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let review = a
+        .receipts()
+        .into_iter()
+        .find(|r| r["role"] == "review")
+        .unwrap();
+    assert!(
+        !review["detail"].as_str().unwrap().contains("reached me"),
+        "{review:#}"
+    );
+    assert!(a.landed_file("report.txt").unwrap().contains("left a note"));
+    assert!(a.landed_file("hidden/note.txt").is_none());
 }
 
 #[test]
@@ -419,10 +545,11 @@ fn what_one_lane_leaves_in_its_working_copy_the_next_lane_made_from_it_never_see
     // Two lookers: the next item's lane is opened while the item before it is at work,
     // so the planting lane's copy, pooled when it lands, makes the lane of whichever
     // looker is opened after that — the first or the second.
+    let host_path = format!("host-path: {}", a.world.work.display());
     a.queue(&[
         a.item("Plant", "attack: plant-lane"),
-        a.item("Look", "attack: read-lane"),
-        a.item("Look again", "attack: read-lane"),
+        a.item("Look", &format!("attack: read-lane\n{host_path}")),
+        a.item("Look again", &format!("attack: read-lane\n{host_path}")),
     ]);
     let out = a.drive(&[]);
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -455,6 +582,9 @@ fn what_one_lane_leaves_in_its_working_copy_the_next_lane_made_from_it_never_see
         // reflog.
         assert!(looked.contains("history: "), "{looked}");
         assert!(!looked.contains("Plant"), "{looked}");
+        // Nor among its objects, reachable or not; and no file names the host's path.
+        assert!(looked.contains("object: "), "{looked}");
+        assert!(!looked.contains("saw the host path"), "{looked}");
     }
     // The link the first agent left to a host directory was removed as a link: what it
     // pointed at is untouched.
@@ -858,6 +988,111 @@ fn stet_ask_never_gives_the_agent_write_access_to_the_persons_git() {
         &["commit", "--quiet", "-m", "the person commits"],
     );
     assert_eq!(a.marks(), Vec::<String>::new());
+}
+
+/// A repository at `at` with one commit.
+fn person_repo(at: &Path) {
+    std::fs::create_dir_all(at).unwrap();
+    git(at, &["init", "--quiet"]);
+    std::fs::write(at.join("f"), "x\n").unwrap();
+    git(at, &["add", "f"]);
+    git(at, &["commit", "--quiet", "-m", "start"]);
+}
+
+/// The person's own git, afterwards, in each of `dirs`: what a shell prompt and a
+/// person run.
+fn persons_git_runs_nothing(a: &Attack, dirs: &[PathBuf]) {
+    for dir in dirs {
+        let _ = std::process::Command::new("git")
+            .args(["status"])
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        let _ = std::process::Command::new("git")
+            .args(["checkout", "--quiet", "-B", "person"])
+            .current_dir(dir)
+            .output()
+            .unwrap();
+    }
+    assert_eq!(a.marks(), Vec::<String>::new());
+}
+
+#[test]
+fn stet_ask_gives_the_agent_no_writable_git_directory_in_nested_clones() {
+    let a = Attack::new("");
+    // An ignored clone inside the person's repository.
+    std::fs::write(a.world.work.join(".gitignore"), "vendor/\n").unwrap();
+    person_repo(&a.world.work.join("vendor/lib"));
+    let out = a.ask(&a.item("Plant in nested clones", "attack: nested-plant"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let report = std::fs::read_to_string(a.world.work.join("report.txt")).unwrap();
+    assert!(
+        report.contains("refused ./vendor/lib/.git/config"),
+        "{report}"
+    );
+    assert!(
+        report.contains("refused ./vendor/lib/.git/hooks"),
+        "{report}"
+    );
+    // What it made is out of git's sight, and said.
+    let quarantined = out.json()["quarantined"].clone();
+    let found: Vec<String> = quarantined
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| q["found"].as_str().unwrap().to_string())
+        .collect();
+    for made in ["made/.git", "plain/.git", "evil-git"] {
+        assert!(
+            found.iter().any(|f| f.ends_with(made)),
+            "{made} not quarantined: {found:?}"
+        );
+    }
+    let w = &a.world.work;
+    persons_git_runs_nothing(
+        &a,
+        &[
+            w.join("vendor/lib"),
+            w.join("made"),
+            w.join("plain"),
+            w.join("evil-git"),
+            w.clone(),
+        ],
+    );
+}
+
+#[test]
+fn stet_ask_in_a_folder_of_repositories_makes_its_call_and_leaves_every_one_read_only() {
+    let a = Attack::new("");
+    let folder = a.world.root.path().join("src");
+    for name in ["one", "two", "three/deeper"] {
+        person_repo(&folder.join(name));
+    }
+    let prompt = a.item("Plant in every repository", "attack: nested-plant");
+    let mut ask = a
+        .world
+        .stet(&["ask", "--harness", "command", "--json", &prompt]);
+    ask.current_dir(&folder);
+    let out = a.world.run(&mut ask);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let report = std::fs::read_to_string(folder.join("report.txt")).unwrap();
+    for name in ["one", "two", "three/deeper"] {
+        assert!(
+            report.contains(&format!("refused ./{name}/.git/config")),
+            "{report}"
+        );
+    }
+    assert!(!report.contains("wrote "), "{report}");
+    persons_git_runs_nothing(
+        &a,
+        &[
+            folder.join("one"),
+            folder.join("two"),
+            folder.join("three/deeper"),
+            folder.join("made"),
+            folder.join("plain"),
+        ],
+    );
 }
 
 // The same channels through the real Claude Code, where that harness differs: its profile

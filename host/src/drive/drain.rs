@@ -186,6 +186,7 @@ impl Drive<'_> {
                         .collect()
                 })
             });
+        crate::lanes::pool_ready();
         let mut unusable = false;
         for end in ends {
             unusable |= matches!(end?, Exit::Unusable);

@@ -751,8 +751,9 @@ impl Worker<'_, '_> {
         match mark {
             Mark::Landed => {
                 // Its directories make the next new lane: as many as there are lanes.
-                // (Made ready off the drive's path: the handle is not waited for.)
-                let _ = lane.retire(self.options.jobs, self.base_of(lane).ok().as_deref());
+                // (Made ready for the pool off the lane's path; the drive waits for it at
+                // its end.)
+                lane.retire(self.options.jobs, self.base_of(lane).ok().as_deref());
                 ItemEnd::Landed
             }
             Mark::Failed => ItemEnd::GaveUp(note.to_string()),
