@@ -641,6 +641,7 @@ mod bounded {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::OpenOptionsExt;
 
     /// A repository whose configuration, hooks and attributes each try to run a program
     /// that leaves a mark in `marks`.
@@ -708,6 +709,64 @@ mod tests {
         let _ = run(&work, &["add", "--all"]);
         let _ = run(&work, &["commit", "--quiet", "-m", "three"]);
         assert!(marks.join("filter").exists() || marks.join("fsmonitor").exists());
+    }
+
+    /// A lane whose working tree holds a `.git` file naming a repository whose `HEAD` is
+    /// a FIFO: git listing the untracked files opens it and waits (what `lanes::examine`
+    /// takes away first; here, the deadline's own test).
+    fn lane_with_a_fifo_repository(root: &Path) -> Inert {
+        let (git_dir, work) = (root.join("git"), root.join("work"));
+        std::fs::create_dir_all(&work).unwrap();
+        run(root, &["init", "--quiet", "--bare", git_dir.to_str().unwrap()]).unwrap();
+        std::fs::create_dir_all(work.join("fake/objects")).unwrap();
+        std::fs::create_dir_all(work.join("fake/refs")).unwrap();
+        nix::unistd::mkfifo(&work.join("fake/HEAD"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        std::fs::create_dir_all(work.join("probe")).unwrap();
+        std::fs::write(
+            work.join("probe/.git"),
+            format!("gitdir: {}\n", work.join("fake").display()),
+        )
+        .unwrap();
+        let git = Inert::lane(&git_dir, &work);
+        git.run(&["config", "core.bare", "false"]).unwrap();
+        git
+    }
+
+    #[test]
+    fn a_git_that_waits_on_a_fifo_is_killed_at_its_deadline_with_its_group() {
+        let root = tempfile::tempdir().unwrap();
+        let git = lane_with_a_fifo_repository(root.path())
+            .with_deadline(std::time::Duration::from_secs(2));
+        // A lock as a killed commit would leave one.
+        std::fs::write(root.path().join("git/index.lock"), "").unwrap();
+        let err = git
+            .run(&["ls-files", "--others", "--exclude-standard"])
+            .unwrap_err();
+        assert!(err.detail.contains("killed: it did not finish within 2s"), "{err}");
+        assert!(!root.path().join("git/index.lock").exists());
+    }
+
+    #[test]
+    fn a_stop_hurries_a_git_that_waits_to_its_end() {
+        let root = tempfile::tempdir().unwrap();
+        let git = lane_with_a_fifo_repository(root.path());
+        let waiting = std::thread::spawn(move || {
+            git.run(&["ls-files", "--others", "--exclude-standard"])
+        });
+        // Once it is running (the FIFO has a reader), the stop comes.
+        let fifo = root.path().join("work/fake/HEAD");
+        let mut opened = None;
+        while opened.is_none() {
+            opened = std::fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
+                .open(&fifo)
+                .ok();
+            std::thread::yield_now();
+        }
+        hurry_all();
+        let err = waiting.join().unwrap().unwrap_err();
+        assert!(err.detail.contains("killed"), "{err}");
     }
 
     #[test]
