@@ -248,9 +248,10 @@ pub enum Command {
     ///
     /// The repository's file is written by whoever can commit (a landed agent branch
     /// included), so until you trust its content, the settings in it that act on this
-    /// machine or widen a sandbox are ignored and named: [drive] land, [harness] profiles
-    /// and every [plugins.*] table; sandbox limits in it apply only where they are lower.
-    /// Trust is for the exact content: a changed file is untrusted again. Your own
+    /// machine, choose the plugins or widen a sandbox are ignored and named: [drive] land,
+    /// [runtime] and [harness] prefer, [harness] profiles and every [plugins.*] table;
+    /// sandbox limits and [drive] jobs in it apply only where they are lower. Trust is for
+    /// the exact content: a changed file is untrusted again. Your own
     /// ~/.config/stet/config.toml is always trusted.
     Trust(TrustRepoArgs),
 

@@ -32,6 +32,17 @@ pub fn run(args: &TrustRepoArgs, printer: Printer) -> Result<Exit, CliError> {
     crate::trust::record(&store, &path, &file.content, args.revoke)
         .map_err(|e| CliError::failure(format!("cannot write {}: {e}", store.display())))?;
     let mut gated: Vec<String> = Vec::new();
+    for (section, prefer) in [
+        ("runtime", &file.runtime_prefer),
+        ("harness", &file.harness_prefer),
+    ] {
+        if let Some(order) = prefer {
+            gated.push(format!("[{section}] prefer = {order:?}"));
+        }
+    }
+    if let Some(jobs) = file.drive_jobs {
+        gated.push(format!("[drive] jobs = {jobs}"));
+    }
     if let Some(land) = &file.drive_land {
         gated.push(format!(
             "[drive] land = {land:?} (runs on this machine, as you)"
@@ -45,7 +56,7 @@ pub fn run(args: &TrustRepoArgs, printer: Printer) -> Result<Exit, CliError> {
     }
     if args.revoke {
         printer.out(&format!(
-            "{} is no longer trusted: its land command, profile and plugin tables are ignored",
+            "{} is no longer trusted: its land command, profile, plugin tables and preferences are ignored",
             path.display()
         ));
     } else {
