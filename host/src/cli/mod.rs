@@ -180,7 +180,9 @@ pub enum Command {
     /// them), the image, and the check command guessed from the repository's build files
     /// (Cargo.toml, package.json, pyproject.toml, go.mod, a Makefile), saying what it
     /// guessed from; then what to commit and push (the queue must be on the remote for
-    /// every clone). Refuses to overwrite a stet.toml. Exit status: 0; 2 outside a
+    /// every clone). The file is trusted as written, in this clone, as `stet trust` records
+    /// it: its harness and runtime preferences apply at once, and any later change makes it
+    /// untrusted again. Refuses to overwrite a stet.toml. Exit status: 0; 2 outside a
     /// repository or over an existing file; 3 when no usable harness or runtime was found
     /// (the file is written all the same, saying why).
     Init,
@@ -188,7 +190,8 @@ pub enum Command {
     /// Check every precondition of a drive, a line each, with what to do.
     ///
     /// Git and the remote (it answers, and takes a push: a probe ref in stet's namespace,
-    /// deleted at once), the runtime, the image (present; holding sh, git, the check
+    /// deleted at once), whether the repository's stet.toml is trusted (and what in it is
+    /// ignored until it is), the runtime, the image (present; holding sh, git, the check
     /// command's program, and what the agent needs to start: a script's interpreter, a
     /// binary's loader), the harness a drive would select and its profile (present, alone,
     /// logged in by state), no billing key in the environment, free disk for lanes. No
@@ -251,8 +254,8 @@ pub enum Command {
     /// machine, choose the plugins or widen a sandbox are ignored and named: [drive] land,
     /// [runtime] and [harness] prefer, [harness] profiles and every [plugins.*] table;
     /// sandbox limits and [drive] jobs in it apply only where they are lower. Trust is for
-    /// the exact content: a changed file is untrusted again. Your own
-    /// ~/.config/stet/config.toml is always trusted.
+    /// the exact content: a changed file is untrusted again. A stet.toml that stet init
+    /// wrote is trusted as written. Your own ~/.config/stet/config.toml is always trusted.
     Trust(TrustRepoArgs),
 
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to standard

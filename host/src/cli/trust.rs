@@ -25,10 +25,7 @@ pub fn run(args: &TrustRepoArgs, printer: Printer) -> Result<Exit, CliError> {
             CliError::usage(format!("there is no {} to trust", path.display()))
                 .hint("settings of your own belong in ~/.config/stet/config.toml, which is always trusted")
         })?;
-    let config_dir = etcetera::choose_base_strategy()
-        .map(|x| etcetera::BaseStrategy::config_dir(&x))
-        .map_err(|e| CliError::failure(format!("cannot find your configuration directory: {e}")))?;
-    let store = crate::trust::store_path(&config_dir);
+    let store = crate::trust::persons_store().map_err(CliError::failure)?;
     crate::trust::record(&store, &path, &file.content, args.revoke)
         .map_err(|e| CliError::failure(format!("cannot write {}: {e}", store.display())))?;
     let mut gated: Vec<String> = Vec::new();
