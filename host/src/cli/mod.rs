@@ -170,8 +170,9 @@ pub enum Command {
     ///
     /// Exit status: 0 when every item it took landed (or nothing was eligible); 4 when it
     /// gave some up; 3 when nothing could run (the walls do not hold or cannot be proven,
-    /// an outage lasted its limit, the remote stayed away); 2 bad input; 128+N after a stop
-    /// by signal N (130 for Ctrl-C); 1 only for a bug.
+    /// an outage lasted its limit, the remote stayed away, a usage limit resets later than
+    /// --outage-limit from now: run stet drive again after the reset it names); 2 bad
+    /// input; 128+N after a stop by signal N (130 for Ctrl-C); 1 only for a bug.
     Drive(DriveArgs),
 
     /// Set this repository up for stet: a commented stet.toml and the queue directory.
@@ -486,7 +487,8 @@ pub struct DriveArgs {
     #[arg(long, default_value = "1m,5m,10m,1h", value_name = "DURATIONS")]
     pub outage_schedule: String,
 
-    /// Stop the drive when an outage (or an unreachable remote) has lasted this long.
+    /// Stop the drive when an outage (or an unreachable remote) has lasted this long, and at
+    /// once when a usage limit resets later than this from now.
     #[arg(long, default_value = "8h", value_name = "DURATION")]
     pub outage_limit: String,
 
