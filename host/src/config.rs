@@ -194,6 +194,9 @@ struct RawProbe {
 /// The most lanes a drive works at once (`[drive] jobs`, `--jobs`).
 pub const MAX_JOBS: usize = 64;
 
+/// How many lanes a drive works at once when neither `--jobs` nor a file says.
+pub const DEFAULT_JOBS: usize = 1;
+
 /// The largest configuration file read.
 const MAX_CONFIG_BYTES: u64 = 1 << 20;
 

@@ -56,6 +56,27 @@ impl Check {
     }
 }
 
+/// The repository's `stet.toml`, when there is one: whether its content is trusted (by
+/// `stet trust`, or as `stet init` wrote it), and what in it is ignored until it is. Never a
+/// failure: a drive starts either way, on the person's own settings where it is not.
+pub fn configuration(settings: &Settings) -> Option<Check> {
+    let repo = settings.repository_config.as_ref()?;
+    let path = repo.path.display();
+    Some(Check::ok(
+        "config",
+        if repo.trusted {
+            format!("{path} is trusted as it is: all of it applies")
+        } else if repo.ignored.is_empty() {
+            format!("{path} is not trusted; nothing in it needs trust")
+        } else {
+            format!(
+                "{path} is not trusted, so ignored: {}; stet trust applies them (after reading it)",
+                repo.ignored.join(", ")
+            )
+        },
+    ))
+}
+
 /// The least free space a drive starts with where lanes are made: the lane disk limit,
 /// and never under a gigabyte.
 fn disk_needed(settings: &Settings) -> u64 {

@@ -16,7 +16,7 @@ pub enum Exit {
     Usage,
     /// 3: nothing could run: no usable runtime or harness (or a named plugin, or an
     /// image, is unavailable), a runtime that is down, a remote that does not answer, the
-    /// walls not holding.
+    /// walls not holding, a drive's usage limit that resets later than its outage limit.
     Unusable,
     /// 4: the work ran and was not done: a drive gave some items up (each is marked failed
     /// on the remote with why; `stet queue` shows it), or `ask`'s agent failed its task.

@@ -100,9 +100,11 @@ pub struct Setup<'a> {
 pub fn config_text(setup: &Setup<'_>) -> String {
     let mut out = String::from(
         "# stet.toml: how stet works on this repository. Written by `stet init`; every key is\n\
-         # described in stet's docs/configuration.md. Settings that act on your machine or\n\
-         # widen a sandbox ([drive] land, [plugins.*], [network] allow) apply only once you\n\
-         # trust this file's content: `stet trust`.\n",
+         # described in stet's docs/configuration.md. Settings that act on your machine, choose\n\
+         # the plugins or widen a sandbox ([drive] land, [runtime] and [harness] prefer,\n\
+         # [plugins.*], [network] allow) apply only while this file's content is trusted:\n\
+         # stet init trusted it as written, in this clone; after a change, or in another\n\
+         # clone, `stet trust` (after reading it).\n",
     );
     let plugin = |out: &mut String, table: &str, kind: &str, found: &Found| {
         out.push_str(&format!("\n[{table}]\n"));

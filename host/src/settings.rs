@@ -4,8 +4,10 @@
 //! Precedence, highest first: flags, environment, the repository's `stet.toml`, the
 //! user's `config.toml`, built-in defaults — except that the repository's file may only
 //! narrow until the person trusts its content (`trust.rs`): its land command, profile
-//! directory and plugin tables are ignored while it is untrusted, and its sandbox limits
-//! apply only where they are lower. [`Settings::repository_config`] says what was ignored.
+//! directory, plugin tables and runtime and harness preferences are ignored while it is
+//! untrusted, and its sandbox limits and `[drive] jobs` apply only where they are lower.
+//! Its image applies (it only shapes the sandbox; never a login's, [`Settings::login_image`]).
+//! [`Settings::repository_config`] says what was ignored.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -215,7 +217,10 @@ pub fn resolve(plugins_dirs: &[PathBuf], overrides: &Overrides) -> Result<Settin
     }
     let xdg = etcetera::choose_base_strategy().ok();
     let mut files = read_config_files(xdg.as_ref())?;
-    let repository_config = untrusted_narrow_only(&mut files, xdg.as_ref());
+    let trust_store = xdg
+        .as_ref()
+        .map(|x| crate::trust::store_path(&x.config_dir()));
+    let repository_config = untrusted_narrow_only(&mut files, trust_store.as_deref());
 
     let probe_timeout = match &overrides.probe_timeout {
         Some(text) => config::parse_duration(text)
@@ -360,91 +365,119 @@ pub fn resolve(plugins_dirs: &[PathBuf], overrides: &Overrides) -> Result<Settin
 }
 
 /// Applies the trust rule to the repository's file (the last of `files`, when there is
-/// one): untrusted, it keeps only what narrows. Returns what was decided.
+/// one): untrusted by the person's record in `store` (`trust.rs`), it keeps only what
+/// narrows. Returns what was decided.
 fn untrusted_narrow_only(
     files: &mut [ConfigFile],
-    xdg: Option<&impl BaseStrategy>,
+    store: Option<&std::path::Path>,
 ) -> Option<RepositoryConfig> {
-    let (repo, trusted_files) = files.split_last_mut()?;
+    let (repo, persons) = files.split_last_mut()?;
     if !repo.from_repository {
         return None;
     }
-    let trusted = xdg.is_some_and(|x| {
-        crate::trust::is_trusted(
-            &crate::trust::store_path(&x.config_dir()),
-            &repo.path,
-            &repo.content,
-        )
-    });
-    let mut ignored = Vec::new();
-    if !trusted {
-        if repo.drive_land.take().is_some() {
-            ignored.push("[drive] land".to_string());
-        }
-        // Allowing secret shapes lets more leave: only from a trusted file.
-        if !std::mem::take(&mut repo.drive_secrets_allowed).is_empty() {
-            ignored.push("[drive] secrets_allowed".to_string());
-        }
-        if repo.profiles_root.take().is_some() {
-            ignored.push("[harness] profiles".to_string());
-        }
-        for name in std::mem::take(&mut repo.plugins).into_keys() {
-            ignored.push(format!("[plugins.{name}]"));
-        }
-        // Hosts it allows widen the network wall; hosts it denies narrow it, and apply.
-        if !std::mem::take(&mut repo.network_allow).is_empty() {
-            ignored.push("[network] allow".to_string());
-        }
-        // Where a host is dialled is the person's word alone.
-        if !std::mem::take(&mut repo.network_connect_to).is_empty() {
-            ignored.push("[network.connect_to]".to_string());
-        }
-        // Limits: only lower than what the person's own settings (or the defaults) give.
-        let mut theirs = SandboxLimits::defaults();
-        for file in trusted_files.iter() {
-            let l = file.limits;
-            theirs.pids = l.pids.unwrap_or(theirs.pids);
-            theirs.memory_bytes = l.memory_bytes.unwrap_or(theirs.memory_bytes);
-            theirs.millicpus = l.millicpus.unwrap_or(theirs.millicpus);
-            theirs.disk_bytes = l.disk_bytes.unwrap_or(theirs.disk_bytes);
-        }
-        let LimitSettings {
-            pids,
-            memory_bytes,
-            millicpus,
-            disk_bytes,
-        } = &mut repo.limits;
-        if pids.is_some_and(|p| p > theirs.pids) {
-            *pids = None;
-            ignored.push("[sandbox] pids (it raises the limit)".to_string());
-        }
-        if memory_bytes.is_some_and(|m| m > theirs.memory_bytes) {
-            *memory_bytes = None;
-            ignored.push("[sandbox] memory (it raises the limit)".to_string());
-        }
-        if millicpus.is_some_and(|c| c > theirs.millicpus) {
-            *millicpus = None;
-            ignored.push("[sandbox] cpus (it raises the limit)".to_string());
-        }
-        if disk_bytes.is_some_and(|d| d > theirs.disk_bytes) {
-            *disk_bytes = None;
-            ignored.push("[sandbox] disk (it raises the limit)".to_string());
-        }
-        let their_max_file = trusted_files
-            .iter()
-            .rev()
-            .find_map(|f| f.drive_max_file)
-            .unwrap_or(crate::lanes::MAX_FILE);
-        if repo.drive_max_file.is_some_and(|m| m > their_max_file) {
-            repo.drive_max_file = None;
-            ignored.push("[drive] max_file (it raises the limit)".to_string());
-        }
-    }
+    let trusted =
+        store.is_some_and(|store| crate::trust::is_trusted(store, &repo.path, &repo.content));
+    let ignored = if trusted {
+        Vec::new()
+    } else {
+        narrow_only(repo, persons)
+    };
     Some(RepositoryConfig {
         path: repo.path.clone(),
         trusted,
         ignored,
     })
+}
+
+/// What an untrusted repository file `repo` may not do, taken out of it: what acts on the
+/// host or widens a sandbox, which plugins run (its runtime and harness preferences), and
+/// numbers above what the person's own files (`persons`) or the defaults give (its
+/// sandbox limits, how many lanes a drive works). What narrows stays: a lower limit or
+/// `[drive] jobs`, `[network] deny`, its check and its image (which only shape the
+/// sandbox). Returns the settings taken out, named as the file spells them.
+fn narrow_only(repo: &mut ConfigFile, persons: &[ConfigFile]) -> Vec<String> {
+    let mut ignored = Vec::new();
+    // Which plugins run is the person's word: a preference names the agent a drive
+    // launches and the runtime that walls it in.
+    if repo.runtime_prefer.take().is_some() {
+        ignored.push("[runtime] prefer".to_string());
+    }
+    if repo.harness_prefer.take().is_some() {
+        ignored.push("[harness] prefer".to_string());
+    }
+    if repo.drive_land.take().is_some() {
+        ignored.push("[drive] land".to_string());
+    }
+    // More lanes is more agents at once, each with the sandbox limits: only fewer.
+    let their_jobs = persons
+        .iter()
+        .rev()
+        .find_map(|f| f.drive_jobs)
+        .unwrap_or(config::DEFAULT_JOBS);
+    if repo.drive_jobs.is_some_and(|jobs| jobs > their_jobs) {
+        repo.drive_jobs = None;
+        ignored.push("[drive] jobs (it raises the number of lanes)".to_string());
+    }
+    // Allowing secret shapes lets more leave: only from a trusted file.
+    if !std::mem::take(&mut repo.drive_secrets_allowed).is_empty() {
+        ignored.push("[drive] secrets_allowed".to_string());
+    }
+    if repo.profiles_root.take().is_some() {
+        ignored.push("[harness] profiles".to_string());
+    }
+    for name in std::mem::take(&mut repo.plugins).into_keys() {
+        ignored.push(format!("[plugins.{name}]"));
+    }
+    // Hosts it allows widen the network wall; hosts it denies narrow it, and apply.
+    if !std::mem::take(&mut repo.network_allow).is_empty() {
+        ignored.push("[network] allow".to_string());
+    }
+    // Where a host is dialled is the person's word alone.
+    if !std::mem::take(&mut repo.network_connect_to).is_empty() {
+        ignored.push("[network.connect_to]".to_string());
+    }
+    // Limits: only lower than what the person's own settings (or the defaults) give.
+    let mut theirs = SandboxLimits::defaults();
+    for file in persons {
+        let l = file.limits;
+        theirs.pids = l.pids.unwrap_or(theirs.pids);
+        theirs.memory_bytes = l.memory_bytes.unwrap_or(theirs.memory_bytes);
+        theirs.millicpus = l.millicpus.unwrap_or(theirs.millicpus);
+        theirs.disk_bytes = l.disk_bytes.unwrap_or(theirs.disk_bytes);
+    }
+    let LimitSettings {
+        pids,
+        memory_bytes,
+        millicpus,
+        disk_bytes,
+    } = &mut repo.limits;
+    if pids.is_some_and(|p| p > theirs.pids) {
+        *pids = None;
+        ignored.push("[sandbox] pids (it raises the limit)".to_string());
+    }
+    if memory_bytes.is_some_and(|m| m > theirs.memory_bytes) {
+        *memory_bytes = None;
+        ignored.push("[sandbox] memory (it raises the limit)".to_string());
+    }
+    if millicpus.is_some_and(|c| c > theirs.millicpus) {
+        *millicpus = None;
+        ignored.push("[sandbox] cpus (it raises the limit)".to_string());
+    }
+    if disk_bytes.is_some_and(|d| d > theirs.disk_bytes) {
+        *disk_bytes = None;
+        ignored.push("[sandbox] disk (it raises the limit)".to_string());
+    }
+    // A larger file an agent may commit is more for the host's git to read: only smaller.
+    let their_max_file = persons
+        .iter()
+        .rev()
+        .find_map(|f| f.drive_max_file)
+        .unwrap_or(crate::lanes::MAX_FILE);
+    if repo.drive_max_file.is_some_and(|m| m > their_max_file) {
+        repo.drive_max_file = None;
+        ignored.push("[drive] max_file (it raises the limit)".to_string());
+    }
+    ignored
 }
 
 /// The user's file, then the repository's: lowest precedence first.
@@ -476,4 +509,168 @@ fn read_config_files(xdg: Option<&impl BaseStrategy>) -> Result<Vec<ConfigFile>,
         files.extend(file);
     }
     Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The person's `config.toml` holding `text`.
+    fn persons(text: &str) -> ConfigFile {
+        config::parse(std::path::Path::new("config.toml"), text).unwrap()
+    }
+
+    /// A repository's `stet.toml` holding `text`, written at `path` (trust is for a file's
+    /// content at its path).
+    fn repository(path: &std::path::Path, text: &str) -> ConfigFile {
+        std::fs::write(path, text).unwrap();
+        let mut file = config::parse(path, text).unwrap();
+        file.from_repository = true;
+        file.content = text.as_bytes().to_vec();
+        file
+    }
+
+    /// What a setting resolves to: the repository's file over the person's, as `resolve`
+    /// takes it.
+    fn jobs(files: &[ConfigFile]) -> Option<usize> {
+        files.iter().rev().find_map(|f| f.drive_jobs)
+    }
+
+    const EVERYTHING: &str = "[runtime]\nprefer = [\"their-runtime\"]\n\n\
+        [harness]\nprefer = [\"their-agent\"]\nprofiles = \"/theirs\"\n\n\
+        [sandbox]\nimage = \"their-image:1\"\npids = 100\n\n\
+        [drive]\ncheck = \"make test\"\njobs = 8\nland = \"touch /tmp/landed\"\n\n\
+        [network]\ndeny = [\"telemetry.example.com\"]\n\n\
+        [plugins.command]\nimplement = [\"/bin/their-agent\"]\n";
+
+    #[test]
+    fn an_untrusted_file_raises_no_jobs_chooses_no_plugin_and_names_both() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::trust::store_path(dir.path());
+        let mut files = vec![repository(&dir.path().join("stet.toml"), EVERYTHING)];
+        let decided = untrusted_narrow_only(&mut files, Some(&store)).unwrap();
+        assert!(!decided.trusted);
+        assert_eq!(
+            decided.ignored,
+            [
+                "[runtime] prefer",
+                "[harness] prefer",
+                "[drive] land",
+                "[drive] jobs (it raises the number of lanes)",
+                "[harness] profiles",
+                "[plugins.command]",
+            ]
+        );
+        let repo = &files[0];
+        assert_eq!(repo.runtime_prefer, None);
+        assert_eq!(repo.harness_prefer, None);
+        assert_eq!(jobs(&files), None, "the default, 1, is what applies");
+        // What only shapes or narrows the sandbox stays: the image, a lower limit, the
+        // check, a denied host.
+        assert_eq!(repo.sandbox_image.as_deref(), Some("their-image:1"));
+        assert_eq!(repo.limits.pids, Some(100));
+        assert_eq!(repo.drive_check.as_deref(), Some("make test"));
+        assert_eq!(repo.network_deny, ["telemetry.example.com"]);
+        let warning = decided.warning().unwrap();
+        assert!(
+            warning.contains("[runtime] prefer, [harness] prefer")
+                && warning.contains("run `stet trust`"),
+            "{warning}"
+        );
+    }
+
+    #[test]
+    fn an_untrusted_file_may_lower_jobs_below_the_persons_own_but_not_raise_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("stet.toml");
+        // Lower than the person's 4: applies, silently.
+        let mut files = vec![
+            persons("[drive]\njobs = 4\n"),
+            repository(&path, "[drive]\njobs = 2\n"),
+        ];
+        let decided = untrusted_narrow_only(&mut files, None).unwrap();
+        assert!(decided.ignored.is_empty(), "{:?}", decided.ignored);
+        assert_eq!(jobs(&files), Some(2));
+        // As many as theirs: nothing raised, nothing to name.
+        let mut files = vec![
+            persons("[drive]\njobs = 4\n"),
+            repository(&path, "[drive]\njobs = 4\n"),
+        ];
+        assert!(untrusted_narrow_only(&mut files, None)
+            .unwrap()
+            .ignored
+            .is_empty());
+        assert_eq!(jobs(&files), Some(4));
+        // Higher: the person's own number applies, and the raise is named.
+        let mut files = vec![
+            persons("[drive]\njobs = 4\n"),
+            repository(&path, "[drive]\njobs = 8\n"),
+        ];
+        let decided = untrusted_narrow_only(&mut files, None).unwrap();
+        assert_eq!(
+            decided.ignored,
+            ["[drive] jobs (it raises the number of lanes)"]
+        );
+        assert_eq!(jobs(&files), Some(4));
+        // With nothing of the person's, the default is theirs: one lane.
+        let mut files = vec![repository(&path, "[drive]\njobs = 2\n")];
+        let decided = untrusted_narrow_only(&mut files, None).unwrap();
+        assert_eq!(
+            decided.ignored,
+            ["[drive] jobs (it raises the number of lanes)"]
+        );
+        assert_eq!(jobs(&files), None);
+    }
+
+    #[test]
+    fn the_persons_own_preferences_apply_under_an_untrusted_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut files = vec![
+            persons("[runtime]\nprefer = [\"my-runtime\"]\n\n[harness]\nprefer = [\"my-agent\"]\n"),
+            repository(
+                &dir.path().join("stet.toml"),
+                "[runtime]\nprefer = [\"their-runtime\"]\n\n[harness]\nprefer = [\"their-agent\"]\n",
+            ),
+        ];
+        untrusted_narrow_only(&mut files, None).unwrap();
+        let runtime = files.iter().rev().find_map(|f| f.runtime_prefer.clone());
+        let harness = files.iter().rev().find_map(|f| f.harness_prefer.clone());
+        assert_eq!(runtime, Some(vec!["my-runtime".to_string()]));
+        assert_eq!(harness, Some(vec!["my-agent".to_string()]));
+    }
+
+    #[test]
+    fn a_trusted_file_applies_whole_until_it_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::trust::store_path(dir.path());
+        let path = dir.path().join("stet.toml");
+        crate::trust::record(&store, &path, EVERYTHING.as_bytes(), false).unwrap();
+        let mut files = vec![
+            persons("[drive]\njobs = 2\n"),
+            repository(&path, EVERYTHING),
+        ];
+        let decided = untrusted_narrow_only(&mut files, Some(&store)).unwrap();
+        assert!(decided.trusted);
+        assert!(decided.ignored.is_empty());
+        assert_eq!(decided.warning(), None);
+        assert_eq!(jobs(&files), Some(8));
+        assert_eq!(
+            files[1].harness_prefer,
+            Some(vec!["their-agent".to_string()])
+        );
+        assert!(files[1].drive_land.is_some());
+        // One byte more, and it is a file nobody trusted.
+        let changed = format!("{EVERYTHING}\n");
+        let mut files = vec![repository(&path, &changed)];
+        let decided = untrusted_narrow_only(&mut files, Some(&store)).unwrap();
+        assert!(!decided.trusted);
+        assert!(decided.ignored.contains(&"[harness] prefer".to_string()));
+    }
+
+    #[test]
+    fn the_persons_own_file_alone_is_not_judged() {
+        let mut files = vec![persons("[drive]\njobs = 8\n")];
+        assert!(untrusted_narrow_only(&mut files, None).is_none());
+        assert_eq!(jobs(&files), Some(8));
+    }
 }

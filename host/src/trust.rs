@@ -7,7 +7,8 @@
 //! that file's exact content with `stet trust`, as direnv and mise do. A changed file is
 //! untrusted again until trusted anew. The record is the file's canonical path and the
 //! sha256 of the content trusted, kept in the person's configuration directory
-//! (`$XDG_CONFIG_HOME/stet/trusted.toml`), where no repository writes.
+//! (`$XDG_CONFIG_HOME/stet/trusted.toml`), where no repository writes. A file `stet init`
+//! wrote is recorded as it wrote it: the person's own command chose its content.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -15,6 +16,13 @@ use std::path::{Path, PathBuf};
 /// Where the trusted files are recorded.
 pub fn store_path(config_dir: &Path) -> PathBuf {
     config_dir.join("stet").join("trusted.toml")
+}
+
+/// The person's record: [`store_path`] in their configuration directory.
+pub fn persons_store() -> Result<PathBuf, String> {
+    etcetera::choose_base_strategy()
+        .map(|x| store_path(&etcetera::BaseStrategy::config_dir(&x)))
+        .map_err(|e| format!("cannot find your configuration directory: {e}"))
 }
 
 /// The trusted files: canonical path → sha256 of the trusted content.

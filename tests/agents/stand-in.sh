@@ -10,6 +10,8 @@
 #                           when it is ready: waiting on an event, not on time); removes it
 #   implement: silent       implement never answers (the host's call limit kills it)
 #   implement: fail         implement exits 1
+#   implement: limited T    implement hits its usage limit, which resets at T (unix seconds):
+#                           `stet-retry-at: T` and exit 75, the command harness's protocol
 #   review: out-of-shape    review answers neither LAND nor REVISE
 #   review: revise-once     review asks for changes once, then lands
 #   review: never           review always asks for changes
@@ -34,6 +36,11 @@ implement)
     case "$(directive implement)" in
     silent) sleep 100000 ;;
     fail) echo "stand-in: told to fail" >&2; exit 1 ;;
+    limited\ *)
+        echo "stand-in: usage limit reached"
+        echo "stet-retry-at: $(directive implement | cut -d' ' -f2)"
+        exit 75
+        ;;
     late\ *) sleep "$(directive implement | cut -d' ' -f2)" ;;
     until\ *)
         gate=$(directive implement | cut -d' ' -f2)

@@ -94,6 +94,69 @@ fn init_writes_a_commented_config_with_what_it_found_and_refuses_to_overwrite() 
     assert_eq!(std::fs::read(world.work.join("stet.toml")).unwrap(), before);
 }
 
+/// What `stet init` wrote is trusted as written, in this clone: its harness and runtime
+/// preferences apply at once, with nothing ignored; an edit makes it untrusted as any
+/// other, and what it then ignores is named.
+#[test]
+fn a_stet_toml_that_init_wrote_is_trusted_until_it_is_edited() {
+    let world = world();
+    let out = world.run_stet(&["init"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains("  trusted as written"),
+        "{}",
+        out.stdout
+    );
+    let path = world.work.join("stet.toml");
+    let doctor = world.run_stet(&["doctor", "--json"]);
+    let json = doctor.json();
+    assert_eq!(doctor.code, 0, "{json:#}\n{}", doctor.stderr);
+    assert_eq!(
+        check(&json, "config")["detail"],
+        format!("{} is trusted as it is: all of it applies", path.display())
+    );
+    assert!(!doctor.stderr.contains("not trusted"), "{}", doctor.stderr);
+    // The drive's choice is the file's preference.
+    let probe = world.run_stet(&["plugins", "probe"]);
+    assert!(
+        probe
+            .stdout
+            .contains("harness: command — first available in ")
+            && probe
+                .stdout
+                .contains("stet.toml [harness] prefer (command)"),
+        "{}",
+        probe.stdout
+    );
+
+    // Any edit, and it is a file nobody trusted.
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    text.push_str("# an edit\n");
+    std::fs::write(&path, text).unwrap();
+    let doctor = world.run_stet(&["doctor", "--json"]);
+    let json = doctor.json();
+    assert_eq!(
+        check(&json, "config")["detail"],
+        format!(
+            "{} is not trusted, so ignored: [runtime] prefer, [harness] prefer; stet trust applies them (after reading it)",
+            path.display()
+        )
+    );
+    assert!(
+        doctor.stderr.contains(
+            "is not trusted, so these settings in it were ignored: [runtime] prefer, [harness] prefer;"
+        ),
+        "{}",
+        doctor.stderr
+    );
+    let text = world.run_stet(&["doctor"]);
+    assert!(
+        text.stdout.contains("config ") && text.stdout.contains("is not trusted, so ignored"),
+        "{}",
+        text.stdout
+    );
+}
+
 #[test]
 fn init_outside_a_repository_says_so() {
     let world = World::new();

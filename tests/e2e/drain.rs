@@ -343,6 +343,45 @@ fn an_item_whose_agent_never_answers_is_given_up_after_its_rounds_and_the_next_i
     assert!(!branches.contains("-hang"), "{branches}");
 }
 
+/// A usage limit whose reset is further away than the outage limit (here the agent names
+/// the year 2100, through the command harness's `stet-retry-at:` and exit 75) is not slept
+/// through: the drive stops at once with exit 3, naming the reset in UTC and the command to
+/// resume; nothing is left reserved, no further call is made, and no item is failed.
+#[test]
+fn a_usage_limit_that_resets_in_the_year_2100_stops_the_drive_saying_when_to_resume() {
+    let _serial = serial_drives();
+    let world = world_with_items(&[
+        "Limited\n\nfile: l.txt\nimplement: limited 4102444800",
+        "Next\n\nfile: n.txt",
+    ]);
+    let out = world.run_stet(&["drive", "--yes"]);
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("the agent hit its usage limit, which resets at 2100-01-01 00:00:00 UTC"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr
+            .contains("resume with: stet drive, after 2100-01-01 00:00:00 UTC"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("waiting until"), "{}", out.stderr);
+    let calls: Vec<String> = invocations(&world).into_iter().map(|(_, r)| r).collect();
+    assert_eq!(calls, ["implement"], "no launch after the limit");
+    let receipts = receipts_in(&world, &world.work);
+    assert_eq!(receipts.len(), 1, "{receipts:?}");
+    assert_eq!(receipts[0]["outcome"], "rate-limited", "{receipts:?}");
+    let held = git(&remote(&world), &["for-each-ref", "refs/stet/reservations"]);
+    assert!(held.is_empty(), "still reserved: {held}");
+    let queue = world.run_stet(&["queue", "--json"]).json()["items"].clone();
+    assert_eq!(queue[0]["state"], "open", "{queue}");
+    assert_eq!(queue[1]["state"], "open", "{queue}");
+    assert!(landed(&world).is_empty());
+}
+
 /// A review out of shape is a judge failure: the drive enters its outage schedule at once,
 /// and the failure counts toward the item's rounds, so the item is given up instead of
 /// stalling the drive; the implementing call is not made again.

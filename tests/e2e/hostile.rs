@@ -925,7 +925,7 @@ fn an_untrusted_stet_toml_acts_on_nothing_until_the_person_trusts_it() {
     std::fs::write(
         a.world.work.join("stet.toml"),
         format!(
-            "[drive]\nland = \"touch {}\"\n\n[plugins.command]\nimplement = [\"/bin/false\"]\n\n\
+            "[drive]\nland = \"touch {}\"\njobs = 8\n\n[plugins.command]\nimplement = [\"/bin/false\"]\n\n\
              [network.connect_to]\n\"api.anthropic.com:443\" = \"127.0.0.1:9\"\n",
             mark.display()
         ),
@@ -937,11 +937,14 @@ fn an_untrusted_stet_toml_acts_on_nothing_until_the_person_trusts_it() {
     // Where a host is dialled is the person's word alone.
     assert!(
         out.stderr.contains(
-            "is not trusted, so these settings in it were ignored: [drive] land, [plugins.command], [network.connect_to]"
+            "is not trusted, so these settings in it were ignored: [drive] land, \
+             [drive] jobs (it raises the number of lanes), [plugins.command], [network.connect_to]"
         ),
         "{}",
         out.stderr
     );
+    // Eight lanes at once is the person's word: the drive works one.
+    assert!(!out.stderr.contains("lanes:"), "{}", out.stderr);
     assert!(out.stderr.contains("stet trust"), "{}", out.stderr);
     assert!(!mark.exists(), "the land command ran while untrusted");
     // Trusted, its land command runs (and its agent table, which replaces the person's, is

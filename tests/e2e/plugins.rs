@@ -357,13 +357,30 @@ fn older_minor_plugin_loads_and_works() {
 }
 
 #[test]
-fn preference_order_from_stet_toml_is_honoured_and_unavailable_ones_are_skipped() {
+fn preference_order_from_a_trusted_stet_toml_is_honoured_and_unavailable_ones_are_skipped() {
     let world = World::new().with_claude();
     install_real(&world);
     world.install("fixture-older-minor");
-    world.repo_config(
-        "[runtime]\nprefer = [\"apple-container\", \"fixture-older-minor\", \"docker\"]\n",
+    let prefer = "[runtime]\nprefer = [\"apple-container\", \"fixture-older-minor\", \"docker\"]\n";
+    // Untrusted, the file's preference chooses nothing, and is named.
+    world.repo_config("");
+    std::fs::write(world.work.join("stet.toml"), prefer).unwrap();
+    let out = world.run_stet(&["plugins", "probe"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout
+            .contains("runtime: docker — highest priority reported by the available runtimes (50)"),
+        "{}",
+        out.stdout
     );
+    assert!(
+        out.stderr
+            .contains("is not trusted, so these settings in it were ignored: [runtime] prefer;"),
+        "{}",
+        out.stderr
+    );
+    // Trusted, it is honoured.
+    world.repo_config(prefer);
     let out = world.run_stet(&["plugins", "probe"]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     assert!(

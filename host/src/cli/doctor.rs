@@ -21,6 +21,7 @@ pub fn run(settings: &Settings, args: &DoctorArgs, printer: Printer) -> Result<E
     let cwd = std::env::current_dir()
         .map_err(|e| CliError::failure(format!("cannot resolve the current directory: {e}")))?;
     let (mut checks, repo) = doctor::repository(&cwd, &args.remote);
+    checks.extend(doctor::configuration(settings));
     let runtime = crate::sandbox::open_runtime(settings);
     let harness = crate::harness::open_harness(settings);
     checks.push(doctor::runtime(&runtime));

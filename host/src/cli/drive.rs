@@ -14,7 +14,10 @@ pub fn run(settings: &Settings, args: &DriveArgs, printer: Printer) -> Result<Ex
     if args.rounds == 0 {
         return Err(CliError::usage("--rounds must be at least 1"));
     }
-    let jobs = args.jobs.or(settings.drive_jobs).unwrap_or(1);
+    let jobs = args
+        .jobs
+        .or(settings.drive_jobs)
+        .unwrap_or(crate::config::DEFAULT_JOBS);
     if !(1..=crate::config::MAX_JOBS).contains(&jobs) {
         return Err(CliError::usage(format!(
             "--jobs {jobs}: a drive works between 1 and {} items at once",

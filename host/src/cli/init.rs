@@ -1,4 +1,5 @@
-//! `stet init`: a commented `stet.toml` and the queue directory, in the repository at hand.
+//! `stet init`: a commented `stet.toml` and the queue directory, in the repository at hand;
+//! the file is trusted as written (`trust.rs`), so a fresh set-up works the first time.
 
 use std::io::Write;
 use std::path::Path;
@@ -59,6 +60,13 @@ pub fn run(settings: &Settings, printer: Printer) -> Result<Exit, CliError> {
         check: check.as_ref(),
     });
     write_new(&path, text.as_bytes())?;
+    // The person's own command chose this content: trusted as written, in this clone, as
+    // `stet trust` would record it; any later change is untrusted again.
+    let trusted = crate::trust::persons_store().and_then(|store| {
+        crate::trust::record(&store, &path, text.as_bytes(), false)
+            .map(|_| store.clone())
+            .map_err(|e| format!("cannot write {}: {e}", store.display()))
+    });
     let queue = root.join(QUEUE_DIR);
     std::fs::create_dir_all(&queue).map_err(|e| {
         CliError::failure(format!("cannot make {}", queue.display())).caused_by(e.to_string())
@@ -70,6 +78,16 @@ pub fn run(settings: &Settings, printer: Printer) -> Result<Exit, CliError> {
     }
 
     printer.out(&format!("wrote {}", path.display()));
+    match &trusted {
+        Ok(store) => printer.out(&format!(
+            "  trusted as written (sha256 recorded in {}); a change to it is untrusted again until stet trust",
+            store.display()
+        )),
+        Err(why) => printer.warn(&format!(
+            "{} is written but not trusted ({why}): its [runtime] and [harness] preferences apply once you run stet trust",
+            path.display()
+        )),
+    }
     for (kind, found) in [("harness", &found[0]), ("runtime", &found[1])] {
         printer.out(&match found {
             Found::Chosen { name, version, .. } => format!("  {kind}: {name} {version}"),

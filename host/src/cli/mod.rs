@@ -170,8 +170,9 @@ pub enum Command {
     ///
     /// Exit status: 0 when every item it took landed (or nothing was eligible); 4 when it
     /// gave some up; 3 when nothing could run (the walls do not hold or cannot be proven,
-    /// an outage lasted its limit, the remote stayed away); 2 bad input; 128+N after a stop
-    /// by signal N (130 for Ctrl-C); 1 only for a bug.
+    /// an outage lasted its limit, the remote stayed away, a usage limit resets later than
+    /// --outage-limit from now: run stet drive again after the reset it names); 2 bad
+    /// input; 128+N after a stop by signal N (130 for Ctrl-C); 1 only for a bug.
     Drive(DriveArgs),
 
     /// Set this repository up for stet: a commented stet.toml and the queue directory.
@@ -180,7 +181,9 @@ pub enum Command {
     /// them), the image, and the check command guessed from the repository's build files
     /// (Cargo.toml, package.json, pyproject.toml, go.mod, a Makefile), saying what it
     /// guessed from; then what to commit and push (the queue must be on the remote for
-    /// every clone). Refuses to overwrite a stet.toml. Exit status: 0; 2 outside a
+    /// every clone). The file is trusted as written, in this clone, as `stet trust` records
+    /// it: its harness and runtime preferences apply at once, and any later change makes it
+    /// untrusted again. Refuses to overwrite a stet.toml. Exit status: 0; 2 outside a
     /// repository or over an existing file; 3 when no usable harness or runtime was found
     /// (the file is written all the same, saying why).
     Init,
@@ -188,7 +191,8 @@ pub enum Command {
     /// Check every precondition of a drive, a line each, with what to do.
     ///
     /// Git and the remote (it answers, and takes a push: a probe ref in stet's namespace,
-    /// deleted at once), the runtime, the image (present; holding sh, git, the check
+    /// deleted at once), whether the repository's stet.toml is trusted (and what in it is
+    /// ignored until it is), the runtime, the image (present; holding sh, git, the check
     /// command's program, and what the agent needs to start: a script's interpreter, a
     /// binary's loader), the harness a drive would select and its profile (present, alone,
     /// logged in by state), no billing key in the environment, free disk for lanes. No
@@ -248,10 +252,11 @@ pub enum Command {
     ///
     /// The repository's file is written by whoever can commit (a landed agent branch
     /// included), so until you trust its content, the settings in it that act on this
-    /// machine or widen a sandbox are ignored and named: [drive] land, [harness] profiles
-    /// and every [plugins.*] table; sandbox limits in it apply only where they are lower.
-    /// Trust is for the exact content: a changed file is untrusted again. Your own
-    /// ~/.config/stet/config.toml is always trusted.
+    /// machine, choose the plugins or widen a sandbox are ignored and named: [drive] land,
+    /// [runtime] and [harness] prefer, [harness] profiles and every [plugins.*] table;
+    /// sandbox limits and [drive] jobs in it apply only where they are lower. Trust is for
+    /// the exact content: a changed file is untrusted again. A stet.toml that stet init
+    /// wrote is trusted as written. Your own ~/.config/stet/config.toml is always trusted.
     Trust(TrustRepoArgs),
 
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to standard
@@ -482,7 +487,8 @@ pub struct DriveArgs {
     #[arg(long, default_value = "1m,5m,10m,1h", value_name = "DURATIONS")]
     pub outage_schedule: String,
 
-    /// Stop the drive when an outage (or an unreachable remote) has lasted this long.
+    /// Stop the drive when an outage (or an unreachable remote) has lasted this long, and at
+    /// once when a usage limit resets later than this from now.
     #[arg(long, default_value = "8h", value_name = "DURATION")]
     pub outage_limit: String,
 

@@ -25,13 +25,21 @@ pub fn run(args: &TrustRepoArgs, printer: Printer) -> Result<Exit, CliError> {
             CliError::usage(format!("there is no {} to trust", path.display()))
                 .hint("settings of your own belong in ~/.config/stet/config.toml, which is always trusted")
         })?;
-    let config_dir = etcetera::choose_base_strategy()
-        .map(|x| etcetera::BaseStrategy::config_dir(&x))
-        .map_err(|e| CliError::failure(format!("cannot find your configuration directory: {e}")))?;
-    let store = crate::trust::store_path(&config_dir);
+    let store = crate::trust::persons_store().map_err(CliError::failure)?;
     crate::trust::record(&store, &path, &file.content, args.revoke)
         .map_err(|e| CliError::failure(format!("cannot write {}: {e}", store.display())))?;
     let mut gated: Vec<String> = Vec::new();
+    for (section, prefer) in [
+        ("runtime", &file.runtime_prefer),
+        ("harness", &file.harness_prefer),
+    ] {
+        if let Some(order) = prefer {
+            gated.push(format!("[{section}] prefer = {order:?}"));
+        }
+    }
+    if let Some(jobs) = file.drive_jobs {
+        gated.push(format!("[drive] jobs = {jobs}"));
+    }
     if let Some(land) = &file.drive_land {
         gated.push(format!(
             "[drive] land = {land:?} (runs on this machine, as you)"
@@ -45,7 +53,7 @@ pub fn run(args: &TrustRepoArgs, printer: Printer) -> Result<Exit, CliError> {
     }
     if args.revoke {
         printer.out(&format!(
-            "{} is no longer trusted: its land command, profile and plugin tables are ignored",
+            "{} is no longer trusted: its land command, profile, plugin tables and preferences are ignored",
             path.display()
         ));
     } else {

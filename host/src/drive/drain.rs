@@ -7,7 +7,9 @@
 //! holds the queue: after `--rounds` the item is given up and the drive goes on. The
 //! outage schedule is for what is wrong outside any item: the sandbox or the harness
 //! cannot start a call, the model API does not answer (three of those in a row), or the
-//! judge fails (at once; it counts toward its item's rounds too).
+//! judge fails (at once; it counts toward its item's rounds too). A usage limit holds every
+//! lane until its reset, when that is within the outage limit; one further away stops the
+//! drive (exit 3), naming the reset and the command to resume.
 
 use std::collections::HashSet;
 
@@ -561,6 +563,30 @@ impl Worker<'_, '_> {
                 }
             }
             ItemEnd::RateLimited(until) => {
+                // A reset further away than an outage may last (a weekly limit, or an agent
+                // naming the year 2100) is not slept through: the drive stops, and says
+                // when to run it again.
+                let now = self.clock.now();
+                if let Some(at) =
+                    until.filter(|at| at.saturating_sub(now) > self.options.outage_limit_secs)
+                {
+                    self.halt();
+                    let away = at.saturating_sub(now);
+                    note!(
+                        self.progress,
+                        "{}: the agent hit its usage limit, which resets at {} (in {}), later than the outage limit ({}): the drive stops, nothing reserved, no item failed; resume with: stet drive, after {}",
+                        item.id,
+                        super::progress::utc(at),
+                        if away >= 2 * 86_400 {
+                            format!("{} days", away / 86_400)
+                        } else {
+                            crate::printer::duration(away as f64)
+                        },
+                        duration(self.options.outage_limit_secs),
+                        super::progress::utc(at)
+                    );
+                    return Ok(Some(Exit::Unusable));
+                }
                 // Every lane's next launch waits for the reset too: they share the login.
                 let reason = format!("{}: the agent hit its usage limit", item.id);
                 let wake = until

@@ -888,10 +888,12 @@ impl Worker<'_, '_> {
     }
 
     /// Before a launch: a wait every lane keeps, if one is on, then the pace since the last
-    /// launch of any lane. Returns false when a stop cut a wait short (no agent is
-    /// launched then).
+    /// launch of any lane. Returns false when a stop cut a wait short, or the drive is
+    /// ending (no agent is launched then).
     fn pace(&self) -> bool {
-        if !self.paused() {
+        // A lane that ended the drive meanwhile (a usage limit reset far away, an outage
+        // past its limit) holds every further launch too.
+        if !self.paused() || self.ending() {
             return false;
         }
         let pace = self.options.pace_secs;

@@ -10,7 +10,8 @@
 //! holds the drain lock; the reservation is renewed while the lane is worked (`keeper.rs`).
 //!
 //! Waits named by a move — the pace between launches, a usage limit's reset, an unreachable
-//! remote — are slept to the earliest time named, never below `--wait-floor`. Outage: a
+//! remote — are slept to the earliest time named, never below `--wait-floor`; a usage
+//! limit that resets later than `--outage-limit` from now stops the drive instead. Outage: a
 //! judge failure, or three failures of the implementing agent in a row, enter the outage
 //! schedule (1m,5m,10m,1h by default, the last repeating); when an outage has lasted
 //! `--outage-limit` (8h) the drive stops, handing nothing back: lanes stay on their pushed

@@ -20,7 +20,7 @@ use stet_plugin_api::{
 };
 
 use super::time::fake::FakeClock;
-use super::time::Stop;
+use super::time::{Clock, Stop};
 use super::{progress, Drive, DriveOptions};
 use crate::checkpoints::{Checkpoint, Next};
 use crate::error::Exit;
@@ -58,6 +58,8 @@ enum Act {
     /// Answers this once a sandbox on this item's lane has been made (the next item's,
     /// made ahead while this call runs).
     SayOnceMadeFor(&'static str, &'static str),
+    /// Hits the usage limit, which resets at this time (seconds since the epoch).
+    Limited(i64),
 }
 
 /// One test's world, shared by its fake runtime and harness.
@@ -211,6 +213,7 @@ impl FakeProcess {
             Act::Nothing => ("outcome: done\ndid nothing".into(), 0),
             Act::Say(words) => (format!("outcome: done\n{words}"), 0),
             Act::Fail => ("outcome: failed\ntold to fail".into(), 1),
+            Act::Limited(at) => (format!("outcome: limited\n{at}"), 75),
             Act::Unavailable => (
                 "outcome: unavailable\nthe model API did not answer".into(),
                 1,
@@ -392,12 +395,17 @@ impl HarnessPlugin for FakeHarness {
             "done" => OutcomeCode::DONE,
             "failed" => OutcomeCode::FAILED,
             "unavailable" => OutcomeCode::SERVICE_UNAVAILABLE,
+            "limited" => OutcomeCode::RATE_LIMITED,
             _ => OutcomeCode::OUT_OF_SHAPE,
+        };
+        let retry_at = match kind {
+            OutcomeCode::RATE_LIMITED => rest.trim().parse().ok(),
+            _ => None,
         };
         Ok(CallOutcome {
             kind,
             detail: rest.into(),
-            retry_at_unix: ROption::RNone,
+            retry_at_unix: retry_at.into(),
             cost_usd: ROption::RNone,
             usage: Default::default(),
         })
@@ -962,6 +970,72 @@ fn a_stop_during_a_wait_ends_at_once_with_the_signals_exit() {
     assert_eq!(exit, Exit::Signal(15), "{lines:#?}");
     assert_eq!(exit.code(), 143);
     assert!(shown(&lines, "stopped during a wait"), "{lines:#?}");
+}
+
+#[test]
+fn a_usage_limit_that_resets_within_the_outage_limit_holds_the_drive_until_then() {
+    let world = World::new(&["item"]);
+    let clock = Arc::new(FakeClock::new());
+    let options = DriveOptions {
+        outage_limit_secs: 3600,
+        ..world.options()
+    };
+    // At the outage limit exactly: waited for.
+    world.script_implement(&[Act::Limited(clock.now() + 3600)]);
+    let (exit, lines) = world.drive(&options, &clock);
+    assert_eq!(exit, Exit::Success, "{lines:#?}");
+    assert_eq!(clock.waits(), [3600], "one wait, to the reset");
+    assert_eq!(world.script.calls(), ["implement", "implement", "review"]);
+    assert_eq!(world.landed(), ["item"]);
+    assert!(
+        shown(&lines, "item: the agent hit its usage limit"),
+        "{lines:#?}"
+    );
+}
+
+#[test]
+fn a_usage_limit_resetting_past_the_outage_limit_stops_the_drive_saying_when_to_resume() {
+    // A second past the limit, a weekly limit (both from now), and an agent that names the
+    // year 2100.
+    const YEAR_2100: i64 = 4_102_444_800;
+    for from_now in [Some(3601), Some(7 * 24 * 3600), None] {
+        let world = World::new(&["limited", "next"]);
+        let clock = Arc::new(FakeClock::new());
+        let reset = from_now.map_or(YEAR_2100, |secs| clock.now() + secs);
+        let options = DriveOptions {
+            outage_limit_secs: 3600,
+            ..world.options()
+        };
+        world.script_implement(&[Act::Limited(reset)]);
+        let (exit, lines) = world.drive(&options, &clock);
+        assert_eq!(exit, Exit::Unusable, "{lines:#?}");
+        assert_eq!(exit.code(), 3);
+        assert!(clock.waits().is_empty(), "no wait: {:?}", clock.waits());
+        assert_eq!(world.script.calls(), ["implement"], "no further launch");
+        assert!(
+            world.origin().list().unwrap().is_empty(),
+            "every reservation released"
+        );
+        assert!(world.landed().is_empty());
+        for item in ["limited", "next"] {
+            assert_eq!(world.failed_why(item), None, "a usage limit fails no item");
+        }
+        let at = progress::utc(reset);
+        if reset == YEAR_2100 {
+            assert_eq!(at, "2100-01-01 00:00:00 UTC");
+        }
+        assert!(
+            shown(
+                &lines,
+                &format!("limited: the agent hit its usage limit, which resets at {at}")
+            ),
+            "{lines:#?}"
+        );
+        assert!(
+            shown(&lines, &format!("resume with: stet drive, after {at}")),
+            "{lines:#?}"
+        );
+    }
 }
 
 /// Every push the remote received from now on, as the refs each one updated: a hook of the
