@@ -259,6 +259,8 @@ impl Sealed {
                     header: held.header.to_ascii_lowercase(),
                     stand_in: held.value.replace("{secret}", &held.stand_in),
                     real: held.value.replace("{secret}", &held.real),
+                    // Swapped in on its own paths only, whatever else its gateway serves.
+                    paths: path.iter().cloned().collect(),
                 })
                 .into_iter()
                 .collect();
