@@ -8,6 +8,9 @@
 //!    remote and so grow with the remote, not with stet.
 //! 2. A whole `stet drive --cap 1` (the selected runtime, the command harness, the example agent) on
 //!    queues of 100 and 10,000 items: wall time and the stet process's peak memory.
+//! 3. Lanes made heavy by their agent — a 20 GiB sparse file, three of 400 MB, 100,000
+//!    small files —: the peak memory of stet and every git it ran (wait4's high-water mark
+//!    of the process and its waited-for children).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -407,10 +410,79 @@ fn stages() {
     }
 }
 
+/// A one-item drive whose agent runs `script` (sh, in the lane): the drive's exit code,
+/// its wall time, and the peak resident memory of stet and its waited-for children (git).
+fn heavy_lane(script: &str) -> (i32, Duration, i64) {
+    let root = tempfile::tempdir().unwrap();
+    let agent = root.path().join("heavy-agent.sh");
+    stet_exec_support::write_executable(
+        &agent,
+        format!(
+            "#!/bin/sh\nif [ \"$STET_ROLE\" = review ]; then echo LAND; exit 0; fi\n{script}\n"
+        )
+        .as_bytes(),
+    )
+    .unwrap();
+    let (work, plugins) = drive_setup(root.path(), 1, 0, &release_dir(), "");
+    let config = root.path().join(".config/stet/config.toml");
+    let text = std::fs::read_to_string(&config).unwrap().replace(
+        &repo_root()
+            .join("examples/agent/agent.sh")
+            .display()
+            .to_string(),
+        &agent.display().to_string(),
+    );
+    std::fs::write(&config, text).unwrap();
+    let start = Instant::now();
+    let child = stet_drive(&release_dir(), root.path(), &work, &plugins, 1)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut status = 0;
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = child.id() as libc::pid_t;
+    // SAFETY: waits for our own child, with pointers to live locals.
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(waited, pid);
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        -1
+    };
+    (code, start.elapsed(), usage.ru_maxrss)
+}
+
+fn heavy_lanes() {
+    println!("lanes made heavy by the agent: stet's and its git children's peak memory");
+    for (what, script) in [
+        ("a 20 GiB sparse file", "truncate -s 20G sparse.bin"),
+        (
+            "three 400 MB sparse files",
+            "for n in 1 2 3; do truncate -s 400M hole-$n.bin; done",
+        ),
+        (
+            "100,000 small files",
+            "mkdir -p many && cd many && seq 100000 | split -l 1 -a 5 -",
+        ),
+    ] {
+        let (code, took, peak) = heavy_lane(script);
+        println!(
+            "  {what:<28} peak {:>6.1} MiB  {:>7.1} s  (drive exit {code})",
+            peak as f64 / 1024.0,
+            took.as_secs_f64()
+        );
+    }
+}
+
 fn main() {
     if std::env::var_os("STET_BENCH_ONLY_STAGES").is_some() {
         return stages();
     }
+    if std::env::var_os("STET_BENCH_ONLY_HEAVY").is_some() {
+        return heavy_lanes();
+    }
+    heavy_lanes();
     stages();
     history();
     bookkeeping();

@@ -83,6 +83,8 @@ pub fn seal(whose: &str, decls: &[CredentialDecl], copy: &Path) -> Result<Sealed
         held: Vec::new(),
         copy: copy.to_path_buf(),
     };
+    // (file, JSON pointer) of each secret declared in the profile.
+    let mut declared: Vec<(String, String)> = Vec::new();
     for decl in decls {
         let Ok(source) = decl.source.as_enum() else {
             return Err(CliError::failure(format!(
@@ -94,11 +96,14 @@ pub fn seal(whose: &str, decls: &[CredentialDecl], copy: &Path) -> Result<Sealed
         // Absent (not logged in), a credential is still declared: its host is still served
         // through the gateway, so the agent's client says what is wrong itself.
         let (real, variable) = match source {
-            CredentialSource::ProfileFile { path, pointer } => (
-                replace_in_file(&copy.join(path.as_str()), pointer.as_str())?
-                    .unwrap_or_else(StandIn::none),
-                None,
-            ),
+            CredentialSource::ProfileFile { path, pointer } => {
+                declared.push((path.to_string(), pointer.to_string()));
+                (
+                    replace_in_file(copy, path.as_str(), pointer.as_str())?
+                        .unwrap_or_else(StandIn::none),
+                    None,
+                )
+            }
             // Replaced in the launch's environment by `seal_env`.
             CredentialSource::Environment { name } => (StandIn::none(), Some(name.to_string())),
             _ => continue,
@@ -122,8 +127,140 @@ pub fn seal(whose: &str, decls: &[CredentialDecl], copy: &Path) -> Result<Sealed
             .hint("the harness keeps that credential somewhere it did not declare: report this to its author"));
         }
     }
+    // What nobody declared would enter the sandbox as it is: a login the person keeps in the
+    // profile beside the declared ones (a second agent's, an API key in a settings file).
+    if let Some(found) = undeclared(copy, &declared) {
+        return Err(found.refusal(whose));
+    }
     sealed.remember();
     Ok(sealed)
+}
+
+/// Where in a profile file a credential shape was found.
+#[derive(Debug, PartialEq, Eq)]
+enum Place {
+    /// At this JSON pointer of a JSON file.
+    Pointer(String),
+    /// On this line of a file that is not JSON.
+    Line(usize),
+}
+
+/// A credential shape in a call's profile copy that no declaration covers.
+#[derive(Debug, PartialEq, Eq)]
+struct Undeclared {
+    /// Relative to the profile.
+    file: String,
+    place: Place,
+    /// What it looks like (`a JSON Web Token`), as the pre-push scan names it.
+    kind: &'static str,
+}
+
+impl Undeclared {
+    /// The call refused, naming the file, the kind and what to declare (never the value).
+    fn refusal(&self, whose: &str) -> CliError {
+        let file = &self.file;
+        match &self.place {
+            Place::Pointer(pointer) => CliError::failure(format!(
+                "the walled profile's {file} holds {} at {pointer}, which harness `{whose}` does not declare as a credential; the call is not made",
+                self.kind
+            ))
+            .hint(format!(
+                "declare it, with the host it is for, and stet keeps it out of the sandbox (the command harness: \
+                 credential_files = [{{ path = \"{file}\", pointers = [\"{pointer}\"], host = \"api.example.com/v1\" }}] \
+                 under [plugins.command]; without a host it is kept out and sent nowhere), or take it out of the walled profile"
+            )),
+            Place::Line(line) => CliError::failure(format!(
+                "the walled profile's {file} holds {} (line {line}), which harness `{whose}` does not declare as a credential; the call is not made",
+                self.kind
+            ))
+            .hint(
+                "stet keeps a secret out of the sandbox only at a declared JSON pointer of a JSON file: \
+                 take it out of the walled profile, or keep it in a JSON file the harness declares",
+            ),
+        }
+    }
+}
+
+/// The first credential shape (`scan::shape_of`, the pre-push scan's) in a file under `copy`
+/// that is not at a `declared` (file, JSON pointer). Files are read as data: no link
+/// followed, none larger than [`SEARCH_FILE_LIMIT`] (a binary, not a credential file).
+fn undeclared(copy: &Path, declared: &[(String, String)]) -> Option<Undeclared> {
+    let mut pending = vec![copy.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut entries: Vec<std::fs::DirEntry> = entries.flatten().collect();
+        // In the order a person reads a listing: the same file is named each time.
+        entries.sort_by_key(|e| std::cmp::Reverse(e.file_name()));
+        for entry in entries {
+            let path = entry.path();
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
+                pending.push(path);
+                continue;
+            }
+            let Ok(bytes) = crate::files::read_untrusted(&path, SEARCH_FILE_LIMIT) else {
+                continue;
+            };
+            let file = path
+                .strip_prefix(copy)
+                .unwrap_or(&path)
+                .display()
+                .to_string();
+            let skip = |pointer: &str| declared.iter().any(|(f, p)| *f == file && p == pointer);
+            if let Some((place, kind)) = shape_in_file(&bytes, &skip) {
+                return Some(Undeclared { file, place, kind });
+            }
+        }
+    }
+    None
+}
+
+/// The first credential shape in a file's `bytes` and where: at a JSON pointer not `skip`ped
+/// (a string value, seen as `"key": "value"`, as it is written), or on a line of a file that
+/// is not JSON.
+fn shape_in_file(bytes: &[u8], skip: &dyn Fn(&str) -> bool) -> Option<(Place, &'static str)> {
+    if let Ok(json) = serde_json::from_slice::<serde_json::Value>(bytes) {
+        return shape_in_json(&json, String::new(), None, skip);
+    }
+    String::from_utf8_lossy(bytes)
+        .lines()
+        .enumerate()
+        .find_map(|(n, line)| crate::scan::shape_of(line).map(|kind| (Place::Line(n + 1), kind)))
+}
+
+fn shape_in_json(
+    value: &serde_json::Value,
+    pointer: String,
+    key: Option<&str>,
+    skip: &dyn Fn(&str) -> bool,
+) -> Option<(Place, &'static str)> {
+    use serde_json::Value;
+    if skip(&pointer) {
+        return None;
+    }
+    match value {
+        Value::String(text) => {
+            let quoted = Value::from(text.as_str()).to_string();
+            let written = match key {
+                Some(key) => format!("{}: {quoted}", Value::from(key)),
+                None => quoted,
+            };
+            crate::scan::shape_of(&written).map(|kind| (Place::Pointer(pointer), kind))
+        }
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, item)| shape_in_json(item, format!("{pointer}/{i}"), None, skip)),
+        Value::Object(map) => map.iter().find_map(|(k, item)| {
+            let escaped = k.replace('~', "~0").replace('/', "~1");
+            shape_in_json(item, format!("{pointer}/{escaped}"), Some(k), skip)
+        }),
+        _ => None,
+    }
 }
 
 /// A real value and its stand-in.
@@ -259,6 +396,8 @@ impl Sealed {
                     header: held.header.to_ascii_lowercase(),
                     stand_in: held.value.replace("{secret}", &held.stand_in),
                     real: held.value.replace("{secret}", &held.real),
+                    // Swapped in on its own paths only, whatever else its gateway serves.
+                    paths: path.iter().cloned().collect(),
                 })
                 .into_iter()
                 .collect();
@@ -336,23 +475,55 @@ impl Drop for Sealed {
     }
 }
 
-/// Reads the string at `pointer` in the JSON file `file`, puts a stand-in there, writes the
-/// file back (its mode kept). `None` when the file or the value is absent.
-fn replace_in_file(file: &Path, pointer: &str) -> Result<Option<StandIn>, CliError> {
+/// Reads the string at `pointer` in the JSON file `relative` of the profile copy `copy`,
+/// puts a stand-in there, writes the file back (its mode kept). `None` when the file or the
+/// value is absent. The file is read as data (no link followed, bounded), and nothing is
+/// written through a link: the file and every directory on its way must be plain.
+fn replace_in_file(
+    copy: &Path,
+    relative: &str,
+    pointer: &str,
+) -> Result<Option<StandIn>, CliError> {
+    let file = copy.join(relative);
     let cannot = |doing: &str, e: String| {
         CliError::failure(format!(
-            "cannot {doing} {} to keep the credential out of the sandbox",
-            file.display()
+            "cannot {doing} the profile's {relative} to keep the credential out of the sandbox"
         ))
         .caused_by(e)
     };
-    match std::fs::symlink_metadata(file) {
+    let parts: Vec<std::path::Component> = Path::new(relative).components().collect();
+    if parts.is_empty()
+        || !parts
+            .iter()
+            .all(|c| matches!(c, std::path::Component::Normal(_)))
+    {
+        return Err(CliError::failure(format!(
+            "the harness declares a credential in `{relative}`, which is not a path inside its profile; the call is not made"
+        ))
+        .hint("report this to the harness's author"));
+    }
+    let mut on_the_way = copy.to_path_buf();
+    for part in &parts[..parts.len() - 1] {
+        on_the_way.push(part);
+        match std::fs::symlink_metadata(&on_the_way) {
+            Ok(meta) if meta.file_type().is_symlink() || !meta.is_dir() => {
+                // Written through, a link would put stand-ins into whatever it names (the
+                // person's own login elsewhere).
+                return Err(CliError::failure(format!(
+                    "the profile's {relative} lies under {}, which is not a plain directory; stet writes stand-ins only into a copy it owns",
+                    on_the_way.strip_prefix(copy).unwrap_or(&on_the_way).display()
+                ))
+                .hint("replace the link in the walled profile by the directory itself"));
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(cannot("read", e.to_string())),
+        }
+    }
+    match std::fs::symlink_metadata(&file) {
         Ok(meta) if meta.file_type().is_symlink() || !meta.is_file() => {
-            // Written through, a link would put stand-ins into whatever it names (the
-            // person's own login elsewhere).
             return Err(CliError::failure(format!(
-                "the profile's {} is not a plain file; stet writes stand-ins only into a copy it owns",
-                file.display()
+                "the profile's {relative} is not a plain file; stet writes stand-ins only into a copy it owns"
             ))
             .hint("replace the link in the walled profile by the file itself"));
         }
@@ -360,18 +531,26 @@ fn replace_in_file(file: &Path, pointer: &str) -> Result<Option<StandIn>, CliErr
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(cannot("read", e.to_string())),
     }
-    let bytes = std::fs::read(file).map_err(|e| cannot("read", e.to_string()))?;
+    let bytes = crate::files::read_untrusted(&file, SEARCH_FILE_LIMIT)
+        .map_err(|e| cannot("read", e.to_string()))?;
     let Ok(mut json) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
         // Its secret cannot be found where declared, so it cannot be kept out: no call.
         return Err(CliError::failure(format!(
-            "{} is not JSON, so the credential declared in it cannot be kept out of the sandbox; the call is not made",
-            file.display()
+            "the profile's {relative} is not JSON, so the credential declared in it cannot be kept out of the sandbox; the call is not made"
         ))
         .hint("log in again (the file is the agent's own), or remove the file"));
     };
     let Some(slot) = json.pointer_mut(pointer) else {
         return Ok(None);
     };
+    if slot.is_object() || slot.is_array() {
+        // Whatever secrets it holds would enter the sandbox as they are.
+        return Err(CliError::failure(format!(
+            "the profile's {relative} holds {} at {pointer}, where a credential is declared: a credential is one string; the call is not made",
+            if slot.is_object() { "an object" } else { "an array" }
+        ))
+        .hint("declare the pointer of each secret inside it"));
+    }
     let Some(real) = slot.as_str().map(str::to_owned).filter(|r| !r.is_empty()) else {
         return Ok(None);
     };
@@ -381,7 +560,7 @@ fn replace_in_file(file: &Path, pointer: &str) -> Result<Option<StandIn>, CliErr
     // A new file renamed over the old: nothing is written through whatever was there.
     let fresh = file.with_extension("stet-stand-in");
     std::fs::write(&fresh, text)
-        .and_then(|()| std::fs::rename(&fresh, file))
+        .and_then(|()| std::fs::rename(&fresh, &file))
         .map_err(|e| cannot("write", e.to_string()))?;
     Ok(Some(pair))
 }
@@ -394,7 +573,7 @@ const SEARCH_FILE_LIMIT: u64 = 8 << 20;
 fn holding(at: &Path, secret: &str) -> Option<String> {
     let holds = |path: &Path| {
         std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && m.len() <= SEARCH_FILE_LIMIT)
-            && std::fs::read(path)
+            && crate::files::read_untrusted(path, SEARCH_FILE_LIMIT)
                 .is_ok_and(|bytes| bytes.windows(secret.len()).any(|w| w == secret.as_bytes()))
     };
     if !std::fs::symlink_metadata(at).is_ok_and(|m| m.is_dir()) {
@@ -424,8 +603,32 @@ fn holding(at: &Path, secret: &str) -> Option<String> {
 /// A random value of `real`'s shape: its lowercase prefix kept (`sk-ant-oat01-`), the rest
 /// as long and of the same kinds of characters, drawn afresh.
 pub fn stand_in(real: &str) -> String {
+    // A JSON Web Token's header and claims are no secret (anyone holding it reads them, and
+    // its client does: expiry, account); its signature is what makes it worth anything, and
+    // is drawn afresh. No server accepts the result.
+    if let Some((signed, signature)) = jwt(real) {
+        return format!("{signed}.{}", random_like(signature));
+    }
     let prefix = shape_prefix(real);
-    let rest = &real[prefix.len()..];
+    format!("{prefix}{}", random_like(&real[prefix.len()..]))
+}
+
+/// A JSON Web Token's signed part (`header.claims`) and its signature, when `text` is one.
+fn jwt(text: &str) -> Option<(&str, &str)> {
+    let (signed, signature) = text.rsplit_once('.')?;
+    let (header, claims) = signed.split_once('.')?;
+    let base64url = |part: &str| {
+        !part.is_empty()
+            && part
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    };
+    (header.starts_with("eyJ") && base64url(header) && base64url(claims) && base64url(signature))
+        .then_some((signed, signature))
+}
+
+/// A random string as long as `rest`, of the kinds of characters it holds.
+fn random_like(rest: &str) -> String {
     let mut alphabet: Vec<u8> = Vec::new();
     let has = |f: fn(&u8) -> bool| rest.as_bytes().iter().any(f);
     if has(u8::is_ascii_lowercase) || rest.is_empty() {
@@ -449,16 +652,15 @@ pub fn stand_in(real: &str) -> String {
     // The stand-in is worth nothing outside its sandbox's proxy, but it must not be
     // guessable from another sandbox: drawn from the operating system.
     getrandom::fill(&mut random).expect("the operating system's random source");
-    let drawn: String = random
+    random
         .iter()
         .map(|b| alphabet[*b as usize % alphabet.len()] as char)
-        .collect();
-    format!("{prefix}{drawn}")
+        .collect()
 }
 
 /// The vendor prefixes a stand-in keeps (what tools recognise a credential's kind by).
 /// Nothing else of the real value is kept: a prefix of an arbitrary secret is part of it.
-const KNOWN_PREFIXES: [&str; 12] = [
+const KNOWN_PREFIXES: [&str; 13] = [
     "sk-ant-oat01-",
     "sk-ant-ort01-",
     "sk-ant-api03-",
@@ -471,6 +673,8 @@ const KNOWN_PREFIXES: [&str; 12] = [
     "gho_",
     "ghs_",
     "glpat-",
+    // An OpenAI refresh token (Codex CLI's login).
+    "rt_",
 ];
 
 /// `sk-ant-oat01-` of `sk-ant-oat01-…`: the longest known vendor prefix, else nothing.
@@ -698,6 +902,222 @@ mod tests {
         assert!(
             !refused.contains(rotated) && !refused.contains(REAL),
             "{refused}"
+        );
+    }
+
+    /// A JSON Web Token of dummy claims and a dummy signature (the shape Codex's access and
+    /// ID tokens have).
+    const JWT: &str = "eyJhbGciOiJSUzI1NiIsInR5cCI6IkpXVCJ9.eyJleHAiOjQxMDI0NDQ4MDAsInN1YiI6ImR1bW15In0.ZHVtbXktc2lnbmF0dXJlLW1hZGUtZm9yLXRlc3RzLW9ubHktMDAwMA";
+
+    /// Another, for the ID token.
+    const ID_JWT: &str = "eyJhbGciOiJSUzI1NiIsInR5cCI6IkpXVCJ9.eyJlbWFpbCI6ImR1bW15QGV4YW1wbGUuaW52YWxpZCJ9.aWQtdG9rZW4tc2lnbmF0dXJlLW1hZGUtZm9yLXRlc3RzLW9ubHktMQ";
+
+    fn codex_login(dir: &Path) {
+        std::fs::create_dir_all(dir.join(".codex")).unwrap();
+        std::fs::write(
+            dir.join(".codex/auth.json"),
+            // (Keys in order, as serde_json keeps them with or without `preserve_order`.)
+            serde_json::json!({"OPENAI_API_KEY": null, "last_refresh": "2026-01-01T00:00:00Z",
+                "tokens": {"access_token": JWT,
+                "account_id": "00000000-0000-0000-0000-000000000000", "id_token": ID_JWT,
+                "refresh_token": "rt_dummyRefreshToken0123456789abcdef"}})
+            .to_string(),
+        )
+        .unwrap();
+    }
+
+    fn in_file(path: &str, pointer: &str, host: &str) -> CredentialDecl {
+        CredentialDecl {
+            id: format!("{path}#{pointer}").into(),
+            source: CredentialSource_NE::new(CredentialSource::ProfileFile {
+                path: path.into(),
+                pointer: pointer.into(),
+            }),
+            host: host.into(),
+            header: if host.is_empty() { "" } else { "Authorization" }.into(),
+            value: if host.is_empty() {
+                ""
+            } else {
+                "Bearer {secret}"
+            }
+            .into(),
+        }
+    }
+
+    #[test]
+    fn a_json_web_tokens_stand_in_keeps_its_claims_and_draws_its_signature() {
+        let one = stand_in(JWT);
+        let (signed, signature) = JWT.rsplit_once('.').unwrap();
+        assert_eq!(one.len(), JWT.len());
+        assert!(one.starts_with(&format!("{signed}.")), "{one}");
+        assert_ne!(one.rsplit_once('.').unwrap().1, signature);
+        assert!(
+            crate::scan::shape_of(&one).is_some(),
+            "still a token's shape"
+        );
+        // Not a token: dots are not kept.
+        assert!(!stand_in("abc.def.ghi").contains('.'));
+    }
+
+    #[test]
+    fn a_login_file_deep_in_the_profile_is_sealed_at_each_declared_pointer() {
+        let dir = tempfile::tempdir().unwrap();
+        codex_login(dir.path());
+        let decls = [
+            in_file(
+                ".codex/auth.json",
+                "/tokens/access_token",
+                "chatgpt.example/backend-api/codex",
+            ),
+            in_file(".codex/auth.json", "/tokens/id_token", ""),
+            in_file(".codex/auth.json", "/tokens/refresh_token", ""),
+            in_file(".codex/auth.json", "/OPENAI_API_KEY", "api.example/v1"),
+        ];
+        let sealed = seal("command", &decls, dir.path()).unwrap();
+        let now = std::fs::read_to_string(dir.path().join(".codex/auth.json")).unwrap();
+        assert!(
+            !now.contains(JWT) && !now.contains(ID_JWT) && !now.contains("rt_dummyRefresh"),
+            "{now}"
+        );
+        let json: serde_json::Value = serde_json::from_str(&now).unwrap();
+        assert_eq!(
+            json["OPENAI_API_KEY"],
+            serde_json::Value::Null,
+            "absent: kept"
+        );
+        assert_eq!(
+            json["tokens"]["account_id"],
+            "00000000-0000-0000-0000-000000000000"
+        );
+        // One gateway, for the host a secret of the file travels to; its swap there only.
+        let gateways = sealed.gateways();
+        assert_eq!(gateways.len(), 2, "{gateways:?}");
+        assert_eq!(gateways[0].host, "chatgpt.example");
+        assert_eq!(gateways[0].paths, ["/backend-api/codex"]);
+        assert_eq!(gateways[0].swaps.len(), 1);
+        assert_eq!(gateways[0].swaps[0].paths, ["/backend-api/codex"]);
+        assert_eq!(gateways[0].swaps[0].real, format!("Bearer {JWT}"));
+        let stand_in = json["tokens"]["access_token"].as_str().unwrap();
+        assert_eq!(gateways[0].swaps[0].stand_in, format!("Bearer {stand_in}"));
+        assert!(gateways[1].swaps.is_empty(), "no API key in the file");
+    }
+
+    #[test]
+    fn a_credential_shape_nobody_declared_refuses_the_call_by_file_kind_and_pointer() {
+        let dir = tempfile::tempdir().unwrap();
+        codex_login(dir.path());
+        // Nothing declared: the first shape found, by its pointer.
+        let e = seal("command", &[], dir.path()).unwrap_err();
+        let said = format!("{}\n{}", e.message, e.hint.clone().unwrap_or_default());
+        assert!(
+            said.contains("the walled profile's .codex/auth.json holds a JSON Web Token at /tokens/access_token, which harness `command` does not declare"),
+            "{said}"
+        );
+        assert!(
+            said.contains(r#"credential_files = [{ path = ".codex/auth.json", pointers = ["/tokens/access_token"]"#),
+            "{said}"
+        );
+        assert!(!said.contains(JWT) && !said.contains("rt_dummy"), "{said}");
+        // The access token declared: the next one nobody declared is named.
+        let access = in_file(
+            ".codex/auth.json",
+            "/tokens/access_token",
+            "chatgpt.example",
+        );
+        let e = seal("command", std::slice::from_ref(&access), dir.path()).unwrap_err();
+        assert!(
+            e.message.contains("a JSON Web Token at /tokens/id_token"),
+            "{}",
+            e.message
+        );
+        let id = in_file(".codex/auth.json", "/tokens/id_token", "");
+        let e = seal("command", &[access.clone(), id.clone()], dir.path()).unwrap_err();
+        assert!(
+            e.message
+                .contains("an OAuth token at /tokens/refresh_token"),
+            "{}",
+            e.message
+        );
+        // Every one declared: sealed.
+        let dir = tempfile::tempdir().unwrap();
+        codex_login(dir.path());
+        let refresh = in_file(".codex/auth.json", "/tokens/refresh_token", "");
+        seal(
+            "command",
+            &[access.clone(), id, refresh.clone()],
+            dir.path(),
+        )
+        .unwrap();
+        // A key in a file that is not JSON: by its line.
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".config/tool")).unwrap();
+        std::fs::write(
+            dir.path().join(".config/tool/env"),
+            "MODEL=small\nOPENAI_API_KEY=sk-proj-DUMMYdummyDUMMYdummyDUMMYdummy0123\n",
+        )
+        .unwrap();
+        let e = seal("command", &[], dir.path()).unwrap_err();
+        assert!(
+            e.message
+                .contains("the walled profile's .config/tool/env holds an OpenAI key (line 2)"),
+            "{}",
+            e.message
+        );
+        assert!(!e.message.contains("DUMMYdummy"));
+        // Nothing of a credential's shape: nothing to say.
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("config.toml"), "model = \"small\"\n").unwrap();
+        seal("command", &[], dir.path()).unwrap();
+    }
+
+    #[test]
+    fn a_declared_file_behind_a_link_or_an_object_at_a_pointer_stops_the_call() {
+        let dir = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        codex_login(elsewhere.path());
+        let before = std::fs::read(elsewhere.path().join(".codex/auth.json")).unwrap();
+        std::os::unix::fs::symlink(elsewhere.path().join(".codex"), dir.path().join(".codex"))
+            .unwrap();
+        let access = in_file(
+            ".codex/auth.json",
+            "/tokens/access_token",
+            "chatgpt.example",
+        );
+        let e = seal("command", std::slice::from_ref(&access), dir.path()).unwrap_err();
+        assert!(
+            e.message
+                .contains("lies under .codex, which is not a plain directory"),
+            "{}",
+            e.message
+        );
+        assert_eq!(
+            std::fs::read(elsewhere.path().join(".codex/auth.json")).unwrap(),
+            before,
+            "nothing written through the link"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        codex_login(dir.path());
+        let e = seal(
+            "command",
+            &[in_file(".codex/auth.json", "/tokens", "chatgpt.example")],
+            dir.path(),
+        )
+        .unwrap_err();
+        assert!(
+            e.message.contains("holds an object at /tokens"),
+            "{}",
+            e.message
+        );
+        let e = seal(
+            "command",
+            &[in_file("../outside.json", "/x", "chatgpt.example")],
+            dir.path(),
+        )
+        .unwrap_err();
+        assert!(
+            e.message.contains("not a path inside its profile"),
+            "{}",
+            e.message
         );
     }
 

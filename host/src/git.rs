@@ -717,7 +717,11 @@ mod tests {
     fn lane_with_a_fifo_repository(root: &Path) -> Inert {
         let (git_dir, work) = (root.join("git"), root.join("work"));
         std::fs::create_dir_all(&work).unwrap();
-        run(root, &["init", "--quiet", "--bare", git_dir.to_str().unwrap()]).unwrap();
+        run(
+            root,
+            &["init", "--quiet", "--bare", git_dir.to_str().unwrap()],
+        )
+        .unwrap();
         std::fs::create_dir_all(work.join("fake/objects")).unwrap();
         std::fs::create_dir_all(work.join("fake/refs")).unwrap();
         nix::unistd::mkfifo(&work.join("fake/HEAD"), nix::sys::stat::Mode::S_IRWXU).unwrap();
@@ -742,7 +746,10 @@ mod tests {
         let err = git
             .run(&["ls-files", "--others", "--exclude-standard"])
             .unwrap_err();
-        assert!(err.detail.contains("killed: it did not finish within 2s"), "{err}");
+        assert!(
+            err.detail.contains("killed: it did not finish within 2s"),
+            "{err}"
+        );
         assert!(!root.path().join("git/index.lock").exists());
     }
 
@@ -750,9 +757,8 @@ mod tests {
     fn a_stop_hurries_a_git_that_waits_to_its_end() {
         let root = tempfile::tempdir().unwrap();
         let git = lane_with_a_fifo_repository(root.path());
-        let waiting = std::thread::spawn(move || {
-            git.run(&["ls-files", "--others", "--exclude-standard"])
-        });
+        let waiting =
+            std::thread::spawn(move || git.run(&["ls-files", "--others", "--exclude-standard"]));
         // Once it is running (the FIFO has a reader), the stop comes.
         let fifo = root.path().join("work/fake/HEAD");
         let mut opened = None;

@@ -3,7 +3,9 @@
 //! Two kinds of finding, both in the lines the change adds: a credential stet itself sealed
 //! away this drive (`credentials::known`, compared by fingerprint, never held as text here),
 //! and the well-known shapes of secrets (Anthropic, OpenAI, GitHub and AWS keys, private
-//! keys). A finding refuses the push; the item is marked failed with the file, the line and
+//! keys, JSON Web Tokens, OAuth tokens under their JSON names). The same shapes are what a
+//! call's copy of the profile may hold only where its harness declared a credential
+//! (`credentials::seal`, [`shape_of`]). A finding refuses the push; the item is marked failed with the file, the line and
 //! the kind. A shape in a path the person lists in `[drive] secrets_allowed` is expected
 //! (test fixtures); a credential of stet's own never is.
 //!
@@ -79,11 +81,30 @@ fn shapes() -> &'static [(&'static str, Regex)] {
                 "a private key",
                 r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----",
             ),
+            // An OAuth access or ID token (Codex's login holds both), signed claims.
+            (
+                "a JSON Web Token",
+                r"\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{16,}",
+            ),
+            // An opaque token is known by the name it is kept under (`"refresh_token":
+            // "rt_..."`, `"accessToken": ...`), as JSON writes it.
+            (
+                "an OAuth token",
+                r#""(?:access|refresh|id)_?[Tt]oken"\s*:\s*"[A-Za-z0-9._~+/=\-]{16,}""#,
+            ),
         ]
         .into_iter()
         .map(|(kind, pattern)| (kind, Regex::new(pattern).expect("the shapes compile")))
         .collect()
     })
+}
+
+/// The kind of the first well-known secret shape `text` holds (`an OpenAI key`), if any.
+pub fn shape_of(text: &str) -> Option<&'static str> {
+    shapes()
+        .iter()
+        .find(|(_, re)| re.is_match(text))
+        .map(|(kind, _)| *kind)
 }
 
 /// The findings in a diff (`git diff --unified=0`), skipping shapes in `allowed` paths (a
@@ -193,7 +214,7 @@ impl<'a> Scanner<'a> {
                 kind: "stet's own credential, sealed away from the agent",
                 allowable: false,
             })
-        } else if let Some((kind, _)) = shapes().iter().find(|(_, re)| re.is_match(added)) {
+        } else if let Some(kind) = shape_of(added) {
             let file = &self.file;
             let expected = self
                 .allowed
@@ -255,6 +276,15 @@ mod tests {
                 "an AWS access key",
             ),
             ("-----BEGIN OPENSSH PRIVATE KEY-----", "a private key"),
+            (
+                "Authorization: Bearer eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJkdW1teSJ9.c2lnbmF0dXJlLWR1bW15LXNpZw",
+                "a JSON Web Token",
+            ),
+            (
+                r#"{"refresh_token": "rt_dummyDUMMYdummy0123456789"}"#,
+                "an OAuth token",
+            ),
+            (r#""accessToken":"opaque.dummy-value~0123""#, "an OAuth token"),
         ];
         for (line, kind) in cases {
             let found = scan_diff(&diff("src/x.rs", &["fine", line]), &[], &[]);
@@ -269,7 +299,19 @@ mod tests {
                 "{line}"
             );
         }
-        assert!(scan_diff(&diff("a", &["nothing secret here: sk-short"]), &[], &[]).is_empty());
+        for fine in [
+            "nothing secret here: sk-short",
+            // A name, a variable, a short or empty value: no token.
+            r#"let refresh_token = "${REFRESH_TOKEN}";"#,
+            r#"{"access_token": "", "id_token": null}"#,
+            r#"{"refresh_token": "short"}"#,
+            "eyJhbGciOi is where a token starts",
+        ] {
+            assert!(
+                scan_diff(&diff("a", &[fine]), &[], &[]).is_empty(),
+                "{fine}"
+            );
+        }
     }
 
     #[test]

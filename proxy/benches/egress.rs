@@ -206,6 +206,7 @@ fn serve_proxy(socket: &Path, allow: &[String]) -> ! {
                     header: "authorization".into(),
                     stand_in: format!("Bearer {STAND_IN}"),
                     real: "Bearer the-real-one-for-the-bench-0000".into(),
+                    paths: Vec::new(),
                 }],
             }
         })

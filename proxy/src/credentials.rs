@@ -111,6 +111,19 @@ pub struct Swap {
     pub stand_in: String,
     /// The header's whole value with the real secret. Never shown.
     pub real: String,
+    /// The paths (prefixes, each starting with `/`) it is swapped in on: a credential is
+    /// for its own paths, not for every path its gateway serves for other credentials of
+    /// the same host. Empty: every path the gateway serves.
+    pub paths: Vec<String>,
+}
+
+impl Swap {
+    /// Whether the credential is swapped in on a request for `path` (its query aside), one
+    /// its gateway [serves](Gateway::serves).
+    pub fn serves(&self, path: &str) -> bool {
+        let path = path.split('?').next().unwrap_or(path);
+        self.paths.is_empty() || self.paths.iter().any(|p| path.starts_with(p.as_str()))
+    }
 }
 
 impl fmt::Debug for Swap {
@@ -118,6 +131,7 @@ impl fmt::Debug for Swap {
         f.debug_struct("Swap")
             .field("header", &self.header)
             .field("real", &"<never shown>")
+            .field("paths", &self.paths)
             .finish_non_exhaustive()
     }
 }
@@ -301,6 +315,7 @@ mod tests {
                     header: header.to_string(),
                     stand_in: stand_in.to_string(),
                     real: "Bearer the-real-one-bbbbbbbbbbbbbb".into(),
+                    paths: Vec::new(),
                 })
                 .collect(),
         }
@@ -460,6 +475,7 @@ mod tests {
             header: "authorization".into(),
             stand_in: "Bearer stand-in-aaaaaaaaaaaaaaaa".into(),
             real: "Bearer the-real-one-bbbbbbbbbbbbbb".into(),
+            paths: Vec::new(),
         };
         let shown = format!("{swap:?}");
         assert!(!shown.contains("the-real-one"), "{shown}");

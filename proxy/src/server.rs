@@ -565,7 +565,7 @@ async fn through_gateway(
     }
     state.through_gateways.fetch_add(1, Ordering::Relaxed);
     let mut swapped = false;
-    for swap in swaps {
+    for swap in swaps.into_iter().filter(|s| s.serves(&path)) {
         let Ok(name) = HeaderName::from_bytes(swap.header.as_bytes()) else {
             continue;
         };

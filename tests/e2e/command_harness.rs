@@ -589,40 +589,18 @@ fn a_drive_lands_an_item_with_the_example_agent() {
     assert!(calls[1].2.starts_with("LAND\n"), "{calls:?}");
 }
 
-/// A service on the host's loopback that records the `Authorization` header of each
-/// request and answers `200 ok`.
-fn recording_api() -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
-    use std::io::{BufRead, BufReader, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let kept = seen.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut auth = String::from("none");
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
-                }
-                if let Some(value) = line.to_ascii_lowercase().strip_prefix("authorization:") {
-                    auth = line[line.len() - value.len()..].trim().to_string();
-                }
-            }
-            kept.lock().unwrap().push(auth);
-            let mut out = stream;
-            let _ = out
-                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
-        }
-    });
-    (port, seen)
+/// The `Authorization` header of a request a recording service saw ("none" without one).
+fn authorization(head: &stet_e2e::http::Head) -> String {
+    head.headers
+        .iter()
+        .find(|(name, _)| name == "authorization")
+        .map_or_else(|| "none".to_string(), |(_, value)| value.clone())
 }
 
 #[test]
 fn a_configured_credential_reaches_its_api_while_the_agent_holds_a_stand_in() {
     const REAL: &str = "the-real-api-secret-0123456789abcdef";
-    let (port, seen) = recording_api();
+    let (port, seen) = stet_e2e::http::recording_service(|auth| auth == format!("Bearer {REAL}"));
     let c = Cmd::new("");
     // bash, for /dev/tcp.
     let agent = c.world.root.path().join("bin/api-agent");
@@ -673,11 +651,8 @@ fn a_configured_credential_reaches_its_api_while_the_agent_holds_a_stand_in() {
     );
     let answer = std::fs::read_to_string(c.world.work.join("answer.txt")).unwrap();
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
-    assert!(
-        seen.lock().unwrap().contains(&format!("Bearer {REAL}")),
-        "{:?}",
-        seen.lock().unwrap()
-    );
+    let seen: Vec<String> = seen.lock().unwrap().iter().map(authorization).collect();
+    assert!(seen.contains(&format!("Bearer {REAL}")), "{seen:?}");
     // Read at call time: without the secret on the host, the call is refused by name.
     let out = c.run(&["ask", "--harness", "command", "ask the api"]);
     assert_ne!(out.code, 0);
@@ -689,4 +664,60 @@ fn a_configured_credential_reaches_its_api_while_the_agent_holds_a_stand_in() {
         out.stderr
     );
     assert!(!out.stderr.contains(REAL));
+}
+
+/// The setup that leaked (issue 25): the agent logged in with the profile as its HOME, its
+/// `auth.json` not declared. Every call is refused, naming the file, what it holds and what
+/// to declare, before the agent runs; declared, the same profile runs.
+#[test]
+fn an_undeclared_login_in_the_profile_refuses_the_call_by_name() {
+    let c = Cmd::new("");
+    let agent = c.stand_in("agent", "cat >/dev/null\necho ran > ran.txt\necho done");
+    c.configure(&implement(&agent));
+    stet_e2e::dummy_codex_login(&c.profiles().join(".command"));
+    let out = c.run(&["ask", "--harness", "command", "do it"]);
+    assert_ne!(out.code, 0, "{}", out.stdout);
+    assert!(
+        out.stderr.contains(
+            "the walled profile's .codex/auth.json holds a JSON Web Token at /tokens/access_token, \
+             which harness `command` does not declare as a credential; the call is not made"
+        ),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains(
+            r#"credential_files = [{ path = ".codex/auth.json", pointers = ["/tokens/access_token"]"#
+        ),
+        "{}",
+        out.stderr
+    );
+    for real in [
+        stet_e2e::DUMMY_CODEX_ACCESS_TOKEN,
+        stet_e2e::DUMMY_CODEX_ID_TOKEN,
+        stet_e2e::DUMMY_CODEX_REFRESH_TOKEN,
+    ] {
+        assert!(!out.stderr.contains(real) && !out.stdout.contains(real));
+    }
+    assert!(!c.world.work.join("ran.txt").exists(), "the agent ran");
+    // The walls say it too, before a drive's first move.
+    let walls = c.run(&["walls", "--harness", "command"]);
+    assert_ne!(walls.code, 0);
+    assert!(
+        walls
+            .stderr
+            .contains("the walled profile's .codex/auth.json holds"),
+        "{}",
+        walls.stderr
+    );
+    // Declared (the access token for its API, the others kept out): the call is made.
+    c.configure(&format!(
+        "{}\ncredential_files = [\n\
+         {{ path = \".codex/auth.json\", pointers = [\"/tokens/access_token\"], host = \"chatgpt.example.invalid/backend-api/codex\" }},\n\
+         {{ path = \".codex/auth.json\", pointers = [\"/tokens/id_token\", \"/tokens/refresh_token\"] }},\n]",
+        implement(&agent)
+    ));
+    let out = c.run(&["ask", "--harness", "command", "do it"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(c.world.work.join("ran.txt").exists());
 }

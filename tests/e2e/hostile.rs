@@ -629,6 +629,173 @@ fn what_one_call_writes_into_the_profile_no_later_call_sees() {
     assert!(!profile.join("planted").exists());
 }
 
+/// Decodes base64 with the host's coreutils.
+fn base64_decode(text: &str) -> Vec<u8> {
+    use std::io::Write;
+    let mut child = std::process::Command::new("base64")
+        .arg("-d")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("run base64");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "not base64: {text}");
+    out.stdout
+}
+
+/// The command profile holds a Codex login, declared: the agent base64-encodes it into its
+/// lane (no shape the push's scan knows survives that) and uses its token at the gateway.
+/// What lands is the call's stand-ins: of the real login's shape and length, with none of
+/// its secrets; the real access token reached the API only through stet's gateway, on the
+/// declared path only; and the landed stand-in, handed to a later call, is refused as
+/// revoked. The real values are nowhere stet wrote, nor on the remote.
+#[test]
+fn a_declared_login_copied_into_the_lane_lands_as_a_dead_stand_in() {
+    use stet_e2e::{DUMMY_CODEX_ACCESS_TOKEN, DUMMY_CODEX_ID_TOKEN, DUMMY_CODEX_REFRESH_TOKEN};
+    let (port, seen) = stet_e2e::http::recording_service(|auth| {
+        auth == format!("Bearer {DUMMY_CODEX_ACCESS_TOKEN}")
+    });
+    let a = Attack::new(&format!(
+        "credential_files = [\n\
+         {{ path = \".codex/auth.json\", pointers = [\"/tokens/access_token\"], \
+            host = \"127.0.0.1:{port}/backend-api/codex\", base_url = \"LOGIN_BASE_URL\" }},\n\
+         {{ path = \".codex/auth.json\", pointers = [\"/tokens/id_token\", \"/tokens/refresh_token\"] }},\n]\n"
+    ));
+    stet_e2e::dummy_codex_login(&a.world.root.path().join("profiles/.command"));
+    a.queue(&[a.item("Steal the login", "attack: steal-login\nreview: use-stolen")]);
+    let out = a.drive(&[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+
+    let report = a
+        .landed_file("report.txt")
+        .expect("the agent's report landed");
+    assert!(report.contains("copied the login"), "{report}");
+    // Its own path: swapped in, authorized. Another path of the host: refused by the gateway.
+    assert!(report.contains("own path: HTTP/1.1 200 OK"), "{report}");
+    assert!(
+        report.contains("other path: HTTP/1.1 403 Forbidden")
+            && report.contains("the credential gateway serves only /backend-api/codex"),
+        "{report}"
+    );
+    let requests: Vec<(String, String)> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            let auth = h.headers.iter().find(|(n, _)| n == "authorization");
+            (
+                h.path.clone(),
+                auth.map(|(_, v)| v.clone()).unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        requests,
+        [(
+            "/backend-api/codex/models".to_string(),
+            format!("Bearer {DUMMY_CODEX_ACCESS_TOKEN}")
+        )]
+    );
+
+    // What landed is the login's shape with stand-ins for every declared secret.
+    let stolen = a
+        .landed_file("stolen.b64")
+        .expect("the encoded login landed");
+    let login: serde_json::Value =
+        serde_json::from_slice(&base64_decode(&stolen)).expect("the landed login is JSON");
+    let tokens = &login["tokens"];
+    let stand_in = tokens["access_token"].as_str().unwrap().to_string();
+    for (pointer, real) in [
+        ("access_token", DUMMY_CODEX_ACCESS_TOKEN),
+        ("id_token", DUMMY_CODEX_ID_TOKEN),
+        ("refresh_token", DUMMY_CODEX_REFRESH_TOKEN),
+    ] {
+        let held = tokens[pointer].as_str().unwrap();
+        assert_ne!(held, real, "{pointer}");
+        assert_eq!(held.len(), real.len(), "{pointer}: a stand-in of its shape");
+    }
+    assert_eq!(
+        tokens["account_id"], "00000000-0000-4000-8000-000000000000",
+        "the rest is the login's"
+    );
+    // The real values: not on the remote, in any form stet wrote, nor in anything stet keeps.
+    let remote = git(&a.remote(), &["log", "--all", "-p"]);
+    let receipts_and_logs = std::process::Command::new("grep")
+        .args([
+            "-rl",
+            "-e",
+            DUMMY_CODEX_ACCESS_TOKEN,
+            "-e",
+            DUMMY_CODEX_ID_TOKEN,
+        ])
+        .args(["-e", DUMMY_CODEX_REFRESH_TOKEN])
+        .arg(a.world.work.join(".git/stet"))
+        .output()
+        .unwrap();
+    for real in [
+        DUMMY_CODEX_ACCESS_TOKEN,
+        DUMMY_CODEX_ID_TOKEN,
+        DUMMY_CODEX_REFRESH_TOKEN,
+    ] {
+        assert!(!remote.contains(real) && !out.stderr.contains(real));
+    }
+    assert!(
+        receipts_and_logs.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&receipts_and_logs.stdout)
+    );
+    // The person's login is as it was: nothing of a call is carried back.
+    let kept = std::fs::read_to_string(
+        a.world
+            .root
+            .path()
+            .join("profiles/.command/.codex/auth.json"),
+    )
+    .unwrap();
+    assert!(kept.contains(DUMMY_CODEX_ACCESS_TOKEN), "{kept}");
+
+    // Used by the review's sandbox once the implement call's was gone: refused as revoked.
+    let review = a
+        .receipts()
+        .into_iter()
+        .find(|r| r["role"] == "review")
+        .expect("a review receipt");
+    let verdict = review["detail"].as_str().unwrap();
+    assert!(
+        verdict.contains("stolen token: HTTP/1.1 403 Forbidden")
+            && verdict.contains("a revoked stand-in credential (its sandbox is gone)"),
+        "{verdict}"
+    );
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        1,
+        "nothing more reached the API"
+    );
+
+    // Handed to a call of a later stet: no gateway knows it, it goes as it is, and opens
+    // nothing.
+    let out = a.ask(&a.item("Use it", &format!("attack: use-token\ntoken: {stand_in}")));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let report = std::fs::read_to_string(a.world.work.join("report.txt")).unwrap();
+    assert!(
+        report.contains("handed token: HTTP/1.1 401 Unauthorized"),
+        "{report}"
+    );
+    let last = seen.lock().unwrap().iter().last().map(|h| {
+        h.headers
+            .iter()
+            .find(|(n, _)| n == "authorization")
+            .map(|(_, v)| v.clone())
+    });
+    assert_eq!(last, Some(Some(format!("Bearer {stand_in}"))));
+}
+
 #[test]
 fn review_cannot_change_the_lane_and_the_mount_is_what_stops_it() {
     let a = Attack::new("");

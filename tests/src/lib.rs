@@ -439,6 +439,35 @@ pub fn dummy_login(profile: &Path) {
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
 }
 
+/// A dummy login of the shape Codex CLI keeps in `~/.codex/auth.json` (made for the tests'
+/// fake APIs only): its access token, a JSON Web Token of dummy claims and signature.
+pub const DUMMY_CODEX_ACCESS_TOKEN: &str = "eyJhbGciOiJSUzI1NiIsInR5cCI6IkpXVCJ9.eyJleHAiOjQxMDI0NDQ4MDAsInN1YiI6ImR1bW15LWFjY2VzcyJ9.ZHVtbXktYWNjZXNzLXNpZ25hdHVyZS1mb3ItdGhlLWZha2UtYXBpLW9ubHktMDAwMA";
+/// Its ID token, likewise.
+pub const DUMMY_CODEX_ID_TOKEN: &str = "eyJhbGciOiJSUzI1NiIsInR5cCI6IkpXVCJ9.eyJlbWFpbCI6ImR1bW15QGV4YW1wbGUuaW52YWxpZCIsImV4cCI6NDEwMjQ0NDgwMH0.ZHVtbXktaWQtc2lnbmF0dXJlLWZvci10aGUtZmFrZS1hcGktb25seS0xMTEx";
+/// Its refresh token, an opaque dummy.
+pub const DUMMY_CODEX_REFRESH_TOKEN: &str = "rt_dummyMadeForTheFakeApiOnly0123456789abcdefABCDEF";
+
+/// Writes a dummy Codex CLI login (`.codex/auth.json`, the shape `codex login` writes) into
+/// the command harness's profile `profile`, made private when missing. Written by the tests.
+pub fn dummy_codex_login(profile: &Path) {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(profile.join(".codex"))
+        .unwrap();
+    std::fs::write(
+        profile.join(".codex/auth.json"),
+        serde_json::json!({"OPENAI_API_KEY": null, "tokens": {
+            "id_token": DUMMY_CODEX_ID_TOKEN, "access_token": DUMMY_CODEX_ACCESS_TOKEN,
+            "refresh_token": DUMMY_CODEX_REFRESH_TOKEN,
+            "account_id": "00000000-0000-4000-8000-000000000000"},
+            "last_refresh": "2026-01-01T00:00:00Z"})
+        .to_string(),
+    )
+    .unwrap();
+}
+
 /// Installs docker and claude into `world`, makes one walled profile holding a dummy stored
 /// login, and returns the `stet.toml` text that points the claude harness (`binary`) at the
 /// fake API `api_url` (on the host's loopback: listed, the sandboxes reach it through stet's

@@ -15,8 +15,9 @@ use stet_plugin_api::PluginError;
 pub const KEYS: &str = "the keys under [plugins.command] are `implement` (argv array, required), \
      `review` (argv array, default: implement), `mounts` (host paths, read-only), \
      `network` (\"none\", the default), `allow_hosts` (the hosts it needs, reached through stet's proxy), `env` (NAME = \"value\"), \
-     `profile` (a directory name under the profiles root) and `credentials` ([{ host, header, value, \
-     from = { env | file | command }, variable, base_url }]); see examples/agent/README.md";
+     `profile` (a directory name under the profiles root), `credentials` ([{ host, header, value, \
+     from = { env | file | command }, variable, base_url }]) and `credential_files` ([{ path, pointers, \
+     host, header, value, base_url }]: secrets in a JSON file of the profile); see examples/agent/README.md";
 
 /// The default profile directory's name under the profiles root.
 pub const DEFAULT_PROFILE: &str = ".command";
@@ -39,6 +40,8 @@ struct Raw {
     profile: Option<String>,
     #[serde(default)]
     credentials: Vec<RawCredential>,
+    #[serde(default)]
+    credential_files: Vec<RawCredentialFile>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -49,6 +52,17 @@ struct RawCredential {
     value: Option<String>,
     from: From,
     variable: String,
+    base_url: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCredentialFile {
+    path: String,
+    pointers: Vec<String>,
+    host: Option<String>,
+    header: Option<String>,
+    value: Option<String>,
     base_url: Option<String>,
 }
 
@@ -86,8 +100,50 @@ pub struct Credential {
 impl Credential {
     /// `host[:port]`, without the path the credential is for.
     pub fn authority(&self) -> &str {
-        self.host.split('/').next().unwrap_or(&self.host)
+        authority(&self.host)
     }
+}
+
+/// Secrets the agent keeps in a JSON file of its profile (its own login, `.codex/auth.json`),
+/// kept out of the sandbox: each call's copy of the profile holds a stand-in at each pointer,
+/// and stet's gateway for `host` swaps the real value in (`header: value`). Without a host,
+/// a secret no request of the sandbox needs (a refresh token): kept out, sent nowhere.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CredentialFile {
+    /// The file, relative to the profile directory (plain path components only).
+    pub path: String,
+    /// The JSON pointers (RFC 6901) of its secrets.
+    pub pointers: Vec<String>,
+    /// `host[:port][/path-prefix]` the secrets are sent to; `None`: nowhere.
+    pub host: Option<String>,
+    /// The header they travel in (with a host).
+    pub header: String,
+    /// The header's value, `{secret}` standing for the secret.
+    pub value: String,
+    /// A variable set to the gateway's URL inside the sandbox, for the agent's base URL.
+    pub base_url: Option<String>,
+}
+
+impl CredentialFile {
+    /// `host[:port]`, without the path the secrets are for; `None` when sent nowhere.
+    pub fn authority(&self) -> Option<&str> {
+        self.host.as_deref().map(authority)
+    }
+
+    /// The id each pointer's secret is declared under: `path#pointer`.
+    pub fn id(&self, pointer: &str) -> String {
+        format!("{}#{pointer}", self.path)
+    }
+}
+
+/// `host[:port]` of `host[:port][/path]`.
+fn authority(host: &str) -> &str {
+    host.split('/').next().unwrap_or(host)
+}
+
+/// How the host tells gateways apart: `host` and `host:443` are one.
+fn gateway_key(authority: &str) -> &str {
+    authority.strip_suffix(":443").unwrap_or(authority)
 }
 
 #[derive(Debug, Clone, Copy, Deserialize)]
@@ -135,19 +191,40 @@ pub struct Config {
     pub profile: String,
     /// Credentials kept out of the sandbox.
     pub credentials: Vec<Credential>,
+    /// Secrets in files of the profile, kept out of the sandbox.
+    pub credential_files: Vec<CredentialFile>,
 }
 
 impl Config {
-    /// The distinct credential hosts in order: the n-th is served at the gateway port
-    /// `GATEWAY_PORT + n` inside the sandbox (as the host assigns them).
+    /// The distinct credential hosts in the order they are declared (`credentials`, then
+    /// `credential_files`): the n-th is served at the gateway port `GATEWAY_PORT + n` inside
+    /// the sandbox (as the host assigns them).
     pub fn gateway_hosts(&self) -> Vec<&str> {
         let mut hosts: Vec<&str> = Vec::new();
-        for c in &self.credentials {
-            if !hosts.contains(&c.authority()) {
-                hosts.push(c.authority());
+        let declared = self
+            .credentials
+            .iter()
+            .map(|c| c.authority())
+            .chain(self.credential_files.iter().filter_map(|f| f.authority()));
+        for authority in declared {
+            if !hosts
+                .iter()
+                .any(|h| gateway_key(h) == gateway_key(authority))
+            {
+                hosts.push(authority);
             }
         }
         hosts
+    }
+
+    /// The port inside the sandbox at which the gateway for `authority` is served.
+    pub fn gateway_port(&self, authority: &str) -> u16 {
+        let n = self
+            .gateway_hosts()
+            .iter()
+            .position(|h| gateway_key(h) == gateway_key(authority))
+            .unwrap_or(0);
+        stet_plugin_api::GATEWAY_PORT + n as u16
     }
 
     /// The argv of a role: `review` falls back to `implement`.
@@ -322,10 +399,32 @@ pub fn parse(json: &str, cwd: &Path) -> Result<Config, PluginError> {
         .into_iter()
         .map(|c| credential(c, &raw.env))
         .collect::<Result<Vec<_>, _>>()?;
+    let credential_files = raw
+        .credential_files
+        .into_iter()
+        .map(|f| credential_file(f, &raw.env))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut declared: Vec<(&str, &str)> = Vec::new();
+    for file in &credential_files {
+        for pointer in &file.pointers {
+            if declared.contains(&(file.path.as_str(), pointer.as_str())) {
+                return Err(bad(format!(
+                    "`credential_files` declare {pointer} in {} twice: once is enough",
+                    file.path
+                )));
+            }
+            declared.push((file.path.as_str(), pointer.as_str()));
+        }
+    }
     let mut names: Vec<&str> = Vec::new();
     for name in credentials
         .iter()
         .flat_map(|c| std::iter::once(c.variable.as_str()).chain(c.base_url.as_deref()))
+        .chain(
+            credential_files
+                .iter()
+                .filter_map(|f| f.base_url.as_deref()),
+        )
     {
         if names.contains(&name) {
             return Err(bad(format!(
@@ -335,16 +434,21 @@ pub fn parse(json: &str, cwd: &Path) -> Result<Config, PluginError> {
         names.push(name);
     }
     // A credential's host is one the agent needs: declared, so the proof expects the proxy.
+    let sent_to: Vec<&str> = credentials
+        .iter()
+        .map(|c| c.authority())
+        .chain(credential_files.iter().filter_map(|f| f.authority()))
+        .collect();
     let network = match network {
-        _ if credentials.is_empty() => network,
+        _ if sent_to.is_empty() => network,
         Net::None => Net::AllowHosts(Vec::new()),
         hosts => hosts,
     };
     let network = match network {
         Net::AllowHosts(mut hosts) => {
-            for c in &credentials {
-                if !hosts.iter().any(|h| h == c.authority()) {
-                    hosts.push(c.authority().to_string());
+            for authority in &sent_to {
+                if !hosts.iter().any(|h| h == authority) {
+                    hosts.push(authority.to_string());
                 }
             }
             Net::AllowHosts(hosts)
@@ -359,6 +463,7 @@ pub fn parse(json: &str, cwd: &Path) -> Result<Config, PluginError> {
         env: raw.env,
         profile,
         credentials,
+        credential_files,
     })
 }
 
@@ -369,15 +474,17 @@ fn is_variable_name(name: &str) -> bool {
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
-/// One `credentials` entry, checked.
-fn credential(
-    raw: RawCredential,
-    env: &BTreeMap<String, String>,
-) -> Result<Credential, PluginError> {
+/// A credential's `host`, `header` and `value`, checked; `what` names the key, for errors.
+fn destination(
+    what: &str,
+    host: &str,
+    header: Option<String>,
+    value: Option<String>,
+) -> Result<(String, String), PluginError> {
     // `host[:port]`, and optionally the path the credential is for (`/v1/`).
-    let (authority, path) = match raw.host.find('/') {
-        Some(i) => (&raw.host[..i], &raw.host[i..]),
-        None => (raw.host.as_str(), ""),
+    let (authority, path) = match host.find('/') {
+        Some(i) => (&host[..i], &host[i..]),
+        None => (host, ""),
     };
     let host_ok = !authority.is_empty()
         && authority
@@ -391,36 +498,49 @@ fn credential(
         && !path.split('/').any(|s| s == "..");
     if !host_ok {
         return Err(bad(format!(
-            "`credentials` host `{}` is not a host (e.g. \"api.example.com\", \"api.example.com:8443\" or \"api.example.com/v1/\")",
-            raw.host
+            "`{what}` host `{host}` is not a host (e.g. \"api.example.com\", \"api.example.com:8443\" or \"api.example.com/v1/\")"
         )));
     }
-    let header = raw.header.unwrap_or_else(|| "Authorization".to_string());
+    let header = header.unwrap_or_else(|| "Authorization".to_string());
     if header.is_empty()
         || !header
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'-')
     {
         return Err(bad(format!(
-            "`credentials` header `{header}` is not a header name"
+            "`{what}` header `{header}` is not a header name"
         )));
     }
-    let value = raw.value.unwrap_or_else(|| "Bearer {secret}".to_string());
+    let value = value.unwrap_or_else(|| "Bearer {secret}".to_string());
     if !value.contains("{secret}") || value.chars().any(|c| c.is_control()) {
         return Err(bad(format!(
-            "`credentials` value `{value}` must hold {{secret}} (e.g. \"Bearer {{secret}}\") and no control character"
+            "`{what}` value `{value}` must hold {{secret}} (e.g. \"Bearer {{secret}}\") and no control character"
         )));
     }
+    Ok((header, value))
+}
+
+/// Whether `name` is free for a variable stet sets: a variable name, not HOME, STET_* or
+/// one `env` sets.
+fn free_variable(name: &str, env: &BTreeMap<String, String>) -> bool {
+    is_variable_name(name)
+        && !RESERVED_ENV.contains(&name)
+        && !name.starts_with("STET_")
+        && !env.contains_key(name)
+}
+
+/// One `credentials` entry, checked.
+fn credential(
+    raw: RawCredential,
+    env: &BTreeMap<String, String>,
+) -> Result<Credential, PluginError> {
+    let (header, value) = destination("credentials", &raw.host, raw.header, raw.value)?;
     for (what, name) in [
         ("variable", Some(&raw.variable)),
         ("base_url", raw.base_url.as_ref()),
     ] {
         let Some(name) = name else { continue };
-        if !is_variable_name(name)
-            || RESERVED_ENV.contains(&name.as_str())
-            || name.starts_with("STET_")
-            || env.contains_key(name)
-        {
+        if !free_variable(name, env) {
             return Err(bad(format!(
                 "`credentials` {what} `{name}` is not a free variable name (letters, digits, _; not HOME, STET_*, nor one `env` sets)"
             )));
@@ -449,6 +569,79 @@ fn credential(
         value,
         from: raw.from,
         variable: raw.variable,
+        base_url: raw.base_url,
+    })
+}
+
+/// Whether `pointer` is a JSON pointer (RFC 6901) to something inside a document: it starts
+/// with `/`, and each `~` is `~0` or `~1`.
+fn is_pointer(pointer: &str) -> bool {
+    pointer.starts_with('/')
+        && !pointer.chars().any(|c| c.is_control())
+        && pointer
+            .split('~')
+            .skip(1)
+            .all(|rest| rest.starts_with('0') || rest.starts_with('1'))
+}
+
+/// One `credential_files` entry, checked.
+fn credential_file(
+    raw: RawCredentialFile,
+    env: &BTreeMap<String, String>,
+) -> Result<CredentialFile, PluginError> {
+    let path = Path::new(&raw.path);
+    let inside = !raw.path.is_empty()
+        && !raw.path.contains('\0')
+        && path.components().all(|c| matches!(c, Component::Normal(_)));
+    if !inside {
+        return Err(bad(format!(
+            "`credential_files` path `{}` is not a path inside the profile (relative, e.g. \".codex/auth.json\"; no `.` or `..`)",
+            raw.path
+        )));
+    }
+    if raw.pointers.is_empty() {
+        return Err(bad(format!(
+            "`credential_files` entry for `{}` names no `pointers` (e.g. [\"/tokens/access_token\"])",
+            raw.path
+        )));
+    }
+    for pointer in &raw.pointers {
+        if !is_pointer(pointer) {
+            return Err(bad(format!(
+                "`credential_files` pointer `{pointer}` is not a JSON pointer into the file (e.g. \"/tokens/access_token\")"
+            )));
+        }
+    }
+    let (header, value) = match &raw.host {
+        Some(host) => destination("credential_files", host, raw.header, raw.value)?,
+        None if raw.header.is_some() || raw.value.is_some() || raw.base_url.is_some() => {
+            return Err(bad(format!(
+                "`credential_files` entry for `{}` sets header, value or base_url without a host: \
+                 name the host its secrets are for, or none to keep them out and send them nowhere",
+                raw.path
+            )));
+        }
+        None => (String::new(), String::new()),
+    };
+    if let Some(name) = &raw.base_url {
+        if !free_variable(name, env) {
+            return Err(bad(format!(
+                "`credential_files` base_url `{name}` is not a free variable name (letters, digits, _; not HOME, STET_*, nor one `env` sets)"
+            )));
+        }
+    }
+    // Written as stet reads it: `a/b`, never `a//b` or `a/b/`.
+    let path = path
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join("/");
+    Ok(CredentialFile {
+        path,
+        pointers: raw.pointers,
+        host: raw.host,
+        header,
+        value,
         base_url: raw.base_url,
     })
 }
@@ -586,6 +779,156 @@ mod tests {
             "{}",
             e.message
         );
+    }
+
+    #[test]
+    fn credential_files_name_a_profile_file_its_pointers_and_where_they_go() {
+        let c = parse(
+            r#"{"implement":["codex"],"allow_hosts":["example.org"],"credential_files":[
+                {"path":".codex/auth.json","pointers":["/tokens/access_token"],"host":"chatgpt.com/backend-api/codex","base_url":"CODEX_URL"},
+                {"path":".codex//auth.json","pointers":["/OPENAI_API_KEY"],"host":"api.openai.com/v1","header":"X-Key","value":"{secret}"},
+                {"path":".codex/auth.json","pointers":["/tokens/refresh_token","/tokens/id_token"]}]}"#,
+            Path::new("/"),
+        )
+        .unwrap();
+        let [access, key, kept] = &c.credential_files[..] else {
+            panic!("{:?}", c.credential_files)
+        };
+        assert_eq!(access.path, ".codex/auth.json");
+        assert_eq!(
+            (access.header.as_str(), access.value.as_str()),
+            ("Authorization", "Bearer {secret}")
+        );
+        assert_eq!(access.authority(), Some("chatgpt.com"));
+        assert_eq!(
+            access.id("/tokens/access_token"),
+            ".codex/auth.json#/tokens/access_token"
+        );
+        assert_eq!(key.path, ".codex/auth.json", "written as stet reads it");
+        assert_eq!(
+            (key.header.as_str(), key.value.as_str()),
+            ("X-Key", "{secret}")
+        );
+        // Kept out, sent nowhere: no header, no host, no network.
+        assert_eq!((kept.host.as_deref(), kept.header.as_str()), (None, ""));
+        assert_eq!(
+            c.network,
+            Net::AllowHosts(vec![
+                "example.org".into(),
+                "chatgpt.com".into(),
+                "api.openai.com".into()
+            ])
+        );
+        assert_eq!(c.gateway_hosts(), ["chatgpt.com", "api.openai.com"]);
+        assert_eq!(c.gateway_port("api.openai.com:443"), 3181);
+        // A credential file alone opens the way to its host.
+        let c = parse(
+            r#"{"implement":["codex"],"credential_files":[{"path":"auth.json","pointers":["/key"],"host":"127.0.0.1:8080"}]}"#,
+            Path::new("/"),
+        )
+        .unwrap();
+        assert_eq!(c.network, Net::AllowHosts(vec!["127.0.0.1:8080".into()]));
+        // Kept out only: the network stays as it was.
+        let c = parse(
+            r#"{"implement":["codex"],"credential_files":[{"path":"auth.json","pointers":["/key"]}]}"#,
+            Path::new("/"),
+        )
+        .unwrap();
+        assert_eq!(c.network, Net::None);
+        assert!(c.gateway_hosts().is_empty());
+    }
+
+    #[test]
+    fn a_bad_credential_file_entry_is_refused_by_what_is_wrong() {
+        for (json, said) in [
+            (
+                r#"{"path":"/home/me/.codex/auth.json","pointers":["/a"]}"#,
+                "not a path inside the profile",
+            ),
+            (
+                r#"{"path":"../auth.json","pointers":["/a"]}"#,
+                "not a path inside the profile",
+            ),
+            (
+                r#"{"path":"./auth.json","pointers":["/a"]}"#,
+                "not a path inside the profile",
+            ),
+            (
+                r#"{"path":"","pointers":["/a"]}"#,
+                "not a path inside the profile",
+            ),
+            (
+                r#"{"path":"auth.json","pointers":[]}"#,
+                "names no `pointers`",
+            ),
+            (
+                r#"{"path":"auth.json","pointers":["tokens/a"]}"#,
+                "not a JSON pointer",
+            ),
+            (
+                r#"{"path":"auth.json","pointers":["/a~2b"]}"#,
+                "not a JSON pointer",
+            ),
+            (
+                r#"{"path":"auth.json","pointers":[""]}"#,
+                "not a JSON pointer",
+            ),
+            (
+                r#"{"path":"auth.json","pointers":["/a"],"header":"X-Key"}"#,
+                "without a host",
+            ),
+            (
+                r#"{"path":"auth.json","pointers":["/a"],"base_url":"URL"}"#,
+                "without a host",
+            ),
+            (
+                r#"{"path":"auth.json","pointers":["/a"],"host":"http://x"}"#,
+                "is not a host",
+            ),
+            (
+                r#"{"path":"auth.json","pointers":["/a"],"host":"x","value":"Bearer"}"#,
+                "must hold {secret}",
+            ),
+            (
+                r#"{"path":"auth.json","pointers":["/a"],"host":"x","base_url":"HOME"}"#,
+                "not a free variable",
+            ),
+            (
+                r#"{"path":"auth.json","pointers":["/a"],"variable":"V"}"#,
+                "unknown field `variable`",
+            ),
+            (r#"{"path":"auth.json","pointers":["/a","/a"]}"#, "twice"),
+        ] {
+            let e = parse(
+                &format!(r#"{{"implement":["a"],"credential_files":[{json}]}}"#),
+                Path::new("/"),
+            )
+            .unwrap_err();
+            assert!(e.message.contains(said), "{json}: {}", e.message);
+            assert!(
+                e.remedy.contains("`credential_files`"),
+                "{json}: {}",
+                e.remedy
+            );
+        }
+        // The same pointer in two entries, and a base_url another credential's variable took.
+        let e = parse(
+            r#"{"implement":["a"],"credential_files":[{"path":"a.json","pointers":["/k"]},{"path":"a.json","pointers":["/k"],"host":"x"}]}"#,
+            Path::new("/"),
+        )
+        .unwrap_err();
+        assert!(
+            e.message.contains("declare /k in a.json twice"),
+            "{}",
+            e.message
+        );
+        let e = parse(
+            r#"{"implement":["a"],"credentials":[{"host":"x","from":{"env":"K"},"variable":"V"}],
+                "credential_files":[{"path":"a.json","pointers":["/k"],"host":"y","base_url":"V"}]}"#,
+            Path::new("/"),
+        )
+        .unwrap_err();
+        assert!(e.message.contains("the variable V twice"), "{}", e.message);
     }
 
     #[test]

@@ -55,6 +55,11 @@ pub fn env_names(config: &Config) -> Vec<String> {
         names.push(c.variable.clone());
         names.extend(c.base_url.clone());
     }
+    for f in &config.credential_files {
+        if f.host.is_some() {
+            names.extend(f.base_url.clone());
+        }
+    }
     names
 }
 

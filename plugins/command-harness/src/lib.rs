@@ -16,6 +16,11 @@
 //! # allow_hosts = ["api.example.com"]   # instead: only these hosts, through stet's proxy
 //! env = { MODEL = "small" }             # literal variables for the agent
 //! profile = ".command"                  # the agent's HOME: <profiles root>/<profile>
+//! credential_files = [                  # secrets in a JSON file of the profile
+//!   { path = ".codex/auth.json", pointers = ["/tokens/access_token"],
+//!     host = "chatgpt.com/backend-api/codex" },           # swapped in on this host and path
+//!   { path = ".codex/auth.json", pointers = ["/tokens/refresh_token", "/tokens/id_token"] },
+//! ]                                     # (no host: kept out, sent nowhere)
 //! ```
 //!
 //! - An `argv[0]` holding a `/` is a host path: it must exist and be executable, and its
@@ -32,8 +37,12 @@
 //!   `TERM` replace stet's defaults.
 //! - The profile directory is made (mode 0700) when missing, and refused when it is a
 //!   symbolic link, not a directory, writable by group or others, or someone else's. It is
-//!   mounted read-write and is the agent's HOME: log the agent in there once from your own
-//!   shell (`HOME=~/.stet/profiles/.command codex login`); stet never reads it.
+//!   mounted read-write (each call gets a fresh copy of it) and is the agent's HOME: log
+//!   the agent in there once from your own shell (`HOME=~/.stet/profiles/.command codex
+//!   login`), and declare the secrets its login file holds in `credential_files`. The host
+//!   puts a stand-in at each declared JSON pointer of the call's copy, swaps the real value
+//!   in at its gateway for the declared host, and refuses a call whose copy holds a
+//!   credential shape nobody declared, naming the file and the pointer.
 //! - There is no `timeout` key: stet bounds every call itself.
 //!
 //! # The launch
@@ -201,7 +210,8 @@ impl CommandHarness {
 }
 
 const CREDENTIAL_REMEDY: &str = "remove them from [plugins.command] env: keep the agent's login in its profile directory (its HOME), \
-     where it writes it itself, e.g. HOME=~/.stet/profiles/.command codex login";
+     where it writes it itself, and declare it in `credential_files` (see examples/agent/README.md), \
+     or read a key on the host at each call with `credentials`";
 
 impl HarnessPlugin for CommandHarness {
     fn probe(&self) -> Result<ProbeReport, PluginError> {
@@ -291,6 +301,25 @@ impl HarnessPlugin for CommandHarness {
         ));
         text.push_str(&format!("network: {}\n", c.network.describe()));
         text.push_str(&format!("env: {}\n", launch::env_names(c).join(" ")));
+        if !c.credential_files.is_empty() {
+            let declared: Vec<String> = c
+                .credential_files
+                .iter()
+                .flat_map(|f| {
+                    f.pointers.iter().map(move |p| {
+                        format!(
+                            "{} ({})",
+                            f.id(p),
+                            f.host.as_deref().unwrap_or("sent nowhere")
+                        )
+                    })
+                })
+                .collect();
+            text.push_str(&format!(
+                "credentials in the profile: {}\n",
+                declared.join(" ")
+            ));
+        }
         Ok(text)
     }
 
@@ -403,7 +432,12 @@ impl HarnessPlugin for CommandHarness {
         };
         // Each credential's secret, read now, in its variable for the host to seal: the
         // host replaces it with a stand-in before the sandbox is made (`credentials`).
-        let hosts = c.gateway_hosts();
+        let gateway = |name: &str, authority: &str| {
+            EnvVar::new(
+                name,
+                format!("http://127.0.0.1:{}", c.gateway_port(authority)),
+            )
+        };
         for credential in &c.credentials {
             let secret = secrets::read(&credential.variable, &credential.from)?;
             launch
@@ -411,15 +445,16 @@ impl HarnessPlugin for CommandHarness {
                 .env
                 .push(EnvVar::new(credential.variable.as_str(), secret));
             if let Some(name) = &credential.base_url {
-                let n = hosts
-                    .iter()
-                    .position(|h| *h == credential.authority())
-                    .unwrap_or(0);
-                let port = stet_plugin_api::GATEWAY_PORT + n as u16;
-                launch.process.env.push(EnvVar::new(
-                    name.as_str(),
-                    format!("http://127.0.0.1:{port}"),
-                ));
+                launch
+                    .process
+                    .env
+                    .push(gateway(name, credential.authority()));
+            }
+        }
+        // The profile's own secrets stay where they are: the host seals the call's copy.
+        for file in &c.credential_files {
+            if let (Some(name), Some(authority)) = (&file.base_url, file.authority()) {
+                launch.process.env.push(gateway(name, authority));
             }
         }
         Ok(launch)
@@ -443,6 +478,19 @@ impl HarnessPlugin for CommandHarness {
                 header: c.header.as_str().into(),
                 value: c.value.as_str().into(),
             })
+            .chain(self.config.credential_files.iter().flat_map(|file| {
+                file.pointers.iter().map(move |pointer| CredentialDecl {
+                    id: file.id(pointer).into(),
+                    source: CredentialSource_NE::new(CredentialSource::ProfileFile {
+                        path: file.path.as_str().into(),
+                        pointer: pointer.as_str().into(),
+                    }),
+                    // Sent nowhere: no header, so no gateway carries it.
+                    host: file.host.as_deref().unwrap_or_default().into(),
+                    header: file.header.as_str().into(),
+                    value: file.value.as_str().into(),
+                })
+            }))
             .collect())
     }
 
@@ -478,7 +526,9 @@ impl HarnessPlugin for CommandHarness {
             PluginError::unsupported("the command harness has no login of its own to run")
                 .with_remedy(format!(
                     "log the agent in once from your own shell with the profile as its HOME, \
-                     e.g. HOME={profile_dir} {command} login"
+                     e.g. HOME={profile_dir} {command} login, and declare the file it writes its \
+                     login to under [plugins.command] credential_files (see examples/agent/README.md): \
+                     a login stet does not know of refuses every call"
                 )),
         )
     }
@@ -699,6 +749,100 @@ mod tests {
         let sources: Vec<&RString> = l.mounts.iter().map(|m| &m.source).collect();
         assert_eq!(sources, ["/p/command", "/opt/a/run", "/opt/b/judge"]);
         assert!(l.process.stdin.is_empty());
+    }
+
+    #[test]
+    fn credential_files_are_declared_pointer_by_pointer_and_their_gateway_is_named() {
+        let dir = scratch("files");
+        let ctx = context(&dir);
+        let h = harness(
+            r#"{"implement":["codex"],
+                "credentials":[{"host":"api.example.com","from":{"env":"HOME"},"variable":"EXAMPLE_KEY"}],
+                "credential_files":[
+                  {"path":".codex/auth.json","pointers":["/tokens/access_token"],"host":"chatgpt.com/backend-api/codex","base_url":"CODEX_URL"},
+                  {"path":".codex/auth.json","pointers":["/tokens/refresh_token","/tokens/id_token"]}]}"#,
+        );
+        let profile = h.profile(&ctx).unwrap();
+        let decls = h.credentials(&ctx, &profile).unwrap();
+        let shown: Vec<(String, String, String, String)> = decls
+            .iter()
+            .map(|d| {
+                let source = match d.source.as_enum().unwrap() {
+                    CredentialSource::ProfileFile { path, pointer } => format!("{path} {pointer}"),
+                    CredentialSource::Environment { name } => format!("${name}"),
+                    _ => unreachable!(),
+                };
+                (
+                    d.id.to_string(),
+                    source,
+                    d.host.to_string(),
+                    d.header.to_string(),
+                )
+            })
+            .collect();
+        let row = |a: &str, b: &str, c: &str, d: &str| {
+            (a.to_string(), b.to_string(), c.to_string(), d.to_string())
+        };
+        assert_eq!(
+            shown,
+            [
+                row(
+                    "EXAMPLE_KEY",
+                    "$EXAMPLE_KEY",
+                    "api.example.com",
+                    "Authorization"
+                ),
+                row(
+                    ".codex/auth.json#/tokens/access_token",
+                    ".codex/auth.json /tokens/access_token",
+                    "chatgpt.com/backend-api/codex",
+                    "Authorization"
+                ),
+                row(
+                    ".codex/auth.json#/tokens/refresh_token",
+                    ".codex/auth.json /tokens/refresh_token",
+                    "",
+                    ""
+                ),
+                row(
+                    ".codex/auth.json#/tokens/id_token",
+                    ".codex/auth.json /tokens/id_token",
+                    "",
+                    ""
+                ),
+            ]
+        );
+        // The second host's gateway, for the agent's base URL; the file is left to the host.
+        let launch = h
+            .launch(&RoleRequest {
+                role: Role::Implement,
+                prompt: "p".into(),
+                profile_dir: profile.dir.clone(),
+                workdir: "/lane".into(),
+            })
+            .unwrap();
+        assert!(
+            launch
+                .process
+                .env
+                .iter()
+                .any(|v| v.name.as_str() == "CODEX_URL"
+                    && v.value.as_str() == "http://127.0.0.1:3181")
+        );
+        assert_eq!(
+            launch.network,
+            Network::AllowHosts(vec!["api.example.com".into(), "chatgpt.com".into()].into())
+        );
+        let text = h.write_settings(&ctx, &profile).unwrap();
+        assert!(
+            text.ends_with(
+                "credentials in the profile: .codex/auth.json#/tokens/access_token (chatgpt.com/backend-api/codex) \
+                 .codex/auth.json#/tokens/refresh_token (sent nowhere) .codex/auth.json#/tokens/id_token (sent nowhere)\n"
+            ),
+            "{text}"
+        );
+        assert!(text.contains(" CODEX_URL\n"), "{text}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
