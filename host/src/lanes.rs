@@ -23,10 +23,11 @@
 //! A lane costs what changed, not what exists: a landed lane's two directories go to a
 //! pool (`<git dir>/stet/pool/`) and the next new lane is made from one — its branch
 //! fetched (only the objects it lacks), the working tree reset to it and cleaned (only the
-//! files that differ are written), every other ref and the reflogs dropped. What the last
-//! item's agent left in the working tree is gone by then (`reset --hard`, `clean -ffdx`);
-//! what is left in the git directory is only the host's writing and the landed work, which
-//! is on the remote for every clone to see. A lane that did not land is never pooled.
+//! files that differ are written), every other ref dropped. Before a copy joins the pool,
+//! off the drive's path, everything of its item is taken out of it (`Lane::forget_item`):
+//! its refs, reflogs and every object its base does not reach, and the working tree reset
+//! to the base — the next item's agent sees nothing of the last one's, committed or not. A
+//! lane that did not land is never pooled.
 //! Lanes are removed by a rename into `<git dir>/stet/trash/` and deleted by a background
 //! thread; what a process did not finish deleting, the next sweep does.
 

@@ -16,7 +16,8 @@
 //! schedule (1m,5m,10m,1h by default, the last repeating); when an outage has lasted
 //! `--outage-limit` (8h) the drive stops, handing nothing back: lanes stay on their pushed
 //! branches. Signals: the first SIGINT, SIGTERM or SIGHUP is a stop, honoured after the
-//! agent call in flight; the second kills the call's processes and exits at once, naming
+//! agent call in flight (host git already running on a lane gets 3 s more); the second
+//! kills the call's processes and every host git's process group and exits at once, naming
 //! when the reservation lapses. Sandboxes and running receipts a crashed drive left behind
 //! are reaped and marked interrupted at the start.
 //!
