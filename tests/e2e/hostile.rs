@@ -653,8 +653,9 @@ fn base64_decode(text: &str) -> Vec<u8> {
 /// lane (no shape the push's scan knows survives that) and uses its token at the gateway.
 /// What lands is the call's stand-ins: of the real login's shape and length, with none of
 /// its secrets; the real access token reached the API only through stet's gateway, on the
-/// declared path only; and the landed stand-in, handed to a later call, is refused as
-/// revoked. The real values are nowhere stet wrote, nor on the remote.
+/// declared path only; and the landed stand-in opens nothing: the review's sandbox (same
+/// drive) has it refused as revoked, a later stet's gateway as no stand-in it issued, and
+/// the API never sees it. The real values are nowhere stet wrote, nor on the remote.
 #[test]
 fn a_declared_login_copied_into_the_lane_lands_as_a_dead_stand_in() {
     use stet_e2e::{DUMMY_CODEX_ACCESS_TOKEN, DUMMY_CODEX_ID_TOKEN, DUMMY_CODEX_REFRESH_TOKEN};
@@ -778,22 +779,160 @@ fn a_declared_login_copied_into_the_lane_lands_as_a_dead_stand_in() {
         "nothing more reached the API"
     );
 
-    // Handed to a call of a later stet: no gateway knows it, it goes as it is, and opens
-    // nothing.
+    // Handed to a call of a later stet (which never revoked it): its gateway did not issue
+    // it, so refuses it before anything is dialled; the API sees nothing of it.
     let out = a.ask(&a.item("Use it", &format!("attack: use-token\ntoken: {stand_in}")));
     assert_eq!(out.code, 0, "{}", out.stderr);
     let report = std::fs::read_to_string(a.world.work.join("report.txt")).unwrap();
     assert!(
-        report.contains("handed token: HTTP/1.1 401 Unauthorized"),
+        report.contains("handed token: HTTP/1.1 403 Forbidden")
+            && report.contains(
+                "the credential header authorization holds no stand-in this gateway issued for it"
+            ),
         "{report}"
     );
-    let last = seen.lock().unwrap().iter().last().map(|h| {
-        h.headers
-            .iter()
-            .find(|(n, _)| n == "authorization")
-            .map(|(_, v)| v.clone())
-    });
-    assert_eq!(last, Some(Some(format!("Bearer {stand_in}"))));
+    assert!(!report.contains(&stand_in), "{report}");
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        1,
+        "the handed stand-in reached the API"
+    );
+}
+
+/// A key declared for one host and its `/v1` paths: the agent, at its gateway, climbs out
+/// of `/v1` with dot segments as an upstream that normalises them would read them
+/// (`..;`, `..\`, `%2e%2e`), sends its own stand-in under `x-api-key` (a header the API
+/// takes a key in, not the one it was issued for), and a stand-in of its own making. Each
+/// is refused at the gateway (403, counted in the receipt), and the API gets the one
+/// legitimate request only, with the real key: none of these reached it with the real key,
+/// nor at all.
+#[test]
+fn a_gateway_refuses_climbing_paths_and_foreign_stand_ins_before_the_api_sees_them() {
+    const REAL: &str = "sk-therealclimbsecret0123456789abcdefghij";
+    let (port, seen) = stet_e2e::http::recording_service(|auth| auth == format!("Bearer {REAL}"));
+    let a = Attack::new("");
+    // On the host, outside every sandbox; declared in the [plugins.command] table that
+    // ends the person's config.
+    let key_file = a.world.root.path().join("host-private/climb-key");
+    std::fs::write(&key_file, format!("{REAL}\n")).unwrap();
+    let config = a.world.root.path().join("home/.config/stet/config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str(&format!(
+        "credentials = [{{ host = \"127.0.0.1:{port}/v1\", from = {{ file = \"{}\" }}, \
+         variable = \"CLIMB_API_KEY\", base_url = \"CLIMB_BASE_URL\" }}]\n",
+        key_file.display()
+    ));
+    std::fs::write(&config, text).unwrap();
+    a.queue(&[a.item("Climb out", "attack: gateway-climb")]);
+    let out = a.drive(&[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+
+    let report = a
+        .landed_file("report.txt")
+        .expect("the agent's report landed");
+    assert!(report.contains("own key: HTTP/1.1 200 OK"), "{report}");
+    assert!(report.contains("made one of its shape"), "{report}");
+    let line = |name: &str| {
+        report
+            .lines()
+            .find(|l| l.starts_with(&format!("{name}: ")))
+            .unwrap_or_else(|| panic!("no {name} in the report:\n{report}"))
+            .to_string()
+    };
+    let target = format!("127.0.0.1:{port}");
+    for (name, why) in [
+        (
+            "dot-semicolon",
+            "serves no path with a dot segment, as /v1/..;/admin has",
+        ),
+        (
+            "backslash",
+            "serves no path with a backslash, as /v1/..\\admin has",
+        ),
+        (
+            "encoded dots",
+            "serves no path with a dot segment, as /v1/%2e%2e/admin has",
+        ),
+        (
+            "other header",
+            "the credential header x-api-key holds no stand-in this gateway issued for it",
+        ),
+        (
+            "made-up",
+            "the credential header authorization holds no stand-in this gateway issued for it",
+        ),
+    ] {
+        let answer = line(name);
+        assert!(
+            answer.starts_with(&format!("{name}: HTTP/1.1 403 Forbidden"))
+                && answer.contains(&format!("stet: blocked {target}: "))
+                && answer.contains(why),
+            "{answer}"
+        );
+    }
+
+    // The API got the legitimate request alone, with the real key swapped in.
+    let requests: Vec<(String, Vec<(String, String)>)> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            let credentials = h
+                .headers
+                .iter()
+                .filter(|(n, _)| n == "authorization" || n == "x-api-key")
+                .cloned()
+                .collect();
+            (h.path.clone(), credentials)
+        })
+        .collect();
+    assert_eq!(
+        requests,
+        [(
+            "/v1/models".to_string(),
+            vec![("authorization".to_string(), format!("Bearer {REAL}"))]
+        )],
+        "{report}"
+    );
+
+    // The receipt counts each refusal at the gateway's target.
+    let blocked: Vec<serde_json::Value> = a
+        .receipts()
+        .iter()
+        .filter(|r| r["role"] == "implement")
+        .flat_map(|r| r["network_blocked"].as_array().cloned().unwrap_or_default())
+        .filter(|b| b["target"] == target.as_str())
+        .collect();
+    let counted: u64 = blocked.iter().map(|b| b["count"].as_u64().unwrap()).sum();
+    assert_eq!(counted, 5, "{blocked:#?}");
+    for why in [
+        "a dot segment, as /v1/..;/admin has",
+        "a backslash, as /v1/..\\admin has",
+        "a dot segment, as /v1/%2e%2e/admin has",
+        "the credential header x-api-key holds no stand-in",
+        "the credential header authorization holds no stand-in",
+    ] {
+        assert!(
+            blocked
+                .iter()
+                .any(|b| b["why"].as_str().unwrap_or_default().contains(why)),
+            "{why}: {blocked:#?}"
+        );
+    }
+
+    // The real key is nowhere the sandbox or stet wrote, nor on the remote.
+    let remote = git(&a.remote(), &["log", "--all", "-p"]);
+    assert!(!remote.contains(REAL) && !out.stderr.contains(REAL) && !out.stdout.contains(REAL));
+    let kept = std::process::Command::new("grep")
+        .args(["-rl", "-e", REAL])
+        .arg(a.world.work.join(".git/stet"))
+        .output()
+        .unwrap();
+    assert!(
+        kept.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&kept.stdout)
+    );
 }
 
 #[test]
