@@ -409,9 +409,12 @@ fn reuse(repo: &Path, copy: &Lane, item: &str, source: &str) -> Result<(), GitEr
     {
         git.run(&["update-ref", "-d", other])?;
     }
-    // What the last item's agent left in the working tree goes: ignored files too (and
-    // FETCH_HEAD, which names the repository's path).
-    lane.restore()
+    // The tree is the base's, as `forget_item` left it (nothing has written it since):
+    // only the files the new branch changes are written. FETCH_HEAD names the
+    // repository's path.
+    git.run(&["reset", "--quiet", "--hard"])?;
+    lane.forget_host_traces();
+    Ok(())
 }
 
 /// Moves `path` into the trash at once and deletes it in the background.
