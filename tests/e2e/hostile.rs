@@ -109,15 +109,14 @@ impl Attack {
     /// fails the test instead of holding the suite.
     fn drive_measured(&self, bound: std::time::Duration) -> (Output, u64) {
         let _turn = serial_drives();
-        let mut command = self.world.stet(&["drive", "--yes"]);
-        command.stdout(Stdio::piped()).stderr(Stdio::piped());
-        let child = command.spawn().unwrap();
-        let pid = child.id() as libc::pid_t;
+        let child = spawn_measured(&self.world.stet(&["drive", "--yes"]));
+        let group = child.id() as libc::pid_t;
         let (ended, watch) = std::sync::mpsc::channel::<()>();
         let killer = std::thread::spawn(move || {
             let hung = watch.recv_timeout(bound).is_err();
             if hung {
-                unsafe { libc::kill(pid, libc::SIGKILL) };
+                // SAFETY: a signal to the process group this test started.
+                unsafe { libc::kill(-group, libc::SIGKILL) };
             }
             hung
         });
@@ -357,37 +356,64 @@ fn a_fork_bomb_is_bounded_by_the_process_limit_and_the_receipt_says_so() {
     assert!(receipt["limits"].as_str().unwrap().contains("64 processes"));
 }
 
-/// Waits for a child and returns what it did and its peak resident memory, in KiB.
-fn run_measured(mut child: std::process::Child) -> (Output, u64) {
-    use std::io::Read;
-    let (mut stdout, mut stderr) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
-    let out_reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stdout.read_to_string(&mut s);
-        s
-    });
-    let err_reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stderr.read_to_string(&mut s);
-        s
-    });
-    let mut status = 0;
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let pid = child.id() as libc::pid_t;
-    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    assert_eq!(waited, pid);
-    let code = if libc::WIFEXITED(status) {
-        libc::WEXITSTATUS(status)
-    } else {
-        -1
-    };
+/// What a measured process's parent says of it on stderr, last.
+const PEAK_LINE: &str = "measured peak resident memory (KiB): ";
+
+/// `command` (stdout and stderr piped), started under a small python3 that waits for it
+/// with wait4 and says its peak resident memory — its own and that of every child it
+/// waited for (git, say) — in its process group. Not measured from this test process:
+/// Linux folds the memory of whoever spawns a process into the high-water mark it reports
+/// (at exec, even after a vfork), and this process grows with the tests running beside
+/// it; python is a few MiB.
+fn spawn_measured(command: &std::process::Command) -> std::process::Child {
+    use std::os::unix::process::CommandExt;
+    const WAIT: &str = "import os, sys\n\
+pid = os.posix_spawn(sys.argv[1], sys.argv[1:], dict(os.environ))\n\
+_, status, usage = os.wait4(pid, 0)\n\
+sys.stderr.write('\\nmeasured peak resident memory (KiB): %d\\n' % usage.ru_maxrss)\n\
+sys.exit(os.waitstatus_to_exitcode(status))\n";
+    let mut wrapped = std::process::Command::new("python3");
+    wrapped.env_clear();
+    for (key, value) in command.get_envs() {
+        if let Some(value) = value {
+            wrapped.env(key, value);
+        }
+    }
+    if let Some(dir) = command.get_current_dir() {
+        wrapped.current_dir(dir);
+    }
+    wrapped
+        .arg("-c")
+        .arg(WAIT)
+        .arg(command.get_program())
+        .args(command.get_args())
+        .process_group(0)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    wrapped.spawn().unwrap()
+}
+
+/// Waits for a child of [`spawn_measured`] and returns what it did and its peak resident
+/// memory, in KiB.
+fn run_measured(child: std::process::Child) -> (Output, u64) {
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let (stderr, peak) = stderr
+        .rsplit_once(PEAK_LINE)
+        .map(|(before, peak)| {
+            (
+                before.strip_suffix('\n').unwrap_or(before).to_string(),
+                peak.trim().parse().unwrap(),
+            )
+        })
+        .unwrap_or_else(|| panic!("no peak measured: {stderr}"));
     (
         Output {
-            code,
-            stdout: out_reader.join().unwrap(),
-            stderr: err_reader.join().unwrap(),
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr,
         },
-        usage.ru_maxrss as u64,
+        peak,
     )
 }
 
@@ -396,11 +422,10 @@ fn a_gigabyte_of_agent_output_leaves_stets_memory_and_disk_flat_and_its_log_says
     let a = Attack::new("");
     let size = 1u64 << 30;
     let prompt = a.item("Talk a lot", &format!("attack: output\nsize: {size}"));
-    let mut command = a
+    let command = a
         .world
         .stet(&["ask", "--harness", "command", "--json", &prompt]);
-    command.stdout(Stdio::piped()).stderr(Stdio::piped());
-    let (out, peak_kib) = run_measured(command.spawn().unwrap());
+    let (out, peak_kib) = run_measured(spawn_measured(&command));
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(peak_kib < 64 * 1024, "stet peaked at {peak_kib} KiB");
     let receipt = &a.receipts()[0];
