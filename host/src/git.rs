@@ -284,9 +284,9 @@ pub struct Inert {
 
 /// How long an inert git command may take before its process group is killed: long enough
 /// for the slowest step stet makes on a lane — the first checkout of a large repository's
-/// lane (about 3 s for the 50,000-file repository of `host/benches/lanes.rs` here) — many
-/// times over, short enough that a git waiting on something a sandbox made does not hold
-/// a drive for long.
+/// lane (the 50,000-file repository of `host/benches/lanes.rs` takes 2 to 18 s here, as
+/// the disk's state goes; `git worktree add` of it as long) — with room to spare, short
+/// enough that a git waiting on something a sandbox made does not hold a drive for long.
 pub const LANE_GIT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The deadline a stop leaves a git command already running: an ordinary one ends well

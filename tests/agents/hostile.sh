@@ -155,6 +155,13 @@ implement)
         head -c 104857600 /dev/zero > "$HOME/fill.bin"
         head -c 104857600 /dev/zero > "$(dirname "$STET_SESSION_LOG")/fill.bin"
         ;;
+    leave-and-look)
+        # Each round: what an earlier round left uncommitted must be gone; then leave more.
+        if [ -e hidden/note.txt ]; then report "a later round saw the note: $(cat hidden/note.txt)"; fi
+        printf 'hidden/\n' > .gitignore
+        mkdir -p hidden && echo "left before round $(git log --format=%s | grep -c '^stet:')" > hidden/note.txt
+        report "left a note"
+        ;;
     leave-ignored)
         # Ignored, so never committed: what the next call (the reviewer) must not see.
         printf 'hidden/\n' > .gitignore
@@ -188,6 +195,10 @@ implement)
         # last item's.
         for commit in $(git cat-file --batch-all-objects --batch-check='%(objecttype) %(objectname)' | sed -n 's/^commit //p'); do
             report "object: $(git cat-file commit "$commit" | tail -n +5 | head -n 1)"
+        done
+        # Nor git's notes of the last commit, fetch or reset.
+        for note in COMMIT_EDITMSG FETCH_HEAD ORIG_HEAD; do
+            if [ -e ".git/$note" ]; then report "saw planted .git/$note: $(head -c 200 ".git/$note")"; fi
         done
         # No file of the git directory names the host repository's path.
         host_path=$(directive host-path)
@@ -292,6 +303,13 @@ review)
     write)
         try review.txt "echo pwned > review.txt"
         try 'a tracked file' "echo pwned >> work.txt"
+        ;;
+    revise-once)
+        # The first round's work is sent back once, so a second round runs.
+        if [ "$(git log --format=%s | grep -c '^stet:')" -lt 2 ]; then
+            echo "REVISE once more, please"
+            exit 0
+        fi
         ;;
     read-hidden)
         if [ -e hidden/note.txt ]; then

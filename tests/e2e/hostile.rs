@@ -548,6 +548,20 @@ fn what_the_implementer_leaves_uncommitted_the_reviewer_never_sees() {
 }
 
 #[test]
+fn what_one_round_leaves_uncommitted_the_next_round_never_sees() {
+    let a = Attack::new("");
+    a.queue(&[a.item(
+        "Leave a note each round",
+        "attack: leave-and-look\nreview: revise-once",
+    )]);
+    let out = a.drive(&[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let report = a.landed_file("report.txt").unwrap();
+    assert_eq!(report.matches("left a note").count(), 2, "{report}");
+    assert!(!report.contains("a later round saw"), "{report}");
+}
+
+#[test]
 fn a_kill_by_the_memory_limit_is_its_own_outcome() {
     let a = Attack::new("[sandbox]\nmemory = \"128MiB\"\n");
     let out = a.ask(&a.item("Hog memory", "attack: memory"));
