@@ -282,12 +282,18 @@ pub struct Inert {
     deadline: std::time::Duration,
 }
 
-/// How long an inert git command may take before its process group is killed: long enough
-/// for the slowest step stet makes on a lane — the first checkout of a large repository's
-/// lane (the 50,000-file repository of `host/benches/lanes.rs` takes 2 to 18 s here, as
-/// the disk's state goes; `git worktree add` of it as long) — with room to spare, short
+/// How long an inert git command on what a sandbox wrote may take before its process group
+/// is killed: long enough for the slowest such step — committing or restoring a large
+/// lane's working tree, whose stat walk is a fraction of a first checkout (which the
+/// 50,000-file repository of `host/benches/lanes.rs` takes 2 to 18 s for here, as the
+/// disk's state goes; it is held to [`HOST_ONLY_DEADLINE`]) — with room to spare, short
 /// enough that a git waiting on something a sandbox made does not hold a drive for long.
 pub const LANE_GIT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The deadline of an inert command that reads nothing a sandbox wrote — filling a new
+/// lane's git directory and its first checkout, making a landed lane ready for the pool —
+/// however large the repository: it only keeps a stop's hurry and kill.
+pub const HOST_ONLY_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30 * 60);
 
 /// The deadline a stop leaves a git command already running: an ordinary one ends well
 /// within it; one that waits on something never does.
@@ -487,9 +493,25 @@ mod bounded {
     /// first stop signal). Commands started later keep their own deadline: the work a stop
     /// lets finish (committing the call in flight) still needs git.
     pub fn hurry_all() {
-        for (_, _, wake) in RUNNING.lock().unwrap_or_else(|p| p.into_inner()).iter() {
-            let _ = wake.send(Event::Hurry);
+        hurry_where(|_| true);
+    }
+
+    /// Hurries the bounded commands whose process group `which` picks.
+    fn hurry_where(which: impl Fn(i32) -> bool) {
+        for (_, group, wake) in RUNNING.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            if which(*group) {
+                let _ = wake.send(Event::Hurry);
+            }
         }
+    }
+
+    /// Hurries the bounded commands running in `dir` alone (a test's own, leaving the
+    /// other tests' commands of this process alone).
+    #[cfg(test)]
+    pub fn hurry_in(dir: &std::path::Path) {
+        hurry_where(|group| {
+            std::fs::read_link(format!("/proc/{group}/cwd")).is_ok_and(|cwd| cwd == dir)
+        });
     }
 
     /// Kills the process group of every bounded command running now (a drive's second stop
@@ -770,7 +792,8 @@ mod tests {
                 .ok();
             std::thread::yield_now();
         }
-        hurry_all();
+        // (`hurry_all` would hurry the other tests' git too.)
+        bounded::hurry_in(&root.path().join("work"));
         let err = waiting.join().unwrap().unwrap_err();
         assert!(err.detail.contains("killed"), "{err}");
     }

@@ -206,7 +206,11 @@ fn open_held(repo: &Path, remote: &str, item: &str, base: &str) -> Result<Lane, 
     let made = lay_out(&partial, item)?;
     let git = made.git();
     fill(repo, &made, source.as_str(), &branch)?;
-    git.run(&["reset", "--quiet", "--hard"])?;
+    // A new lane holds nothing a sandbox wrote yet: its first checkout, as long as a large
+    // repository's takes, is not held to the deadline of git on a sandbox's files.
+    git.clone()
+        .with_deadline(crate::git::HOST_ONLY_DEADLINE)
+        .run(&["reset", "--quiet", "--hard"])?;
     made.forget_host_traces();
     std::fs::rename(&partial, &root).map_err(|e| io_error("rename", &root, e))?;
     Ok(lane)
@@ -278,16 +282,19 @@ fn packed_into(repo: &Path, lane: &Lane, source: &str) -> Result<String, GitErro
 /// repository): the repository's commits it lacks are fetched (copied) into the lane's own
 /// git directory. The working tree is the caller's to reset.
 fn point_at(repo: &Path, git: &Inert, source: &str, branch: &str) -> Result<(), GitError> {
-    git.run(&[
-        "fetch",
-        "--quiet",
-        "--no-tags",
-        // From a shallow clone, the lane takes its shallow roots too (else git refuses
-        // the branch with a warning alone, and the lane would have none).
-        "--update-shallow",
-        git_dir(repo).to_str().unwrap_or_default(),
-        &format!("+{source}:refs/heads/{branch}"),
-    ])?;
+    // The repository's objects into the lane's git directory, which no sandbox writes.
+    git.clone()
+        .with_deadline(crate::git::HOST_ONLY_DEADLINE)
+        .run(&[
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            // From a shallow clone, the lane takes its shallow roots too (else git refuses
+            // the branch with a warning alone, and the lane would have none).
+            "--update-shallow",
+            git_dir(repo).to_str().unwrap_or_default(),
+            &format!("+{source}:refs/heads/{branch}"),
+        ])?;
     git.run(&["symbolic-ref", "HEAD", &format!("refs/heads/{branch}")])?;
     Ok(())
 }
@@ -759,8 +766,10 @@ impl Lane {
             git.run(&["update-ref", "-d", other])?;
         }
         let _ = std::fs::remove_dir_all(self.git_dir.join("logs"));
-        git.run(&["repack", "-a", "-d", "-q"])?;
-        git.run(&["prune", "--expire=now"])?;
+        // The lane's git directory, which no sandbox writes: as long as its history takes.
+        let objects = git.clone().with_deadline(crate::git::HOST_ONLY_DEADLINE);
+        objects.run(&["repack", "-a", "-d", "-q"])?;
+        objects.run(&["prune", "--expire=now"])?;
         self.restore()
     }
 
@@ -995,12 +1004,14 @@ mod tests {
         let (_root, work) = repo_with_remote();
         let first = open(&work, "origin", "first", "HEAD").unwrap();
         std::fs::write(first.dir.join(".git/planted"), "x").unwrap();
-        let git_dir_was = inode(&first.git_dir);
+        // Which copy a lane is: a mark in its git directory (an inode number is reused
+        // once the thrown-away copy is deleted).
+        std::fs::write(first.git_dir.join("first-copy"), "").unwrap();
         let base = git(&work, &["rev-parse", "HEAD"]).unwrap();
         first.retire(1, Some(&base));
         pool_ready();
         let second = open(&work, "origin", "second", "HEAD").unwrap();
-        assert_ne!(inode(&second.git_dir), git_dir_was, "made afresh");
+        assert!(!second.git_dir.join("first-copy").exists(), "made afresh");
         assert!(!second.dir.join(".git/planted").exists());
         assert!(pooled(&stet_dir(&work)).is_empty());
     }
