@@ -103,9 +103,24 @@ fn scan(dir: &Path, offenders: &mut Vec<String>) {
             continue;
         }
         let text = std::fs::read_to_string(&path).unwrap();
+        // Only the items `#[cfg(test)]` gates are skipped (a test module, a test helper):
+        // the code after them is read too.
+        let mut gated = false;
+        let mut depth = 0i64;
+        let mut opened = false;
         for (number, line) in text.lines().enumerate() {
             if line.trim_start().starts_with("#[cfg(test)]") {
-                break;
+                (gated, depth, opened) = (true, 0, false);
+                continue;
+            }
+            if gated {
+                let code = line.split("//").next().unwrap();
+                depth += code.matches('{').count() as i64 - code.matches('}').count() as i64;
+                opened |= code.contains('{');
+                if (opened && depth <= 0) || (!opened && code.trim_end().ends_with(';')) {
+                    gated = false;
+                }
+                continue;
             }
             if line.contains("// anchor:") && path.starts_with(repo_root().join("host/benches")) {
                 continue;
