@@ -3,6 +3,8 @@
 //!
 //! See ARCHITECTURE.md at the repository root for the code map.
 
+pub mod ask;
+pub mod call;
 pub mod capture;
 pub mod checkpoints;
 pub mod clean;

@@ -11,51 +11,17 @@
 //! lane until its reset, when that is within the outage limit; one further away stops the
 //! drive (exit 3), naming the reset and the command to resume.
 
-use std::collections::HashSet;
-
 use crate::error::{CliError, Exit};
 use crate::queue;
 use crate::reservations::{Remote, ReservationError};
 
 use super::ahead::{NextAhead, NextLane};
+use super::state::{duration, ItemEnd, Outage, Tally};
+use super::worker::{short, Worker};
 use super::{clock, note, ours_to_take_over, Drive};
 
-/// What became of one item's lane.
-pub(super) enum ItemEnd {
-    Landed,
-    GaveUp(String),
-    Stopped(String),
-    RateLimited(Option<i64>),
-    /// A call could not be made: the sandbox or the harness could not start it, or the
-    /// model API did not answer. The lane stays at its checkpoint; the item is taken
-    /// again. Three in a row enter the outage schedule.
-    RunnerFailed(String),
-    /// The judge failed (its review failed or was out of shape): counted toward the
-    /// item's rounds in its checkpoint, and the drive enters its outage schedule at once.
-    JudgeFailed(String),
-    /// The remote did not answer while the lane needed it; the lane stays here.
-    RemoteUnreachable(String),
-    /// Another drive took the reservation over (it lapsed); this drive leaves the lane.
-    Lost(String),
-    /// The item was cancelled on the remote (`stet rm`): the lane stops at this move.
-    Cancelled(String),
-}
-
-impl Tally {
-    /// Whether the items landed, worked and made ready ahead reach `cap`.
-    fn at_cap(&self, cap: usize) -> bool {
-        self.landed.len() + self.working.len() + self.ahead.len() >= cap
-    }
-}
-
-/// An outage in progress: when it began and how far along the schedule it is.
-pub(super) struct Outage {
-    started_unix: i64,
-    step: u32,
-}
-
 /// How the search for the next item ended.
-enum Next {
+pub(in crate::drive) enum Next {
     Take(queue::Item),
     /// An item whose file cannot be read as one: reported and skipped.
     Malformed(String, String),
@@ -63,80 +29,26 @@ enum Next {
     Unreachable(String),
 }
 
-fn duration(secs: i64) -> humantime::FormattedDuration {
-    humantime::format_duration(std::time::Duration::from_secs(secs.max(0) as u64))
-}
-
-/// What the lanes of one drive share, under one lock: what became of the items taken,
-/// which items a lane works now, and the waits and failures that hold every lane.
-#[derive(Default)]
-pub(super) struct Tally {
-    landed: Vec<String>,
-    gave_up: Vec<String>,
-    cancelled: Vec<String>,
-    /// Items this run is done with (landed, given up, lost, cancelled, malformed): not
-    /// taken again.
-    done: HashSet<String>,
-    /// Items a lane of this drive works now: no other lane takes them (they share the
-    /// drive's holder, so the remote alone would not keep them apart).
-    working: HashSet<String>,
-    /// Items a lane made ready ahead, to work next: counted toward the cap like the ones
-    /// worked, but another lane that comes to want one takes it over (the lane that made it
-    /// then lets it go), so that no lane ends idle for an item merely made ready.
-    ahead: HashSet<String>,
-    /// Calls that could not be made, in a row, over all lanes.
-    runner_failures: u32,
-    outage: Option<Outage>,
-    /// A wait every lane keeps before its next launch — a usage limit's reset, an
-    /// outage's — and why.
-    paused: Option<(i64, String)>,
-    /// The drive must end (an outage or an unreachable remote past its limit, a lane that
-    /// failed in a way no lane can go on from): every lane stops at its next move.
-    halted: bool,
-    /// A lane said that it stopped (so the closing line need not).
-    said_stop: bool,
-}
-
-/// One of the drive's lanes at work: the drive's shared parts, and what this lane holds
-/// alone — its reservation's keeper and its agent call in flight.
-pub(super) struct Worker<'d, 'a> {
-    drive: &'d Drive<'a>,
-    /// Which lane of the drive this is (from 0), for its line of the display.
-    pub(super) slot: usize,
-    pub(super) keeper: &'d super::keeper::Keeper,
-    pub(super) in_flight: &'d crate::harness::InFlight,
-    /// Removes the lane's sandboxes once they are stopped, off its critical path.
-    pub(super) reaper: &'d crate::sandbox::Reaper,
-}
-
-impl<'a> std::ops::Deref for Worker<'_, 'a> {
-    type Target = Drive<'a>;
-
-    fn deref(&self) -> &Drive<'a> {
-        self.drive
-    }
-}
-
 impl Drive<'_> {
-    pub(super) fn remote(&self) -> Remote<'_> {
+    pub(in crate::drive) fn remote(&self) -> Remote<'_> {
         Remote {
             repo: &self.repo,
             name: &self.options.remote,
         }
     }
 
-    pub(super) fn tally(&self) -> std::sync::MutexGuard<'_, Tally> {
+    pub(in crate::drive) fn tally(&self) -> std::sync::MutexGuard<'_, Tally> {
         self.tally.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Every lane stops at its next move.
-    fn halt(&self) {
-        self.tally().halted = true;
+    pub(in crate::drive) fn halt(&self) {
+        self.tally().halt();
     }
 
     /// Drains the queue with `--jobs` lanes at once, each a thread taking items until none
     /// is left, then says what became of them.
-    pub(super) fn drain(&self, items: &[queue::Entry]) -> Result<Exit, CliError> {
+    pub(in crate::drive) fn drain(&self, items: &[queue::Entry]) -> Result<Exit, CliError> {
         self.release_leftovers();
         let began = self.clock.now();
         // Every sandbox the lanes retire is removed before the drive says how it ended.
@@ -172,7 +84,7 @@ impl Drive<'_> {
                                         let _ = worker.keeper.release();
                                     }
                                     if matches!(end, Err(_) | Ok(Exit::Unusable)) {
-                                        worker.halt();
+                                        worker.drive.halt();
                                     }
                                     end
                                 })
@@ -201,8 +113,21 @@ impl Drive<'_> {
                 self.run
             );
         }
-        // The closing summary: what became of each item taken, how long, what it cost, and
-        // the command that tells more.
+        self.summarize(&tally, began);
+        Ok(if unusable {
+            Exit::Unusable
+        } else if self.stop.requested() {
+            self.stopped_exit()
+        } else if tally.gave_up.is_empty() {
+            Exit::Success
+        } else {
+            Exit::GaveUp
+        })
+    }
+
+    /// The closing summary: what became of each item taken, how long, what it cost, and
+    /// the command that tells more.
+    fn summarize(&self, tally: &Tally, began: i64) {
         let (receipts, _) = crate::receipts::read_all(&self.repo);
         let cost: f64 = receipts
             .iter()
@@ -244,20 +169,11 @@ impl Drive<'_> {
                 note!(self.progress, "  {what} {} ({then})", ids.join(", "));
             }
         }
-        Ok(if unusable {
-            Exit::Unusable
-        } else if self.stop.requested() {
-            self.stopped_exit()
-        } else if tally.gave_up.is_empty() {
-            Exit::Success
-        } else {
-            Exit::GaveUp
-        })
     }
 
     /// Releases reservations a drive of this clone left on items that are landed or failed
     /// (it died between marking the item and releasing): nobody would release them else.
-    fn release_leftovers(&self) {
+    pub(in crate::drive) fn release_leftovers(&self) {
         let remote = self.remote();
         let (Ok(marks), Ok(held)) = (remote.marks(), remote.list()) else {
             return;
@@ -273,20 +189,15 @@ impl Drive<'_> {
     }
 
     /// The exit of a drive that stopped: 128 + the signal that asked for it.
-    fn stopped_exit(&self) -> Exit {
+    pub(in crate::drive) fn stopped_exit(&self) -> Exit {
         Exit::Signal(self.stop.signal().unwrap_or(2))
     }
 }
 
 impl Worker<'_, '_> {
-    /// Whether this lane should take no new move: a stop was asked, or the drive halted.
-    pub(super) fn ending(&self) -> bool {
-        self.stop.requested() || self.tally().halted
-    }
-
     /// This lane's loop: take the next item, work its lane, deal with how that ended;
     /// until nothing is left to take, the cap is reached, a stop, or the drive halts.
-    fn run(&self, items: &[queue::Entry]) -> Result<Exit, CliError> {
+    pub(in crate::drive) fn run(&self, items: &[queue::Entry]) -> Result<Exit, CliError> {
         let maker = super::lane::NextMaker {
             worker: self,
             items,
@@ -305,7 +216,7 @@ impl Worker<'_, '_> {
         })
     }
 
-    fn take_and_work<'env>(
+    pub(in crate::drive) fn take_and_work<'env>(
         &'env self,
         items: &[queue::Entry],
         next: &NextAhead<'_, 'env>,
@@ -327,8 +238,8 @@ impl Worker<'_, '_> {
                 None => match self.next_item(items)? {
                     Next::Take(item) => (item, None),
                     Next::Malformed(id, why) => {
-                        self.progress.warn(&format!("skipped {id}: {why}"));
-                        self.tally().done.insert(id);
+                        self.drive.progress.warn(&format!("skipped {id}: {why}"));
+                        self.drive.tally().done.insert(id);
                         continue;
                     }
                     Next::Nothing => return Ok(Exit::Success),
@@ -342,7 +253,7 @@ impl Worker<'_, '_> {
             };
             unreachable = None;
             note!(
-                self.progress,
+                self.drive.progress,
                 "{}: reserved; lane {}",
                 item.id,
                 crate::lanes::branch_of(&item.id)
@@ -352,7 +263,7 @@ impl Worker<'_, '_> {
             // Whatever became of the item, its reservation is released: landed and given-up
             // items are done, a stopped or waiting one goes back to the queue.
             if let Err(e) = self.keeper.release() {
-                self.progress.warn(&format!(
+                self.drive.progress.warn(&format!(
                     "{}: could not release the reservation ({e}); it lapses by itself",
                     item.id
                 ));
@@ -360,7 +271,7 @@ impl Worker<'_, '_> {
             let end = match end {
                 Ok(end) => end,
                 Err(e) => {
-                    self.tally().working.remove(&item.id);
+                    self.drive.tally().working.remove(&item.id);
                     return Err(e);
                 }
             };
@@ -381,28 +292,32 @@ impl Worker<'_, '_> {
     /// The remote did not answer the search for the next item: a wait named by the move,
     /// backing off from the floor, doubling to ten minutes. `Some` ends the lane's loop:
     /// the remote has been gone for the outage limit, or a stop came during the wait.
-    fn wait_for_remote(&self, unreachable: &mut Option<Outage>, detail: &str) -> Option<Exit> {
+    pub(in crate::drive) fn wait_for_remote(
+        &self,
+        unreachable: &mut Option<Outage>,
+        detail: &str,
+    ) -> Option<Exit> {
         let state = unreachable.get_or_insert_with(|| Outage {
-            started_unix: self.clock.now(),
+            started_unix: self.drive.clock.now(),
             step: 0,
         });
-        if self.clock.now() - state.started_unix >= self.options.outage_limit_secs {
+        if self.drive.clock.now() - state.started_unix >= self.drive.options.outage_limit_secs {
             note!(
-                self.progress,
+                self.drive.progress,
                 "the remote {} has not answered for {}: the drive stops; lanes stay on their branches",
-                self.options.remote,
-                duration(self.clock.now() - state.started_unix)
+                self.drive.options.remote,
+                duration(self.drive.clock.now() - state.started_unix)
             );
             return Some(Exit::Unusable);
         }
-        let backoff = (self.options.wait_floor_secs << state.step.min(16)).min(600);
+        let backoff = (self.drive.options.wait_floor_secs << state.step.min(16)).min(600);
         state.step += 1;
         let waited = self.wait(
             &format!(
                 "the remote {} did not answer ({detail})",
-                self.options.remote
+                self.drive.options.remote
             ),
-            self.clock.now() + backoff,
+            self.drive.clock.now() + backoff,
         );
         (!waited).then(|| self.stopped_while_waiting())
     }
@@ -410,7 +325,7 @@ impl Worker<'_, '_> {
     /// Takes the item made ahead on the remote, as [`Worker::take`] does any item;
     /// `None` (and the item let go) if another lane took it over, or the take does not win
     /// it.
-    fn take_made<'env>(
+    pub(in crate::drive) fn take_made<'env>(
         &self,
         items: &[queue::Entry],
         made: NextLane<'env>,
@@ -426,7 +341,7 @@ impl Worker<'_, '_> {
             // Held by another drive, landed meanwhile, unreadable, or the remote did not
             // answer: the ordinary search says so and goes on.
             _ => {
-                self.tally().working.remove(&made.id);
+                self.drive.tally().working.remove(&made.id);
                 next.let_go(made);
                 None
             }
@@ -435,181 +350,201 @@ impl Worker<'_, '_> {
 
     /// Deals with how `item`'s lane ended: counts it, says it, and waits where the end
     /// names a wait. `Some` ends this lane's loop with that exit.
-    fn account(&self, item: &queue::Item, end: ItemEnd) -> Result<Option<Exit>, CliError> {
-        let failed = {
-            let mut tally = self.tally();
-            tally.working.remove(&item.id);
-            match &end {
-                ItemEnd::RunnerFailed(why) => {
-                    tally.runner_failures += 1;
-                    note!(
-                        self.progress,
-                        "{}: a call could not be made ({why}); the lane stays at its checkpoint",
-                        item.id
-                    );
-                    tally.runner_failures >= 3
-                }
-                ItemEnd::JudgeFailed(why) => {
-                    note!(self.progress, "{}: the judge failed ({why})", item.id);
-                    true
-                }
-                ItemEnd::RemoteUnreachable(_) => false,
-                _ => {
-                    tally.runner_failures = 0;
-                    tally.outage = None;
-                    false
-                }
-            }
-        };
-        if failed {
-            // An outage holds every lane: the wait is the drive's, not this lane's alone.
-            let (wait, reason) = {
-                let mut tally = self.tally();
-                tally.runner_failures = 0;
-                let now = self.clock.now();
-                let state = tally.outage.get_or_insert(Outage {
-                    started_unix: now,
-                    step: 0,
-                });
-                if now - state.started_unix >= self.options.outage_limit_secs {
-                    let lasted = now - state.started_unix;
-                    tally.halted = true;
-                    drop(tally);
-                    note!(
-                        self.progress,
-                        "outage for {}: the drive stops; nothing was handed back, the lanes stay on their branches",
-                        duration(lasted)
-                    );
-                    return Ok(Some(Exit::Unusable));
-                }
-                let schedule = &self.options.outage_schedule_secs;
-                let wait = schedule[(state.step as usize).min(schedule.len() - 1)];
-                state.step += 1;
-                let reason = format!("outage: trying again after {}", duration(wait));
-                tally.paused = Some((now + wait, reason.clone()));
-                (wait, reason)
-            };
-            // The outage schedule is its own: the floor is for waits a move names.
-            if !self.sleep_until(&reason, self.clock.now() + wait) {
-                return Ok(Some(self.stopped_while_waiting()));
-            }
-            return Ok(None);
+    pub(in crate::drive) fn account(
+        &self,
+        item: &queue::Item,
+        end: ItemEnd,
+    ) -> Result<Option<Exit>, CliError> {
+        if self.counts_toward_outage(item, &end) {
+            return Ok(self.outage_wait());
         }
         match end {
             ItemEnd::RunnerFailed(_) | ItemEnd::JudgeFailed(_) => {}
             ItemEnd::Landed => {
                 {
-                    let mut tally = self.tally();
+                    let mut tally = self.drive.tally();
                     tally.landed.push(item.id.clone());
                     tally.done.insert(item.id.clone());
                 }
                 note!(
-                    self.progress,
+                    self.drive.progress,
                     "{}: landed on {} as {}",
                     item.id,
-                    self.options.remote,
+                    self.drive.options.remote,
                     crate::lanes::branch_of(&item.id)
                 );
             }
             ItemEnd::GaveUp(why) => {
                 // Marked failed on the remote, with why, by the lane.
                 note!(
-                    self.progress,
+                    self.drive.progress,
                     "{}: given up: {why} (stet retry {} takes it up again)",
                     item.id,
                     item.id
                 );
-                let mut tally = self.tally();
+                let mut tally = self.drive.tally();
                 tally.done.insert(item.id.clone());
                 tally.gave_up.push(item.id.clone());
             }
             ItemEnd::Lost(why) => {
                 note!(
-                    self.progress,
+                    self.drive.progress,
                     "{}: another drive took the lane over ({why}); leaving it",
                     item.id
                 );
-                self.tally().done.insert(item.id.clone());
+                self.drive.tally().done.insert(item.id.clone());
             }
             ItemEnd::Cancelled(note) => {
                 note!(
-                    self.progress,
+                    self.drive.progress,
                     "{}: cancelled ({note}); its lane stopped, its branch and checkpoint kept on the remote",
                     item.id
                 );
-                let mut tally = self.tally();
+                let mut tally = self.drive.tally();
                 tally.done.insert(item.id.clone());
                 tally.cancelled.push(item.id.clone());
             }
             ItemEnd::Stopped(branch) => {
                 note!(
-                    self.progress,
+                    self.drive.progress,
                     "stopped: run {}, lane {branch} (its checkpoint and any change pushed, reservation released); resume with: stet drive",
-                    self.run
+                    self.drive.run
                 );
-                self.tally().said_stop = true;
-                return Ok(Some(self.stopped_exit()));
+                self.drive.tally().said_stop = true;
+                return Ok(Some(self.drive.stopped_exit()));
             }
             ItemEnd::RemoteUnreachable(detail) => {
-                let backoff = self.options.wait_floor_secs;
+                let backoff = self.drive.options.wait_floor_secs;
                 if !self.wait(
                     &format!(
                         "{}: the remote {} did not answer ({detail}); the lane stays here",
-                        item.id, self.options.remote
+                        item.id, self.drive.options.remote
                     ),
-                    self.clock.now() + backoff,
+                    self.drive.clock.now() + backoff,
                 ) {
                     return Ok(Some(self.stopped_while_waiting()));
                 }
             }
-            ItemEnd::RateLimited(until) => {
-                // A reset further away than an outage may last (a weekly limit, or an agent
-                // naming the year 2100) is not slept through: the drive stops, and says
-                // when to run it again.
-                let now = self.clock.now();
-                if let Some(at) =
-                    until.filter(|at| at.saturating_sub(now) > self.options.outage_limit_secs)
-                {
-                    self.halt();
-                    let away = at.saturating_sub(now);
-                    note!(
-                        self.progress,
-                        "{}: the agent hit its usage limit, which resets at {} (in {}), later than the outage limit ({}): the drive stops, nothing reserved, no item failed; resume with: stet drive, after {}",
-                        item.id,
-                        super::progress::utc(at),
-                        if away >= 2 * 86_400 {
-                            format!("{} days", away / 86_400)
-                        } else {
-                            crate::printer::duration(away as f64)
-                        },
-                        duration(self.options.outage_limit_secs),
-                        super::progress::utc(at)
-                    );
-                    return Ok(Some(Exit::Unusable));
-                }
-                // Every lane's next launch waits for the reset too: they share the login.
-                let reason = format!("{}: the agent hit its usage limit", item.id);
-                let wake = until
-                    .unwrap_or(0)
-                    .max(self.clock.now() + self.options.wait_floor_secs);
-                self.tally().paused = Some((wake, reason.clone()));
-                if !self.wait(&reason, wake) {
-                    return Ok(Some(self.stopped_while_waiting()));
-                }
-            }
+            ItemEnd::RateLimited(until) => return Ok(self.usage_limited(item, until)),
         }
         Ok(None)
+    }
+
+    /// Counts `end` toward an outage: a call that could not be made (three in a row over
+    /// all lanes) or a failed judge (at once) enters the outage schedule; any other end but
+    /// an unreachable remote ends an outage in progress.
+    fn counts_toward_outage(&self, item: &queue::Item, end: &ItemEnd) -> bool {
+        let mut tally = self.drive.tally();
+        tally.working.remove(&item.id);
+        match end {
+            ItemEnd::RunnerFailed(why) => {
+                tally.runner_failures += 1;
+                note!(
+                    self.drive.progress,
+                    "{}: a call could not be made ({why}); the lane stays at its checkpoint",
+                    item.id
+                );
+                tally.runner_failures >= 3
+            }
+            ItemEnd::JudgeFailed(why) => {
+                note!(self.drive.progress, "{}: the judge failed ({why})", item.id);
+                true
+            }
+            ItemEnd::RemoteUnreachable(_) => false,
+            _ => {
+                tally.runner_failures = 0;
+                tally.outage = None;
+                false
+            }
+        }
+    }
+
+    /// An outage holds every lane, on the drive's schedule; past the outage limit the drive
+    /// stops. `Some` ends this lane's loop with that exit.
+    fn outage_wait(&self) -> Option<Exit> {
+        // An outage holds every lane: the wait is the drive's, not this lane's alone.
+        let (wait, reason) = {
+            let mut tally = self.drive.tally();
+            tally.runner_failures = 0;
+            let now = self.drive.clock.now();
+            let state = tally.outage.get_or_insert(Outage {
+                started_unix: now,
+                step: 0,
+            });
+            if now - state.started_unix >= self.drive.options.outage_limit_secs {
+                let lasted = now - state.started_unix;
+                tally.halt();
+                drop(tally);
+                note!(
+                    self.drive.progress,
+                    "outage for {}: the drive stops; nothing was handed back, the lanes stay on their branches",
+                    duration(lasted)
+                );
+                return Some(Exit::Unusable);
+            }
+            let schedule = &self.drive.options.outage_schedule_secs;
+            let wait = schedule[(state.step as usize).min(schedule.len() - 1)];
+            state.step += 1;
+            let reason = format!("outage: trying again after {}", duration(wait));
+            tally.pause(now + wait, reason.clone());
+            (wait, reason)
+        };
+        // The outage schedule is its own: the floor is for waits a move names.
+        if !self.sleep_until(&reason, self.drive.clock.now() + wait) {
+            return Some(self.stopped_while_waiting());
+        }
+        None
+    }
+
+    /// The agent hit its usage limit, which resets at `until` if it said: every lane's next
+    /// launch waits for the reset (they share the login), or the drive stops when the reset
+    /// is further away than an outage may last. `Some` ends this lane's loop.
+    fn usage_limited(&self, item: &queue::Item, until: Option<i64>) -> Option<Exit> {
+        // A reset further away than an outage may last (a weekly limit, or an agent
+        // naming the year 2100) is not slept through: the drive stops, and says
+        // when to run it again.
+        let now = self.drive.clock.now();
+        if let Some(at) =
+            until.filter(|at| at.saturating_sub(now) > self.drive.options.outage_limit_secs)
+        {
+            self.drive.halt();
+            let away = at.saturating_sub(now);
+            note!(
+                    self.drive.progress,
+                    "{}: the agent hit its usage limit, which resets at {} (in {}), later than the outage limit ({}): the drive stops, nothing reserved, no item failed; resume with: stet drive, after {}",
+                    item.id,
+                    super::progress::utc(at),
+                    if away >= 2 * 86_400 {
+                        format!("{} days", away / 86_400)
+                    } else {
+                        crate::printer::duration(away as f64)
+                    },
+                    duration(self.drive.options.outage_limit_secs),
+                    super::progress::utc(at)
+                );
+            return Some(Exit::Unusable);
+        }
+        // Every lane's next launch waits for the reset too: they share the login.
+        let reason = format!("{}: the agent hit its usage limit", item.id);
+        let wake = until
+            .unwrap_or(0)
+            .max(self.drive.clock.now() + self.drive.options.wait_floor_secs);
+        self.drive.tally().pause(wake, reason.clone());
+        if !self.wait(&reason, wake) {
+            return Some(self.stopped_while_waiting());
+        }
+        None
     }
 
     /// Claims `id` for this lane, unless the drive is done with it, another lane works it,
     /// or the lanes at work would reach the cap. An item another lane only made ready
     /// ahead is taken over.
-    fn claim(&self, id: &str) -> bool {
-        let mut tally = self.tally();
-        if tally.halted || tally.done.contains(id) || tally.working.contains(id) {
+    pub(in crate::drive) fn claim(&self, id: &str) -> bool {
+        let mut tally = self.drive.tally();
+        if tally.halted() || tally.done.contains(id) || tally.working.contains(id) {
             return false;
         }
-        if !tally.ahead.remove(id) && tally.at_cap(self.options.cap) {
+        if !tally.ahead.remove(id) && tally.at_cap(self.drive.options.cap) {
             return false;
         }
         tally.working.insert(id.to_string())
@@ -618,13 +553,13 @@ impl Worker<'_, '_> {
     /// Claims `id` to be made ready ahead by this lane: as [`Worker::claim`], but an item
     /// made ready by another lane is left to it, and the claim is one another lane may
     /// take over until [`Worker::claim_made`].
-    pub(super) fn claim_ahead(&self, id: &str) -> bool {
-        let mut tally = self.tally();
-        if tally.halted
+    pub(in crate::drive) fn claim_ahead(&self, id: &str) -> bool {
+        let mut tally = self.drive.tally();
+        if tally.halted()
             || tally.done.contains(id)
             || tally.working.contains(id)
             || tally.ahead.contains(id)
-            || tally.at_cap(self.options.cap)
+            || tally.at_cap(self.drive.options.cap)
         {
             return false;
         }
@@ -633,22 +568,22 @@ impl Worker<'_, '_> {
 
     /// Turns this lane's claim ahead on `id` into a claim to work it; `false` when another
     /// lane took it over meanwhile.
-    fn claim_made(&self, id: &str) -> bool {
-        let mut tally = self.tally();
+    pub(in crate::drive) fn claim_made(&self, id: &str) -> bool {
+        let mut tally = self.drive.tally();
         tally.ahead.remove(id) && tally.working.insert(id.to_string())
     }
 
     /// Drops this lane's claim ahead on `id`, if it still holds it.
-    pub(super) fn unclaim_ahead(&self, id: &str) {
-        self.tally().ahead.remove(id);
+    pub(in crate::drive) fn unclaim_ahead(&self, id: &str) {
+        self.drive.tally().ahead.remove(id);
     }
 
     /// The next item to work: the first in queue order that is not landed, failed, done in
     /// this run, worked by another lane, or held by another drive, and that this drive
     /// could reserve. A take that wins re-reads the item's marks: a peer may have landed
     /// it between the listing and the take.
-    fn next_item(&self, items: &[queue::Entry]) -> Result<Next, CliError> {
-        let remote = self.remote();
+    pub(in crate::drive) fn next_item(&self, items: &[queue::Entry]) -> Result<Next, CliError> {
+        let remote = self.drive.remote();
         let marks = match remote.marks() {
             Ok(marks) => marks,
             Err(e) => return Ok(Next::Unreachable(short(&e))),
@@ -660,7 +595,7 @@ impl Worker<'_, '_> {
             match self.take(item) {
                 Ok(Some(Next::Take(loaded))) => return Ok(Next::Take(loaded)),
                 taken => {
-                    self.tally().working.remove(&item.id);
+                    self.drive.tally().working.remove(&item.id);
                     match taken? {
                         Some(end) => return Ok(end),
                         None => continue,
@@ -673,12 +608,12 @@ impl Worker<'_, '_> {
 
     /// Reserves `item` on the remote, under the drain lock. `None`: another drive holds
     /// it, or it was landed meanwhile; look further.
-    fn take(&self, item: &queue::Entry) -> Result<Option<Next>, CliError> {
-        let remote = self.remote();
+    pub(in crate::drive) fn take(&self, item: &queue::Entry) -> Result<Option<Next>, CliError> {
+        let remote = self.drive.remote();
         let _lock = self.lock()?;
         let wanted = self.reservation(&item.id, "implement");
-        match remote.take(wanted, self.clock.now(), |r| {
-            ours_to_take_over(&self.holder, &r.holder)
+        match remote.take(wanted, self.drive.clock.now(), |r| {
+            ours_to_take_over(&self.drive.holder, &r.holder)
         }) {
             Ok(held) => match remote.marks_for(&item.id).map(|m| m.open(&item.id)) {
                 Ok(true) => match item.load() {
@@ -703,7 +638,7 @@ impl Worker<'_, '_> {
             Err(ReservationError::HeldByOther {
                 holder, until_unix, ..
             }) => {
-                self.progress.detail(&format!(
+                self.drive.progress.detail(&format!(
                     "{}: reserved by {holder} until {}; skipped",
                     item.id,
                     clock(until_unix)
@@ -713,58 +648,5 @@ impl Worker<'_, '_> {
             Err(ReservationError::Raced { .. }) => Ok(None),
             Err(e @ ReservationError::Remote { .. }) => Ok(Some(Next::Unreachable(short(&e)))),
         }
-    }
-
-    /// A wait named by a move: sleeps until `until` (seconds since the epoch), never less
-    /// than the wait floor from now. Returns whether the whole wait passed (not stopped).
-    pub(super) fn wait(&self, reason: &str, until: i64) -> bool {
-        let wake = until.max(self.clock.now() + self.options.wait_floor_secs);
-        self.sleep_until(reason, wake)
-    }
-
-    /// Sleeps until `wake`, showing why on this lane's line; wakes early for a stop.
-    pub(super) fn sleep_until(&self, reason: &str, wake: i64) -> bool {
-        self.progress.wait(self.slot, reason, wake);
-        self.clock.sleep_until(wake, &self.stop)
-    }
-
-    /// Before a launch: a wait every lane keeps (a usage limit's reset, an outage's), if
-    /// one is on. Returns false when a stop cut it short.
-    pub(super) fn paused(&self) -> bool {
-        loop {
-            let paused = self.tally().paused.clone();
-            match paused {
-                Some((until, reason)) if until > self.clock.now() => {
-                    if !self.sleep_until(&reason, until) {
-                        return false;
-                    }
-                }
-                _ => return true,
-            }
-        }
-    }
-
-    fn stopped_while_waiting(&self) -> Exit {
-        let mut tally = self.tally();
-        if !tally.said_stop {
-            tally.said_stop = true;
-            drop(tally);
-            note!(
-                self.progress,
-                "stopped during a wait: run {}; nothing is reserved; resume with: stet drive",
-                self.run
-            );
-        }
-        self.stopped_exit()
-    }
-}
-
-/// A reservation error in a line.
-pub(super) fn short(e: &ReservationError) -> String {
-    match e {
-        ReservationError::Remote { detail, .. } => {
-            crate::reservations::first_cause(detail).to_string()
-        }
-        other => other.to_string(),
     }
 }

@@ -30,7 +30,9 @@ mod lane;
 mod progress;
 #[cfg(test)]
 mod scenarios;
+mod state;
 mod time;
+mod worker;
 
 pub use progress::clock;
 
@@ -102,6 +104,13 @@ fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
+impl Drive<'_> {
+    /// The lock on the walled profile every lane copies (see `profile_lock`).
+    fn lock_profile(&self) -> std::sync::MutexGuard<'_, u64> {
+        self.profile_lock.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
 struct Drive<'a> {
     repo: PathBuf,
     settings: &'a Settings,
@@ -119,7 +128,7 @@ struct Drive<'a> {
     /// What each lane holds alone (`--jobs` of them).
     slots: Vec<Slot>,
     /// What the lanes share: what became of the items, the waits that hold them all.
-    tally: std::sync::Mutex<drain::Tally>,
+    tally: std::sync::Mutex<state::Tally>,
     /// Held while a call's copy of the walled profile is made or settled back, and while
     /// the login is renewed: lanes share the one profile. It counts the settles that
     /// carried something back, so that a copy made before one is known to be stale.

@@ -25,7 +25,7 @@ use std::io::Write;
 use std::path::Path;
 
 use serde::Serialize;
-use stet_plugin_api::{Role, RoleRequest, WallReport};
+use stet_plugin_api::{Role, WallReport};
 
 use crate::error::CliError;
 use crate::harness::{self, OpenHarness};
@@ -171,30 +171,32 @@ pub fn prove(
     let workdir = lane.dir.display().to_string();
     // The proof runs on a fresh copy of the profile, as every call does; it lives until
     // the runtime's walls, which make their sandbox with the proof launch's mounts.
-    crate::refresh::keep_fresh(settings, runtime, harness, &profile, PROOF_LIMIT, &|text| {
-        crate::printer::Printer::default().note(text)
-    })?;
-    let mut call_profile = harness::CallProfile::of(harness, &profile)?;
-    let launch = harness.launch(RoleRequest {
-        role: Role::Proof,
-        prompt: "".into(),
-        profile_dir: call_profile.dir.clone().into(),
-        workdir: workdir.clone().into(),
-    })?;
-    let run = format!("proof-{}", std::process::id());
-    let output = harness::run_launch(
+    let walled = crate::call::Walled {
         settings,
         runtime,
-        &launch,
+        harness,
+        profile: &profile,
+    };
+    walled.keep_fresh(PROOF_LIMIT, &|text| {
+        crate::printer::Printer::default().note(text)
+    })?;
+    let mut launched = walled.launch(crate::call::Request {
+        role: Role::Proof,
+        prompt: "",
+        workdir: &workdir,
+    })?;
+    let run = format!("proof-{}", std::process::id());
+    let output = walled.run(
+        &mut launched,
         Plan::new("proof", &run, &workdir)
             .with_lane(LaneMounts::of_lane(&lane), LaneAccess::ReadWrite),
         harness::Watch {
             time_limit: Some(PROOF_LIMIT),
-            sealed: Some(&mut call_profile.sealed),
             ..harness::Watch::default()
         },
         log,
     )?;
+    let (mut call_profile, launch) = (launched.profile, launched.launch);
     proof.network = Some(output.network.clone());
     let credential = call_profile.sealed.check(output.gateway);
     proof.session = output.session.clone();

@@ -1,0 +1,238 @@
+//! The check stage: the repository's check command in a fresh sandbox on the lane, with a
+//! receipt like an agent call's; passed moves on to the review, failed counts the round.
+
+use stet_plugin_api::ROption;
+
+use crate::checkpoints::{Checkpoint, Next};
+use crate::error::CliError;
+use crate::harness;
+use crate::lanes::Lane;
+use crate::queue;
+use crate::receipts;
+use crate::sandbox::{self, LaneAccess, LaneMounts, Plan, Sandbox};
+
+use super::super::ahead::Ahead;
+use super::super::state::ItemEnd;
+use super::super::worker::{indent, tail, Worker};
+use super::super::{note, now_ms};
+use super::Moved;
+impl Worker<'_, '_> {
+    /// The repository's check on this round's work: passed moves on to the review; failed
+    /// counts the round and gives the next one its output.
+    pub(in crate::drive) fn checked<'env>(
+        &'env self,
+        item: &queue::Item,
+        lane: &Lane,
+        at: &Checkpoint,
+        ahead: &mut Ahead<'_, 'env>,
+    ) -> Result<Moved, CliError> {
+        let Some(check) = &self.drive.options.check else {
+            return Ok(Moved::On(Checkpoint {
+                next: Next::Review,
+                ..at.clone()
+            }));
+        };
+        if let Err(end) = self.enter(lane, "check") {
+            return Ok(Moved::End(end));
+        }
+        let outcome = match self.check(item, lane, at.round, check, ahead.take_check()) {
+            Ok(outcome) => outcome,
+            // The check could not run at all (the runtime failed): infrastructure.
+            Err(e) => {
+                return Ok(Moved::End(ItemEnd::RunnerFailed(format!(
+                    "check: {}",
+                    e.to_string().replace('\n', "; ")
+                ))))
+            }
+        };
+        if outcome.passed {
+            note!(
+                self.drive.progress,
+                "{}: the check `{check}` passed",
+                item.id
+            );
+            return Ok(Moved::On(Checkpoint {
+                next: Next::Review,
+                receipt: Some(outcome.receipt),
+                run: self.drive.run.clone(),
+                ..at.clone()
+            }));
+        }
+        let shown = tail(&outcome.output, 12, 4096);
+        note!(
+            self.drive.progress,
+            "{}: round {} of {}: the check `{check}` failed; its output ends:\n{}",
+            item.id,
+            at.round,
+            self.drive.options.max_rounds,
+            indent(if shown.is_empty() {
+                "(no output)"
+            } else {
+                &shown
+            })
+        );
+        let last = shown.lines().last().unwrap_or("no output").to_string();
+        Ok(Moved::On(Checkpoint {
+            round: at.round + 1,
+            next: Next::Implement,
+            feedback: Some(format!(
+                "The check `{check}` failed. Its output ends:\n{}",
+                tail(&outcome.output, 200, 16 * 1024)
+            )),
+            reason: Some(format!("the check `{check}` failed: {last}")),
+            receipt: Some(outcome.receipt),
+            head: String::new(),
+            run: self.drive.run.clone(),
+        }))
+    }
+
+    /// A fresh sandbox for the repository's check on the lane.
+    pub(in crate::drive) fn check_sandbox(&self, lane: &Lane) -> Result<Sandbox<'_>, CliError> {
+        let plan = Plan::new("check", &self.drive.run, &lane.dir.display().to_string())
+            .with_lane(LaneMounts::of_lane(lane), LaneAccess::ReadWrite);
+        Sandbox::create(&self.drive.runtime, plan.spec(self.drive.settings))
+    }
+
+    /// The repository's check command in a fresh sandbox on the lane, with a receipt
+    /// (role `check`) like an agent call's: its whole output is in its log, its tail in
+    /// the outcome. Whatever the check wrote in the lane is restored away afterwards: it
+    /// never reaches the landed branch.
+    pub(in crate::drive) fn check<'env>(
+        &'env self,
+        item: &queue::Item,
+        lane: &Lane,
+        round: u32,
+        command: &str,
+        made: Option<Sandbox<'env>>,
+    ) -> Result<Checked, CliError> {
+        let started = now_ms();
+        let id = format!("{started}-{}-check", item.id);
+        let no_harness = receipts::PluginRecord {
+            name: String::new(),
+            version: String::new(),
+            library_sha256: String::new(),
+        };
+        let mut call = self.walled().context(crate::call::Made {
+            log: receipts::log_path(&self.drive.repo, &id),
+            id,
+            run: self.drive.run.clone(),
+            item: item.id.clone(),
+            lane: lane.branch.clone(),
+            role: "check",
+            round: Some(round),
+            network: "none".to_string(),
+            started_unix_ms: started,
+            commit_before: lane.head().unwrap_or_default(),
+            runtime: &self.drive.runtime_record,
+            harness: &no_harness,
+        });
+        let sandbox = match made {
+            Some(sandbox) => sandbox,
+            None => self.check_sandbox(lane)?,
+        };
+        receipts::record_start(&self.drive.repo, &call)
+            .map_err(|e| CliError::failure(format!("cannot record the receipt: {e}")))?;
+        let process = sandbox.spawn(stet_plugin_api::ProcessSpec {
+            argv: vec!["sh".into(), "-c".into(), command.into()].into(),
+            env: Default::default(),
+            workdir: ROption::RNone,
+            stdin: Default::default(),
+        })?;
+        *self.in_flight.lock().unwrap_or_else(|p| p.into_inner()) = Some(process.clone());
+        let limit = std::time::Duration::from_secs(self.drive.options.call_limit_secs);
+        let watchdog = sandbox::Watchdog::start(&process, limit);
+        let disk = sandbox::DiskWatch::start(
+            &process,
+            vec![lane.dir.clone()],
+            self.drive.settings.limits.disk_bytes,
+        );
+        let mut output = crate::capture::Capture::new(Some(&call.log), 32 * 1024)
+            .map_err(|e| CliError::failure(format!("cannot write {}: {e}", call.log.display())))?;
+        let (progress, follow) = (&self.drive.progress, self.drive.options.follow);
+        let status = process.wait(&mut |_, bytes| {
+            if follow {
+                progress.follow(bytes);
+            }
+            output.push(bytes);
+        });
+        *self.in_flight.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        let status = status?;
+        let events = sandbox.limit_events();
+        sandbox.retire(Some(self.reaper));
+        let output_bytes = output.total();
+        let (kept, log_cut_bytes) = output.finish_counting().unwrap_or_default();
+        let kept = String::from_utf8_lossy(&kept).into_owned();
+        let restored = lane.restore();
+        let why = self.check_stopped(watchdog.fired(), disk.exceeded(), &status, &events);
+        if let Err(e) = restored {
+            return Err(CliError::failure(format!(
+                "cannot restore the lane {} after its check",
+                lane.branch
+            ))
+            .caused_by(e.to_string()));
+        }
+        let passed = why.is_none() && status.success();
+        let shown = match &why {
+            Some(why) => format!("{kept}\n{why}"),
+            None => kept,
+        };
+        call.ended_unix_ms = now_ms();
+        call.commit_after = lane.head().unwrap_or_default();
+        let receipt = call.id.clone();
+        let end = receipts::CallEnd {
+            exit_code: status.code.into_option(),
+            exit_signal: status.signal.into_option(),
+            outcome: if passed { "passed" } else { "failed" }.to_string(),
+            detail: tail(&shown, 12, 4096),
+            output_bytes,
+            log_cut_bytes,
+            ..Default::default()
+        };
+        receipts::record_end(&self.drive.repo, call, end)
+            .map_err(|e| CliError::failure(format!("cannot record the receipt: {e}")))?;
+        Ok(Checked {
+            passed,
+            output: shown,
+            receipt,
+        })
+    }
+}
+
+impl Worker<'_, '_> {
+    /// Why the check was stopped, if a limit stopped it: the call limit (its watchdog
+    /// fired), the disk limit, memory or processes (as the sandbox's counters say).
+    fn check_stopped(
+        &self,
+        timed_out: bool,
+        disk_exceeded: bool,
+        status: &stet_plugin_api::ExitStatus,
+        events: &sandbox::LimitEvents,
+    ) -> Option<String> {
+        let limits = &self.drive.settings.limits;
+        if timed_out {
+            Some(format!(
+                "the check did not finish within {} (--call-limit) and was killed",
+                humantime::format_duration(std::time::Duration::from_secs(
+                    self.drive.options.call_limit_secs
+                ))
+            ))
+        } else if disk_exceeded {
+            Some(harness::LimitReached::Disk(limits.disk_bytes).describe())
+        } else if status.out_of_memory || (events.oom_kills > 0 && !status.success()) {
+            Some(harness::LimitReached::Memory(limits.memory_bytes).describe())
+        } else if events.pids_refused > 0 && !status.success() {
+            Some(harness::LimitReached::Pids(events.pids_refused, limits.pids).describe())
+        } else {
+            None
+        }
+    }
+}
+
+/// How a check ended.
+pub(in crate::drive) struct Checked {
+    pub passed: bool,
+    /// Its output as kept (the tail is what matters), and why it was stopped, if it was.
+    pub output: String,
+    /// Its receipt.
+    pub receipt: String,
+}

@@ -1,0 +1,137 @@
+//! The implementing stage: the agent's call of this round, and where it leaves the lane.
+
+use stet_plugin_api::{OutcomeCode, Role};
+
+use crate::checkpoints::{Checkpoint, Next};
+use crate::error::CliError;
+use crate::lanes::Lane;
+use crate::queue;
+
+use super::super::ahead::Ahead;
+use super::super::note;
+use super::super::state::ItemEnd;
+use super::super::worker::{first_line, Worker};
+use super::call::Call;
+use super::Moved;
+impl Worker<'_, '_> {
+    /// The implementing agent's call of this round.
+    pub(in crate::drive) fn implement<'env>(
+        &'env self,
+        item: &queue::Item,
+        lane: &Lane,
+        at: &Checkpoint,
+        ahead: &mut Ahead<'_, 'env>,
+    ) -> Result<Moved, CliError> {
+        if let Err(end) = self.enter(lane, "implement") {
+            return Ok(Moved::End(end));
+        }
+        if !self.pace() {
+            return Ok(Moved::End(ItemEnd::Stopped(lane.branch.clone())));
+        }
+        // A call cut short before (the drive died during it) may have left work it never
+        // committed: this call starts from the lane's last commit all the same.
+        if let Err(e) = lane.restore() {
+            return Ok(Moved::Fail(format!(
+                "the lane could not be put back to its last commit: {e}"
+            )));
+        }
+        let prompt = implement_prompt(item, at.feedback.as_deref());
+        let message = format!("stet: {} (round {})", item.title, at.round);
+        let call = self.agent_call(
+            item,
+            lane,
+            at.round,
+            Role::Implement,
+            &prompt,
+            Some(&message),
+            ahead.take_implement(),
+        )?;
+        self.after_implement(item, lane, at, call)
+    }
+
+    /// Where an implementing call leaves the lane: a change moves it on to the check (or
+    /// the review); no change or a failed task counts the round and tells the next round
+    /// why; a call that could not be made, or a usage limit, ends the lane's work for now.
+    pub(in crate::drive) fn after_implement(
+        &self,
+        item: &queue::Item,
+        lane: &Lane,
+        at: &Checkpoint,
+        call: Call,
+    ) -> Result<Moved, CliError> {
+        let round = at.round;
+        if let Some(why) = call.refused {
+            return Ok(Moved::Fail(why));
+        }
+        if call.kind == OutcomeCode::RATE_LIMITED {
+            return Ok(Moved::End(ItemEnd::RateLimited(call.retry_at)));
+        }
+        if call.outage() {
+            return Ok(Moved::End(ItemEnd::RunnerFailed(format!(
+                "implement: {}",
+                call.detail
+            ))));
+        }
+        let failed = |reason: String, feedback: String| {
+            note!(
+                self.drive.progress,
+                "{}: round {round} of {}: {reason}",
+                item.id,
+                self.drive.options.max_rounds
+            );
+            Moved::On(Checkpoint {
+                round: round + 1,
+                next: Next::Implement,
+                feedback: Some(feedback),
+                reason: Some(reason),
+                receipt: Some(call.receipt.clone()),
+                head: String::new(),
+                run: self.drive.run.clone(),
+            })
+        };
+        if call.kind != OutcomeCode::DONE {
+            let detail = first_line(&call.detail).to_string();
+            return Ok(failed(
+                format!("the implementing agent failed its task: {detail}"),
+                format!("Your previous attempt failed: {}", call.detail.trim()),
+            ));
+        }
+        let changed = {
+            let _lock = self.lock()?;
+            self.changed(lane)?
+        };
+        if !changed {
+            return Ok(failed(
+                "the agent changed nothing".to_string(),
+                "Your previous attempt changed nothing in the working copy; the work item \
+                 asks for a change."
+                    .to_string(),
+            ));
+        }
+        Ok(Moved::On(Checkpoint {
+            next: if self.drive.options.check.is_some() {
+                Next::Check
+            } else {
+                Next::Review
+            },
+            receipt: Some(call.receipt),
+            run: self.drive.run.clone(),
+            ..at.clone()
+        }))
+    }
+}
+
+pub(in crate::drive) fn implement_prompt(item: &queue::Item, feedback: Option<&str>) -> String {
+    let mut prompt = format!(
+        "You are working in a git working copy on its own branch. Do what this work item asks, \
+         and nothing else:\n\n{}\n",
+        item.text.trim()
+    );
+    if let Some(feedback) = feedback {
+        prompt.push_str(&format!(
+            "\nYour previous attempt was not accepted.\n{feedback}\n"
+        ));
+    }
+    prompt.push_str("\nLeave your changes in the working copy; stet commits and pushes them.");
+    prompt
+}
