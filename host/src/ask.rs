@@ -115,7 +115,7 @@ pub fn ask(
                 run: format!("ask-{}", std::process::id()),
                 item: String::new(),
                 lane: String::new(),
-                role: call::role_word(question.role),
+                role: receipts::CallRole::of(question.role),
                 round: None,
                 network: output.network.clone(),
                 started_unix_ms: started,

@@ -162,8 +162,8 @@ pub struct Made<'a> {
     pub item: String,
     /// The lane's branch.
     pub lane: String,
-    /// The role's word.
-    pub role: &'static str,
+    /// Who made the call.
+    pub role: crate::receipts::CallRole,
     /// The lane's round (a drive's calls).
     pub round: Option<u32>,
     /// The network route the call has.

@@ -728,7 +728,7 @@ pub fn call_end(output: &LaunchOutput, outcome: &CallOutcome) -> crate::receipts
     crate::receipts::CallEnd {
         exit_code: output.status.code.into_option(),
         exit_signal: output.status.signal.into_option(),
-        outcome: outcome_word(outcome.kind),
+        outcome: crate::receipts::Outcome::of_code(outcome.kind),
         detail: outcome.detail.to_string(),
         retry_at_unix: outcome.retry_at_unix.into_option(),
         cost_usd: outcome.cost_usd.into_option(),

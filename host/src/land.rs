@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::queue::Item;
-use crate::receipts::Receipt;
+use crate::receipts::{CallRole, Outcome, Receipt};
 
 /// The `[drive] land` value that opens a pull request with `gh`.
 pub const GITHUB: &str = "github";
@@ -114,10 +114,10 @@ pub fn body(item: &Item, receipts: &[Receipt]) -> String {
     }
     let rounds = ours.iter().filter_map(|r| r.round).max().unwrap_or(1);
     let cost: f64 = ours.iter().filter_map(|r| r.cost_usd).sum();
-    let checks = ours.iter().filter(|r| r.role == "check").count();
+    let checks = ours.iter().filter(|r| r.role == CallRole::Check).count();
     let passed = ours
         .iter()
-        .filter(|r| r.role == "check" && r.outcome == "passed")
+        .filter(|r| r.role == CallRole::Check && r.outcome == Outcome::Passed)
         .count();
     let checked = match checks {
         0 => "no check".to_string(),

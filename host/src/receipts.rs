@@ -23,12 +23,145 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-/// The outcome of a receipt written as its call starts, until the call ends.
-pub const RUNNING: &str = "running";
-/// What a running receipt becomes when its drive died during the call.
-pub const INTERRUPTED: &str = "interrupted";
-/// The outcome of a call the sandbox or the harness could not make.
-pub const NOT_RUN: &str = "not-run";
+/// How a call ended, as its receipt says: the harness's outcome, the check's, or what the
+/// host knows of a call that did not end by itself. Read back to resume a lane (a call
+/// that finished is never made again), so it is a type, not a word to match.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// The agent finished its work.
+    Done,
+    /// The agent failed its task, or the repository's check failed.
+    Failed,
+    /// The agent's output was not in the shape the harness expects.
+    OutOfShape,
+    /// The agent hit a usage limit.
+    RateLimited,
+    /// The profile has no login.
+    NotLoggedIn,
+    /// The model API did not answer.
+    ServiceUnavailable,
+    /// A resource limit of the sandbox ended the call.
+    ResourceLimit,
+    /// The repository's check passed.
+    Passed,
+    /// The sandbox or the harness could not make the call.
+    NotRun,
+    /// Written as the call starts, until it ends.
+    Running,
+    /// A running receipt whose drive died during the call.
+    Interrupted,
+    /// A word this stet does not know (a newer stet's, or `code N` for an outcome code of
+    /// a newer plugin): kept as written, never taken for a finished call.
+    #[serde(untagged)]
+    Other(String),
+}
+
+impl Outcome {
+    /// The outcome a harness reported.
+    pub fn of_code(code: stet_plugin_api::OutcomeCode) -> Outcome {
+        use stet_plugin_api::OutcomeCode as C;
+        match code {
+            C::DONE => Outcome::Done,
+            C::FAILED => Outcome::Failed,
+            C::OUT_OF_SHAPE => Outcome::OutOfShape,
+            C::RATE_LIMITED => Outcome::RateLimited,
+            C::NOT_LOGGED_IN => Outcome::NotLoggedIn,
+            C::SERVICE_UNAVAILABLE => Outcome::ServiceUnavailable,
+            C::RESOURCE_LIMIT => Outcome::ResourceLimit,
+            other => Outcome::Other(format!("code {}", other.0)),
+        }
+    }
+
+    /// The harness's outcome code of a call that ended with its task done or not — what a
+    /// resumed lane goes on from —, `None` for one that did not finish (running,
+    /// interrupted, not run, a wait or an outage) or is no agent call's.
+    pub fn finished_call(&self) -> Option<stet_plugin_api::OutcomeCode> {
+        use stet_plugin_api::OutcomeCode as C;
+        match self {
+            Outcome::Done => Some(C::DONE),
+            Outcome::Failed => Some(C::FAILED),
+            Outcome::OutOfShape => Some(C::OUT_OF_SHAPE),
+            Outcome::ResourceLimit => Some(C::RESOURCE_LIMIT),
+            _ => None,
+        }
+    }
+
+    /// The word receipts and reports use.
+    pub fn word(&self) -> &str {
+        match self {
+            Outcome::Done => "done",
+            Outcome::Failed => "failed",
+            Outcome::OutOfShape => "out-of-shape",
+            Outcome::RateLimited => "rate-limited",
+            Outcome::NotLoggedIn => "not-logged-in",
+            Outcome::ServiceUnavailable => "service-unavailable",
+            Outcome::ResourceLimit => "resource-limit",
+            Outcome::Passed => "passed",
+            Outcome::NotRun => "not-run",
+            Outcome::Running => "running",
+            Outcome::Interrupted => "interrupted",
+            Outcome::Other(word) => word,
+        }
+    }
+}
+
+impl Default for Outcome {
+    fn default() -> Self {
+        Outcome::Other(String::new())
+    }
+}
+
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.word())
+    }
+}
+
+/// Who made a call: an agent in a role, or the repository's check.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CallRole {
+    /// The implementing agent.
+    Implement,
+    /// The reviewing agent.
+    Review,
+    /// The start-up proof's live launch.
+    Proof,
+    /// The repository's check command (no agent).
+    Check,
+    /// A word this stet does not know (a newer stet's): kept as written.
+    #[serde(untagged)]
+    Other(String),
+}
+
+impl CallRole {
+    /// The role of an agent call.
+    pub fn of(role: stet_plugin_api::Role) -> CallRole {
+        match role {
+            stet_plugin_api::Role::Implement => CallRole::Implement,
+            stet_plugin_api::Role::Review => CallRole::Review,
+            stet_plugin_api::Role::Proof => CallRole::Proof,
+        }
+    }
+
+    /// The word receipts, sandboxes' names and reports use.
+    pub fn word(&self) -> &str {
+        match self {
+            CallRole::Implement => "implement",
+            CallRole::Review => "review",
+            CallRole::Proof => "proof",
+            CallRole::Check => "check",
+            CallRole::Other(word) => word,
+        }
+    }
+}
+
+impl std::fmt::Display for CallRole {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.word())
+    }
+}
 
 /// Where receipts live, relative to the repository's git directory.
 const RECEIPTS: &str = "stet/receipts";
@@ -62,7 +195,7 @@ pub struct Receipt {
     /// The lane's branch.
     pub lane: String,
     /// The role (`implement`, `review`, `proof`, or `check` for the repository's check).
-    pub role: String,
+    pub role: CallRole,
     /// The lane's round the call was made in (a drive's calls; none for `ask`).
     #[serde(default)]
     pub round: Option<u32>,
@@ -88,7 +221,7 @@ pub struct Receipt {
     /// `service-unavailable`, `resource-limit`; `not-run` when the sandbox or the harness
     /// could not make the call; `passed` or `failed` for a check; `running` while it runs,
     /// `interrupted` when its drive died during it).
-    pub outcome: String,
+    pub outcome: Outcome,
     /// The outcome's detail.
     pub detail: String,
     /// When a usage limit resets, seconds since the Unix epoch.
@@ -139,7 +272,7 @@ pub struct CallContext<'a> {
     /// The lane's branch, or empty.
     pub lane: String,
     /// The role's word.
-    pub role: &'static str,
+    pub role: CallRole,
     /// The lane's round, for a drive's calls.
     pub round: Option<u32>,
     /// The runtime, as hashed when it was opened.
@@ -174,7 +307,7 @@ pub struct CallEnd {
     /// Signal, when it was killed.
     pub exit_signal: Option<i32>,
     /// The outcome's word.
-    pub outcome: String,
+    pub outcome: Outcome,
     /// The outcome's detail.
     pub detail: String,
     /// When a usage limit resets.
@@ -197,7 +330,7 @@ pub struct CallEnd {
     pub network_blocked: Vec<crate::network::BlockedRecord>,
 }
 
-/// Records that an agent call is starting: a receipt whose outcome is [`RUNNING`],
+/// Records that an agent call is starting: a receipt whose outcome is [`Outcome::Running`],
 /// durable before the agent is launched, so that a drive killed during the call still
 /// leaves its trace (the next drive marks it interrupted). [`record_end`] replaces it when
 /// the call ends. The call's log is created empty first, so the receipt never names a log
@@ -205,7 +338,7 @@ pub struct CallEnd {
 pub fn record_start(repo: &Path, call: &CallContext<'_>) -> std::io::Result<PathBuf> {
     write_durably(&call.log, b"")?;
     let mut receipt = receipt_of(call.clone());
-    receipt.outcome = RUNNING.to_string();
+    receipt.outcome = Outcome::Running;
     record(repo, &receipt)
 }
 
@@ -238,7 +371,7 @@ fn receipt_of(call: CallContext<'_>) -> Receipt {
         owner: crate::sandbox::owner_token(std::process::id()).unwrap_or_default(),
         item: call.item,
         lane: call.lane,
-        role: call.role.to_string(),
+        role: call.role,
         round: call.round,
         runtime: call.runtime.clone(),
         runtime_reason: call.runtime_reason.to_string(),
@@ -250,7 +383,7 @@ fn receipt_of(call: CallContext<'_>) -> Receipt {
         ended_unix_ms: call.ended_unix_ms,
         exit_code: None,
         exit_signal: None,
-        outcome: String::new(),
+        outcome: Outcome::default(),
         detail: String::new(),
         retry_at_unix: None,
         cost_usd: None,
@@ -351,10 +484,10 @@ pub fn settle_interrupted(
     let (all, _) = read_all(repo);
     let mut settled = Vec::new();
     for mut receipt in all {
-        if receipt.outcome != RUNNING || owner_alive(&receipt.owner) {
+        if receipt.outcome != Outcome::Running || owner_alive(&receipt.owner) {
             continue;
         }
-        receipt.outcome = INTERRUPTED.to_string();
+        receipt.outcome = Outcome::Interrupted;
         receipt.detail =
             "the drive that made this call ended during it (killed or crashed); the call's output is lost"
                 .to_string();
@@ -380,7 +513,7 @@ mod tests {
             owner: String::new(),
             item: "item".into(),
             lane: "stet/item".into(),
-            role: "implement".into(),
+            role: CallRole::Implement,
             round: Some(1),
             runtime: plugin.clone(),
             runtime_reason: "the only available runtime".into(),
@@ -391,7 +524,7 @@ mod tests {
             ended_unix_ms: started + 5,
             exit_code: Some(0),
             exit_signal: None,
-            outcome: "done".into(),
+            outcome: Outcome::Done,
             detail: "ok".into(),
             retry_at_unix: None,
             cost_usd: Some(0.01),
@@ -426,5 +559,100 @@ mod tests {
         );
         assert_eq!(receipts[0], receipt("r1", 10));
         assert_eq!(unreadable.len(), 1);
+    }
+
+    #[test]
+    fn every_outcome_and_role_reads_back_as_it_was_written() {
+        let outcomes = [
+            (Outcome::Done, "done"),
+            (Outcome::Failed, "failed"),
+            (Outcome::OutOfShape, "out-of-shape"),
+            (Outcome::RateLimited, "rate-limited"),
+            (Outcome::NotLoggedIn, "not-logged-in"),
+            (Outcome::ServiceUnavailable, "service-unavailable"),
+            (Outcome::ResourceLimit, "resource-limit"),
+            (Outcome::Passed, "passed"),
+            (Outcome::NotRun, "not-run"),
+            (Outcome::Running, "running"),
+            (Outcome::Interrupted, "interrupted"),
+            (Outcome::Other("code 9".into()), "code 9"),
+        ];
+        for (outcome, word) in outcomes {
+            let json = serde_json::to_string(&outcome).unwrap();
+            assert_eq!(json, format!("\"{word}\""));
+            assert_eq!(outcome.word(), word);
+            assert_eq!(serde_json::from_str::<Outcome>(&json).unwrap(), outcome);
+        }
+        for (role, word) in [
+            (CallRole::Implement, "implement"),
+            (CallRole::Review, "review"),
+            (CallRole::Proof, "proof"),
+            (CallRole::Check, "check"),
+            (CallRole::Other("judge".into()), "judge"),
+        ] {
+            let json = serde_json::to_string(&role).unwrap();
+            assert_eq!(json, format!("\"{word}\""));
+            assert_eq!(serde_json::from_str::<CallRole>(&json).unwrap(), role);
+        }
+        // The harness's words are the receipts' words: a code read back is the code.
+        for code in 0..7 {
+            let code = stet_plugin_api::OutcomeCode(code);
+            assert_eq!(Some(Outcome::of_code(code).word()), code.name());
+        }
+        assert_eq!(
+            Outcome::of_code(stet_plugin_api::OutcomeCode(42)),
+            Outcome::Other("code 42".into())
+        );
+    }
+
+    #[test]
+    fn only_a_call_that_ended_its_task_is_a_finished_call() {
+        use stet_plugin_api::OutcomeCode as C;
+        assert_eq!(Outcome::Done.finished_call(), Some(C::DONE));
+        assert_eq!(Outcome::Failed.finished_call(), Some(C::FAILED));
+        assert_eq!(Outcome::OutOfShape.finished_call(), Some(C::OUT_OF_SHAPE));
+        assert_eq!(
+            Outcome::ResourceLimit.finished_call(),
+            Some(C::RESOURCE_LIMIT)
+        );
+        for unfinished in [
+            Outcome::Running,
+            Outcome::Interrupted,
+            Outcome::NotRun,
+            Outcome::RateLimited,
+            Outcome::NotLoggedIn,
+            Outcome::ServiceUnavailable,
+            Outcome::Passed,
+            Outcome::Other("done-ish".into()),
+        ] {
+            assert_eq!(unfinished.finished_call(), None, "{unfinished}");
+        }
+    }
+
+    #[test]
+    fn a_receipt_written_before_the_outcome_was_typed_still_reads() {
+        // As a drive of the stet before typed receipts wrote it (no owner, limits or
+        // later fields), and one from a newer stet with words this one does not know.
+        let old = r#"{"id":"1-item-check","run":"drive-1","item":"item","lane":"stet/item",
+            "role":"check","round":2,"runtime":{"name":"docker","version":"0.1.0",
+            "library_sha256":"ab"},"runtime_reason":"the only one","harness":{"name":"",
+            "version":"","library_sha256":""},"image":"stet-lane:1","network":"none",
+            "started_unix_ms":1,"ended_unix_ms":2,"exit_code":0,"exit_signal":null,
+            "outcome":"passed","detail":"ok","retry_at_unix":null,"cost_usd":null,
+            "usage":[],"commit_before":"a","commit_after":"a","log":"/x.log","session":[]}"#;
+        let receipt: Receipt = serde_json::from_str(old).unwrap();
+        assert_eq!(receipt.role, CallRole::Check);
+        assert_eq!(receipt.outcome, Outcome::Passed);
+        let newer = old
+            .replace(r#""role":"check""#, r#""role":"judge""#)
+            .replace(r#""outcome":"passed""#, r#""outcome":"vetoed""#);
+        let receipt: Receipt = serde_json::from_str(&newer).unwrap();
+        assert_eq!(receipt.role, CallRole::Other("judge".into()));
+        assert_eq!(receipt.outcome, Outcome::Other("vetoed".into()));
+        assert_eq!(receipt.outcome.finished_call(), None);
+        // And what is read is written back the same.
+        let again: Receipt =
+            serde_json::from_str(&serde_json::to_string(&receipt).unwrap()).unwrap();
+        assert_eq!(again, receipt);
     }
 }

@@ -348,8 +348,8 @@ pub(crate) fn resolve<'i>(
 #[derive(Serialize)]
 struct Step {
     receipt: String,
-    role: String,
-    outcome: String,
+    role: crate::receipts::CallRole,
+    outcome: crate::receipts::Outcome,
     detail: String,
     seconds: f64,
     cost_usd: Option<f64>,
@@ -397,7 +397,7 @@ pub fn show(args: &super::ShowArgs, printer: Printer) -> Result<Exit, CliError> 
     let mut rounds: Vec<Round> = Vec::new();
     for r in ours {
         let round = r.round.unwrap_or(1);
-        let tail = if r.role == "check" {
+        let tail = if r.role == crate::receipts::CallRole::Check {
             // Written by a sandbox: read as data, the end only.
             crate::files::read_untrusted(&r.log, 8 << 20)
                 .map(|bytes| {
@@ -505,7 +505,8 @@ pub fn show(args: &super::ShowArgs, printer: Printer) -> Result<Exit, CliError> 
             // A check's detail is its output, shown as its tail below.
             if !step.detail.is_empty()
                 && step.tail.is_empty()
-                && (step.role == "review" || step.outcome != "done")
+                && (step.role == crate::receipts::CallRole::Review
+                    || step.outcome != crate::receipts::Outcome::Done)
             {
                 for line in step.detail.lines().take(6) {
                     printer.out(&format!("      {line}"));
@@ -571,7 +572,7 @@ pub fn log(args: &super::LogArgs, printer: Printer) -> Result<Exit, CliError> {
         let (receipts, _) = crate::receipts::read_all(repo);
         receipts
             .into_iter()
-            .filter(|r| r.item == item && r.role != "check")
+            .filter(|r| r.item == item && r.role != crate::receipts::CallRole::Check)
             .max_by_key(|r| r.started_unix_ms)
     };
     let Some(mut call) = latest(&repo) else {

@@ -145,7 +145,7 @@ pub fn status(args: &StatusArgs, printer: Printer) -> Result<Exit, CliError> {
         .collect();
     let mut outcomes = std::collections::BTreeMap::new();
     for r in &all {
-        *outcomes.entry(r.outcome.clone()).or_insert(0) += 1;
+        *outcomes.entry(r.outcome.word().to_string()).or_insert(0) += 1;
     }
     let status = Status {
         items: items.len(),

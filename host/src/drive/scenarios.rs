@@ -770,12 +770,12 @@ fn the_checks_output_and_the_reviewers_words_are_shown_kept_and_handed_to_the_ne
     // The check has receipts like a call's, its output in its log: failed in round 1,
     // passed in round 2 (which the reviewer sent back) and in round 3.
     let (receipts, _) = crate::receipts::read_all(&world.repo);
-    let checks: Vec<_> = receipts.iter().filter(|r| r.role == "check").collect();
+    let checks: Vec<_> = receipts
+        .iter()
+        .filter(|r| r.role == crate::receipts::CallRole::Check)
+        .collect();
     assert_eq!(
-        checks
-            .iter()
-            .map(|r| r.outcome.as_str())
-            .collect::<Vec<_>>(),
+        checks.iter().map(|r| r.outcome.word()).collect::<Vec<_>>(),
         ["failed", "passed", "passed"]
     );
     let log = std::fs::read_to_string(&checks[0].log).unwrap();

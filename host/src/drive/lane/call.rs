@@ -196,7 +196,7 @@ impl Worker<'_, '_> {
         receipt.commit_after = lane.head().unwrap_or_default();
         let mut end = harness::call_end(&output, &outcome);
         if infrastructure {
-            end.outcome = receipts::NOT_RUN.to_string();
+            end.outcome = receipts::Outcome::NotRun;
         }
         match carried {
             Ok(files) => end.profile_carried = files,
@@ -318,7 +318,7 @@ impl Worker<'_, '_> {
             run: self.drive.run.clone(),
             item: item.id.clone(),
             lane: lane.branch.clone(),
-            role: call::role_word(role),
+            role: receipts::CallRole::of(role),
             round: Some(round),
             network: crate::network::describe(
                 &launched.launch.network,

@@ -118,7 +118,7 @@ impl Worker<'_, '_> {
             run: self.drive.run.clone(),
             item: item.id.clone(),
             lane: lane.branch.clone(),
-            role: "check",
+            role: receipts::CallRole::Check,
             round: Some(round),
             network: "none".to_string(),
             started_unix_ms: started,
@@ -182,7 +182,11 @@ impl Worker<'_, '_> {
         let end = receipts::CallEnd {
             exit_code: status.code.into_option(),
             exit_signal: status.signal.into_option(),
-            outcome: if passed { "passed" } else { "failed" }.to_string(),
+            outcome: if passed {
+                receipts::Outcome::Passed
+            } else {
+                receipts::Outcome::Failed
+            },
             detail: tail(&shown, 12, 4096),
             output_bytes,
             log_cut_bytes,

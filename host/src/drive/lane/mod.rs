@@ -13,8 +13,6 @@ mod scan;
 
 pub(in crate::drive) use ahead::NextMaker;
 
-use stet_plugin_api::OutcomeCode;
-
 use crate::checkpoints::{Checkpoint, Mark, Next};
 use crate::error::CliError;
 use crate::lanes::{self, Lane};
@@ -206,8 +204,8 @@ impl Worker<'_, '_> {
         at: &Checkpoint,
     ) -> Result<Option<Call>, CliError> {
         let role = match at.next {
-            Next::Implement => "implement",
-            Next::Review => "review",
+            Next::Implement => receipts::CallRole::Implement,
+            Next::Review => receipts::CallRole::Review,
             _ => return Ok(None),
         };
         let (receipts, _) = receipts::read_all(&self.drive.repo);
@@ -231,13 +229,9 @@ impl Worker<'_, '_> {
         let Some(receipt) = found else {
             return Ok(None);
         };
-        let kind = match receipt.outcome.as_str() {
-            "done" => OutcomeCode::DONE,
-            "failed" => OutcomeCode::FAILED,
-            "out-of-shape" => OutcomeCode::OUT_OF_SHAPE,
-            "resource-limit" => OutcomeCode::RESOURCE_LIMIT,
-            // Running, interrupted, not run, a wait or an outage: no finished call.
-            _ => return Ok(None),
+        // Running, interrupted, not run, a wait or an outage: no finished call.
+        let Some(kind) = receipt.outcome.finished_call() else {
+            return Ok(None);
         };
         note!(
             self.drive.progress,
@@ -270,9 +264,9 @@ impl Worker<'_, '_> {
             .rev()
             .find(|r| {
                 r.item == item.id
-                    && r.role == "check"
+                    && r.role == receipts::CallRole::Check
                     && r.round == Some(at.round)
-                    && r.outcome == "passed"
+                    && r.outcome == receipts::Outcome::Passed
                     && Some(&r.id) != at.receipt.as_ref()
                     && r.commit_before == head
             })
