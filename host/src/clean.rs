@@ -80,9 +80,7 @@ pub fn clean(
             )));
             continue;
         }
-        let root = crate::receipts::git_dir(repo)
-            .join("stet/lanes")
-            .join(&item);
+        let root = crate::git::git_dir(repo).join("stet/lanes").join(&item);
         let bytes = crate::files::tree_size(&root, u64::MAX);
         match std::fs::remove_dir_all(&root) {
             Ok(()) => done.push(removed(format!("the lane of {item} ({how})"), bytes)),

@@ -421,7 +421,7 @@ pub fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
                         format!(
                             "key `sandbox.{key}`: {} is below the least stet allows ({})",
                             value.get_ref(),
-                            crate::settings::size(least)
+                            crate::printer::size(least)
                         ),
                     ));
                 }
@@ -452,7 +452,7 @@ pub fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
             ("deny", network.deny, &mut network_deny),
         ] {
             for (i, entry) in entries.into_iter().flatten().enumerate() {
-                crate::network::check_entry(entry.get_ref()).map_err(|why| {
+                check_entry(entry.get_ref()).map_err(|why| {
                     error(
                         Some(entry.span().start),
                         format!("key `network.{key}[{i}]`: {why}"),
@@ -464,7 +464,7 @@ pub fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
         for (target, addr) in network.connect_to.into_iter().flatten() {
             let at = Some(addr.span().start);
             let key = format!("key `network.connect_to.\"{target}\"`");
-            let (host, port) = match crate::network::check_entry(&target)
+            let (host, port) = match check_entry(&target)
                 .ok()
                 .and_then(|()| target.rsplit_once(':'))
                 .and_then(|(h, p)| Some((h, p.parse::<u16>().ok()?)))
@@ -598,6 +598,12 @@ pub fn repository_root(dir: &Path) -> Option<PathBuf> {
     dir.ancestors()
         .find(|d| d.join(".git").exists())
         .map(Path::to_path_buf)
+}
+
+/// Checks one `[network]` allow or deny entry as a configuration file writes it (the
+/// proxy reads the same words, `network::Egress::start`).
+fn check_entry(text: &str) -> Result<(), String> {
+    stet_egress::policy::Entry::parse(text).map(|_| ())
 }
 
 #[cfg(test)]

@@ -18,18 +18,13 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::sync::{Mutex, OnceLock, PoisonError};
 
-use stet_egress::credentials::{Fingerprint, Gateway, Revoked, Swap};
+use stet_egress::credentials::{Fingerprint, Gateway, Swap};
 use stet_plugin_api::{CredentialDecl, CredentialSource, EnvVar};
 
 pub use stet_plugin_api::GATEWAY_PORT;
 
 use crate::error::CliError;
-
-/// The stand-ins of every sandbox of this process that is gone.
-pub fn revoked() -> &'static Revoked {
-    static REVOKED: OnceLock<Revoked> = OnceLock::new();
-    REVOKED.get_or_init(Revoked::default)
-}
+use crate::network::{is_loopback_name, revoked};
 
 /// The fingerprints (and lengths) of every real credential this process has sealed away
 /// (a drive's).
@@ -45,6 +40,18 @@ pub fn known() -> Vec<(Fingerprint, usize)> {
 fn known_set() -> &'static Mutex<HashSet<(Fingerprint, usize)>> {
     static KNOWN: OnceLock<Mutex<HashSet<(Fingerprint, usize)>>> = OnceLock::new();
     KNOWN.get_or_init(Default::default)
+}
+
+/// What the credential wall (`walls::runtime`) checks: the real credentials' fingerprints,
+/// and how many requests of the proof call had one swapped in at the gateway.
+pub struct CredentialCheck {
+    /// The fingerprints of the credentials sealed away from the proof's sandbox.
+    pub real: Vec<Fingerprint>,
+    /// Whether one of them travels in a header (so the proof call's requests must have
+    /// had it swapped in).
+    pub swaps_expected: bool,
+    /// How many of the proof call's requests came to the gateway, and how many had it.
+    pub gateway: stet_egress::server::GatewayCounts,
 }
 
 /// One declared credential of one call: its real value and the stand-in the sandbox holds.
@@ -415,7 +422,7 @@ impl Sealed {
                 }
                 None => gateways.push(Gateway {
                     port: GATEWAY_PORT + gateways.len() as u16,
-                    tls: !crate::network::is_loopback_name(&host),
+                    tls: !is_loopback_name(&host),
                     host,
                     upstream_port: port,
                     paths: path.into_iter().collect(),
@@ -428,17 +435,14 @@ impl Sealed {
 
     /// What the credential wall checks for this call: the real values' fingerprints, and
     /// whether one travels in a header (`None` when nothing was sealed).
-    pub fn check(
-        &self,
-        gateway: stet_egress::server::GatewayCounts,
-    ) -> Option<crate::walls::runtime::CredentialCheck> {
+    pub fn check(&self, gateway: stet_egress::server::GatewayCounts) -> Option<CredentialCheck> {
         let real: Vec<Fingerprint> = self
             .held
             .iter()
             .filter(|h| !h.real.is_empty())
             .map(|h| Fingerprint::of(&h.real))
             .collect();
-        (!real.is_empty()).then(|| crate::walls::runtime::CredentialCheck {
+        (!real.is_empty()).then(|| CredentialCheck {
             real,
             swaps_expected: self
                 .held

@@ -164,7 +164,7 @@ pub fn disk(settings: &Settings, repo: &Path) -> Check {
             let free =
                 u64::from(stat.blocks_available()).saturating_mul(u64::from(stat.fragment_size()));
             let needed = disk_needed(settings);
-            let size = crate::settings::size;
+            let size = crate::printer::size;
             if free >= needed {
                 Check::ok(
                     "disk",

@@ -76,6 +76,22 @@ impl Person {
     }
 }
 
+/// The repository's git directory (`.git`, or what a `.git` file points to).
+pub fn git_dir(repo: &Path) -> PathBuf {
+    let dot_git = repo.join(".git");
+    if let Ok(text) = std::fs::read_to_string(&dot_git) {
+        if let Some(dir) = text.strip_prefix("gitdir:") {
+            let dir = PathBuf::from(dir.trim());
+            return if dir.is_absolute() {
+                dir
+            } else {
+                repo.join(dir)
+            };
+        }
+    }
+    dot_git
+}
+
 /// Runs the person's git in `dir` and returns its output whatever its exit status.
 pub fn output(dir: &Path, args: &[&str]) -> Result<Output, GitError> {
     let mut command = Command::new("git");

@@ -14,7 +14,7 @@ use crate::error::{CliError, Exit};
 use crate::plugins::loader::{HarnessHandle, Instance};
 use crate::plugins::selection::Selection;
 use crate::plugins::survey;
-use crate::sandbox::{plugin_error, DiskWatch, LaneAccess, OpenRuntime, Plan};
+use crate::sandbox::{plugin_error, stet_binary, DiskWatch, LaneAccess, OpenRuntime, Plan};
 use crate::settings::Settings;
 
 /// A harness plugin loaded into this process.
@@ -229,19 +229,6 @@ impl OpenHarness {
     }
 }
 
-/// The running stet binary, by absolute path: what sandboxes mount as itself (the hooks,
-/// the approver, the egress bridge, the wall probes).
-pub fn stet_binary() -> Result<String, CliError> {
-    std::env::current_exe()
-        .and_then(|p| p.canonicalize())
-        .map(|p| p.display().to_string())
-        .map_err(|e| {
-            CliError::failure(format!("cannot find the running stet binary: {e}")).hint(
-                "run stet from a file that still exists (it was moved or deleted while running)",
-            )
-        })
-}
-
 /// The profile one agent call runs on: a fresh copy of the walled profile, so that nothing
 /// a call writes there reaches a later call. Deleted when dropped; [`CallProfile::settle`]
 /// first lets the harness carry back what its own rule keeps (a login its agent refreshed).
@@ -346,7 +333,7 @@ impl LimitReached {
 
     /// What happened, in a line.
     pub fn describe(&self) -> String {
-        let size = crate::settings::size;
+        let size = crate::printer::size;
         match self {
             LimitReached::Memory(limit) => {
                 format!("killed by the memory limit, {}", size(*limit))

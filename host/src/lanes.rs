@@ -33,15 +33,13 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::git::git_dir;
 use crate::git::Inert;
-use crate::receipts::git_dir;
 
 mod examine;
 pub use examine::{Removed, TooLarge};
 
-/// The most a file the agent added or changed may hold for stet to commit it, by default
-/// (`[drive] max_file`).
-pub const MAX_FILE: u64 = 16 << 20;
+pub use crate::settings::MAX_FILE;
 
 /// Why a lane's work was not committed.
 #[derive(Debug, thiserror::Error)]

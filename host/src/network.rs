@@ -21,15 +21,23 @@
 //! is listed. Every refusal is answered 403 with the reason, and counted in the receipt.
 
 use std::path::PathBuf;
+use std::sync::OnceLock;
 
-use stet_egress::credentials::Gateway;
+use stet_egress::credentials::{Gateway, Revoked};
 use stet_egress::policy::{Entry, Rules};
 use stet_egress::server::{Blocked, Extras, GatewayCounts, Proxy, SystemResolver};
 use stet_plugin_api::{EnvVar, Network, ProcessSpec, SandboxOption};
 
 use crate::error::{CliError, Exit};
-use crate::sandbox::{OpenRuntime, Plan, Process, Sandbox};
+use crate::sandbox::{stet_binary, OpenRuntime, Plan, Process, Sandbox};
 use crate::settings::{NetworkSettings, Settings};
+
+/// The credential stand-ins (`credentials::Sealed`) of every sandbox of this process that
+/// is gone: every proxy of this process refuses a request that carries one.
+pub fn revoked() -> &'static Revoked {
+    static REVOKED: OnceLock<Revoked> = OnceLock::new();
+    REVOKED.get_or_init(Revoked::default)
+}
 
 /// Where the proxy's socket is inside a sandbox.
 pub const SANDBOX_SOCKET: &str = "/run/stet-egress.sock";
@@ -40,11 +48,6 @@ const PROXY_PORT: u16 = 3128;
 
 /// What the bridge prints once it listens (see `stet_egress::bridge::run`).
 pub const BRIDGE_READY: &str = "stet-bridge: ready";
-
-/// Checks one allow or deny entry as a configuration file writes it.
-pub fn check_entry(text: &str) -> Result<(), String> {
-    Entry::parse(text).map(|_| ())
-}
 
 /// One host a call's sandbox was refused, as its receipt records it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -173,7 +176,7 @@ impl Egress {
             std::sync::Arc::new(SystemResolver),
             Extras {
                 gateways,
-                revoked: crate::credentials::revoked().clone(),
+                revoked: revoked().clone(),
                 tls_roots: None,
                 stubs: stubs.to_vec(),
                 connect_to: settings.connect_to.clone(),
@@ -371,7 +374,7 @@ impl<'a> WalledSandbox<'a> {
         plan.network = network;
         // The bridge is the stet binary itself, mounted as itself (a harness's hooks mount
         // it already).
-        let stet = crate::harness::stet_binary()?;
+        let stet = stet_binary()?;
         if egress.is_some() && !plan.mounts.iter().any(|m| m.target.as_str() == stet) {
             plan.mounts.push(stet_plugin_api::Mount {
                 source: stet.clone().into(),

@@ -118,6 +118,21 @@ pub fn rfc3339_ms(unix_ms: u64) -> String {
     .to_string()
 }
 
+/// A size as people write it: `4 GiB`, `512 MiB`, or `1.5 GiB` when not a whole number.
+pub fn size(bytes: u64) -> String {
+    for (unit, name) in [
+        (1u64 << 40, "TiB"),
+        (1 << 30, "GiB"),
+        (1 << 20, "MiB"),
+        (1 << 10, "KiB"),
+    ] {
+        if bytes >= unit && bytes % unit == 0 {
+            return format!("{} {name}", bytes / unit);
+        }
+    }
+    bytesize::ByteSize::b(bytes).display().iec().to_string()
+}
+
 /// The version of every `--json` shape: a consumer checks it before reading the rest.
 pub const SCHEMA: u32 = 1;
 

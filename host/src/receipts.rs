@@ -412,23 +412,8 @@ impl PluginRecord {
     }
 }
 
-/// The repository's git directory (`.git`, or what a `.git` file points to).
-pub fn git_dir(repo: &Path) -> PathBuf {
-    let dot_git = repo.join(".git");
-    if let Ok(text) = std::fs::read_to_string(&dot_git) {
-        if let Some(dir) = text.strip_prefix("gitdir:") {
-            let dir = PathBuf::from(dir.trim());
-            return if dir.is_absolute() {
-                dir
-            } else {
-                repo.join(dir)
-            };
-        }
-    }
-    dot_git
-}
-
 pub use crate::files::write_durably;
+pub use crate::git::git_dir;
 
 /// Where the full output of the call `receipt_id` goes.
 pub fn log_path(repo: &Path, receipt_id: &str) -> PathBuf {

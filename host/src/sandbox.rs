@@ -586,6 +586,19 @@ pub fn base_env() -> Vec<stet_plugin_api::EnvVar> {
 
 pub use crate::settings::DEFAULT_IMAGE;
 
+/// The running stet binary, by absolute path: what sandboxes mount as itself (the hooks,
+/// the approver, the egress bridge, the wall probes).
+pub fn stet_binary() -> Result<String, CliError> {
+    std::env::current_exe()
+        .and_then(|p| p.canonicalize())
+        .map(|p| p.display().to_string())
+        .map_err(|e| {
+            CliError::failure(format!("cannot find the running stet binary: {e}")).hint(
+                "run stet from a file that still exists (it was moved or deleted while running)",
+            )
+        })
+}
+
 /// The variable every stet sandbox carries, so a drive started inside one refuses.
 pub const IN_SANDBOX: &str = "STET_IN_SANDBOX";
 

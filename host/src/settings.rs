@@ -20,9 +20,14 @@ use crate::error::CliError;
 use crate::plugins::discovery;
 use crate::plugins::selection::Preference;
 use crate::plugins::PluginSettings;
+use crate::printer::size;
 
 /// The image sandboxes use when nothing names another.
 pub const DEFAULT_IMAGE: &str = "stet-lane:1";
+
+/// The most a file the agent added or changed may hold for stet to commit it, by default
+/// (`[drive] max_file`).
+pub const MAX_FILE: u64 = 16 << 20;
 
 /// The default root of walled profiles: `~/.stet/profiles`.
 pub fn default_profiles_root() -> PathBuf {
@@ -147,21 +152,6 @@ impl SandboxLimits {
             size(self.disk_bytes)
         )
     }
-}
-
-/// A size as people write it: `4 GiB`, `512 MiB`, or `1.5 GiB` when not a whole number.
-pub fn size(bytes: u64) -> String {
-    for (unit, name) in [
-        (1u64 << 40, "TiB"),
-        (1 << 30, "GiB"),
-        (1 << 20, "MiB"),
-        (1 << 10, "KiB"),
-    ] {
-        if bytes >= unit && bytes % unit == 0 {
-            return format!("{} {name}", bytes / unit);
-        }
-    }
-    bytesize::ByteSize::b(bytes).display().iec().to_string()
 }
 
 /// This machine's memory, in bytes (8 GiB when it cannot be read).
@@ -316,7 +306,7 @@ pub fn resolve(plugins_dirs: &[PathBuf], overrides: &Overrides) -> Result<Settin
         .iter()
         .rev()
         .find_map(|f| f.drive_max_file)
-        .unwrap_or(crate::lanes::MAX_FILE);
+        .unwrap_or(MAX_FILE);
     let secrets_allowed: Vec<String> = files
         .iter()
         .flat_map(|f| f.drive_secrets_allowed.iter().cloned())
@@ -472,7 +462,7 @@ fn narrow_only(repo: &mut ConfigFile, persons: &[ConfigFile]) -> Vec<String> {
         .iter()
         .rev()
         .find_map(|f| f.drive_max_file)
-        .unwrap_or(crate::lanes::MAX_FILE);
+        .unwrap_or(MAX_FILE);
     if repo.drive_max_file.is_some_and(|m| m > their_max_file) {
         repo.drive_max_file = None;
         ignored.push("[drive] max_file (it raises the limit)".to_string());

@@ -727,7 +727,7 @@ pub fn clean(args: &super::CleanArgs, printer: Printer) -> Result<Exit, CliError
     }
     for d in &done {
         let size = if d.bytes > 0 {
-            format!(" — {}", crate::settings::size(d.bytes))
+            format!(" — {}", crate::printer::size(d.bytes))
         } else {
             String::new()
         };
@@ -736,7 +736,7 @@ pub fn clean(args: &super::CleanArgs, printer: Printer) -> Result<Exit, CliError
     if !done.is_empty() {
         printer.out(&format!(
             "freed {} on this clone",
-            crate::settings::size(freed)
+            crate::printer::size(freed)
         ));
     }
     if !args.remote {

@@ -180,13 +180,13 @@ pub fn refusal(found: &[TooLarge], max_file: u64) -> String {
     let listed: Vec<String> = found
         .iter()
         .take(10)
-        .map(|f| format!("{} ({})", f.path, crate::settings::size(f.bytes)))
+        .map(|f| format!("{} ({})", f.path, crate::printer::size(f.bytes)))
         .collect();
     let more = found.len().saturating_sub(listed.len());
     format!(
         "the agent left {} over the {} a lane may commit ([drive] max_file): {}{}; stet does not commit them (raise max_file if the item needs such files)",
         crate::printer::count(found.len(), "file", "files"),
-        crate::settings::size(max_file),
+        crate::printer::size(max_file),
         listed.join(", "),
         if more > 0 {
             format!(" and {more} more")

@@ -21,6 +21,9 @@ use wait_timeout::ChildExt;
 use super::loader::{self, Identity};
 use super::manifest::{self, Manifest};
 
+/// The short memory of answers that said "available".
+pub mod cache;
+
 /// The hidden subcommand the children run.
 pub const WORKER_COMMAND: &str = "__probe-worker";
 
@@ -227,7 +230,7 @@ pub struct Probed {
     pub result: Result<Probe, ProbeFailure>,
     /// How long the probe took, child start to answer.
     pub elapsed: Duration,
-    /// When the answer is one remembered from an earlier command (`probe_cache`): how old
+    /// When the answer is one remembered from an earlier command (`probe::cache`): how old
     /// it is. No probe ran then.
     pub reused: Option<Duration>,
 }
@@ -253,7 +256,7 @@ pub fn probe_all(requests: Vec<ProbeRequest>, stet_binary: &Path, limit: Duratio
     probe_all_with(requests, stet_binary, limit, Reuse::Never)
 }
 
-/// Whether a probe may answer from [`super::probe_cache`].
+/// Whether a probe may answer from [`cache`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reuse {
     /// Always probe (`stet plugins probe`, install).
@@ -277,7 +280,7 @@ pub fn probe_all_with(
             std::thread::spawn(move || {
                 let key = (reuse == Reuse::Fresh)
                     .then(|| {
-                        super::probe_cache::key(
+                        cache::key(
                             &request.manifest.path,
                             &request.manifest.library,
                             &request.config_json,
@@ -285,7 +288,7 @@ pub fn probe_all_with(
                         )
                     })
                     .flatten();
-                if let Some(entry) = key.as_deref().and_then(super::probe_cache::get) {
+                if let Some(entry) = key.as_deref().and_then(cache::get) {
                     return Probed {
                         manifest: request.manifest,
                         identity: Some(entry.identity.clone()),
@@ -302,7 +305,7 @@ pub fn probe_all_with(
                     probed.interface.clone(),
                     probed.result.clone(),
                 ) {
-                    super::probe_cache::put(key, identity, interface, probe);
+                    cache::put(key, identity, interface, probe);
                 }
                 probed
             })

@@ -123,7 +123,7 @@ pub fn choose_each(
         }
     }
     // Selecting a plugin to use it: a fresh answer of the same library may stand in for a
-    // probe (`probe_cache`).
+    // probe (`probe::cache`).
     let survey = survey_of(
         settings,
         all.iter().filter(|f| wanted(f)).cloned().collect(),

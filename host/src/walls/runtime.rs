@@ -18,9 +18,10 @@ use std::collections::BTreeSet;
 
 use stet_plugin_api::{EnvVar, Launch, Network, ProcessSpec};
 
+use crate::credentials::CredentialCheck;
 use crate::error::CliError;
 use crate::harness;
-use crate::sandbox::{LaneAccess, LaneMounts, OpenRuntime, Plan};
+use crate::sandbox::{stet_binary, LaneAccess, LaneMounts, OpenRuntime, Plan};
 use crate::settings::Settings;
 
 use super::Wall;
@@ -38,18 +39,6 @@ const CREDENTIAL_WORDS: [&str; 6] = ["KEY", "TOKEN", "SECRET", "PASSWORD", "CRED
 
 const BEGIN: &str = "stet-runtime-walls 1";
 const END: &str = "stet-runtime-walls-end";
-
-/// What the credential wall checks: the real credentials' fingerprints, and how many
-/// requests of the proof call had one swapped in at the gateway.
-pub struct CredentialCheck {
-    /// The fingerprints of the credentials sealed away from the proof's sandbox.
-    pub real: Vec<stet_egress::credentials::Fingerprint>,
-    /// Whether one of them travels in a header (so the proof call's requests must have
-    /// had it swapped in).
-    pub swaps_expected: bool,
-    /// How many of the proof call's requests came to the gateway, and how many had it.
-    pub gateway: stet_egress::server::GatewayCounts,
-}
 
 /// Proves the runtime's walls for `launch` (the harness's proof launch, whose mounts,
 /// network and environment an agent's launch shares), in a sandbox sealed as the agent's
@@ -89,7 +78,7 @@ pub fn prove(
         )),
         _ => None,
     };
-    let stet = harness::stet_binary()?;
+    let stet = stet_binary()?;
     let egress_script = match &listeners {
         Some((listed, unlisted)) => {
             format!(

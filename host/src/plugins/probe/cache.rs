@@ -15,8 +15,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use super::loader::Identity;
-use super::probe::Probe;
+use super::Probe;
+use crate::plugins::loader::Identity;
 
 /// How long an answer is reused.
 pub const FRESH: Duration = Duration::from_secs(30);
@@ -48,7 +48,7 @@ impl Entry {
 
 /// The file's identity on disk (`trust::file_identity`), or `None` when it cannot be read.
 fn identity_of(path: &Path) -> Option<String> {
-    super::trust::file_identity(path).ok()
+    crate::plugins::trust::file_identity(path).ok()
 }
 
 /// What an answer is for: the library, the manifest, the settings and the probing stet.
