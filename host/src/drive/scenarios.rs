@@ -537,7 +537,10 @@ impl World {
             library_sha256: String::new(),
         };
         let slots = (0..options.jobs)
-            .map(|_| super::Slot::start(&self.repo, options))
+            .map(|_| {
+                let clock: Arc<dyn Clock> = clock.clone();
+                super::Slot::start(&self.repo, options, &clock)
+            })
             .collect();
         let drive = Drive {
             repo: self.repo.clone(),
