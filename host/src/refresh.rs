@@ -47,6 +47,21 @@ pub fn keep_fresh(
     within: Duration,
     note: &dyn Fn(&str),
 ) -> Result<Option<u64>, CliError> {
+    keep_fresh_at(&now_ms, settings, runtime, harness, profile, within, note)
+}
+
+/// [`keep_fresh`], with now read from `now_ms` (milliseconds since the epoch): the drive
+/// passes its own clock, so that a login's expiry is judged on the time its waits and
+/// reservations are.
+pub fn keep_fresh_at(
+    now_ms: &dyn Fn() -> u64,
+    settings: &Settings,
+    runtime: &OpenRuntime,
+    harness: &OpenHarness,
+    profile: &Profile,
+    within: Duration,
+    note: &dyn Fn(&str),
+) -> Result<Option<u64>, CliError> {
     let due =
         |expiry: u64| expiry != 0 && expiry < now_ms().saturating_add(millis(within + MARGIN));
     if !due(harness.login_expiry(profile)?) {

@@ -153,12 +153,13 @@ struct Slot {
 }
 
 impl Slot {
-    fn start(repo: &Path, options: &DriveOptions) -> Slot {
+    fn start(repo: &Path, options: &DriveOptions, clock: &Arc<dyn Clock>) -> Slot {
         Slot {
             keeper: keeper::Keeper::start(
                 repo.to_path_buf(),
                 options.remote.clone(),
                 options.lease_secs,
+                clock.clone(),
             ),
             in_flight: Arc::new(std::sync::Mutex::new(None)),
         }
@@ -246,9 +247,11 @@ pub fn run(
         name: &options.remote,
     };
     let marks = remote.marks().map_err(remote_error)?;
+    // What every now and every wait of the drive is measured by, from here on.
+    let clock: Arc<dyn Clock> = Arc::new(time::SystemClock);
     // Eligible: open, and not held by a live reservation of another drive (this clone's
     // own lapsed or interrupted ones it takes over).
-    let now_unix = now_ms() as i64 / 1000;
+    let now_unix = clock.now();
     let held_elsewhere: std::collections::HashSet<String> = remote
         .list()
         .map_err(remote_error)?
@@ -342,7 +345,7 @@ pub fn run(
 
     let stop = Arc::new(Stop::default());
     let slots: Vec<Slot> = (0..options.jobs)
-        .map(|_| Slot::start(&repo, options))
+        .map(|_| Slot::start(&repo, options, &clock))
         .collect();
     watch_signals(
         printer,
@@ -352,7 +355,7 @@ pub fn run(
             .map(|s| (s.in_flight.clone(), s.keeper.clone()))
             .collect(),
     )?;
-    let run = format!("drive-{}-{}", std::process::id(), now_ms());
+    let run = format!("drive-{}-{}", std::process::id(), clock.now_ms());
     let profile = harness.profile()?;
     let live = std::io::stderr().is_terminal();
     let author = crate::git::Person::of_repository(&repo);
@@ -376,7 +379,7 @@ pub fn run(
         runtime,
         run,
         stop,
-        clock: Arc::new(time::SystemClock),
+        clock,
         slots,
         tally: Default::default(),
         profile_lock: Default::default(),

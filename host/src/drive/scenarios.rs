@@ -60,6 +60,10 @@ enum Act {
     SayOnceMadeFor(&'static str, &'static str),
     /// Hits the usage limit, which resets at this time (seconds since the epoch).
     Limited(i64),
+    /// Does this to the world (moves the clock, acts as a peer), then writes this file.
+    RunThenWrite(fn(&Script), &'static str),
+    /// Does this to the world, then answers this.
+    RunThenSay(fn(&Script), &'static str),
 }
 
 /// One test's world, shared by its fake runtime and harness.
@@ -88,6 +92,12 @@ struct Script {
     remote: Mutex<Option<PathBuf>>,
     /// The walled profile directory.
     profile: Mutex<String>,
+    /// The clone the drive works in, for the acts that read or write the remote through it.
+    repo: Mutex<Option<PathBuf>>,
+    /// The drive's clock, for the acts that move it.
+    clock: Mutex<Option<Arc<FakeClock>>>,
+    /// The drive's reservation keepers, one a lane, for the acts that wait on them.
+    keepers: Mutex<Vec<super::keeper::Keeper>>,
 }
 
 impl Script {
@@ -97,6 +107,29 @@ impl Script {
 
     fn count(&self, role: &str) -> usize {
         self.calls().iter().filter(|c| *c == role).count()
+    }
+
+    fn clock(&self) -> Arc<FakeClock> {
+        self.clock.lock().unwrap().clone().expect("a drive runs")
+    }
+
+    /// The keeper of the first lane.
+    fn keeper(&self) -> super::keeper::Keeper {
+        self.keepers.lock().unwrap()[0].clone()
+    }
+
+    /// Runs `f` on the drive's remote, as the drive's clone sees it.
+    fn on_remote<T>(&self, f: impl FnOnce(Remote<'_>) -> T) -> T {
+        let repo = self.repo.lock().unwrap().clone().unwrap();
+        f(Remote {
+            repo: &repo,
+            name: "origin",
+        })
+    }
+
+    /// Notes what an act saw, among the events.
+    fn saw(&self, what: String) {
+        self.events.lock().unwrap().push(what);
     }
 }
 
@@ -277,6 +310,14 @@ impl FakeProcess {
                 std::fs::rename(&remote, remote.with_extension("gone")).unwrap();
                 self.act(Act::Write(name))
             }
+            Act::RunThenWrite(run, name) => {
+                run(&self.script);
+                self.act(Act::Write(name))
+            }
+            Act::RunThenSay(run, words) => {
+                run(&self.script);
+                self.act(Act::Say(words))
+            }
         }
     }
 }
@@ -447,6 +488,7 @@ impl World {
         let script = Arc::new(Script::default());
         *script.remote.lock().unwrap() = Some(remote.clone());
         *script.profile.lock().unwrap() = profile.display().to_string();
+        *script.repo.lock().unwrap() = Some(repo.clone());
         static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let id = format!(
             "scenario-{}",
@@ -536,9 +578,14 @@ impl World {
             version: "0.0.0".into(),
             library_sha256: String::new(),
         };
-        let slots = (0..options.jobs)
-            .map(|_| super::Slot::start(&self.repo, options))
+        let slots: Vec<super::Slot> = (0..options.jobs)
+            .map(|_| {
+                let clock: Arc<dyn Clock> = clock.clone();
+                super::Slot::start(&self.repo, options, &clock)
+            })
             .collect();
+        *self.script.clock.lock().unwrap() = Some(clock.clone());
+        *self.script.keepers.lock().unwrap() = slots.iter().map(|s| s.keeper.clone()).collect();
         let drive = Drive {
             repo: self.repo.clone(),
             settings: &self.settings,
@@ -1182,5 +1229,295 @@ fn an_item_sent_back_to_its_agent_lets_the_next_items_lane_go_before_its_next_ro
             "ended implement two"
         ],
         "{events:#?}"
+    );
+}
+
+// The one clock: the reservation is stamped, found due, renewed and found lapsed on the
+// drive's clock, which these tests move while the agent works.
+
+/// The lease of [`World::options`].
+const LEASE: i64 = 3600;
+
+/// A holder of another clone, on another host: never taken over before its reservation
+/// lapses.
+const PEER: &str = "peer-host:peer-clone:4194999:1";
+
+/// What the remote says of `item`'s reservation: who holds it and until when.
+fn reservation_of(script: &Script, item: &str) -> Option<(String, i64)> {
+    script.on_remote(|remote| {
+        remote
+            .get(item)
+            .unwrap()
+            .map(|h| (h.reservation.holder, h.reservation.expires_at_unix))
+    })
+}
+
+/// The drive's clock passes the renewal point (a third of the lease) while the agent
+/// works: the keeper renews, on its own, for a lease from then.
+fn pass_the_renewal_point(script: &Script) {
+    let (clock, keeper) = (script.clock(), script.keeper());
+    let (item, taken_until) = keeper.lapse().expect("the item is held");
+    clock.advance(LEASE / 3);
+    let renewed_until = clock.now() + LEASE;
+    keeper.wait_until(|seen| seen.expires == Some(renewed_until));
+    let (_, on_remote) = reservation_of(script, &item).unwrap();
+    script.saw(format!(
+        "renewed by the keeper: {} s later on the remote",
+        on_remote - taken_until
+    ));
+}
+
+#[test]
+fn the_keeper_renews_while_the_agent_works_once_the_clock_passes_a_third_of_the_lease() {
+    let world = World::new(&["item"]);
+    world.script_implement(&[Act::RunThenWrite(pass_the_renewal_point, "change")]);
+    let clock = Arc::new(FakeClock::new());
+    let (exit, lines) = world.drive(&world.options(), &clock);
+    assert_eq!(exit, Exit::Success, "{lines:#?}");
+    let events = world.script.events.lock().unwrap().clone();
+    assert!(
+        events.contains(&format!(
+            "renewed by the keeper: {} s later on the remote",
+            LEASE / 3
+        )),
+        "{events:#?}"
+    );
+    assert!(clock.waits().is_empty(), "no wait of the drive's own");
+    assert!(
+        !lines.iter().any(|l| l.contains("cannot renew")),
+        "{lines:#?}"
+    );
+    assert_eq!(world.landed(), ["item"]);
+    assert!(world.origin().list().unwrap().is_empty(), "released");
+}
+
+/// The remote refuses every push (a hook) while the clock passes the renewal point: the
+/// keeper's renewal does not reach it. Then the remote takes pushes again.
+fn refuse_the_renewal(script: &Script) {
+    use std::os::unix::fs::PermissionsExt;
+    let (clock, keeper) = (script.clock(), script.keeper());
+    let hook = script
+        .remote
+        .lock()
+        .unwrap()
+        .clone()
+        .unwrap()
+        .join("hooks/pre-receive");
+    std::fs::create_dir_all(hook.parent().unwrap()).unwrap();
+    std::fs::write(&hook, "#!/bin/sh\necho 'refused: a test' >&2\nexit 1\n").unwrap();
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    clock.advance(LEASE / 3);
+    let seen = keeper.wait_until(|seen| seen.unreachable.is_some());
+    assert!(seen.lost.is_none(), "a refusal is no loss: {seen:?}");
+    std::fs::remove_file(&hook).unwrap();
+}
+
+#[test]
+fn a_renewal_the_remote_refused_is_warned_about_at_the_next_move_with_when_it_lapses() {
+    let world = World::new(&["item"]);
+    world.script_review(&[Act::RunThenSay(refuse_the_renewal, "LAND")]);
+    let clock = Arc::new(FakeClock::new());
+    let lapses = clock.now() + LEASE;
+    let (exit, lines) = world.drive(&world.options(), &clock);
+    assert_eq!(exit, Exit::Success, "{lines:#?}");
+    assert!(
+        shown(
+            &lines,
+            &format!(
+                "it lapses at {} unless the remote answers",
+                super::clock(lapses)
+            )
+        ),
+        "the lane goes on, warned, at its landing: {lines:#?}"
+    );
+    assert!(
+        shown(&lines, "warning: cannot renew the reservation of item"),
+        "{lines:#?}"
+    );
+    // Not lapsed yet: the landing's push (which carries the release) lands it.
+    assert_eq!(world.landed(), ["item"]);
+    assert!(world.origin().list().unwrap().is_empty(), "released");
+}
+
+/// While the agent works a peer, whose clock ran past the reservation's expiry, takes it
+/// over; returns when it lapsed (on the peer's clock).
+fn a_peer_takes_over(script: &Script) -> i64 {
+    let (item, until) = script.keeper().lapse().expect("the item is held");
+    let later = until + 1;
+    script.on_remote(|remote| {
+        remote
+            .take(
+                crate::reservations::Reservation {
+                    item: item.clone(),
+                    holder: PEER.into(),
+                    lane: crate::lanes::branch_of(&item),
+                    stage: "implement".into(),
+                    expires_at_unix: later + LEASE,
+                },
+                later,
+                |_| false,
+            )
+            .expect("a lapsed reservation is taken over")
+    });
+    later
+}
+
+/// As [`a_peer_takes_over`], and then the drive's clock passes the lapse too: the keeper
+/// wakes, and its renewal loses to the peer's.
+fn lapse_and_a_peer_takes_over(script: &Script) {
+    let (clock, keeper) = (script.clock(), script.keeper());
+    let later = a_peer_takes_over(script);
+    clock.advance(later - clock.now());
+    let seen = keeper.wait_until(|seen| seen.lost.is_some());
+    assert_eq!(seen.expires, None, "nothing is held: {seen:?}");
+}
+
+/// As [`a_peer_takes_over`]; the drive's clock stands still, so the keeper does not look.
+fn a_peer_takes_over_on_its_clock(script: &Script) {
+    a_peer_takes_over(script);
+}
+
+/// What the item's lane left on the remote after a peer took it over: only the peer's
+/// reservation.
+fn left_to_the_peer(world: &World) {
+    assert_eq!(world.script.calls(), ["implement"], "no further call");
+    assert!(world.landed().is_empty());
+    assert_eq!(world.failed_why("item"), None, "a loss fails no item");
+    assert!(
+        world.remote_branch("item").is_none(),
+        "nothing of this lane is pushed over the peer's"
+    );
+    let held: Vec<String> = world
+        .origin()
+        .list()
+        .unwrap()
+        .into_iter()
+        .map(|h| h.reservation.holder)
+        .collect();
+    assert_eq!(held, [PEER], "the peer's reservation stands");
+}
+
+#[test]
+fn a_reservation_a_peer_took_over_is_noticed_by_the_push_after_the_call_and_left_to_the_peer() {
+    let world = World::new(&["item"]);
+    world.script_implement(&[Act::RunThenWrite(a_peer_takes_over_on_its_clock, "change")]);
+    let (exit, lines) = world.drive(&world.options(), &Arc::new(FakeClock::new()));
+    assert_eq!(exit, Exit::Success, "{lines:#?}");
+    assert!(
+        shown(
+            &lines,
+            "item: another drive took the lane over (taken by a peer: "
+        ),
+        "{lines:#?}"
+    );
+    left_to_the_peer(&world);
+}
+
+#[test]
+fn a_lapse_a_peer_took_over_is_noticed_by_the_keeper_as_the_clock_passes_it_and_left_to_the_peer() {
+    let world = World::new(&["item"]);
+    world.script_implement(&[Act::RunThenWrite(lapse_and_a_peer_takes_over, "change")]);
+    let clock = Arc::new(FakeClock::new());
+    let (exit, lines) = world.drive(&world.options(), &clock);
+    assert_eq!(exit, Exit::Success, "{lines:#?}");
+    assert!(
+        shown(
+            &lines,
+            "item: another drive took the lane over (item item: another drive changed the reservation first); leaving it"
+        ),
+        "{lines:#?}"
+    );
+    left_to_the_peer(&world);
+}
+
+/// Takes `item` for the peer, until `until` (on the drive's clock).
+fn a_peer_holds(world: &World, item: &str, until: i64) {
+    world
+        .origin()
+        .take(
+            crate::reservations::Reservation {
+                item: item.into(),
+                holder: PEER.into(),
+                lane: crate::lanes::branch_of(item),
+                stage: "implement".into(),
+                expires_at_unix: until,
+            },
+            0,
+            |_| false,
+        )
+        .unwrap();
+}
+
+#[test]
+fn a_peers_reservation_is_skipped_while_it_holds_and_taken_over_once_the_clock_passes_its_expiry() {
+    let world = World::new(&["a-held", "b-lapsed"]);
+    let clock = Arc::new(FakeClock::new());
+    a_peer_holds(&world, "a-held", clock.now() + 600);
+    a_peer_holds(&world, "b-lapsed", clock.now());
+    let (exit, lines) = world.drive(&world.options(), &clock);
+    assert_eq!(exit, Exit::Success, "{lines:#?}");
+    assert_eq!(world.landed(), ["b-lapsed"], "lapsed at the drive's now");
+    assert_eq!(world.script.calls(), ["implement", "review"]);
+    // The drive's clock jumps past the peer's expiry: taken over.
+    clock.advance(600);
+    let (exit, lines) = world.drive(&world.options(), &clock);
+    assert_eq!(exit, Exit::Success, "{lines:#?}");
+    assert_eq!(world.landed(), ["a-held", "b-lapsed"]);
+    assert!(world.origin().list().unwrap().is_empty(), "released");
+}
+
+/// The drive's clock goes back two leases while the agent works.
+fn turn_the_clock_back(script: &Script) {
+    script.clock().advance(-2 * LEASE);
+}
+
+/// Notes until when the remote holds the item, as the reviewer starts.
+fn note_the_reservation(script: &Script) {
+    let (item, _) = script.keeper().lapse().expect("the item is held");
+    let (holder, until) = reservation_of(script, &item).unwrap();
+    script.saw(format!("held by {holder} until {until}"));
+}
+
+#[test]
+fn a_clock_gone_back_during_a_call_never_shortens_the_reservation_and_the_item_lands() {
+    let world = World::new(&["item"]);
+    world.script_implement(&[Act::RunThenWrite(turn_the_clock_back, "change")]);
+    world.script_review(&[Act::RunThenSay(note_the_reservation, "LAND")]);
+    let clock = Arc::new(FakeClock::new());
+    let taken_until = clock.now() + LEASE;
+    let holder = super::holder(&world.repo);
+    let (exit, lines) = world.drive(&world.options(), &clock);
+    assert_eq!(exit, Exit::Success, "{lines:#?}");
+    // The implementing call's checkpoint carried a renewal: a lease from the clock's now
+    // would have lapsed an hour before; it kept the expiry it renewed.
+    let events = world.script.events.lock().unwrap().clone();
+    assert!(
+        events.contains(&format!("held by {holder} until {taken_until}")),
+        "{events:#?}"
+    );
+    assert_eq!(world.landed(), ["item"]);
+}
+
+/// The drive's clock jumps past the reservation's expiry while the agent works; no peer
+/// took it: the keeper renews it for a lease from the new now.
+fn jump_past_the_expiry(script: &Script) {
+    let (clock, keeper) = (script.clock(), script.keeper());
+    clock.advance(LEASE + 1);
+    let renewed_until = clock.now() + LEASE;
+    let seen = keeper.wait_until(|seen| seen.expires == Some(renewed_until));
+    assert_eq!(seen.lost, None);
+}
+
+#[test]
+fn a_clock_jumping_past_the_expiry_with_no_peer_about_is_renewed_and_the_item_lands() {
+    let world = World::new(&["item"]);
+    world.script_implement(&[Act::RunThenWrite(jump_past_the_expiry, "change")]);
+    let clock = Arc::new(FakeClock::new());
+    let (exit, lines) = world.drive(&world.options(), &clock);
+    assert_eq!(exit, Exit::Success, "{lines:#?}");
+    assert_eq!(world.landed(), ["item"]);
+    assert!(
+        !lines.iter().any(|l| l.contains("another drive")),
+        "{lines:#?}"
     );
 }
