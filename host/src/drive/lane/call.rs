@@ -13,7 +13,6 @@ use crate::receipts::{self, CallContext};
 use crate::sandbox::{LaneAccess, LaneMounts, Plan};
 
 use super::super::ahead::PreparedCall;
-use super::super::now_ms;
 use super::super::worker::Worker;
 
 /// How one agent call ended, as the drive needs it.
@@ -98,7 +97,13 @@ impl Worker<'_, '_> {
 
     /// Renews the login first if it would expire before a call could end.
     fn keep_fresh(&self) -> Result<Option<u64>, CliError> {
-        self.walled().keep_fresh(
+        let walled = self.walled();
+        crate::refresh::keep_fresh_at(
+            &|| self.drive.clock.now_ms(),
+            walled.settings,
+            walled.runtime,
+            walled.harness,
+            walled.profile,
             std::time::Duration::from_secs(self.drive.options.call_limit_secs),
             &|text| self.drive.progress.note(text),
         )
@@ -180,7 +185,7 @@ impl Worker<'_, '_> {
         let infrastructure = ran.is_err();
         let (output, outcome) = ran.unwrap_or_else(|e| not_run(&e, receipt.network.clone()));
         receipt.network = output.network.clone();
-        receipt.ended_unix_ms = now_ms();
+        receipt.ended_unix_ms = self.drive.clock.now_ms();
         let carried = {
             let mut settled = self.drive.lock_profile();
             let carried = self.walled().settle(launched.profile);
@@ -310,7 +315,7 @@ impl Worker<'_, '_> {
         role: Role,
         launched: &Launched,
     ) -> Result<CallContext<'_>, CliError> {
-        let started = now_ms();
+        let started = self.drive.clock.now_ms();
         let id = format!("{started}-{}-{}", item.id, call::role_word(role));
         let receipt = self.walled().context(call::Made {
             log: receipts::log_path(&self.drive.repo, &id),

@@ -12,9 +12,9 @@ use crate::receipts;
 use crate::sandbox::{self, LaneAccess, LaneMounts, Plan, Sandbox};
 
 use super::super::ahead::Ahead;
+use super::super::note;
 use super::super::state::ItemEnd;
 use super::super::worker::{indent, tail, Worker};
-use super::super::{note, now_ms};
 use super::Moved;
 impl Worker<'_, '_> {
     /// The repository's check on this round's work: passed moves on to the review; failed
@@ -105,7 +105,7 @@ impl Worker<'_, '_> {
         command: &str,
         made: Option<Sandbox<'env>>,
     ) -> Result<Checked, CliError> {
-        let started = now_ms();
+        let started = self.drive.clock.now_ms();
         let id = format!("{started}-{}-check", item.id);
         let no_harness = receipts::PluginRecord {
             name: String::new(),
@@ -176,7 +176,7 @@ impl Worker<'_, '_> {
             Some(why) => format!("{kept}\n{why}"),
             None => kept,
         };
-        call.ended_unix_ms = now_ms();
+        call.ended_unix_ms = self.drive.clock.now_ms();
         call.commit_after = lane.head().unwrap_or_default();
         let receipt = call.id.clone();
         let end = receipts::CallEnd {
