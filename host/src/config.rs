@@ -583,12 +583,22 @@ pub fn expand_home(path: &str) -> PathBuf {
     }
 }
 
-/// Parses a duration such as `5s`, `1500ms` or `2m`; zero is refused.
+/// The longest duration stet takes: a deadline (now + the duration) and its seconds or
+/// milliseconds as an `i64` stay far inside what they hold.
+pub const LONGEST_DURATION: Duration = Duration::from_secs(100 * 31_557_600);
+
+/// Parses a duration such as `5s`, `1500ms` or `2m`; zero is refused, and so is one longer
+/// than 100 years (a number too large for any duration included), by its value.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let d = humantime::parse_duration(text)
         .map_err(|e| format!("`{text}` is not a duration ({e}); write it like `5s` or `1500ms`"))?;
     if d.is_zero() {
         return Err(format!("`{text}` is zero; a time limit must be positive"));
+    }
+    if d > LONGEST_DURATION {
+        return Err(format!(
+            "`{text}` is longer than 100 years, the longest duration stet takes"
+        ));
     }
     Ok(d)
 }
@@ -609,6 +619,21 @@ fn check_entry(text: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn huge_durations_are_refused_naming_the_value() {
+        for huge in [
+            "99999999999999999999999s",
+            "18446744073709551615s",
+            "101years",
+            "9999999999999999h",
+        ] {
+            let why = parse_duration(huge).unwrap_err();
+            assert!(why.contains(&format!("`{huge}`")), "{why}");
+        }
+        assert_eq!(parse_duration("100years").unwrap(), LONGEST_DURATION);
+        assert_eq!(parse_duration("2.5m").unwrap(), Duration::from_secs(150));
+    }
 
     #[test]
     fn connect_to_takes_a_listed_target_and_an_address() {

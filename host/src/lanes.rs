@@ -76,13 +76,6 @@ pub struct Lane {
 
 pub use crate::git::{run as git, GitError};
 
-/// Whether a failed push was refused by the remote (the branch moved: not a fast-forward)
-/// rather than the remote not answering.
-pub fn push_refused(e: &GitError) -> bool {
-    let d = e.detail.to_ascii_lowercase();
-    d.contains("[rejected]") || d.contains("non-fast-forward") || d.contains("fetch first")
-}
-
 /// The branch of `item`'s lane.
 pub fn branch_of(item: &str) -> String {
     format!("stet/{item}")

@@ -298,29 +298,21 @@ fn slug(title: &str) -> String {
 }
 
 /// `20261130-053012-123` (milliseconds last), in UTC: items added one after the other sort
-/// in that order. (The clock's, not input: the calendar's arithmetic is bounded by it.)
-#[allow(clippy::arithmetic_side_effects)]
+/// in that order. The digits of humantime's RFC 3339 form (`2026-11-30T05:30:12.123Z`),
+/// which covers 1970 to 9999: a clock outside those years is held at their ends.
 fn utc_stamp(t: std::time::SystemTime) -> String {
-    let since = t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    let secs = since.as_secs();
-    let millis = since.subsec_millis();
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}{month:02}{day:02}-{:02}{:02}{:02}-{millis:03}",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    use std::time::{Duration, UNIX_EPOCH};
+    let last = UNIX_EPOCH.checked_add(Duration::from_secs(253_402_300_799));
+    let t = last.map_or(t, |last| t.min(last)).max(UNIX_EPOCH);
+    let rfc3339 = humantime::format_rfc3339_millis(t).to_string();
+    let mut stamp = String::with_capacity(19);
+    for (n, digit) in rfc3339.chars().filter(char::is_ascii_digit).enumerate() {
+        if n == 8 || n == 14 {
+            stamp.push('-');
+        }
+        stamp.push(digit);
+    }
+    stamp
 }
 
 #[cfg(test)]
@@ -427,5 +419,12 @@ mod tests {
     fn utc_stamps() {
         let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_796_016_000);
         assert_eq!(utc_stamp(t), "20261130-052000-000");
+        let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(951_782_400_123);
+        assert_eq!(utc_stamp(t), "20000229-000000-123");
+        assert_eq!(utc_stamp(std::time::UNIX_EPOCH), "19700101-000000-000");
+        let before = std::time::UNIX_EPOCH - std::time::Duration::from_secs(1);
+        assert_eq!(utc_stamp(before), "19700101-000000-000");
+        let far = std::time::UNIX_EPOCH + std::time::Duration::from_secs(400_000_000_000);
+        assert_eq!(utc_stamp(far), "99991231-235959-000");
     }
 }

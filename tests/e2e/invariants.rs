@@ -848,3 +848,223 @@ fn circle_among_children(
     }
     None
 }
+
+/// How many consecutive lines make a copy: non-blank lines, compared with their
+/// whitespace collapsed.
+const COPY_LINES: usize = 20;
+
+/// Copies the duplicate-code scan accepts, each with why it is kept: (one file, the other,
+/// the reason), the files in path order.
+const ALLOWED_COPIES: &[(&str, &str, &str)] = &[
+    (
+        "plugin-api/src/abi/v1.rs",
+        "plugin-api/src/abi/v1_1.rs",
+        FROZEN_ABI,
+    ),
+    (
+        "plugin-api/src/abi/v1.rs",
+        "plugin-api/src/abi/v1_2.rs",
+        FROZEN_ABI,
+    ),
+    (
+        "plugin-api/src/abi/v1_1.rs",
+        "plugin-api/src/abi/v1_2.rs",
+        FROZEN_ABI,
+    ),
+];
+
+/// Why the binary interface's versions repeat each other's trait declarations.
+const FROZEN_ABI: &str = "a frozen interface module is the layout plugins of that version \
+     export, spelt out where it cannot change (abi_stable compares the traits' methods, \
+     names included); `v1` repeats 1.2's prefix by design and only appends. Generating \
+     them from one text would make a change to `v1` reach the frozen ones";
+
+/// The production Rust code: every `.rs` file under the source directories of the host,
+/// the plugins, the SDK, the proxy, the support crates, the examples and xtask.
+fn production_sources() -> Vec<std::path::PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    let root = repo_root();
+    let mut dirs = vec![
+        root.join("host/src"),
+        root.join("plugin-api/src"),
+        root.join("proxy/src"),
+        root.join("xtask/src"),
+    ];
+    for parent in ["plugins", "support", "examples"] {
+        for entry in std::fs::read_dir(root.join(parent)).unwrap().flatten() {
+            dirs.push(entry.path().join("src"));
+        }
+    }
+    let mut files = Vec::new();
+    for dir in &dirs {
+        walk(dir, &mut files);
+    }
+    files.sort();
+    files
+}
+
+/// A file's lines that count for the copy scan, with their line numbers: not blank, not
+/// in an item `#[cfg(test)]` gates, whitespace collapsed.
+fn countable_lines(text: &str) -> Vec<(usize, String)> {
+    let mut lines = Vec::new();
+    let (mut gated, mut depth, mut opened) = (false, 0i64, false);
+    for (number, line) in text.lines().enumerate() {
+        if line.trim_start().starts_with("#[cfg(test)]") {
+            (gated, depth, opened) = (true, 0, false);
+            continue;
+        }
+        if gated {
+            let code = line.split("//").next().unwrap();
+            depth += code.matches('{').count() as i64 - code.matches('}').count() as i64;
+            opened |= code.contains('{');
+            if (opened && depth <= 0) || (!opened && code.trim_end().ends_with(';')) {
+                gated = false;
+            }
+            continue;
+        }
+        let normal = line.split_whitespace().collect::<Vec<_>>().join(" ");
+        if !normal.is_empty() {
+            lines.push((number + 1, normal));
+        }
+    }
+    lines
+}
+
+/// Every block of `window` or more consecutive countable lines that appears twice, within
+/// one file or across files, as "a:from-to and b:from-to (n lines)". Windows are hashed,
+/// equal hashes compared line by line, and a run of matching windows reported once.
+fn repeated_blocks(files: &[(String, Vec<(usize, String)>)], window: usize) -> Vec<String> {
+    use std::collections::{HashMap, HashSet};
+    use std::hash::{Hash, Hasher};
+    let mut by_hash: HashMap<u64, Vec<(usize, usize)>> = HashMap::new();
+    for (f, (_, lines)) in files.iter().enumerate() {
+        for start in 0..lines.len().saturating_sub(window - 1) {
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            for (_, line) in &lines[start..start + window] {
+                line.hash(&mut hasher);
+            }
+            by_hash.entry(hasher.finish()).or_default().push((f, start));
+        }
+    }
+    let same = |(f, i): (usize, usize), (g, j): (usize, usize)| {
+        let (a, b) = (&files[f].1, &files[g].1);
+        (0..window).all(|k| a[i + k].1 == b[j + k].1)
+    };
+    // Each matching pair of windows, the earlier place first.
+    let mut pairs: HashSet<((usize, usize), (usize, usize))> = HashSet::new();
+    for places in by_hash.values().filter(|p| p.len() > 1) {
+        for (n, &a) in places.iter().enumerate() {
+            for &b in &places[n + 1..] {
+                // A block overlapping itself is a repeated pattern, not a copy.
+                if a.0 == b.0 && a.1.abs_diff(b.1) < window {
+                    continue;
+                }
+                if same(a, b) {
+                    pairs.insert((a.min(b), a.max(b)));
+                }
+            }
+        }
+    }
+    let mut found: Vec<String> = pairs
+        .iter()
+        .filter(|((f, i), (g, j))| {
+            *i == 0 || *j == 0 || !pairs.contains(&((*f, i - 1), (*g, j - 1)))
+        })
+        .map(|&((f, i), (g, j))| {
+            let mut run = 0;
+            while pairs.contains(&((f, i + run + 1), (g, j + run + 1))) {
+                run += 1;
+            }
+            let place = |file: usize, at: usize| {
+                let lines = &files[file].1;
+                format!(
+                    "{}:{}-{}",
+                    files[file].0,
+                    lines[at].0,
+                    lines[at + run + window - 1].0
+                )
+            };
+            format!(
+                "{} and {} ({} lines)",
+                place(f, i),
+                place(g, j),
+                run + window
+            )
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+#[test]
+fn the_duplicate_scan_finds_a_copied_block_and_names_both_places() {
+    let block: String = (0..COPY_LINES)
+        .map(|n| format!("    let value_{n} = compute({n});\n"))
+        .collect();
+    let one = format!("fn a() {{\n{block}}}\n");
+    let two = format!(
+        "// elsewhere\n\nfn b() {{\n{}\n}}\n",
+        block.replace("    ", "\t")
+    );
+    let shorter = format!("fn c() {{\n{}}}\n", &block[..block.len() / 2]);
+    let gated = format!("#[cfg(test)]\nmod tests {{\n{block}}}\n");
+    let files = vec![
+        ("one.rs".to_string(), countable_lines(&one)),
+        ("two.rs".to_string(), countable_lines(&two)),
+        ("three.rs".to_string(), countable_lines(&shorter)),
+        ("four.rs".to_string(), countable_lines(&gated)),
+    ];
+    let found = repeated_blocks(&files, COPY_LINES);
+    assert_eq!(
+        found,
+        ["one.rs:2-22 and two.rs:4-25 (21 lines)".to_string()],
+        "{found:#?}"
+    );
+}
+
+/// No block of `COPY_LINES` lines is repeated in production code: shared code lives in
+/// one place (a support crate, a helper), so a fix is made once.
+#[test]
+fn production_code_repeats_no_block_of_twenty_lines() {
+    let root = repo_root();
+    let files: Vec<(String, Vec<(usize, String)>)> = production_sources()
+        .into_iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let name = path
+                .strip_prefix(&root)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            (name, countable_lines(&text))
+        })
+        .collect();
+    assert!(files.len() > 50, "only {} source files found", files.len());
+    let copies: Vec<String> = repeated_blocks(&files, COPY_LINES)
+        .into_iter()
+        .filter(|copy| {
+            !ALLOWED_COPIES.iter().any(|(a, b, _)| {
+                copy.starts_with(&format!("{a}:")) && copy.contains(&format!(" and {b}:"))
+            })
+        })
+        .collect();
+    assert!(
+        copies.is_empty(),
+        "{} blocks of {COPY_LINES}+ lines are repeated in production code (make them shared \
+         code, or list them in ALLOWED_COPIES with the reason):\n{}",
+        copies.len(),
+        copies.join("\n")
+    );
+}

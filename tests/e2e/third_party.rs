@@ -39,16 +39,11 @@ fn build(example: &str, library: &str) -> PathBuf {
     built
 }
 
-/// The `library` a plugin.toml names.
+/// The `library` a plugin.toml names, read as stet reads it.
 fn manifest_library(manifest: &Path) -> String {
-    std::fs::read_to_string(manifest)
-        .unwrap()
-        .lines()
-        .find_map(|l| {
-            let (key, value) = l.split_once('=')?;
-            (key.trim() == "library").then(|| value.trim().trim_matches('"').to_string())
-        })
-        .expect("plugin.toml names its library")
+    let manifest = xtask::read_manifest(manifest).unwrap_or_else(|e| panic!("{e}"));
+    let library = manifest.library.file_name().expect("a library file name");
+    library.to_string_lossy().into_owned()
 }
 
 fn example_dir(example: &str) -> PathBuf {

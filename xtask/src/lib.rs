@@ -23,32 +23,51 @@ pub struct PluginCrate {
     pub kind: String,
 }
 
+pub use stet::plugins::manifest::{Manifest, ManifestError};
+
+/// Reads and checks a `plugin.toml` with the host's own parser, so that what the
+/// repository builds and installs is read exactly as stet reads it.
+pub fn read_manifest(path: &Path) -> Result<Manifest, ManifestError> {
+    stet::plugins::manifest::read(path)
+}
+
 /// The plugins under `dir` (`plugins/` or `tests/fixtures/`): every subdirectory with a
 /// `plugin.toml`, sorted by name.
+///
+/// # Panics
+///
+/// When a `plugin.toml` there is not a valid manifest (naming its file, line and key): a
+/// plugin of this repository is never left out silently.
 pub fn plugin_crates(dir: &Path) -> Vec<PluginCrate> {
     let mut crates: Vec<PluginCrate> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()
         .filter_map(Result::ok)
-        .filter_map(|entry| {
-            let manifest = std::fs::read_to_string(entry.path().join("plugin.toml")).ok()?;
-            Some(PluginCrate {
+        .filter(|entry| {
+            entry
+                .path()
+                .join(stet::plugins::manifest::MANIFEST_FILE)
+                .is_file()
+        })
+        .map(|entry| {
+            let manifest =
+                read_manifest(&entry.path().join(stet::plugins::manifest::MANIFEST_FILE))
+                    .unwrap_or_else(|e| panic!("{e}"));
+            let library = manifest
+                .library
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            PluginCrate {
                 dir: entry.path(),
-                name: manifest_value(&manifest, "name")?,
-                library_stem: library_stem(&manifest_value(&manifest, "library")?),
-                kind: manifest_value(&manifest, "kind")?,
-            })
+                library_stem: library_stem(&library),
+                kind: manifest.kind.as_str().to_string(),
+                name: manifest.name,
+            }
         })
         .collect();
     crates.sort_by(|a, b| a.name.cmp(&b.name));
     crates
-}
-
-fn manifest_value(manifest: &str, key: &str) -> Option<String> {
-    manifest.lines().find_map(|line| {
-        let (k, v) = line.split_once('=')?;
-        (k.trim() == key).then(|| v.trim().trim_matches('"').to_string())
-    })
 }
 
 /// `libstet_plugin_docker.so` → `stet_plugin_docker`.
@@ -90,8 +109,18 @@ pub fn install_plugin(
             _ => line.to_string(),
         })
         .collect();
-    std::fs::write(dest.join("plugin.toml"), manifest.join("\n") + "\n")?;
-    Ok(dest)
+    let written = dest.join("plugin.toml");
+    std::fs::write(&written, manifest.join("\n") + "\n")?;
+    // What stet will read: the rewritten manifest must still be one, naming the library.
+    match read_manifest(&written) {
+        Ok(m) if m.library == dest.join(&file) => Ok(dest),
+        Ok(m) => Err(std::io::Error::other(format!(
+            "{} names {}, not {file}",
+            written.display(),
+            m.library.display()
+        ))),
+        Err(e) => Err(std::io::Error::other(e.to_string())),
+    }
 }
 
 /// Lays out a distribution tree: `out/bin/stet` and `out/lib/stet/plugins/<name>/`, from

@@ -324,34 +324,29 @@ fn fuzz(root: &std::path::Path, how: &Fuzzing, wanted: &[String]) -> Result<(), 
     }
 }
 
+/// `dir/Cargo.toml`, read as TOML.
+fn cargo_manifest(dir: &std::path::Path) -> Result<toml::Table, String> {
+    let path = dir.join("Cargo.toml");
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    toml::from_str(&text).map_err(|e| format!("{} is not TOML: {e}", path.display()))
+}
+
 /// The fuzz targets: the `[[bin]]`s of fuzz/Cargo.toml.
 fn fuzz_targets(dir: &std::path::Path) -> Result<Vec<String>, String> {
-    let manifest = std::fs::read_to_string(dir.join("Cargo.toml"))
-        .map_err(|e| format!("cannot read fuzz/Cargo.toml: {e}"))?;
-    let mut targets = Vec::new();
-    let mut in_bin = false;
-    for line in manifest.lines() {
-        let line = line.trim();
-        if line.starts_with('[') {
-            in_bin = line == "[[bin]]";
-        } else if in_bin {
-            if let Some(("name", value)) = line.split_once('=').map(|(k, v)| (k.trim(), v)) {
-                targets.push(value.trim().trim_matches('"').to_string());
-            }
-        }
-    }
-    Ok(targets)
+    let manifest = cargo_manifest(dir)?;
+    let bins = manifest.get("bin").and_then(toml::Value::as_array);
+    Ok(bins
+        .into_iter()
+        .flatten()
+        .filter_map(|bin| bin.get("name")?.as_str().map(str::to_string))
+        .collect())
 }
 
 fn package_name(dir: &std::path::Path) -> Result<String, String> {
-    let manifest = std::fs::read_to_string(dir.join("Cargo.toml"))
-        .map_err(|e| format!("cannot read {}/Cargo.toml: {e}", dir.display()))?;
-    manifest
-        .lines()
-        .find_map(|l| {
-            let (k, v) = l.split_once('=')?;
-            (k.trim() == "name").then(|| v.trim().trim_matches('"').to_string())
-        })
+    cargo_manifest(dir)?
+        .get("package")
+        .and_then(|package| package.get("name")?.as_str().map(str::to_string))
         .ok_or_else(|| format!("{}/Cargo.toml has no package name", dir.display()))
 }
 

@@ -4,7 +4,8 @@
 //! bwrap has no daemon and no notion of a long-lived sandbox, so:
 //!
 //! - a **sandbox** is a record: a directory under the state directory holding the spec and
-//!   labels as JSON, and the sandbox's `/tmp` (see [`records`]);
+//!   labels as JSON, and the sandbox's `/tmp` (see [`records`], from the crate
+//!   `stet-runtime-support` the template and this runtime share);
 //! - each **process** is one `bwrap … -- argv` child of the plugin, built from the record
 //!   (see [`bwrap::Launch`]): new user, pid, ipc, uts and cgroup namespaces, no
 //!   capabilities, the spec's ids inside (mapped to the caller's own outside), a new
@@ -21,7 +22,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -32,12 +33,12 @@ use stet_plugin_api::{
 
 pub mod bwrap;
 pub mod images;
-pub mod process;
-pub mod records;
+pub use stet_runtime_support::{process, records};
 
 use images::Image;
-use process::{Shared, StatusEncoding};
-use records::{MountRecord, Record, Store};
+use process::{Processes, StatusEncoding};
+use records::{Record, Store};
+use stet_runtime_support::{current_ids, merged_env};
 
 /// The plugin's name: equal to `name` in plugin.toml.
 pub const NAME: &str = "bubblewrap";
@@ -86,7 +87,7 @@ pub struct BubblewrapRuntime {
     config: Config,
     store: Store,
     /// Processes started by this instance, per sandbox, for `teardown`.
-    processes: Mutex<HashMap<String, Vec<Weak<Shared>>>>,
+    processes: Processes,
     /// Each sandbox's network namespace (network none), which all its processes join.
     netns: Mutex<HashMap<String, Arc<bwrap::Netns>>>,
 }
@@ -109,7 +110,7 @@ impl BubblewrapRuntime {
         Ok(BubblewrapRuntime {
             store: Store::locate(NAME, config.state_dir.as_deref())?,
             config,
-            processes: Mutex::new(HashMap::new()),
+            processes: Processes::default(),
             netns: Mutex::new(HashMap::new()),
         })
     }
@@ -117,20 +118,6 @@ impl BubblewrapRuntime {
     fn bwrap(&self) -> Result<PathBuf, PluginError> {
         bwrap::find(self.config.bwrap.as_deref())
             .map_err(|why| PluginError::unavailable(why).with_remedy(INSTALL_REMEDY))
-    }
-
-    fn record(&self, sandbox: &str) -> Result<Record, PluginError> {
-        self.store.read(sandbox)?.ok_or_else(|| {
-            PluginError::not_found(format!("there is no sandbox {sandbox}"))
-                .with_remedy("it was torn down, or created by another runtime")
-        })
-    }
-
-    fn register(&self, sandbox: &str, process: &Arc<Shared>) {
-        let mut all = self.processes.lock().unwrap_or_else(|p| p.into_inner());
-        let list = all.entry(sandbox.to_string()).or_default();
-        list.retain(|w| w.strong_count() > 0);
-        list.push(Arc::downgrade(process));
     }
 
     /// The probe's trial: `true` in a sandbox of the host image with network none, made
@@ -162,22 +149,6 @@ impl BubblewrapRuntime {
             ran => Err(ran.why()),
         }
     }
-}
-
-fn current_ids() -> (u32, u32) {
-    // SAFETY: plain syscalls without arguments.
-    unsafe { (libc::geteuid(), libc::getegid()) }
-}
-
-/// `base` with `extra` added, a name given in both taking `extra`'s value.
-fn merged_env(base: &[(String, String)], extra: &[(String, String)]) -> Vec<(String, String)> {
-    let mut env: Vec<(String, String)> = base
-        .iter()
-        .filter(|(k, _)| !extra.iter().any(|(e, _)| e == k))
-        .cloned()
-        .collect();
-    env.extend(extra.iter().cloned());
-    env
 }
 
 fn check_path(what: &str, path: &str) -> Result<(), PluginError> {
@@ -291,33 +262,7 @@ impl RuntimePlugin for BubblewrapRuntime {
             ROption::RSome(ids) => (ids.uid, ids.gid),
             ROption::RNone => current_ids(),
         };
-        let record = Record {
-            id: records::new_id("bw"),
-            image: spec.image.to_string(),
-            mounts: spec
-                .mounts
-                .iter()
-                .map(|m| MountRecord {
-                    source: m.source.to_string(),
-                    target: m.target.to_string(),
-                    writable: m.writable,
-                })
-                .collect(),
-            env: spec
-                .env
-                .iter()
-                .map(|v| (v.name.to_string(), v.value.to_string()))
-                .collect(),
-            workdir: spec.workdir.to_string(),
-            network: network.into(),
-            user,
-            labels: spec
-                .labels
-                .iter()
-                .map(|l| (l.key.to_string(), l.value.to_string()))
-                .collect(),
-            created: records::now_secs(),
-        };
+        let record = Record::from_spec("bw", &spec, network, user);
         // One network namespace for the sandbox's lifetime: its processes share a loopback
         // (an egress bridge one of them listens with is reached by the others).
         let netns = match network {
@@ -388,7 +333,7 @@ impl RuntimePlugin for BubblewrapRuntime {
             return Err(PluginError::invalid_input("no program given to run"));
         }
         let bwrap = self.bwrap()?;
-        let record = self.record(sandbox)?;
+        let record = self.store.record(sandbox)?;
         let image = images::resolve(&record.image, &self.config.images)?;
         let argv: Vec<String> = spec.argv.iter().map(|a| a.to_string()).collect();
         let extra: Vec<(String, String)> = spec
@@ -443,7 +388,7 @@ impl RuntimePlugin for BubblewrapRuntime {
                 format!("could not start bwrap ({}): {e}", bwrap.display()),
             )
         })?;
-        self.register(sandbox, &shared);
+        self.processes.register(sandbox, &shared);
         let note = self.store.add_process(sandbox, process.pid())?;
         Ok(Box::new(process.with_note(note)))
     }
@@ -454,25 +399,12 @@ impl RuntimePlugin for BubblewrapRuntime {
         let Some(dir) = self.store.detach(sandbox)? else {
             return Ok(());
         };
-        let ours = self
-            .processes
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(sandbox)
-            .unwrap_or_default();
+        let ours = self.processes.take(sandbox);
         self.netns
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(sandbox);
-        for process in ours.iter().filter_map(Weak::upgrade) {
-            process.kill();
-        }
-        for pid in records::live_in(&dir.join("procs")) {
-            // SAFETY: plain syscall; pid and start time were just checked.
-            unsafe { libc::kill(-pid, libc::SIGKILL) };
-        }
-        records::remove_tree(&dir)
-            .map_err(|e| PluginError::backend(format!("could not remove {}: {e}", dir.display())))
+        records::end_detached(&dir, ours)
     }
 
     /// Contract: the sandboxes carrying every one of `labels`.
@@ -493,21 +425,7 @@ impl RuntimePlugin for BubblewrapRuntime {
     }
 
     fn list_sandboxes(&self, labels: &[Label]) -> Result<Vec<SandboxInfo>, PluginError> {
-        Ok(self
-            .store
-            .all()?
-            .into_iter()
-            .filter(|r| r.has_labels(labels))
-            .map(|r| SandboxInfo {
-                state: if self.store.live_processes(&r.id).is_empty() {
-                    "idle".into()
-                } else {
-                    "running".into()
-                },
-                labels: r.api_labels().into(),
-                id: r.id.into(),
-            })
-            .collect())
+        self.store.sandboxes(labels)
     }
 
     /// Contract (API 1.1): whether `image` is present, and if not how to get it.
@@ -544,14 +462,5 @@ mod tests {
             .err()
             .unwrap();
         assert!(relative.message.contains("not an absolute path"));
-    }
-
-    #[test]
-    fn process_env_is_added_to_the_sandbox_env() {
-        let s = |a: &str, b: &str| (a.to_string(), b.to_string());
-        assert_eq!(
-            merged_env(&[s("A", "1"), s("B", "2")], &[s("B", "3"), s("C", "4")]),
-            vec![s("A", "1"), s("B", "3"), s("C", "4")]
-        );
     }
 }

@@ -13,15 +13,15 @@
 //! labels, live streaming, stdin, exit codes and signals, kill from another thread,
 //! idempotent teardown that also reaches processes another stet started. Copy it, and
 //! replace [`ExampleRuntime::command`] (and `probe`) with your backend: the bubblewrap
-//! example beside this one is this template with `bwrap` put there.
+//! example beside this one is this template with `bwrap` put there. The plumbing both
+//! share (sandbox records on disk, host child processes) is the crate
+//! `stet-runtime-support`, which a copy of this template keeps as a dependency.
 //!
 //! Every method of [`RuntimePlugin`] states its contract in a comment; the full contracts
 //! are in `stet_plugin_api::RuntimePlugin`'s documentation.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Arc, Mutex, Weak};
 
 use serde::Deserialize;
 use stet_plugin_api::{
@@ -29,11 +29,11 @@ use stet_plugin_api::{
     ProcessSpec, ROption, RuntimePlugin, SandboxInfo, SandboxSpec,
 };
 
-pub mod process;
-pub mod records;
+pub use stet_runtime_support::{process, records};
 
-use process::{Shared, StatusEncoding};
-use records::{MountRecord, Record, Store};
+use process::{Processes, StatusEncoding};
+use records::{Record, Store};
+use stet_runtime_support::{current_ids, merged_env};
 
 /// The plugin's name: equal to `name` in plugin.toml.
 pub const NAME: &str = "example";
@@ -63,7 +63,7 @@ pub struct ExampleRuntime {
     store: Store,
     /// Processes started by this instance, per sandbox, so that `teardown` can kill them.
     /// (Processes started by another stet process are found through the records.)
-    processes: Mutex<HashMap<String, Vec<Weak<Shared>>>>,
+    processes: Processes,
 }
 
 impl ExampleRuntime {
@@ -78,15 +78,7 @@ impl ExampleRuntime {
         Ok(ExampleRuntime {
             no_isolation: config.no_isolation,
             store: Store::locate(NAME, config.state_dir.as_deref())?,
-            processes: Mutex::new(HashMap::new()),
-        })
-    }
-
-    /// The record of an existing sandbox, or NOT_FOUND.
-    fn record(&self, sandbox: &str) -> Result<Record, PluginError> {
-        self.store.read(sandbox)?.ok_or_else(|| {
-            PluginError::not_found(format!("there is no sandbox {sandbox}"))
-                .with_remedy("it was torn down, or created by another runtime")
+            processes: Processes::default(),
         })
     }
 
@@ -108,13 +100,6 @@ impl ExampleRuntime {
             .envs(env.iter().map(|(k, v)| (k, v)))
             .current_dir(dir);
         Ok(command)
-    }
-
-    fn register(&self, sandbox: &str, process: &Arc<Shared>) {
-        let mut all = self.processes.lock().unwrap_or_else(|p| p.into_inner());
-        let list = all.entry(sandbox.to_string()).or_default();
-        list.retain(|w| w.strong_count() > 0);
-        list.push(Arc::downgrade(process));
     }
 }
 
@@ -143,22 +128,6 @@ fn host_path(record: &Record, path: &str, sandbox_dir: &Path) -> Result<PathBuf,
         )));
     }
     Ok(host)
-}
-
-fn current_ids() -> (u32, u32) {
-    // SAFETY: plain syscalls without arguments.
-    unsafe { (libc::geteuid(), libc::getegid()) }
-}
-
-/// `base` with `extra` added, a name given in both taking `extra`'s value.
-fn merged_env(base: &[(String, String)], extra: &[(String, String)]) -> Vec<(String, String)> {
-    let mut env: Vec<(String, String)> = base
-        .iter()
-        .filter(|(k, _)| !extra.iter().any(|(e, _)| e == k))
-        .cloned()
-        .collect();
-    env.extend(extra.iter().cloned());
-    env
 }
 
 impl RuntimePlugin for ExampleRuntime {
@@ -223,36 +192,11 @@ impl RuntimePlugin for ExampleRuntime {
             }
             _ => me,
         };
-        let record = Record {
-            id: records::new_id("ex"),
-            image: spec.image.to_string(),
-            mounts: spec
-                .mounts
-                .iter()
-                .map(|m| MountRecord {
-                    source: m.source.to_string(),
-                    target: m.target.to_string(),
-                    writable: m.writable,
-                })
-                .collect(),
-            env: spec
-                .env
-                .iter()
-                .map(|v| (v.name.to_string(), v.value.to_string()))
-                .collect(),
-            workdir: spec.workdir.to_string(),
-            network: match spec.network {
-                Network::Open => "open".into(),
-                _ => "none".into(),
-            },
-            user,
-            labels: spec
-                .labels
-                .iter()
-                .map(|l| (l.key.to_string(), l.value.to_string()))
-                .collect(),
-            created: records::now_secs(),
+        let network = match spec.network {
+            Network::Open => "open",
+            _ => "none",
         };
+        let record = Record::from_spec("ex", &spec, network, user);
         let dir = self.store.create(&record)?;
         let check = records::create_private_dir(&dir.join("scratch"))
             .map_err(|e| PluginError::backend(format!("could not create a scratch dir: {e}")))
@@ -279,7 +223,7 @@ impl RuntimePlugin for ExampleRuntime {
         if spec.argv.is_empty() {
             return Err(PluginError::invalid_input("no program given to run"));
         }
-        let record = self.record(sandbox)?;
+        let record = self.store.record(sandbox)?;
         let argv: Vec<String> = spec.argv.iter().map(|a| a.to_string()).collect();
         let extra: Vec<(String, String)> = spec
             .env
@@ -306,7 +250,7 @@ impl RuntimePlugin for ExampleRuntime {
             };
             PluginError::new(code, format!("could not start {}: {e}", argv[0]))
         })?;
-        self.register(sandbox, &shared);
+        self.processes.register(sandbox, &shared);
         let note = self.store.add_process(sandbox, process.pid())?;
         Ok(Box::new(process.with_note(note)))
     }
@@ -319,21 +263,7 @@ impl RuntimePlugin for ExampleRuntime {
         };
         // Ours first (their handles know whether they were reaped), then whatever another
         // stet process started (checked by pid and start time).
-        let ours = self
-            .processes
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(sandbox)
-            .unwrap_or_default();
-        for process in ours.iter().filter_map(Weak::upgrade) {
-            process.kill();
-        }
-        for pid in records::live_in(&dir.join("procs")) {
-            // SAFETY: plain syscall; pid and start time were just checked.
-            unsafe { libc::kill(-pid, libc::SIGKILL) };
-        }
-        records::remove_tree(&dir)
-            .map_err(|e| PluginError::backend(format!("could not remove {}: {e}", dir.display())))
+        records::end_detached(&dir, self.processes.take(sandbox))
     }
 
     /// Contract: the sandboxes carrying every one of `labels` (never empty: the host
@@ -355,21 +285,7 @@ impl RuntimePlugin for ExampleRuntime {
     }
 
     fn list_sandboxes(&self, labels: &[Label]) -> Result<Vec<SandboxInfo>, PluginError> {
-        Ok(self
-            .store
-            .all()?
-            .into_iter()
-            .filter(|r| r.has_labels(labels))
-            .map(|r| SandboxInfo {
-                state: if self.store.live_processes(&r.id).is_empty() {
-                    "idle".into()
-                } else {
-                    "running".into()
-                },
-                labels: r.api_labels().into(),
-                id: r.id.into(),
-            })
-            .collect())
+        self.store.sandboxes(labels)
     }
 
     /// Contract (since API 1.1): whether `image` is present, and if not how to get it.
@@ -406,6 +322,7 @@ export_plugin!(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use records::MountRecord;
 
     #[test]
     fn settings_are_checked() {
@@ -463,14 +380,5 @@ mod tests {
         );
         assert_eq!(host_path(&record, "/usr", dir).unwrap(), Path::new("/usr"));
         assert!(host_path(&record, "/lane/no/such/dir", dir).is_err());
-    }
-
-    #[test]
-    fn process_env_is_added_to_the_sandbox_env() {
-        let s = |a: &str, b: &str| (a.to_string(), b.to_string());
-        assert_eq!(
-            merged_env(&[s("A", "1"), s("B", "2")], &[s("B", "3"), s("C", "4")]),
-            vec![s("A", "1"), s("B", "3"), s("C", "4")]
-        );
     }
 }

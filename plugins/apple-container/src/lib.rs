@@ -220,40 +220,54 @@ impl AppleContainerRuntime {
     }
 }
 
-/// `30`, `2.5`, `"30s"`, `"1500ms"`, `"2m"`, `"1h"`: a positive duration.
+/// The longest time limit taken: a deadline (now + the limit) stays far inside what the
+/// clock's arithmetic holds.
+const LONGEST: Duration = Duration::from_secs(100 * 31_557_600);
+
+/// `30`, `2.5`, `"30s"`, `"1500ms"`, `"2m"`, `"1h"`, `"2.5m"`: a positive duration of at
+/// most 100 years. Text with a unit is read by `humantime`, as the host reads its own
+/// durations; a number, or text that is one, is seconds.
 fn read_duration(setting: &Setting) -> Result<Duration, String> {
     let duration = match setting {
-        Setting::Seconds(seconds) if seconds.is_finite() && *seconds >= 0.0 => {
-            Duration::from_secs_f64(*seconds)
-        }
-        Setting::Seconds(seconds) => return Err(format!("{seconds} is not a duration")),
+        Setting::Seconds(seconds) => seconds_duration(*seconds, &seconds.to_string())?,
         Setting::Text(text) => {
             let text = text.trim();
-            let split = text
-                .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-                .unwrap_or(text.len());
-            let (number, unit) = text.split_at(split);
-            let number: f64 = number.parse().map_err(|_| {
-                format!("`{text}` is not a duration; write it like `30s`, `1500ms` or `2m`")
-            })?;
-            let scale = match unit.trim() {
-                "ms" => 0.001,
-                "s" | "" => 1.0,
-                "m" | "min" => 60.0,
-                "h" => 3600.0,
-                _ => {
-                    return Err(format!(
-                        "`{text}` is not a duration; write it like `30s`, `1500ms` or `2m`"
-                    ))
-                }
+            let written = format!("`{text}`");
+            let not_one = |why: String| {
+                format!("{written} is not a duration{why}; write it like `30s`, `1500ms` or `2m`")
             };
-            Duration::from_secs_f64(number * scale)
+            if !text.is_empty() && text.chars().all(|c| c.is_ascii_digit() || c == '.') {
+                let seconds: f64 = text.parse().map_err(|_| not_one(String::new()))?;
+                seconds_duration(seconds, &written)?
+            } else {
+                let duration =
+                    humantime::parse_duration(text).map_err(|e| not_one(format!(" ({e})")))?;
+                if duration > LONGEST {
+                    return Err(too_long(&written));
+                }
+                duration
+            }
         }
     };
     if duration.is_zero() {
         return Err("a time limit must be positive".to_string());
     }
     Ok(duration)
+}
+
+/// A number of seconds (as the person `written` it) as a duration.
+fn seconds_duration(seconds: f64, written: &str) -> Result<Duration, String> {
+    if seconds.is_nan() || seconds < 0.0 {
+        Err(format!("{written} is not a duration"))
+    } else if seconds > LONGEST.as_secs_f64() {
+        Err(too_long(written))
+    } else {
+        Ok(Duration::from_secs_f64(seconds))
+    }
+}
+
+fn too_long(written: &str) -> String {
+    format!("{written} is longer than 100 years, the longest time limit")
 }
 
 fn supported_platform() -> bool {
@@ -541,6 +555,14 @@ mod tests {
             read_duration(&Setting::Text("2m".into())).unwrap(),
             Duration::from_secs(120)
         );
+        assert_eq!(
+            read_duration(&Setting::Text("2.5m".into())).unwrap(),
+            Duration::from_secs(150)
+        );
+        assert_eq!(
+            read_duration(&Setting::Text("2.5".into())).unwrap(),
+            Duration::from_millis(2500)
+        );
         for bad in [
             r#"{"command_timeout":"0s"}"#,
             r#"{"start_timeout":"soon"}"#,
@@ -550,6 +572,40 @@ mod tests {
             assert_eq!(e.code, ErrorCode::INVALID_INPUT, "{bad}");
             assert!(e.message.contains("_timeout`"), "{}", e.message);
         }
+    }
+
+    #[test]
+    fn huge_time_limits_are_refused_naming_the_value_never_a_panic() {
+        for (config, value) in [
+            (
+                r#"{"start_timeout":1e30}"#,
+                "1000000000000000000000000000000",
+            ),
+            (r#"{"start_timeout":"1e30"}"#, "`1e30`"),
+            (
+                r#"{"start_timeout":"99999999999999999999999s"}"#,
+                "`99999999999999999999999s`",
+            ),
+            (
+                r#"{"start_timeout":"18446744073709551615s"}"#,
+                "`18446744073709551615s`",
+            ),
+            (r#"{"start_timeout":"101years"}"#, "`101years`"),
+            (r#"{"start_timeout":4000000000}"#, "4000000000"),
+            (
+                r#"{"start_timeout":"99999999999999999999.5"}"#,
+                "`99999999999999999999.5`",
+            ),
+        ] {
+            let e = AppleContainerRuntime::from_config(config).err().unwrap();
+            assert_eq!(e.code, ErrorCode::INVALID_INPUT, "{config}");
+            assert!(e.message.contains("`start_timeout`"), "{}", e.message);
+            assert!(e.message.contains(value), "{config}: {}", e.message);
+        }
+        assert_eq!(
+            read_duration(&Setting::Text("100years".into())).unwrap(),
+            LONGEST
+        );
     }
 
     #[test]

@@ -124,14 +124,6 @@ fn is_executable(path: &Path) -> bool {
         .unwrap_or(false)
 }
 
-/// The error for an operation a plugin of this repository does not implement yet.
-pub fn not_yet(plugin: &str, version: &str, operation: &str) -> stet_plugin_api::PluginError {
-    stet_plugin_api::PluginError::unsupported(format!(
-        "the {plugin} plugin {version} does not implement {operation} yet"
-    ))
-    .with_remedy(format!("install a newer {plugin} plugin"))
-}
-
 /// This machine as `os/arch` (`linux/x86_64`, `macos/aarch64`).
 pub fn platform() -> String {
     format!("{}/{}", std::env::consts::OS, std::env::consts::ARCH)

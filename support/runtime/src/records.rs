@@ -1,6 +1,6 @@
 //! Sandboxes as records on disk.
 //!
-//! This runtime has no daemon to ask which sandboxes exist, so a sandbox is a directory
+//! A runtime with no daemon to ask which sandboxes exist keeps them here: a sandbox is a directory
 //! under the state directory: `<state>/<id>/sandbox.json` holds the spec and the labels,
 //! `<state>/<id>/procs/<pid>` names each process started in it (so that a `teardown` from
 //! another stet process, `stet gc` say, can kill what is left), and the rest of the
@@ -11,7 +11,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use stet_plugin_api::{Label, PluginError};
+use stet_plugin_api::{Label, PluginError, SandboxInfo, SandboxSpec};
+
+use crate::process::Shared;
 
 /// The record's file name inside a sandbox directory.
 const RECORD: &str = "sandbox.json";
@@ -45,6 +47,44 @@ pub struct Record {
 }
 
 impl Record {
+    /// The record of a new sandbox made from `spec`: a fresh id starting with
+    /// `id_prefix`, the network as the runtime names it (`none` or `open`), processes run
+    /// as `user`, created now.
+    pub fn from_spec(
+        id_prefix: &str,
+        spec: &SandboxSpec,
+        network: &str,
+        user: (u32, u32),
+    ) -> Record {
+        Record {
+            id: new_id(id_prefix),
+            image: spec.image.to_string(),
+            mounts: spec
+                .mounts
+                .iter()
+                .map(|m| MountRecord {
+                    source: m.source.to_string(),
+                    target: m.target.to_string(),
+                    writable: m.writable,
+                })
+                .collect(),
+            env: spec
+                .env
+                .iter()
+                .map(|v| (v.name.to_string(), v.value.to_string()))
+                .collect(),
+            workdir: spec.workdir.to_string(),
+            network: network.into(),
+            user,
+            labels: spec
+                .labels
+                .iter()
+                .map(|l| (l.key.to_string(), l.value.to_string()))
+                .collect(),
+            created: now_secs(),
+        }
+    }
+
     /// Whether the sandbox carries every one of `labels`.
     pub fn has_labels(&self, labels: &[Label]) -> bool {
         labels.iter().all(|wanted| {
@@ -149,6 +189,33 @@ impl Store {
         }
     }
 
+    /// The record of an existing sandbox, or NOT_FOUND.
+    pub fn record(&self, id: &str) -> Result<Record, PluginError> {
+        self.read(id)?.ok_or_else(|| {
+            PluginError::not_found(format!("there is no sandbox {id}"))
+                .with_remedy("it was torn down, or created by another runtime")
+        })
+    }
+
+    /// The sandboxes carrying every one of `labels`, as `RuntimePlugin::list_sandboxes`
+    /// answers: `running` while a process noted in one still runs, else `idle`.
+    pub fn sandboxes(&self, labels: &[Label]) -> Result<Vec<SandboxInfo>, PluginError> {
+        Ok(self
+            .all()?
+            .into_iter()
+            .filter(|r| r.has_labels(labels))
+            .map(|r| SandboxInfo {
+                state: if self.live_processes(&r.id).is_empty() {
+                    "idle".into()
+                } else {
+                    "running".into()
+                },
+                labels: r.api_labels().into(),
+                id: r.id.into(),
+            })
+            .collect())
+    }
+
     /// Every readable record. Directories without a record (being created or removed)
     /// and damaged records are skipped: listing must not fail because of one of them.
     pub fn all(&self) -> Result<Vec<Record>, PluginError> {
@@ -205,6 +272,22 @@ impl Store {
             ))),
         }
     }
+}
+
+/// The end of a teardown, once [`Store::detach`] has taken the sandbox's directory `dir`
+/// out of listings: kills `ours` (the processes this instance started there, whose
+/// handles know whether they were reaped), then whatever another stet process started
+/// there (checked by pid and start time), and removes the directory.
+pub fn end_detached(dir: &Path, ours: Vec<std::sync::Arc<Shared>>) -> Result<(), PluginError> {
+    for process in ours {
+        process.kill();
+    }
+    for pid in live_in(&dir.join(PROCS)) {
+        // SAFETY: plain syscall; pid and start time were just checked.
+        unsafe { libc::kill(-pid, libc::SIGKILL) };
+    }
+    remove_tree(dir)
+        .map_err(|e| PluginError::backend(format!("could not remove {}: {e}", dir.display())))
 }
 
 /// The processes noted in a `procs` directory that still run.

@@ -5,12 +5,13 @@
 //! applies to any runtime whose processes are children of the plugin (a CLI such as
 //! `bwrap`, `runc`, `container exec`).
 
+use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Child, ChildStderr, ChildStdout, Command, Stdio};
 use std::sync::mpsc::{sync_channel, SyncSender};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use stet_plugin_api::{ExitStatus, PluginError, ProcessPlugin, Sink, Stream};
 
@@ -82,6 +83,36 @@ impl Shared {
             .map_err(|e| PluginError::backend(format!("could not wait for the process: {e}")))?;
         inner.status = Some(status);
         Ok((status, inner.killed))
+    }
+}
+
+/// The processes one runtime instance started, per sandbox, so that its `teardown` can
+/// kill them. (Processes started by another stet process are found through the records.)
+/// The host calls from several threads at once: it is behind a lock.
+#[derive(Default)]
+pub struct Processes {
+    by_sandbox: Mutex<HashMap<String, Vec<Weak<Shared>>>>,
+}
+
+impl Processes {
+    /// Notes that `process` runs in `sandbox` (forgetting the ones already dropped).
+    pub fn register(&self, sandbox: &str, process: &Arc<Shared>) {
+        let mut all = self.by_sandbox.lock().unwrap_or_else(|p| p.into_inner());
+        let list = all.entry(sandbox.to_string()).or_default();
+        list.retain(|w| w.strong_count() > 0);
+        list.push(Arc::downgrade(process));
+    }
+
+    /// The processes noted in `sandbox` whose handles still exist, forgotten here.
+    pub fn take(&self, sandbox: &str) -> Vec<Arc<Shared>> {
+        self.by_sandbox
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(sandbox)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect()
     }
 }
 
