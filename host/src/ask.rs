@@ -11,7 +11,7 @@ use serde::Serialize;
 use stet_plugin_api::{CallOutcome, OutcomeCode, Profile, ROption, Role};
 
 use crate::call::{self, Request, Walled};
-use crate::error::{CliError, Exit};
+use crate::error::{Concept, Error};
 use crate::harness::{self, LaunchOutput, OpenHarness};
 use crate::printer::Printer;
 use crate::receipts;
@@ -53,11 +53,7 @@ pub struct Question<'a> {
 }
 
 /// Makes one walled call as `question` says; `printer` is told warnings and notes.
-pub fn ask(
-    settings: &Settings,
-    question: &Question<'_>,
-    printer: Printer,
-) -> Result<Asked, CliError> {
+pub fn ask(settings: &Settings, question: &Question<'_>, printer: Printer) -> Result<Asked, Error> {
     let cwd = question.dir;
     let git_dirs = fit_to_mount(cwd)?;
     let (harness, runtime) = harness::open_with_runtime(settings)?;
@@ -104,37 +100,37 @@ pub fn ask(
     let carried = walled.settle(launched.profile)?;
     let outcome = harness::outcome_of(&harness, question.role, &output)?;
     // In a repository, the call leaves a receipt (and its full output) like a drive's.
-    let receipt = match &repo {
-        Some(repo) => {
-            let records = (
-                receipts::PluginRecord::of(&runtime.name, &runtime.version, &runtime.library),
-                receipts::PluginRecord::of(&harness.name, &harness.version, &harness.library),
-            );
-            let mut context = walled.context(call::Made {
-                id: call_id,
-                run: format!("ask-{}", std::process::id()),
-                item: String::new(),
-                lane: String::new(),
-                role: receipts::CallRole::of(question.role),
-                round: None,
-                network: output.network.clone(),
-                started_unix_ms: started,
-                commit_before,
-                log: log.clone().unwrap_or_default(),
-                runtime: &records.0,
-                harness: &records.1,
-            });
-            context.ended_unix_ms = ended;
-            context.commit_after = head(cwd);
-            let mut end = harness::call_end(&output, &outcome);
-            end.profile_carried = carried;
-            Some(
-                receipts::record_end(repo, context, end)
-                    .map_err(|e| CliError::failure(format!("cannot record the receipt: {e}")))?,
-            )
-        }
-        None => None,
-    };
+    let receipt =
+        match &repo {
+            Some(repo) => {
+                let records = (
+                    receipts::PluginRecord::of(&runtime.name, &runtime.version, &runtime.library),
+                    receipts::PluginRecord::of(&harness.name, &harness.version, &harness.library),
+                );
+                let mut context = walled.context(call::Made {
+                    id: call_id,
+                    run: format!("ask-{}", std::process::id()),
+                    item: String::new(),
+                    lane: String::new(),
+                    role: receipts::CallRole::of(question.role),
+                    round: None,
+                    network: output.network.clone(),
+                    started_unix_ms: started,
+                    commit_before,
+                    log: log.clone().unwrap_or_default(),
+                    runtime: &records.0,
+                    harness: &records.1,
+                });
+                context.ended_unix_ms = ended;
+                context.commit_after = head(cwd);
+                let mut end = harness::call_end(&output, &outcome);
+                end.profile_carried = carried;
+                Some(receipts::record_end(repo, context, end).map_err(|e| {
+                    Concept::Call.failure(format!("cannot record the receipt: {e}"))
+                })?)
+            }
+            None => None,
+        };
     Ok(asked(
         &harness,
         &runtime.name,
@@ -147,13 +143,13 @@ pub fn ask(
 
 /// Refuses a directory the call cannot be given: one inside a git directory, or one
 /// holding more git directories than are mounted read-only. Returns those it holds.
-fn fit_to_mount(cwd: &Path) -> Result<Vec<sandbox::git_dirs::GitDir>, CliError> {
+fn fit_to_mount(cwd: &Path) -> Result<Vec<sandbox::git_dirs::GitDir>, Error> {
     // Inside a git directory the working directory *is* the person's `.git`.
     if crate::git::Inert::at(cwd)
         .run(&["rev-parse", "--is-inside-git-dir"])
         .is_ok_and(|inside| inside == "true")
     {
-        return Err(CliError::usage(format!(
+        return Err(Concept::Call.usage(format!(
             "{} is inside a git directory; stet ask mounts the current directory for the agent to write",
             cwd.display()
         ))
@@ -162,18 +158,19 @@ fn fit_to_mount(cwd: &Path) -> Result<Vec<sandbox::git_dirs::GitDir>, CliError> 
     // Every git directory under it is mounted read-only, and held to what it was after.
     let git_dirs = sandbox::git_dirs::find(cwd);
     if git_dirs.len() > sandbox::git_dirs::MOST {
-        return Err(CliError::usage(format!(
-            "{} holds more than {} git directories; stet ask mounts each read-only",
-            cwd.display(),
-            sandbox::git_dirs::MOST
-        ))
-        .hint("run stet ask in the repository (or the folder) the task is about"));
+        return Err(Concept::Call
+            .usage(format!(
+                "{} holds more than {} git directories; stet ask mounts each read-only",
+                cwd.display(),
+                sandbox::git_dirs::MOST
+            ))
+            .hint("run stet ask in the repository (or the folder) the task is about"));
     }
     Ok(git_dirs)
 }
 
 /// The walled settings rewritten if edited, then every static wall must hold.
-fn walls_hold(harness: &OpenHarness, profile: &Profile, printer: Printer) -> Result<(), CliError> {
+fn walls_hold(harness: &OpenHarness, profile: &Profile, printer: Printer) -> Result<(), Error> {
     if let Some(detail) = harness.rewrite_settings(profile)? {
         printer.warn(&format!(
             "the walled settings had been edited and were replaced ({detail})"
@@ -187,15 +184,12 @@ fn walls_hold(harness: &OpenHarness, profile: &Profile, printer: Printer) -> Res
     let Some(first) = broken.first() else {
         return Ok(());
     };
-    let mut error = CliError::new(
-        Exit::Unusable,
-        format!(
-            "{} of {} {} broken",
-            crate::printer::count(broken.len(), "wall", "walls"),
-            harness.name,
-            if broken.len() == 1 { "is" } else { "are" }
-        ),
-    );
+    let mut error = Concept::Call.unusable(format!(
+        "{} of {} {} broken",
+        crate::printer::count(broken.len(), "wall", "walls"),
+        harness.name,
+        if broken.len() == 1 { "is" } else { "are" }
+    ));
     for w in &broken {
         error = error.caused_by(format!("{}: {}", w.wall, w.detail));
     }
@@ -208,14 +202,15 @@ fn quarantine(
     cwd: &Path,
     git_dirs: &[sandbox::git_dirs::GitDir],
     printer: Printer,
-) -> Result<Vec<sandbox::git_dirs::Quarantined>, CliError> {
+) -> Result<Vec<sandbox::git_dirs::Quarantined>, Error> {
     let quarantined = sandbox::git_dirs::quarantine_new(cwd, git_dirs).map_err(|e| {
-        CliError::failure(format!(
-            "cannot move aside a git directory the agent made under {}",
-            cwd.display()
-        ))
-        .caused_by(e.to_string())
-        .hint("look for .git entries the agent made, and remove them before running git there")
+        Concept::Call
+            .failure(format!(
+                "cannot move aside a git directory the agent made under {}",
+                cwd.display()
+            ))
+            .caused_by(e.to_string())
+            .hint("look for .git entries the agent made, and remove them before running git there")
     })?;
     for q in &quarantined {
         printer.warn(&format!(

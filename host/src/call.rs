@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use stet_plugin_api::{Launch, Profile, Role, RoleRequest};
 
-use crate::error::CliError;
+use crate::error::Error;
 use crate::harness::{self, CallProfile, LaunchOutput, OpenHarness, Ready, Watch};
 use crate::receipts::{CallContext, PluginRecord};
 use crate::sandbox::{OpenRuntime, Plan};
@@ -69,11 +69,7 @@ pub fn role_word(role: Role) -> &'static str {
 impl Walled<'_> {
     /// Renews the stored login first when it would expire within `within` (the call's
     /// time limit); `note` is told what happens. Returns the new expiry when it renewed.
-    pub fn keep_fresh(
-        &self,
-        within: Duration,
-        note: &dyn Fn(&str),
-    ) -> Result<Option<u64>, CliError> {
+    pub fn keep_fresh(&self, within: Duration, note: &dyn Fn(&str)) -> Result<Option<u64>, Error> {
         crate::refresh::keep_fresh(
             self.settings,
             self.runtime,
@@ -85,12 +81,12 @@ impl Walled<'_> {
     }
 
     /// A fresh copy of the walled profile for one call, its credentials sealed away.
-    pub fn copy_profile(&self) -> Result<CallProfile, CliError> {
+    pub fn copy_profile(&self) -> Result<CallProfile, Error> {
         CallProfile::of(self.harness, self.profile)
     }
 
     /// The harness's launch of `request` on `copy`.
-    pub fn launch_on(&self, copy: &CallProfile, request: Request<'_>) -> Result<Launch, CliError> {
+    pub fn launch_on(&self, copy: &CallProfile, request: Request<'_>) -> Result<Launch, Error> {
         self.harness.launch(RoleRequest {
             role: request.role,
             prompt: request.prompt.into(),
@@ -100,7 +96,7 @@ impl Walled<'_> {
     }
 
     /// A fresh copy of the profile and the harness's launch of `request` on it.
-    pub fn launch(&self, request: Request<'_>) -> Result<Launched, CliError> {
+    pub fn launch(&self, request: Request<'_>) -> Result<Launched, Error> {
         let profile = self.copy_profile()?;
         let launch = self.launch_on(&profile, request)?;
         Ok(Launched { profile, launch })
@@ -114,7 +110,7 @@ impl Walled<'_> {
         plan: Plan,
         watch: Watch<'_>,
         log: Option<&Path>,
-    ) -> Result<LaunchOutput, CliError> {
+    ) -> Result<LaunchOutput, Error> {
         let watch = Watch {
             sealed: Some(&mut launched.profile.sealed),
             ..watch
@@ -137,7 +133,7 @@ impl Walled<'_> {
         launched: &mut Launched,
         watch: Watch<'_>,
         log: Option<&Path>,
-    ) -> Result<LaunchOutput, CliError> {
+    ) -> Result<LaunchOutput, Error> {
         let watch = Watch {
             sealed: Some(&mut launched.profile.sealed),
             ..watch
@@ -147,7 +143,7 @@ impl Walled<'_> {
 
     /// After the call: the harness carries back what it keeps from the copy (a login its
     /// agent refreshed), and the copy is deleted. Returns the files carried back.
-    pub fn settle(&self, copy: CallProfile) -> Result<Vec<String>, CliError> {
+    pub fn settle(&self, copy: CallProfile) -> Result<Vec<String>, Error> {
         copy.settle(self.harness, self.profile)
     }
 }

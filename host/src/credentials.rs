@@ -23,7 +23,7 @@ use stet_plugin_api::{CredentialDecl, CredentialSource, EnvVar};
 
 pub use stet_plugin_api::GATEWAY_PORT;
 
-use crate::error::CliError;
+use crate::error::{Concept, Error};
 use crate::network::{is_loopback_name, revoked};
 
 /// The fingerprints (and lengths) of every real credential this process has sealed away
@@ -85,7 +85,7 @@ impl std::fmt::Debug for Sealed {
 /// that no file of the copy holds a real one. `whose` names the harness, for errors. A
 /// declared file or value that is absent is no credential (not logged in: the harness says
 /// so by its own walls).
-pub fn seal(whose: &str, decls: &[CredentialDecl], copy: &Path) -> Result<Sealed, CliError> {
+pub fn seal(whose: &str, decls: &[CredentialDecl], copy: &Path) -> Result<Sealed, Error> {
     let mut sealed = Sealed {
         held: Vec::new(),
         copy: copy.to_path_buf(),
@@ -94,7 +94,7 @@ pub fn seal(whose: &str, decls: &[CredentialDecl], copy: &Path) -> Result<Sealed
     let mut declared: Vec<(String, String)> = Vec::new();
     for decl in decls {
         let Ok(source) = decl.source.as_enum() else {
-            return Err(CliError::failure(format!(
+            return Err(Concept::Credentials.failure(format!(
                 "harness {whose} keeps its credential `{}` where this stet cannot keep it out of the sandbox",
                 decl.id
             ))
@@ -127,7 +127,7 @@ pub fn seal(whose: &str, decls: &[CredentialDecl], copy: &Path) -> Result<Sealed
     }
     for held in sealed.held.iter().filter(|h| !h.real.is_empty()) {
         if let Some(file) = holding(copy, &held.real) {
-            return Err(CliError::failure(format!(
+            return Err(Concept::Credentials.failure(format!(
                 "the call's copy of the profile still holds the credential `{}` in {file}; the call is not made",
                 held.id
             ))
@@ -164,10 +164,10 @@ struct Undeclared {
 
 impl Undeclared {
     /// The call refused, naming the file, the kind and what to declare (never the value).
-    fn refusal(&self, whose: &str) -> CliError {
+    fn refusal(&self, whose: &str) -> Error {
         let file = &self.file;
         match &self.place {
-            Place::Pointer(pointer) => CliError::failure(format!(
+            Place::Pointer(pointer) => Concept::Credentials.failure(format!(
                 "the walled profile's {file} holds {} at {pointer}, which harness `{whose}` does not declare as a credential; the call is not made",
                 self.kind
             ))
@@ -176,7 +176,7 @@ impl Undeclared {
                  credential_files = [{{ path = \"{file}\", pointers = [\"{pointer}\"], host = \"api.example.com/v1\" }}] \
                  under [plugins.command]; without a host it is kept out and sent nowhere), or take it out of the walled profile"
             )),
-            Place::Line(line) => CliError::failure(format!(
+            Place::Line(line) => Concept::Credentials.failure(format!(
                 "the walled profile's {file} holds {} (line {line}), which harness `{whose}` does not declare as a credential; the call is not made",
                 self.kind
             ))
@@ -295,12 +295,12 @@ impl StandIn {
 impl Sealed {
     /// Puts stand-ins in place of the secrets in the launch's environment (credentials
     /// kept in a variable), and refuses an environment that still holds a real one.
-    pub fn seal_env(&mut self, env: &mut [EnvVar]) -> Result<(), CliError> {
+    pub fn seal_env(&mut self, env: &mut [EnvVar]) -> Result<(), Error> {
         // A variable twice would leave the second copy as it is (and runtimes let the last
         // one win): refused.
         for held in self.held.iter().filter_map(|h| h.variable.as_deref()) {
             if env.iter().filter(|v| v.name.as_str() == held).count() > 1 {
-                return Err(CliError::failure(format!(
+                return Err(Concept::Credentials.failure(format!(
                     "the agent's environment sets {held}, which holds a credential, more than once; the call is not made"
                 ))
                 .hint("give each credential its own variable"));
@@ -320,7 +320,7 @@ impl Sealed {
                 } else if var.value.as_str() != held.stand_in {
                     // Another value than the one this call was sealed with (the credential
                     // was replaced meanwhile): no stand-in stands for it.
-                    return Err(CliError::failure(format!(
+                    return Err(Concept::Credentials.failure(format!(
                         "the agent's environment sets {name}, which holds the credential `{}`, to another value than the one this call was sealed with; the call is not made",
                         held.id
                     ))
@@ -335,7 +335,7 @@ impl Sealed {
                 .iter()
                 .find(|h| !h.real.is_empty() && var.value.as_str().contains(h.real.as_str()))
             {
-                return Err(CliError::failure(format!(
+                return Err(Concept::Credentials.failure(format!(
                     "the agent's environment holds the credential `{}` in {}; the call is not made",
                     held.id, var.name
                 ))
@@ -352,9 +352,9 @@ impl Sealed {
         &self,
         argv: &[stet_plugin_api::RString],
         mounts: &[stet_plugin_api::Mount],
-    ) -> Result<(), CliError> {
+    ) -> Result<(), Error> {
         let refuse = |held: &Held, place: String| {
-            Err(CliError::failure(format!(
+            Err(Concept::Credentials.failure(format!(
                 "the credential `{}` would enter the sandbox in {place}; the call is not made",
                 held.id
             ))
@@ -483,17 +483,14 @@ impl Drop for Sealed {
 /// puts a stand-in there, writes the file back (its mode kept). `None` when the file or the
 /// value is absent. The file is read as data (no link followed, bounded), and nothing is
 /// written through a link: the file and every directory on its way must be plain.
-fn replace_in_file(
-    copy: &Path,
-    relative: &str,
-    pointer: &str,
-) -> Result<Option<StandIn>, CliError> {
+fn replace_in_file(copy: &Path, relative: &str, pointer: &str) -> Result<Option<StandIn>, Error> {
     let file = copy.join(relative);
     let cannot = |doing: &str, e: String| {
-        CliError::failure(format!(
-            "cannot {doing} the profile's {relative} to keep the credential out of the sandbox"
-        ))
-        .caused_by(e)
+        Concept::Credentials
+            .failure(format!(
+                "cannot {doing} the profile's {relative} to keep the credential out of the sandbox"
+            ))
+            .caused_by(e)
     };
     let parts: Vec<std::path::Component> = Path::new(relative).components().collect();
     if parts.is_empty()
@@ -501,7 +498,7 @@ fn replace_in_file(
             .iter()
             .all(|c| matches!(c, std::path::Component::Normal(_)))
     {
-        return Err(CliError::failure(format!(
+        return Err(Concept::Credentials.failure(format!(
             "the harness declares a credential in `{relative}`, which is not a path inside its profile; the call is not made"
         ))
         .hint("report this to the harness's author"));
@@ -513,7 +510,7 @@ fn replace_in_file(
             Ok(meta) if meta.file_type().is_symlink() || !meta.is_dir() => {
                 // Written through, a link would put stand-ins into whatever it names (the
                 // person's own login elsewhere).
-                return Err(CliError::failure(format!(
+                return Err(Concept::Credentials.failure(format!(
                     "the profile's {relative} lies under {}, which is not a plain directory; stet writes stand-ins only into a copy it owns",
                     on_the_way.strip_prefix(copy).unwrap_or(&on_the_way).display()
                 ))
@@ -526,7 +523,7 @@ fn replace_in_file(
     }
     match std::fs::symlink_metadata(&file) {
         Ok(meta) if meta.file_type().is_symlink() || !meta.is_file() => {
-            return Err(CliError::failure(format!(
+            return Err(Concept::Credentials.failure(format!(
                 "the profile's {relative} is not a plain file; stet writes stand-ins only into a copy it owns"
             ))
             .hint("replace the link in the walled profile by the file itself"));
@@ -539,7 +536,7 @@ fn replace_in_file(
         .map_err(|e| cannot("read", e.to_string()))?;
     let Ok(mut json) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
         // Its secret cannot be found where declared, so it cannot be kept out: no call.
-        return Err(CliError::failure(format!(
+        return Err(Concept::Credentials.failure(format!(
             "the profile's {relative} is not JSON, so the credential declared in it cannot be kept out of the sandbox; the call is not made"
         ))
         .hint("log in again (the file is the agent's own), or remove the file"));
@@ -549,7 +546,7 @@ fn replace_in_file(
     };
     if slot.is_object() || slot.is_array() {
         // Whatever secrets it holds would enter the sandbox as they are.
-        return Err(CliError::failure(format!(
+        return Err(Concept::Credentials.failure(format!(
             "the profile's {relative} holds {} at {pointer}, where a credential is declared: a credential is one string; the call is not made",
             if slot.is_object() { "an object" } else { "an array" }
         ))

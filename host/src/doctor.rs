@@ -38,7 +38,7 @@ impl Check {
     }
 
     /// A failed check from a command's error: its message and causes, its hint.
-    fn of_error(name: &str, e: &crate::error::CliError) -> Check {
+    fn of_error(name: &str, e: &crate::error::Error) -> Check {
         let mut detail = e.message.clone();
         if !e.causes.is_empty() {
             detail = format!("{detail} ({})", e.causes.join("; "));
@@ -192,7 +192,7 @@ pub fn disk(settings: &Settings, repo: &Path) -> Check {
 }
 
 /// The runtime: selected and usable, with its probe's version.
-pub fn runtime(runtime: &Result<OpenRuntime, crate::error::CliError>) -> Check {
+pub fn runtime(runtime: &Result<OpenRuntime, crate::error::Error>) -> Check {
     match runtime {
         Ok(r) => Check::ok(
             "runtime",
@@ -407,7 +407,7 @@ fn run_in_image(
 
 /// The harness: selected, its profile present and alone, logged in by state, no billing
 /// key in the environment. (The settings are rewritten by a drive, so not checked.)
-pub fn harness(harness: &Result<OpenHarness, crate::error::CliError>) -> Vec<Check> {
+pub fn harness(harness: &Result<OpenHarness, crate::error::Error>) -> Vec<Check> {
     let h = match harness {
         Ok(h) => h,
         Err(e) => return vec![Check::of_error("harness", e)],

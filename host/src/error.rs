@@ -1,87 +1,95 @@
-//! The error a command ends with, printed once at the top as
-//! `error: … / caused by: … / hint: …`, and the exit codes.
+//! The library's error: what failed, in which of stet's concepts, why, and what to try.
+//!
+//! A library function says what went wrong and whose it is to mend — the person's input
+//! ([`Kind::Usage`]), something stet needs that is not usable now ([`Kind::Unusable`]),
+//! or an unexpected failure ([`Kind::Failure`]) — and where ([`Concept`]). What a command
+//! makes of it (its exit code, how it is printed) is the CLI's (`cli/error.rs`); what the
+//! drive makes of it (the item's fault or the infrastructure's) is the drive's, by a match
+//! on these types.
 
 use std::fmt;
-use std::process::ExitCode;
 
-/// Exit codes, documented in the README and `docs/cli.md`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Exit {
-    /// 0: the command did what it was asked.
-    Success,
-    /// 1: something failed that the person did not cause (a bug, an I/O error), or a
-    /// check the command ran failed (`plugins conformance`).
-    Failure,
-    /// 2: the command line, a configuration file or a manifest is wrong.
+/// Which of stet's concepts failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Concept {
+    /// Configuration files and resolved settings.
+    Settings,
+    /// Plugin discovery, loading, probing, selection, installation.
+    Plugins,
+    /// A runtime's sandbox: making, running, limits, teardown.
+    Sandbox,
+    /// The egress proxy and the sandbox's network.
+    Network,
+    /// Credentials sealed away and their stand-ins.
+    Credentials,
+    /// The harness: the walled profile, launches, reading a call's output.
+    Harness,
+    /// A login renewed in its own sandbox.
+    Login,
+    /// The walls and their proof.
+    Walls,
+    /// One walled agent call (`stet ask`, a drive's stage).
+    Call,
+    /// The drive: its lanes, reservations and checkpoints on the remote.
+    Drive,
+}
+
+/// Whose it is to mend what failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// The person's input is wrong: the command line, a configuration file, a manifest.
     Usage,
-    /// 3: nothing could run: no usable runtime or harness (or a named plugin, or an
-    /// image, is unavailable), a runtime that is down, a remote that does not answer, the
-    /// walls not holding, a drive's usage limit that resets later than its outage limit.
+    /// Something stet needs is not usable now: no runtime or harness, a plugin that
+    /// cannot answer, the walls not holding, a remote or engine that does not answer.
     Unusable,
-    /// 4: the work ran and was not done: a drive gave some items up (each is marked failed
-    /// on the remote with why; `stet queue` shows it), or `ask`'s agent failed its task.
-    GaveUp,
-    /// 128+N: the command stopped because of signal N (130 for Ctrl-C).
-    Signal(i32),
-    /// The exit status of a command run in a sandbox (`stet run`), passed through.
-    Passthrough(u8),
-}
-
-impl Exit {
-    /// The process exit status.
-    pub fn code(self) -> u8 {
-        match self {
-            Exit::Success => 0,
-            Exit::Failure => 1,
-            Exit::Usage => 2,
-            Exit::Unusable => 3,
-            Exit::GaveUp => 4,
-            Exit::Signal(n) => (128 + n).clamp(0, 255) as u8,
-            Exit::Passthrough(code) => code,
-        }
-    }
-}
-
-impl From<Exit> for ExitCode {
-    fn from(exit: Exit) -> Self {
-        ExitCode::from(exit.code())
-    }
+    /// Something failed that the person did not cause: an I/O error, a bug.
+    Failure,
 }
 
 /// A failure to report: what failed, the chain of causes, and what to try.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CliError {
+pub struct Error {
+    /// Where it failed.
+    pub concept: Concept,
+    /// Whose it is to mend.
+    pub kind: Kind,
     /// What failed.
     pub message: String,
     /// Underlying causes, outermost first.
     pub causes: Vec<String>,
     /// What to try.
     pub hint: Option<String>,
-    /// The exit code.
-    pub exit: Exit,
 }
 
-impl CliError {
-    /// A failure with `exit`.
-    pub fn new(exit: Exit, message: impl Into<String>) -> Self {
-        CliError {
+impl Concept {
+    /// A failure of `kind` here.
+    pub fn error(self, kind: Kind, message: impl Into<String>) -> Error {
+        Error {
+            concept: self,
+            kind,
             message: message.into(),
             causes: Vec::new(),
             hint: None,
-            exit,
         }
     }
 
-    /// A mistake in the command line or a configuration file.
-    pub fn usage(message: impl Into<String>) -> Self {
-        Self::new(Exit::Usage, message)
+    /// A mistake in the person's input, found here.
+    pub fn usage(self, message: impl Into<String>) -> Error {
+        self.error(Kind::Usage, message)
     }
 
-    /// An unexpected failure.
-    pub fn failure(message: impl Into<String>) -> Self {
-        Self::new(Exit::Failure, message)
+    /// Something needed here is not usable now.
+    pub fn unusable(self, message: impl Into<String>) -> Error {
+        self.error(Kind::Unusable, message)
     }
 
+    /// An unexpected failure here.
+    pub fn failure(self, message: impl Into<String>) -> Error {
+        self.error(Kind::Failure, message)
+    }
+}
+
+impl Error {
     /// Adds a cause.
     pub fn caused_by(mut self, cause: impl Into<String>) -> Self {
         self.causes.push(cause.into());
@@ -95,7 +103,7 @@ impl CliError {
     }
 }
 
-impl fmt::Display for CliError {
+impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "error: {}", self.message)?;
         for cause in &self.causes {
@@ -108,16 +116,21 @@ impl fmt::Display for CliError {
     }
 }
 
-/// A plugin's error with the host's context: which plugin, doing what.
-pub fn plugin_error(plugin: &str, doing: &str, error: &stet_plugin_api::PluginError) -> CliError {
-    let exit = match error.code {
+impl std::error::Error for Error {}
+
+/// A plugin's error with the host's context: which plugin, doing what. Its code says
+/// whose it is to mend: input the plugin refused or a thing it did not find is the
+/// person's, a plugin that cannot serve now is unusable, anything else a failure.
+pub fn plugin_error(plugin: &str, doing: &str, error: &stet_plugin_api::PluginError) -> Error {
+    let kind = match error.code {
         stet_plugin_api::ErrorCode::INVALID_INPUT | stet_plugin_api::ErrorCode::NOT_FOUND => {
-            Exit::Usage
+            Kind::Usage
         }
-        stet_plugin_api::ErrorCode::UNAVAILABLE => Exit::Unusable,
-        _ => Exit::Failure,
+        stet_plugin_api::ErrorCode::UNAVAILABLE => Kind::Unusable,
+        _ => Kind::Failure,
     };
-    let mut e = CliError::new(exit, format!("{plugin}: {doing}"))
+    let mut e = Concept::Plugins
+        .error(kind, format!("{plugin}: {doing}"))
         .caused_by(format!("{} ({})", error.message, error.code));
     if !error.remedy.is_empty() {
         e = e.hint(error.remedy.as_str());

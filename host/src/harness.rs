@@ -10,7 +10,7 @@ use stet_plugin_api::{
     Profile, ROption, Role, RoleRequest, Stream, WallReport, WallState,
 };
 
-use crate::error::{CliError, Exit};
+use crate::error::{Concept, Error, Kind};
 use crate::plugins::loader::{HarnessHandle, Instance};
 use crate::plugins::selection::Selection;
 use crate::plugins::survey;
@@ -33,7 +33,7 @@ pub struct OpenHarness {
 }
 
 /// Selects and loads the harness.
-pub fn open_harness(settings: &Settings) -> Result<OpenHarness, CliError> {
+pub fn open_harness(settings: &Settings) -> Result<OpenHarness, Error> {
     let (probed, selection) =
         survey::choose(&settings.plugins, PluginKind::Harness, &settings.harness)?;
     open_probed(settings, &probed, selection)
@@ -41,7 +41,7 @@ pub fn open_harness(settings: &Settings) -> Result<OpenHarness, CliError> {
 
 /// Selects and loads the harness and the runtime a command runs it on, from one survey
 /// (their probes run side by side).
-pub fn open_with_runtime(settings: &Settings) -> Result<(OpenHarness, OpenRuntime), CliError> {
+pub fn open_with_runtime(settings: &Settings) -> Result<(OpenHarness, OpenRuntime), Error> {
     let mut chosen = survey::choose_each(
         &settings.plugins,
         &[
@@ -56,7 +56,7 @@ pub fn open_with_runtime(settings: &Settings) -> Result<(OpenHarness, OpenRuntim
     );
     // A mistake in the command line (a name no plugin has) comes before "nothing usable".
     if let Err(e) = &runtime {
-        if e.exit == Exit::Usage && harness.as_ref().is_err_and(|h| h.exit != Exit::Usage) {
+        if e.kind == Kind::Usage && harness.as_ref().is_err_and(|h| h.kind != Kind::Usage) {
             return Err(e.clone());
         }
     }
@@ -73,12 +73,11 @@ pub fn open_probed(
     settings: &Settings,
     probed: &crate::plugins::probe::Probed,
     selection: Selection,
-) -> Result<OpenHarness, CliError> {
+) -> Result<OpenHarness, Error> {
     let Instance::Harness(handle) = survey::instantiate(&settings.plugins, probed)? else {
-        return Err(CliError::usage(format!(
-            "plugin {} is not a harness",
-            probed.manifest.name
-        )));
+        return Err(
+            Concept::Harness.usage(format!("plugin {} is not a harness", probed.manifest.name))
+        );
     };
     let stet = stet_binary()?;
     Ok(OpenHarness {
@@ -115,16 +114,16 @@ impl OpenHarness {
         }
     }
 
-    fn err(&self, doing: &str) -> impl Fn(PluginError) -> CliError + '_ {
+    fn err(&self, doing: &str) -> impl Fn(PluginError) -> Error + '_ {
         let doing = doing.to_string();
         move |e| plugin_error(&self.name, &doing, &e)
     }
 
     /// The walled profile this drive runs on.
-    pub fn profile(&self) -> Result<Profile, CliError> {
+    pub fn profile(&self) -> Result<Profile, Error> {
         self.handle.profile(self.context.clone()).map_err(|e| {
             let mut error = plugin_error(&self.name, "has no walled profile to run on", &e);
-            error.exit = Exit::Unusable;
+            error.kind = Kind::Unusable;
             error
         })
     }
@@ -132,20 +131,20 @@ impl OpenHarness {
     /// The walled profile, or `None` when the harness says there is none yet
     /// ([`ErrorCode::NOT_FOUND`](stet_plugin_api::ErrorCode::NOT_FOUND)): what `stet profile
     /// login` creates.
-    pub fn profile_if_any(&self) -> Result<Option<Profile>, CliError> {
+    pub fn profile_if_any(&self) -> Result<Option<Profile>, Error> {
         match self.handle.profile(self.context.clone()) {
             Ok(profile) => Ok(Some(profile)),
             Err(e) if e.code == stet_plugin_api::ErrorCode::NOT_FOUND => Ok(None),
             Err(e) => {
                 let mut error = plugin_error(&self.name, "has no walled profile to run on", &e);
-                error.exit = Exit::Unusable;
+                error.kind = Kind::Unusable;
                 Err(error)
             }
         }
     }
 
     /// Writes the walled settings; returns what was written.
-    pub fn write_settings(&self, profile: &Profile) -> Result<String, CliError> {
+    pub fn write_settings(&self, profile: &Profile) -> Result<String, Error> {
         self.handle
             .write_settings(self.context.clone(), profile.clone())
             .map_err(self.err("could not write the walled settings"))
@@ -153,7 +152,7 @@ impl OpenHarness {
 
     /// Rewrites the walled settings, as every drive does at its start; when someone had
     /// edited them, returns what the check saw, so the caller can say so.
-    pub fn rewrite_settings(&self, profile: &Profile) -> Result<Option<String>, CliError> {
+    pub fn rewrite_settings(&self, profile: &Profile) -> Result<Option<String>, Error> {
         // Edited, not merely absent (stet has not written them yet).
         let edited = self
             .check_walls(profile)?
@@ -168,21 +167,21 @@ impl OpenHarness {
     }
 
     /// The static wall checks, with typed states.
-    pub fn check_walls(&self, profile: &Profile) -> Result<Vec<WallReport>, CliError> {
+    pub fn check_walls(&self, profile: &Profile) -> Result<Vec<WallReport>, Error> {
         self.handle
             .check_walls_typed(self.context.clone(), profile.clone())
             .map_err(self.err("could not check its walls"))
     }
 
     /// The launch for a role.
-    pub fn launch(&self, request: RoleRequest) -> Result<Launch, CliError> {
+    pub fn launch(&self, request: RoleRequest) -> Result<Launch, Error> {
         self.handle
             .launch(request)
             .map_err(self.err("could not describe its launch"))
     }
 
     /// The agent's own login, to run on a terminal.
-    pub fn login_launch(&self, profile_dir: &str) -> Result<Launch, CliError> {
+    pub fn login_launch(&self, profile_dir: &str) -> Result<Launch, Error> {
         self.handle
             .login_launch(self.context.clone(), profile_dir)
             .map_err(self.err("could not describe its login"))
@@ -194,35 +193,35 @@ impl OpenHarness {
         role: Role,
         output: &[u8],
         exit: ExitStatus,
-    ) -> Result<CallOutcome, CliError> {
+    ) -> Result<CallOutcome, Error> {
         self.handle
             .read_call(role, output, exit)
             .map_err(self.err("could not read the agent's output"))
     }
 
     /// When the stored login stops being accepted (ms since the epoch; 0: it does not).
-    pub fn login_expiry(&self, profile: &Profile) -> Result<u64, CliError> {
+    pub fn login_expiry(&self, profile: &Profile) -> Result<u64, Error> {
         self.handle
             .login_expiry(self.context.clone(), profile.clone())
             .map_err(self.err("could not say when its login expires"))
     }
 
     /// The launch that renews the stored login on a copy it puts into `work_dir`.
-    pub fn refresh_launch(&self, profile: &Profile, work_dir: &Path) -> Result<Launch, CliError> {
+    pub fn refresh_launch(&self, profile: &Profile, work_dir: &Path) -> Result<Launch, Error> {
         self.handle
             .refresh_launch(self.context.clone(), profile.clone(), work_dir)
             .map_err(self.err("cannot renew its stored login"))
     }
 
     /// Puts the login renewed in `work_dir` into the profile; its new expiry.
-    pub fn settle_refresh(&self, profile: &Profile, work_dir: &Path) -> Result<u64, CliError> {
+    pub fn settle_refresh(&self, profile: &Profile, work_dir: &Path) -> Result<u64, Error> {
         self.handle
             .settle_refresh(self.context.clone(), profile.clone(), work_dir)
             .map_err(self.err("did not renew its stored login"))
     }
 
     /// Reads the proof launch's output into typed walls.
-    pub fn read_proof(&self, output: &[u8]) -> Result<Vec<WallReport>, CliError> {
+    pub fn read_proof(&self, output: &[u8]) -> Result<Vec<WallReport>, Error> {
         self.handle
             .read_proof_typed(output)
             .map_err(self.err("could not read the proof"))
@@ -243,14 +242,17 @@ pub struct CallProfile {
 impl CallProfile {
     /// Copies the walled profile `profile` for one call, with a stand-in in place of each
     /// credential `harness` declares (`credentials::seal`).
-    pub fn of(harness: &OpenHarness, profile: &Profile) -> Result<CallProfile, CliError> {
+    pub fn of(harness: &OpenHarness, profile: &Profile) -> Result<CallProfile, Error> {
         let copy = tempfile::Builder::new()
             .prefix("stet-call-profile-")
             .tempdir()
-            .map_err(|e| CliError::failure(format!("cannot make the call's profile: {e}")))?;
+            .map_err(|e| {
+                Concept::Harness.failure(format!("cannot make the call's profile: {e}"))
+            })?;
         let dir = copy.path().join("profile");
         crate::files::copy_tree(Path::new(profile.dir.as_str()), &dir).map_err(|e| {
-            CliError::failure(format!("cannot copy the walled profile {}", profile.dir))
+            Concept::Harness
+                .failure(format!("cannot copy the walled profile {}", profile.dir))
                 .caused_by(e.to_string())
         })?;
         let decls = harness
@@ -267,7 +269,7 @@ impl CallProfile {
 
     /// After the call: the harness carries back what it keeps; the copy is deleted.
     /// Returns the files carried back.
-    pub fn settle(self, harness: &OpenHarness, profile: &Profile) -> Result<Vec<String>, CliError> {
+    pub fn settle(self, harness: &OpenHarness, profile: &Profile) -> Result<Vec<String>, Error> {
         let carried = harness
             .handle
             .settle_profile(
@@ -426,7 +428,7 @@ pub fn run_launch(
     plan: Plan,
     mut watch: Watch<'_>,
     log: Option<&Path>,
-) -> Result<LaunchOutput, CliError> {
+) -> Result<LaunchOutput, Error> {
     let ready = ready_launch(
         settings,
         runtime,
@@ -485,11 +487,11 @@ pub fn ready_launch<'a>(
     mut plan: Plan,
     sealed: Option<&mut crate::credentials::Sealed>,
     stub_model_api: bool,
-) -> Result<Ready<'a>, CliError> {
+) -> Result<Ready<'a>, Error> {
     let session_dir = tempfile::Builder::new()
         .prefix("stet-session-")
         .tempdir()
-        .map_err(|e| CliError::failure(format!("cannot make a session directory: {e}")))?;
+        .map_err(|e| Concept::Harness.failure(format!("cannot make a session directory: {e}")))?;
     let session_dir_text = session_dir.path().display().to_string();
     plan.mounts.push(stet_plugin_api::Mount {
         source: session_dir_text.clone().into(),
@@ -557,9 +559,9 @@ pub fn run_ready(
     launch: &Launch,
     mut watch: Watch<'_>,
     log: Option<&Path>,
-) -> Result<LaunchOutput, CliError> {
+) -> Result<LaunchOutput, Error> {
     if !ready.fits(launch) {
-        let fault = CliError::failure(
+        let fault = Concept::Harness.failure(
             "the launch asks for other mounts or another network than its sandbox was made with",
         );
         ready.discard(watch.reaper);
@@ -593,7 +595,7 @@ pub fn run_ready(
         .push(EnvVar::new(crate::sandbox::IN_SANDBOX, "1"));
     process.env.extend(watch.env.iter().cloned());
     let mut stdout = crate::capture::Capture::new(log, crate::capture::KEPT).map_err(|e| {
-        CliError::failure(format!(
+        Concept::Harness.failure(format!(
             "cannot write the call's log {}: {e}",
             log.map(|l| l.display().to_string()).unwrap_or_default()
         ))
@@ -601,8 +603,10 @@ pub fn run_ready(
     // Standard error beside the log, apart from it (the log is the agent's stdout, in the
     // shape its harness reads).
     let stderr_log = log.map(stderr_log_of);
-    let mut stderr = crate::capture::Capture::new(stderr_log.as_deref(), 32 * 1024)
-        .map_err(|e| CliError::failure(format!("cannot keep the call's standard error: {e}")))?;
+    let mut stderr =
+        crate::capture::Capture::new(stderr_log.as_deref(), 32 * 1024).map_err(|e| {
+            Concept::Harness.failure(format!("cannot keep the call's standard error: {e}"))
+        })?;
     let running = sandbox.spawn(process)?;
     // Published while it runs, so that a second signal can kill it from another thread.
     if let Some(slot) = watch.in_flight {
@@ -645,7 +649,7 @@ pub fn run_ready(
     let (blocked, gateway) = walled.finish(watch.reaper);
     let stdout_bytes = stdout.total();
     let (stdout, log_cut) = stdout.finish_counting().map_err(|e| {
-        CliError::failure(format!(
+        Concept::Harness.failure(format!(
             "cannot write the call's log {}: {e}",
             log.map(|l| l.display().to_string()).unwrap_or_default()
         ))
@@ -690,7 +694,7 @@ pub fn outcome_of(
     harness: &OpenHarness,
     role: Role,
     output: &LaunchOutput,
-) -> Result<CallOutcome, CliError> {
+) -> Result<CallOutcome, Error> {
     let mut outcome = harness.read_call(role, &output.stdout, output.status)?;
     if let Some(limit) = output.timed_out {
         outcome.kind = OutcomeCode::FAILED;

@@ -28,7 +28,7 @@ use stet_egress::policy::{Entry, Rules};
 use stet_egress::server::{Blocked, Extras, GatewayCounts, Proxy, SystemResolver};
 use stet_plugin_api::{EnvVar, Network, ProcessSpec, SandboxOption};
 
-use crate::error::{CliError, Exit};
+use crate::error::{Concept, Error};
 use crate::sandbox::{stet_binary, OpenRuntime, Plan, Process, Sandbox};
 use crate::settings::{NetworkSettings, Settings};
 
@@ -99,10 +99,11 @@ impl Egress {
         settings: &NetworkSettings,
         gateways: Vec<Gateway>,
         stubs: &[u16],
-    ) -> Result<Egress, CliError> {
+    ) -> Result<Egress, Error> {
         let parse = |text: &String, whose: &str| {
             Entry::parse(text).map_err(|why| {
-                CliError::failure(format!("{whose} names `{text}` as a host to reach: {why}"))
+                Concept::Network
+                    .failure(format!("{whose} names `{text}` as a host to reach: {why}"))
             })
         };
         let mut allow = Vec::new();
@@ -143,7 +144,7 @@ impl Egress {
             .iter()
             .find(|g| g.port == port || forwards.iter().any(|(f, _)| *f == g.port))
         {
-            return Err(CliError::failure(format!(
+            return Err(Concept::Network.failure(format!(
                 "{whose}: the credential gateway's port {} inside the sandbox is taken by a listed service on the host's loopback",
                 gateway.port
             ))
@@ -153,7 +154,7 @@ impl Egress {
             .iter()
             .find(|s| **s == port || forwards.iter().any(|(f, _)| f == *s))
         {
-            return Err(CliError::failure(format!(
+            return Err(Concept::Network.failure(format!(
                 "{whose}: the model API stub's port {stub} inside the sandbox is taken by a listed service on the host's loopback"
             ))
             .hint("run that service on another port"));
@@ -168,7 +169,9 @@ impl Egress {
         let dir = tempfile::Builder::new()
             .prefix("stet-egress-")
             .tempdir()
-            .map_err(|e| CliError::failure(format!("cannot make the proxy's directory: {e}")))?;
+            .map_err(|e| {
+                Concept::Network.failure(format!("cannot make the proxy's directory: {e}"))
+            })?;
         let socket = dir.path().join("proxy.sock");
         let proxy = Proxy::start_with(
             &socket,
@@ -182,7 +185,7 @@ impl Egress {
                 connect_to: settings.connect_to.clone(),
             },
         )
-        .map_err(|e| CliError::failure(format!("cannot start stet's egress proxy: {e}")))?;
+        .map_err(|e| Concept::Network.failure(format!("cannot start stet's egress proxy: {e}")))?;
         Ok(Egress {
             proxy,
             _dir: dir,
@@ -319,7 +322,7 @@ impl<'a> WalledSandbox<'a> {
         gateways: Vec<Gateway>,
         stubs: &[u16],
         mut plan: Plan,
-    ) -> Result<WalledSandbox<'a>, CliError> {
+    ) -> Result<WalledSandbox<'a>, Error> {
         // A harness whose credential goes through a gateway needs the proxy even when it
         // declared no host by name.
         let none = stet_plugin_api::RVec::new();
@@ -333,7 +336,7 @@ impl<'a> WalledSandbox<'a> {
             // `stet run --network` is the one way to an open network, and it does not come
             // here: a launch (an agent's, a proof's) never gets one.
             Network::Open => {
-                return Err(CliError::usage(format!(
+                return Err(Concept::Network.usage(format!(
                     "the {} launch asks for the open network; an agent gets only the hosts its harness declares",
                     plan.kind
                 ))
@@ -347,9 +350,7 @@ impl<'a> WalledSandbox<'a> {
                     .iter()
                     .any(|c| c == stet_plugin_api::capability::FORWARD_SOCKET)
                 {
-                    return Err(CliError::new(
-                        Exit::Unusable,
-                        format!(
+                    return Err(Concept::Network.unusable(format!(
                             "runtime {} cannot forward stet's proxy into a sandbox, so an agent that needs the network cannot be walled in",
                             runtime.name
                         ),
@@ -418,7 +419,7 @@ impl<'a> WalledSandbox<'a> {
 
 /// Starts the egress bridge in `sandbox` and waits until it listens (it says so on its
 /// standard output), so that the agent's first request finds it.
-fn start_bridge(sandbox: &Sandbox<'_>, egress: &Egress, stet: &str) -> Result<Process, CliError> {
+fn start_bridge(sandbox: &Sandbox<'_>, egress: &Egress, stet: &str) -> Result<Process, Error> {
     let bridge = sandbox.spawn(egress.bridge(stet))?;
     let (said, heard) = std::sync::mpsc::channel::<Vec<u8>>();
     let waiting = bridge.clone();
@@ -435,7 +436,7 @@ fn start_bridge(sandbox: &Sandbox<'_>, egress: &Egress, stet: &str) -> Result<Pr
             Ok(bytes) => output.extend(bytes),
             Err(_) => {
                 let _ = bridge.kill();
-                return Err(CliError::failure(
+                return Err(Concept::Network.failure(
                     "stet's egress bridge did not start inside the sandbox",
                 )
                 .caused_by(format!("it said: {}", String::from_utf8_lossy(&output).trim()))

@@ -86,7 +86,7 @@ impl Printer {
 }
 
 /// Reports a command's error on standard error, made inert like every other line.
-pub fn error(error: &crate::error::CliError) {
+pub fn error(error: &dyn std::fmt::Display) {
     let _ = writeln!(std::io::stderr().lock(), "{}", inert(&error.to_string()));
 }
 

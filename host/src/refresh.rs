@@ -25,7 +25,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use stet_plugin_api::Profile;
 
-use crate::error::CliError;
+use crate::error::{Concept, Error};
 use crate::harness::{self, OpenHarness};
 use crate::sandbox::{OpenRuntime, Plan};
 use crate::settings::Settings;
@@ -46,7 +46,7 @@ pub fn keep_fresh(
     profile: &Profile,
     within: Duration,
     note: &dyn Fn(&str),
-) -> Result<Option<u64>, CliError> {
+) -> Result<Option<u64>, Error> {
     keep_fresh_at(&now_ms, settings, runtime, harness, profile, within, note)
 }
 
@@ -61,7 +61,7 @@ pub fn keep_fresh_at(
     profile: &Profile,
     within: Duration,
     note: &dyn Fn(&str),
-) -> Result<Option<u64>, CliError> {
+) -> Result<Option<u64>, Error> {
     let due =
         |expiry: u64| expiry != 0 && expiry < now_ms().saturating_add(millis(within + MARGIN));
     if !due(harness.login_expiry(profile)?) {
@@ -70,7 +70,7 @@ pub fn keep_fresh_at(
     let dir = Path::new(profile.dir.as_str());
     let lock = lock_path(dir);
     let _held = crate::files::lock_exclusive(&lock).map_err(|e| {
-        CliError::failure(format!(
+        Concept::Login.failure(format!(
             "cannot lock {} to renew the login: {e}",
             lock.display()
         ))
@@ -86,10 +86,10 @@ pub fn keep_fresh_at(
     let scratch = tempfile::Builder::new()
         .prefix("stet-refresh-")
         .tempdir()
-        .map_err(|e| CliError::failure(format!("cannot make the refresh's directory: {e}")))?;
+        .map_err(|e| Concept::Login.failure(format!("cannot make the refresh's directory: {e}")))?;
     let work_dir = scratch.path().join("login");
     std::fs::create_dir(&work_dir)
-        .map_err(|e| CliError::failure(format!("cannot make the refresh's directory: {e}")))?;
+        .map_err(|e| Concept::Login.failure(format!("cannot make the refresh's directory: {e}")))?;
     let launch = harness.refresh_launch(profile, &work_dir)?;
     let run = format!("refresh-{}", std::process::id());
     // Never an untrusted repository's image: its code would run beside the real login.

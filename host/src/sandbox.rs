@@ -14,7 +14,7 @@ use stet_plugin_api::{
     SandboxSpec, Stream, TerminalSize,
 };
 
-use crate::error::{CliError, Exit};
+use crate::error::{Concept, Error};
 use crate::plugins::loader::{Instance, RuntimeHandle};
 use crate::plugins::probe::Probed;
 use crate::plugins::selection::Selection;
@@ -75,7 +75,7 @@ impl OpenRuntime {
 }
 
 /// Probes the installed runtimes, selects one as SPEC §3 says, and loads it here.
-pub fn open_runtime(settings: &Settings) -> Result<OpenRuntime, CliError> {
+pub fn open_runtime(settings: &Settings) -> Result<OpenRuntime, Error> {
     let (probed, selection) =
         survey::choose(&settings.plugins, PluginKind::Runtime, &settings.runtime)?;
     open_probed(settings, &probed, selection)
@@ -86,12 +86,11 @@ pub fn open_probed(
     settings: &Settings,
     probed: &Probed,
     selection: Selection,
-) -> Result<OpenRuntime, CliError> {
+) -> Result<OpenRuntime, Error> {
     let Instance::Runtime(handle) = survey::instantiate(&settings.plugins, probed)? else {
-        return Err(CliError::usage(format!(
-            "plugin {} is not a runtime",
-            probed.manifest.name
-        )));
+        return Err(
+            Concept::Sandbox.usage(format!("plugin {} is not a runtime", probed.manifest.name))
+        );
     };
     Ok(OpenRuntime {
         name: probed.manifest.name.clone(),
@@ -196,7 +195,7 @@ pub struct ReapVerdict {
 /// Finds the sandboxes a crashed or killed stet left behind in `runtime` (labelled as
 /// stet's, on this host, whose owning process is gone) and removes them unless `dry_run`;
 /// sandboxes of live stets and of other hosts are kept, with the reason.
-pub fn reap(runtime: &OpenRuntime, dry_run: bool) -> Result<Vec<ReapVerdict>, CliError> {
+pub fn reap(runtime: &OpenRuntime, dry_run: bool) -> Result<Vec<ReapVerdict>, Error> {
     let here = host_name();
     let listed = runtime
         .handle
@@ -290,7 +289,7 @@ fn warn_not_removed(runtime: &OpenRuntime, id: &str, result: Result<(), PluginEr
 impl<'a> Sandbox<'a> {
     /// Creates a sandbox, checking the image first so that a missing one is named with the
     /// way to build it.
-    pub fn create(runtime: &'a OpenRuntime, spec: SandboxSpec) -> Result<Self, CliError> {
+    pub fn create(runtime: &'a OpenRuntime, spec: SandboxSpec) -> Result<Self, Error> {
         let (sandbox, _) = Sandbox::start(runtime, spec, Vec::new())?;
         Ok(sandbox)
     }
@@ -302,26 +301,27 @@ impl<'a> Sandbox<'a> {
         runtime: &'a OpenRuntime,
         spec: SandboxSpec,
         options: Vec<stet_plugin_api::SandboxOption>,
-    ) -> Result<(Self, Option<Process>), CliError> {
+    ) -> Result<(Self, Option<Process>), Error> {
         let image = spec.image.to_string();
         // The image is looked up only when the sandbox could not be made: a made sandbox
         // needs no second inspect of an image the runtime just used.
         let (info, first) = runtime.handle.start(spec, options).map_err(|e| {
             match runtime.handle.image_status(&image) {
-                Ok(status) if !status.present => CliError::new(
-                    Exit::Unusable,
-                    format!("image {image} is not available to runtime {}", runtime.name),
-                )
-                .caused_by(status.remedy.to_string())
-                .hint(if image == DEFAULT_IMAGE {
-                    "build stet's lane image with scripts/build-image.sh (no registry needed)"
-                        .to_string()
-                } else {
-                    format!(
-                        "build or load {image} for {}, or pass --image",
+                Ok(status) if !status.present => Concept::Sandbox
+                    .unusable(format!(
+                        "image {image} is not available to runtime {}",
                         runtime.name
-                    )
-                }),
+                    ))
+                    .caused_by(status.remedy.to_string())
+                    .hint(if image == DEFAULT_IMAGE {
+                        "build stet's lane image with scripts/build-image.sh (no registry needed)"
+                            .to_string()
+                    } else {
+                        format!(
+                            "build or load {image} for {}, or pass --image",
+                            runtime.name
+                        )
+                    }),
                 _ => plugin_error(&runtime.name, "could not create a sandbox", &e),
             }
         })?;
@@ -359,7 +359,7 @@ impl<'a> Sandbox<'a> {
     }
 
     /// Starts a process in the sandbox.
-    pub fn spawn(&self, spec: ProcessSpec) -> Result<Process, CliError> {
+    pub fn spawn(&self, spec: ProcessSpec) -> Result<Process, Error> {
         let process = self
             .runtime
             .handle
@@ -374,11 +374,7 @@ impl<'a> Sandbox<'a> {
 
 impl Sandbox<'_> {
     /// Starts a process on a terminal in the sandbox.
-    pub fn spawn_terminal(
-        &self,
-        spec: ProcessSpec,
-        size: TerminalSize,
-    ) -> Result<Terminal, CliError> {
+    pub fn spawn_terminal(&self, spec: ProcessSpec, size: TerminalSize) -> Result<Terminal, Error> {
         let terminal = self
             .runtime
             .handle
@@ -403,7 +399,7 @@ impl Terminal {
     pub fn wait(
         &self,
         on_chunk: &mut (dyn FnMut(Stream, &[u8]) + Send),
-    ) -> Result<ExitStatus, CliError> {
+    ) -> Result<ExitStatus, Error> {
         let result: Result<ExitStatus, PluginError> = self.inner.wait(host_sink(on_chunk)).into();
         result.map_err(|e| plugin_error(&self.runtime, "lost the terminal", &e))
     }
@@ -588,12 +584,12 @@ pub use crate::settings::DEFAULT_IMAGE;
 
 /// The running stet binary, by absolute path: what sandboxes mount as itself (the hooks,
 /// the approver, the egress bridge, the wall probes).
-pub fn stet_binary() -> Result<String, CliError> {
+pub fn stet_binary() -> Result<String, Error> {
     std::env::current_exe()
         .and_then(|p| p.canonicalize())
         .map(|p| p.display().to_string())
         .map_err(|e| {
-            CliError::failure(format!("cannot find the running stet binary: {e}")).hint(
+            Concept::Sandbox.failure(format!("cannot find the running stet binary: {e}")).hint(
                 "run stet from a file that still exists (it was moved or deleted while running)",
             )
         })
@@ -615,13 +611,13 @@ impl Process {
     pub fn wait(
         &self,
         on_chunk: &mut (dyn FnMut(Stream, &[u8]) + Send),
-    ) -> Result<ExitStatus, CliError> {
+    ) -> Result<ExitStatus, Error> {
         let result: Result<ExitStatus, PluginError> = self.inner.wait(host_sink(on_chunk)).into();
         result.map_err(|e| plugin_error(&self.runtime, "lost the process", &e))
     }
 
     /// Kills it; safe from any thread.
-    pub fn kill(&self) -> Result<(), CliError> {
+    pub fn kill(&self) -> Result<(), Error> {
         let result: Result<(), PluginError> = self.inner.kill().into();
         result.map_err(|e| plugin_error(&self.runtime, "could not kill the process", &e))
     }

@@ -16,7 +16,7 @@ use std::time::Duration;
 use etcetera::BaseStrategy;
 
 use crate::config::{self, ConfigFile, LimitSettings, REPO_CONFIG_FILE};
-use crate::error::CliError;
+use crate::error::{Concept, Error};
 use crate::plugins::discovery;
 use crate::plugins::selection::Preference;
 use crate::plugins::PluginSettings;
@@ -195,14 +195,15 @@ impl RepositoryConfig {
 
 /// Merges flags, environment and configuration files into [`Settings`]; `plugins_dirs` are
 /// the `--plugins-dir` flags.
-pub fn resolve(plugins_dirs: &[PathBuf], overrides: &Overrides) -> Result<Settings, CliError> {
+pub fn resolve(plugins_dirs: &[PathBuf], overrides: &Overrides) -> Result<Settings, Error> {
     for dir in plugins_dirs {
         if !dir.is_dir() {
-            return Err(CliError::usage(format!(
-                "--plugins-dir {} is not a directory",
-                dir.display()
-            ))
-            .hint("name a directory holding plugin subdirectories (each with a plugin.toml)"));
+            return Err(Concept::Settings
+                .usage(format!(
+                    "--plugins-dir {} is not a directory",
+                    dir.display()
+                ))
+                .hint("name a directory holding plugin subdirectories (each with a plugin.toml)"));
         }
     }
     let xdg = etcetera::choose_base_strategy().ok();
@@ -214,7 +215,7 @@ pub fn resolve(plugins_dirs: &[PathBuf], overrides: &Overrides) -> Result<Settin
 
     let probe_timeout = match &overrides.probe_timeout {
         Some(text) => config::parse_duration(text)
-            .map_err(|why| CliError::usage(format!("--probe-timeout: {why}")))?,
+            .map_err(|why| Concept::Settings.usage(format!("--probe-timeout: {why}")))?,
         None => files
             .iter()
             .rev()
@@ -471,7 +472,7 @@ fn narrow_only(repo: &mut ConfigFile, persons: &[ConfigFile]) -> Vec<String> {
 }
 
 /// The user's file, then the repository's: lowest precedence first.
-fn read_config_files(xdg: Option<&impl BaseStrategy>) -> Result<Vec<ConfigFile>, CliError> {
+fn read_config_files(xdg: Option<&impl BaseStrategy>) -> Result<Vec<ConfigFile>, Error> {
     let mut paths = Vec::new();
     if let Some(xdg) = xdg {
         paths.push((xdg.config_dir().join("stet").join("config.toml"), None));
@@ -489,12 +490,13 @@ fn read_config_files(xdg: Option<&impl BaseStrategy>) -> Result<Vec<ConfigFile>,
             None => config::read_optional(&path),
         };
         let file = read.map_err(|e| {
-            CliError::usage(format!(
-                "configuration file {} is not valid",
-                e.path.display()
-            ))
-            .caused_by(e.to_string())
-            .hint("fix the key named above; the keys are documented in docs/configuration.md")
+            Concept::Settings
+                .usage(format!(
+                    "configuration file {} is not valid",
+                    e.path.display()
+                ))
+                .caused_by(e.to_string())
+                .hint("fix the key named above; the keys are documented in docs/configuration.md")
         })?;
         files.extend(file);
     }

@@ -3,8 +3,8 @@
 
 use stet_plugin_api::{OutcomeCode, Role};
 
+use super::error::{CliError, Exit};
 use crate::ask::{self, Question};
-use crate::error::{CliError, Exit};
 use crate::printer::Printer;
 use crate::settings::Settings;
 

@@ -3,8 +3,8 @@
 use serde::Serialize;
 use stet_plugin_api::{Role, RoleRequest};
 
+use super::error::{CliError, Exit};
 use crate::doctor::{self, Check};
-use crate::error::{CliError, Exit};
 use crate::printer::Printer;
 use crate::settings::Settings;
 

@@ -1,8 +1,8 @@
 //! `stet drive`: thin glue over [`crate::drive`].
 
+use super::error::{CliError, Exit};
 use crate::config::parse_duration;
 use crate::drive::{self, DriveOptions};
-use crate::error::{CliError, Exit};
 use crate::printer::Printer;
 use crate::settings::Settings;
 
@@ -59,5 +59,5 @@ pub fn run(settings: &Settings, args: &DriveArgs, printer: Printer) -> Result<Ex
         follow: args.follow,
         land: settings.drive_land.clone(),
     };
-    drive::run(settings, &options, printer)
+    Ok(drive::run(settings, &options, printer)?.into())
 }

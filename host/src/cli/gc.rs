@@ -4,7 +4,7 @@
 use serde::Serialize;
 use stet_plugin_api::PluginKind;
 
-use crate::error::{CliError, Exit};
+use super::error::{CliError, Exit};
 use crate::plugins::survey;
 use crate::printer::Printer;
 use crate::sandbox;

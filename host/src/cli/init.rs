@@ -6,8 +6,8 @@ use std::path::Path;
 
 use stet_plugin_api::PluginKind;
 
+use super::error::{CliError, Exit};
 use crate::config::REPO_CONFIG_FILE;
-use crate::error::{CliError, Exit};
 use crate::init::{self, Found, Setup};
 use crate::plugins::survey;
 use crate::printer::Printer;

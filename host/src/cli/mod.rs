@@ -6,10 +6,12 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::error::{CliError, Exit};
+pub mod error;
+
 use crate::plugins::probe;
 use crate::printer::Printer;
 use crate::settings;
+use error::{CliError, Exit};
 
 mod ask;
 mod doctor;

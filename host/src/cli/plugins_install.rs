@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::error::{CliError, Exit};
+use super::error::{CliError, Exit};
 use crate::plugins::install;
 use crate::printer::Printer;
 use crate::settings::Settings;

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::error::{CliError, Exit};
+use super::error::{CliError, Exit};
 use crate::plugins::discovery::{self, DirSource, Found, SearchDir, Status};
 use crate::plugins::version::host_api;
 use crate::printer::Printer;
@@ -45,7 +45,7 @@ pub fn run(settings: &Settings, args: &ListArgs, printer: Printer) -> Result<Exi
         return Ok(if none { Exit::Unusable } else { Exit::Success });
     }
     if entries.is_empty() {
-        return Err(discovery::none_found(&settings.plugins.search_path));
+        return Err(discovery::none_found(&settings.plugins.search_path).into());
     }
     printer.out(&table(&entries));
     printer.out("");

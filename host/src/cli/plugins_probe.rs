@@ -4,7 +4,7 @@
 use serde::Serialize;
 use stet_plugin_api::PluginKind;
 
-use crate::error::{CliError, Exit};
+use super::error::{CliError, Exit};
 use crate::plugins::discovery::{self, Found};
 use crate::plugins::loader::Identity;
 use crate::plugins::probe::{Probe, ProbeFailure, Probed};
@@ -166,7 +166,7 @@ pub fn run(settings: &Settings, args: &ProbeArgs, printer: Printer) -> Result<Ex
     }
 
     if reports.is_empty() {
-        return Err(discovery::none_found(&settings.plugins.search_path));
+        return Err(discovery::none_found(&settings.plugins.search_path).into());
     }
     let name_width = reports.iter().map(|r| r.name.len()).max().unwrap_or(0);
     for report in &reports {

@@ -8,7 +8,7 @@ use std::os::fd::AsFd;
 use nix::sys::termios::{self, SetArg, Termios};
 use stet_plugin_api::TerminalSize;
 
-use crate::error::{CliError, Exit};
+use super::error::{CliError, Exit};
 use crate::harness;
 use crate::printer::Printer;
 use crate::sandbox::Plan;

@@ -4,8 +4,8 @@ use std::io::Read;
 
 use serde::Serialize;
 
+use super::error::{CliError, Exit};
 use crate::config::repository_root;
-use crate::error::{CliError, Exit};
 use crate::printer::Printer;
 use crate::queue;
 use crate::reservations::{Remote, ReservationError};

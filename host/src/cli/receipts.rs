@@ -1,6 +1,6 @@
 //! `stet receipts`: what every agent call did, from the receipts in this clone.
 
-use crate::error::{CliError, Exit};
+use super::error::{CliError, Exit};
 use crate::printer::Printer;
 use crate::receipts;
 

@@ -10,7 +10,7 @@ use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 use stet_plugin_api::{Network, ProcessSpec, ROption, Stream};
 
-use crate::error::{CliError, Exit};
+use super::error::{CliError, Exit};
 use crate::printer::Printer;
 use crate::sandbox::{self, LaneAccess, LaneMounts, Plan, Sandbox};
 use crate::settings::Settings;

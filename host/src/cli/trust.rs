@@ -1,8 +1,8 @@
 //! `stet trust`: trust the repository's `stet.toml` as it is now, so that its settings that
 //! act on the host or widen a sandbox take effect (see `trust.rs`).
 
+use super::error::{CliError, Exit};
 use crate::config::{self, REPO_CONFIG_FILE};
-use crate::error::{CliError, Exit};
 use crate::printer::Printer;
 
 use super::TrustRepoArgs;

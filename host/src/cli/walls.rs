@@ -1,6 +1,6 @@
 //! `stet walls`: prove the walls around the agent, as a drive does before its first move.
 
-use crate::error::{CliError, Exit};
+use super::error::{CliError, Exit};
 use crate::harness;
 use crate::printer::Printer;
 use crate::settings::Settings;

@@ -23,7 +23,7 @@
 use std::cell::RefCell;
 use std::thread::{Scope, ScopedJoinHandle};
 
-use crate::error::CliError;
+use crate::error::Error;
 use crate::harness::{CallProfile, Ready};
 use crate::sandbox::{Reaper, Sandbox};
 
@@ -47,7 +47,7 @@ impl PreparedCall<'_> {
     }
 }
 
-type Making<'scope, T> = Option<ScopedJoinHandle<'scope, Result<T, CliError>>>;
+type Making<'scope, T> = Option<ScopedJoinHandle<'scope, Result<T, Error>>>;
 
 /// What is being made ahead for one lane. Every thread it started is joined, and what it
 /// made and no stage took is retired, by [`Ahead::discard`] (or when the scope ends).
@@ -124,7 +124,7 @@ pub(super) trait MakesNext<'env>: Sync {
     /// Claims the next item this lane would take, opens its lane and makes its first
     /// call ready; `None` when there is none to make ahead. An error leaves nothing
     /// claimed or made.
-    fn make_next(&self) -> Result<Option<NextLane<'env>>, CliError>;
+    fn make_next(&self) -> Result<Option<NextLane<'env>>, Error>;
     /// Lets a next lane go unused: its sandbox retired, its claim dropped (its lane stays,
     /// for whoever takes the item).
     fn let_go(&self, next: NextLane<'env>);

@@ -11,14 +11,14 @@
 //! lane until its reset, when that is within the outage limit; one further away stops the
 //! drive (exit 3), naming the reset and the command to resume.
 
-use crate::error::{CliError, Exit};
+use crate::error::{Concept, Error};
 use crate::queue;
 use crate::reservations::{Remote, ReservationError};
 
 use super::ahead::{NextAhead, NextLane};
 use super::state::{duration, ItemEnd, Outage, Tally};
 use super::worker::{short, Worker};
-use super::{clock, note, ours_to_take_over, Drive};
+use super::{clock, note, ours_to_take_over, Drive, Ended};
 
 /// How the search for the next item ended.
 pub(in crate::drive) enum Next {
@@ -48,11 +48,11 @@ impl Drive<'_> {
 
     /// Drains the queue with `--jobs` lanes at once, each a thread taking items until none
     /// is left, then says what became of them.
-    pub(in crate::drive) fn drain(&self, items: &[queue::Entry]) -> Result<Exit, CliError> {
+    pub(in crate::drive) fn drain(&self, items: &[queue::Entry]) -> Result<Ended, Error> {
         self.release_leftovers();
         let began = self.clock.now();
         // Every sandbox the lanes retire is removed before the drive says how it ended.
-        let ends: Vec<Result<Exit, CliError>> =
+        let ends: Vec<Result<Ended, Error>> =
             crate::sandbox::with_reaper(&self.runtime, |reaper| {
                 std::thread::scope(|scope| {
                     let lanes: Vec<_> =
@@ -74,16 +74,16 @@ impl Drive<'_> {
                                         std::panic::AssertUnwindSafe(|| worker.run(items)),
                                     )
                                     .unwrap_or_else(|panic| {
-                                        Err(CliError::failure(format!(
+                                        Err(Concept::Drive.failure(format!(
                                             "lane {} of the drive failed: {}",
                                             slot + 1,
                                             crate::text::panic_message(panic.as_ref())
                                         )))
                                     });
-                                    if !matches!(end, Ok(Exit::Success)) {
+                                    if !matches!(end, Ok(Ended::Done)) {
                                         let _ = worker.keeper.release();
                                     }
-                                    if matches!(end, Err(_) | Ok(Exit::Unusable)) {
+                                    if matches!(end, Err(_) | Ok(Ended::Unusable)) {
                                         worker.drive.halt();
                                     }
                                     end
@@ -94,7 +94,7 @@ impl Drive<'_> {
                         .into_iter()
                         .map(|lane| {
                             lane.join().unwrap_or_else(|_| {
-                                Err(CliError::failure("a lane of the drive failed"))
+                                Err(Concept::Drive.failure("a lane of the drive failed"))
                             })
                         })
                         .collect()
@@ -103,7 +103,7 @@ impl Drive<'_> {
         crate::lanes::pool_ready();
         let mut unusable = false;
         for end in ends {
-            unusable |= matches!(end?, Exit::Unusable);
+            unusable |= matches!(end?, Ended::Unusable);
         }
         let tally = std::mem::take(&mut *self.tally());
         if self.stop.requested() && !tally.said_stop {
@@ -115,13 +115,13 @@ impl Drive<'_> {
         }
         self.summarize(&tally, began);
         Ok(if unusable {
-            Exit::Unusable
+            Ended::Unusable
         } else if self.stop.requested() {
             self.stopped_exit()
         } else if tally.gave_up.is_empty() {
-            Exit::Success
+            Ended::Done
         } else {
-            Exit::GaveUp
+            Ended::GaveUp
         })
     }
 
@@ -189,15 +189,15 @@ impl Drive<'_> {
     }
 
     /// The exit of a drive that stopped: 128 + the signal that asked for it.
-    pub(in crate::drive) fn stopped_exit(&self) -> Exit {
-        Exit::Signal(self.stop.signal().unwrap_or(2))
+    pub(in crate::drive) fn stopped_exit(&self) -> Ended {
+        Ended::Stopped(self.stop.signal().unwrap_or(2))
     }
 }
 
 impl Worker<'_, '_> {
     /// This lane's loop: take the next item, work its lane, deal with how that ended;
     /// until nothing is left to take, the cap is reached, a stop, or the drive halts.
-    pub(in crate::drive) fn run(&self, items: &[queue::Entry]) -> Result<Exit, CliError> {
+    pub(in crate::drive) fn run(&self, items: &[queue::Entry]) -> Result<Ended, Error> {
         let maker = super::lane::NextMaker {
             worker: self,
             items,
@@ -221,11 +221,11 @@ impl Worker<'_, '_> {
         items: &[queue::Entry],
         next: &NextAhead<'_, 'env>,
         pending: &mut Option<NextLane<'env>>,
-    ) -> Result<Exit, CliError> {
+    ) -> Result<Ended, Error> {
         let mut unreachable: Option<Outage> = None;
         loop {
             if self.ending() {
-                return Ok(Exit::Success);
+                return Ok(Ended::Done);
             }
             // The item made ahead is taken first (it was the first this lane could take
             // when it was made ready); a take it loses, or another lane's taking it over,
@@ -242,7 +242,7 @@ impl Worker<'_, '_> {
                         self.drive.tally().done.insert(id);
                         continue;
                     }
-                    Next::Nothing => return Ok(Exit::Success),
+                    Next::Nothing => return Ok(Ended::Done),
                     Next::Unreachable(detail) => {
                         match self.wait_for_remote(&mut unreachable, &detail) {
                             Some(exit) => return Ok(exit),
@@ -296,7 +296,7 @@ impl Worker<'_, '_> {
         &self,
         unreachable: &mut Option<Outage>,
         detail: &str,
-    ) -> Option<Exit> {
+    ) -> Option<Ended> {
         let state = unreachable.get_or_insert_with(|| Outage {
             started_unix: self.drive.clock.now(),
             step: 0,
@@ -308,7 +308,7 @@ impl Worker<'_, '_> {
                 self.drive.options.remote,
                 duration(self.drive.clock.now() - state.started_unix)
             );
-            return Some(Exit::Unusable);
+            return Some(Ended::Unusable);
         }
         let backoff = (self.drive.options.wait_floor_secs << state.step.min(16)).min(600);
         state.step += 1;
@@ -354,7 +354,7 @@ impl Worker<'_, '_> {
         &self,
         item: &queue::Item,
         end: ItemEnd,
-    ) -> Result<Option<Exit>, CliError> {
+    ) -> Result<Option<Ended>, Error> {
         if self.counts_toward_outage(item, &end) {
             return Ok(self.outage_wait());
         }
@@ -461,7 +461,7 @@ impl Worker<'_, '_> {
 
     /// An outage holds every lane, on the drive's schedule; past the outage limit the drive
     /// stops. `Some` ends this lane's loop with that exit.
-    fn outage_wait(&self) -> Option<Exit> {
+    fn outage_wait(&self) -> Option<Ended> {
         // An outage holds every lane: the wait is the drive's, not this lane's alone.
         let (wait, reason) = {
             let mut tally = self.drive.tally();
@@ -480,7 +480,7 @@ impl Worker<'_, '_> {
                     "outage for {}: the drive stops; nothing was handed back, the lanes stay on their branches",
                     duration(lasted)
                 );
-                return Some(Exit::Unusable);
+                return Some(Ended::Unusable);
             }
             let schedule = &self.drive.options.outage_schedule_secs;
             let wait = schedule[(state.step as usize).min(schedule.len() - 1)];
@@ -499,7 +499,7 @@ impl Worker<'_, '_> {
     /// The agent hit its usage limit, which resets at `until` if it said: every lane's next
     /// launch waits for the reset (they share the login), or the drive stops when the reset
     /// is further away than an outage may last. `Some` ends this lane's loop.
-    fn usage_limited(&self, item: &queue::Item, until: Option<i64>) -> Option<Exit> {
+    fn usage_limited(&self, item: &queue::Item, until: Option<i64>) -> Option<Ended> {
         // A reset further away than an outage may last (a weekly limit, or an agent
         // naming the year 2100) is not slept through: the drive stops, and says
         // when to run it again.
@@ -522,7 +522,7 @@ impl Worker<'_, '_> {
                     duration(self.drive.options.outage_limit_secs),
                     super::progress::utc(at)
                 );
-            return Some(Exit::Unusable);
+            return Some(Ended::Unusable);
         }
         // Every lane's next launch waits for the reset too: they share the login.
         let reason = format!("{}: the agent hit its usage limit", item.id);
@@ -582,7 +582,7 @@ impl Worker<'_, '_> {
     /// this run, worked by another lane, or held by another drive, and that this drive
     /// could reserve. A take that wins re-reads the item's marks: a peer may have landed
     /// it between the listing and the take.
-    pub(in crate::drive) fn next_item(&self, items: &[queue::Entry]) -> Result<Next, CliError> {
+    pub(in crate::drive) fn next_item(&self, items: &[queue::Entry]) -> Result<Next, Error> {
         let remote = self.drive.remote();
         let marks = match remote.marks() {
             Ok(marks) => marks,
@@ -608,7 +608,7 @@ impl Worker<'_, '_> {
 
     /// Reserves `item` on the remote, under the drain lock. `None`: another drive holds
     /// it, or it was landed meanwhile; look further.
-    pub(in crate::drive) fn take(&self, item: &queue::Entry) -> Result<Option<Next>, CliError> {
+    pub(in crate::drive) fn take(&self, item: &queue::Entry) -> Result<Option<Next>, Error> {
         let remote = self.drive.remote();
         let _lock = self.lock()?;
         let wanted = self.reservation(&item.id, "implement");

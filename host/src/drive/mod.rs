@@ -42,7 +42,7 @@ use std::sync::Arc;
 
 use time::{Clock, Stop};
 
-use crate::error::{CliError, Exit};
+use crate::error::{Concept, Error};
 use crate::harness::{self, OpenHarness};
 use crate::lanes;
 use crate::printer::Printer;
@@ -52,6 +52,20 @@ use crate::reservations::{Remote, ReservationError};
 use crate::sandbox::{self, OpenRuntime};
 use crate::settings::Settings;
 use crate::walls;
+
+/// How a drive ended (the CLI's exit code follows from it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    /// Every item taken landed (or there was nothing to take).
+    Done,
+    /// The work ran and some items were given up (each marked failed on the remote).
+    GaveUp,
+    /// The drive could not go on: an outage or an unreachable remote past its limit, a
+    /// usage limit that resets too far away, walls that stopped holding.
+    Unusable,
+    /// A signal stopped it (its number).
+    Stopped(i32),
+}
 
 /// How a drive runs.
 #[derive(Debug, Clone)]
@@ -166,26 +180,23 @@ impl Slot {
     }
 }
 
-pub fn run(
-    settings: &Settings,
-    options: &DriveOptions,
-    printer: Printer,
-) -> Result<Exit, CliError> {
+pub fn run(settings: &Settings, options: &DriveOptions, printer: Printer) -> Result<Ended, Error> {
     // Preconditions, each before anything is reserved.
     if std::env::var_os(IN_SANDBOX).is_some() {
-        return Err(
-            CliError::usage("stet drive was started inside a stet sandbox")
-                .hint("drive from your own shell; an agent never starts a drive"),
-        );
+        return Err(Concept::Drive
+            .usage("stet drive was started inside a stet sandbox")
+            .hint("drive from your own shell; an agent never starts a drive"));
     }
-    let cwd = std::env::current_dir()
-        .map_err(|e| CliError::failure(format!("cannot resolve the current directory: {e}")))?;
+    let cwd = std::env::current_dir().map_err(|e| {
+        Concept::Drive.failure(format!("cannot resolve the current directory: {e}"))
+    })?;
     let repo = crate::config::repository_root(&cwd).ok_or_else(|| {
-        CliError::usage(format!("{} is not inside a git repository", cwd.display()))
+        Concept::Drive
+            .usage(format!("{} is not inside a git repository", cwd.display()))
             .hint("cd into the repository whose queue you want drained")
     })?;
     if lanes::git(&repo, &["remote", "get-url", &options.remote]).is_err() {
-        return Err(CliError::usage(format!("the repository has no remote named {}", options.remote))
+        return Err(Concept::Drive.usage(format!("the repository has no remote named {}", options.remote))
             .hint("lanes land as branches on a remote: add one (git remote add origin URL) or pass --remote"));
     }
     // One survey for both; the walls are proven on the very runtime instance the drive
@@ -199,14 +210,11 @@ pub fn run(
         None,
     )?;
     if !proof.held() {
-        let mut error = CliError::new(
-            Exit::Unusable,
-            if walls::only_unproven(&proof) {
-                "the walls could not be proven; nothing was reserved"
-            } else {
-                "the walls do not hold; nothing was reserved"
-            },
-        );
+        let mut error = Concept::Drive.unusable(if walls::only_unproven(&proof) {
+            "the walls could not be proven; nothing was reserved"
+        } else {
+            "the walls do not hold; nothing was reserved"
+        });
         for w in proof.walls.iter().filter(|w| !w.held) {
             error = error.caused_by(format!("{}: {}", w.wall, w.detail));
         }
@@ -229,7 +237,7 @@ pub fn run(
         );
     }
     let interrupted = receipts::settle_interrupted(&repo, sandbox::owner_alive)
-        .map_err(|e| CliError::failure(format!("cannot update the receipts: {e}")))?;
+        .map_err(|e| Concept::Drive.failure(format!("cannot update the receipts: {e}")))?;
     for r in &interrupted {
         printer.warn(&format!(
             "receipt {}: the {} call of {} was interrupted (its drive died during it)",
@@ -328,10 +336,9 @@ pub fn run(
     );
     if !options.yes {
         if !std::io::stdin().is_terminal() {
-            return Err(
-                CliError::usage("no consent: there is no terminal to ask, and no --yes")
-                    .hint("pass --yes to drive from a script"),
-            );
+            return Err(Concept::Drive
+                .usage("no consent: there is no terminal to ask, and no --yes")
+                .hint("pass --yes to drive from a script"));
         }
         eprint!("drive? [y/N] ");
         let _ = std::io::stderr().flush();
@@ -339,7 +346,7 @@ pub fn run(
         let _ = std::io::stdin().read_line(&mut answer);
         if !matches!(answer.trim(), "y" | "Y" | "yes") {
             note!(printer, "not driving; nothing was reserved");
-            return Ok(Exit::Success);
+            return Ok(Ended::Done);
         }
     }
 
@@ -401,10 +408,10 @@ fn watch_signals(
     printer: Printer,
     stop: Arc<Stop>,
     lanes: Vec<(Arc<harness::InFlight>, keeper::Keeper)>,
-) -> Result<(), CliError> {
+) -> Result<(), Error> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
-        .map_err(|e| CliError::failure(format!("cannot watch for signals: {e}")))?;
+        .map_err(|e| Concept::Drive.failure(format!("cannot watch for signals: {e}")))?;
     std::thread::spawn(move || {
         for signal in signals.forever() {
             if !stop.request(signal) {
@@ -442,14 +449,15 @@ fn watch_signals(
                 printer,
                 "killed the agent's processes; {what}; the next stet drive reaps the sandbox and takes the lane up"
             );
-            std::process::exit(Exit::Signal(signal).code().into());
+            std::process::exit(128 + signal);
         }
     });
     Ok(())
 }
 
-fn remote_error(e: ReservationError) -> CliError {
-    CliError::new(Exit::Unusable, "the remote cannot be reached")
+fn remote_error(e: ReservationError) -> Error {
+    Concept::Drive
+        .unusable("the remote cannot be reached")
         .caused_by(e.to_string())
         .hint("check the network and the remote; nothing was reserved")
 }

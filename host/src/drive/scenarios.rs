@@ -21,9 +21,9 @@ use stet_plugin_api::{
 
 use super::time::fake::FakeClock;
 use super::time::{Clock, Stop};
-use super::{progress, Drive, DriveOptions};
+use super::{progress, Drive, DriveOptions, Ended};
 use crate::checkpoints::{Checkpoint, Next};
-use crate::error::Exit;
+use crate::cli::error::Exit;
 use crate::git::run as git;
 use crate::harness::OpenHarness;
 use crate::plugins::loader::{HarnessHandle, RuntimeHandle};
@@ -547,7 +547,7 @@ impl World {
     }
 
     /// One drive over the queue with `options`; what it ended with, and what it showed.
-    fn drive(&self, options: &DriveOptions, clock: &Arc<FakeClock>) -> (Exit, Vec<String>) {
+    fn drive(&self, options: &DriveOptions, clock: &Arc<FakeClock>) -> (Ended, Vec<String>) {
         let config = stet_plugin_api::RStr::from_str(&self.id);
         let runtime = OpenRuntime {
             name: "fake".into(),
@@ -677,8 +677,8 @@ fn an_agent_that_fails_its_task_gives_its_item_up_after_the_rounds_and_the_next_
     };
     let clock = Arc::new(FakeClock::new());
     let (exit, lines) = world.drive(&options, &clock);
-    assert_eq!(exit, Exit::GaveUp, "{lines:#?}");
-    assert_eq!(exit.code(), 4);
+    assert_eq!(exit, Ended::GaveUp, "{lines:#?}");
+    assert_eq!(Exit::from(exit).code(), 4);
     let why = world
         .failed_why("a-fails")
         .expect("marked failed on the remote");
@@ -713,7 +713,7 @@ fn a_lane_without_a_change_is_never_pushed_and_ends_failed_after_its_rounds() {
         ..world.options()
     };
     let (exit, lines) = world.drive(&options, &Arc::new(FakeClock::new()));
-    assert_eq!(exit, Exit::GaveUp, "{lines:#?}");
+    assert_eq!(exit, Ended::GaveUp, "{lines:#?}");
     assert!(
         world.remote_branch("nothing").is_none(),
         "no branch was pushed"
@@ -735,7 +735,7 @@ fn calls_that_cannot_start_enter_the_outage_schedule_and_the_drive_stops_at_its_
     };
     let clock = Arc::new(FakeClock::new());
     let (exit, lines) = world.drive(&options, &clock);
-    assert_eq!(exit, Exit::Unusable, "{lines:#?}");
+    assert_eq!(exit, Ended::Unusable, "{lines:#?}");
     // Three failures in a row before each wait; the last step repeats; the limit ends it.
     assert_eq!(clock.waits(), [60, 300, 300]);
     assert!(
@@ -752,7 +752,7 @@ fn a_model_api_that_does_not_answer_is_an_outage_not_a_task_failure() {
     world.script_implement(&[Act::Unavailable, Act::Unavailable, Act::Unavailable]);
     let clock = Arc::new(FakeClock::new());
     let (exit, lines) = world.drive(&world.options(), &clock);
-    assert_eq!(exit, Exit::Success, "{lines:#?}");
+    assert_eq!(exit, Ended::Done, "{lines:#?}");
     assert_eq!(clock.waits(), [60], "one outage wait after three in a row");
     assert_eq!(world.landed(), ["item"]);
     assert_eq!(world.script.count("implement"), 4);
@@ -772,7 +772,7 @@ fn a_judge_failure_counts_toward_the_rounds_and_enters_the_outage_at_once() {
     };
     let clock = Arc::new(FakeClock::new());
     let (exit, lines) = world.drive(&options, &clock);
-    assert_eq!(exit, Exit::GaveUp, "{lines:#?}");
+    assert_eq!(exit, Ended::GaveUp, "{lines:#?}");
     assert_eq!(
         clock.waits(),
         [60, 300],
@@ -803,7 +803,7 @@ fn the_checks_output_and_the_reviewers_words_are_shown_kept_and_handed_to_the_ne
         ..world.options()
     };
     let (exit, lines) = world.drive(&options, &Arc::new(FakeClock::new()));
-    assert_eq!(exit, Exit::Success, "{lines:#?}");
+    assert_eq!(exit, Ended::Done, "{lines:#?}");
     let text = lines.join("\n");
     assert!(text.contains("the check `cargo test` failed"), "{text}");
     assert!(text.contains("    | sh: 1: cargo: not found"), "{text}");
@@ -836,8 +836,8 @@ fn a_stop_during_review_resumes_at_the_review_and_the_implementing_call_is_not_m
     world.script_review(&[Act::SayThenStop("REVISE\nOnce more.")]);
     let clock = Arc::new(FakeClock::new());
     let (exit, lines) = world.drive(&world.options(), &clock);
-    assert_eq!(exit, Exit::Signal(2), "{lines:#?}");
-    assert_eq!(exit.code(), 130);
+    assert_eq!(exit, Ended::Stopped(2), "{lines:#?}");
+    assert_eq!(Exit::from(exit).code(), 130);
     assert_eq!(world.script.calls(), ["implement", "review"]);
     let saved = world.origin().checkpoint("item").unwrap().unwrap();
     assert_eq!((saved.round, saved.next), (2, Next::Implement));
@@ -848,7 +848,7 @@ fn a_stop_during_review_resumes_at_the_review_and_the_implementing_call_is_not_m
 
     // The next drive goes on with round 2's implementing call, told what the reviewer said.
     let (exit, lines) = world.drive(&world.options(), &clock);
-    assert_eq!(exit, Exit::Success, "{lines:#?}");
+    assert_eq!(exit, Ended::Done, "{lines:#?}");
     assert!(
         shown(&lines, "resuming at round 2, implement"),
         "{lines:#?}"
@@ -872,9 +872,9 @@ fn a_stop_after_implementing_resumes_at_the_review() {
     world.script_implement(&[Act::WriteThenStop("change")]);
     let clock = Arc::new(FakeClock::new());
     let (exit, _) = world.drive(&world.options(), &clock);
-    assert_eq!(exit, Exit::Signal(2));
+    assert_eq!(exit, Ended::Stopped(2));
     let (exit, lines) = world.drive(&world.options(), &clock);
-    assert_eq!(exit, Exit::Success, "{lines:#?}");
+    assert_eq!(exit, Ended::Done, "{lines:#?}");
     assert_eq!(
         world.script.calls(),
         ["implement", "review"],
@@ -910,7 +910,7 @@ fn a_landing_cut_short_runs_the_land_command_again_with_the_retry_flag_and_nothi
         ..world.options()
     };
     let (exit, lines) = world.drive(&options, &Arc::new(FakeClock::new()));
-    assert_eq!(exit, Exit::Success, "{lines:#?}");
+    assert_eq!(exit, Ended::Done, "{lines:#?}");
     assert!(
         world.script.calls().is_empty(),
         "no call again: {:?}",
@@ -933,7 +933,7 @@ fn the_land_command_runs_once_without_the_retry_flag_on_a_clean_landing() {
         ..world.options()
     };
     let (exit, _) = world.drive(&options, &Arc::new(FakeClock::new()));
-    assert_eq!(exit, Exit::Success);
+    assert_eq!(exit, Ended::Done);
     assert_eq!(std::fs::read_to_string(&log).unwrap(), "retry=\n");
 }
 
@@ -943,7 +943,7 @@ fn a_branch_a_peer_moved_is_taken_by_a_peer_and_never_waits_as_an_outage() {
     world.script_implement(&[Act::WriteWhileAPeerPushes("change")]);
     let clock = Arc::new(FakeClock::new());
     let (exit, lines) = world.drive(&world.options(), &clock);
-    assert_eq!(exit, Exit::Success, "{lines:#?}");
+    assert_eq!(exit, Ended::Done, "{lines:#?}");
     assert!(clock.waits().is_empty(), "{:?}", clock.waits());
     assert!(shown(&lines, "taken by a peer"), "{lines:#?}");
     assert!(world.landed().is_empty());
@@ -959,7 +959,7 @@ fn a_call_whose_checkpoint_the_remote_did_not_take_is_not_made_again_its_receipt
     };
     let clock = Arc::new(FakeClock::new());
     let (exit, lines) = world.drive(&options, &clock);
-    assert_eq!(exit, Exit::Unusable, "the remote stayed away: {lines:#?}");
+    assert_eq!(exit, Ended::Unusable, "the remote stayed away: {lines:#?}");
     assert!(
         clock.waits().iter().all(|w| *w >= 30),
         "never below the floor"
@@ -967,7 +967,7 @@ fn a_call_whose_checkpoint_the_remote_did_not_take_is_not_made_again_its_receipt
     std::fs::rename(world.remote.with_extension("gone"), &world.remote).unwrap();
     clock.advance(options.lease_secs + 1);
     let (exit, lines) = world.drive(&world.options(), &clock);
-    assert_eq!(exit, Exit::Success, "{lines:#?}");
+    assert_eq!(exit, Ended::Done, "{lines:#?}");
     assert!(
         shown(
             &lines,
@@ -990,7 +990,7 @@ fn a_review_whose_checkpoint_the_remote_did_not_take_after_a_passed_check_is_not
     };
     let clock = Arc::new(FakeClock::new());
     let (exit, lines) = world.drive(&options, &clock);
-    assert_eq!(exit, Exit::Unusable, "the remote stayed away: {lines:#?}");
+    assert_eq!(exit, Ended::Unusable, "the remote stayed away: {lines:#?}");
     std::fs::rename(world.remote.with_extension("gone"), &world.remote).unwrap();
     clock.advance(options.lease_secs + 1);
     // The remote's checkpoint says the check is next (a passed check pushes none of its
@@ -1002,7 +1002,7 @@ fn a_review_whose_checkpoint_the_remote_did_not_take_after_a_passed_check_is_not
         },
         &clock,
     );
-    assert_eq!(exit, Exit::Success, "{lines:#?}");
+    assert_eq!(exit, Ended::Done, "{lines:#?}");
     assert_eq!(world.script.calls(), ["implement", "check", "review"]);
     assert_eq!(world.landed(), ["item"]);
 }
@@ -1014,8 +1014,8 @@ fn a_stop_during_a_wait_ends_at_once_with_the_signals_exit() {
     let clock = Arc::new(FakeClock::new());
     clock.stop_at_wait(0, 15);
     let (exit, lines) = world.drive(&world.options(), &clock);
-    assert_eq!(exit, Exit::Signal(15), "{lines:#?}");
-    assert_eq!(exit.code(), 143);
+    assert_eq!(exit, Ended::Stopped(15), "{lines:#?}");
+    assert_eq!(Exit::from(exit).code(), 143);
     assert!(shown(&lines, "stopped during a wait"), "{lines:#?}");
 }
 
@@ -1030,7 +1030,7 @@ fn a_usage_limit_that_resets_within_the_outage_limit_holds_the_drive_until_then(
     // At the outage limit exactly: waited for.
     world.script_implement(&[Act::Limited(clock.now() + 3600)]);
     let (exit, lines) = world.drive(&options, &clock);
-    assert_eq!(exit, Exit::Success, "{lines:#?}");
+    assert_eq!(exit, Ended::Done, "{lines:#?}");
     assert_eq!(clock.waits(), [3600], "one wait, to the reset");
     assert_eq!(world.script.calls(), ["implement", "implement", "review"]);
     assert_eq!(world.landed(), ["item"]);
@@ -1055,8 +1055,8 @@ fn a_usage_limit_resetting_past_the_outage_limit_stops_the_drive_saying_when_to_
         };
         world.script_implement(&[Act::Limited(reset)]);
         let (exit, lines) = world.drive(&options, &clock);
-        assert_eq!(exit, Exit::Unusable, "{lines:#?}");
-        assert_eq!(exit.code(), 3);
+        assert_eq!(exit, Ended::Unusable, "{lines:#?}");
+        assert_eq!(Exit::from(exit).code(), 3);
         assert!(clock.waits().is_empty(), "no wait: {:?}", clock.waits());
         assert_eq!(world.script.calls(), ["implement"], "no further launch");
         assert!(
@@ -1115,7 +1115,7 @@ fn an_item_costs_three_pushes_the_take_the_implementing_calls_checkpoint_and_one
         ..world.options()
     };
     let (exit, lines) = world.drive(&options, &Arc::new(FakeClock::new()));
-    assert_eq!(exit, Exit::Success, "{lines:#?}");
+    assert_eq!(exit, Ended::Done, "{lines:#?}");
     assert_eq!(world.landed().len(), 2);
     let calls = world.script.calls.lock().unwrap().clone();
     assert_eq!(
@@ -1168,7 +1168,7 @@ fn the_next_items_lane_and_first_sandbox_are_made_while_the_item_before_it_is_re
     // The review of `one` answers only once a sandbox on `two`'s lane exists.
     world.script_review(&[Act::SayOnceMadeFor("LAND", "two")]);
     let (exit, lines) = world.drive(&world.options(), &Arc::new(FakeClock::new()));
-    assert_eq!(exit, Exit::Success, "{lines:#?}");
+    assert_eq!(exit, Ended::Done, "{lines:#?}");
     assert_eq!(world.landed(), ["one", "two"]);
     let events = world.script.events.lock().unwrap().clone();
     // `two`'s implementing call ran in the sandbox made ahead (during `one`'s review, which
@@ -1212,7 +1212,7 @@ fn an_item_sent_back_to_its_agent_lets_the_next_items_lane_go_before_its_next_ro
         Act::Say("LAND"),
     ]);
     let (exit, lines) = world.drive(&world.options(), &Arc::new(FakeClock::new()));
-    assert_eq!(exit, Exit::Success, "{lines:#?}");
+    assert_eq!(exit, Ended::Done, "{lines:#?}");
     assert_eq!(world.landed(), ["one", "two"]);
     let events = world.script.events.lock().unwrap().clone();
     // The sandbox made ahead on `two`'s lane (during `one`'s first review, which waited for
@@ -1273,7 +1273,7 @@ fn the_keeper_renews_while_the_agent_works_once_the_clock_passes_a_third_of_the_
     world.script_implement(&[Act::RunThenWrite(pass_the_renewal_point, "change")]);
     let clock = Arc::new(FakeClock::new());
     let (exit, lines) = world.drive(&world.options(), &clock);
-    assert_eq!(exit, Exit::Success, "{lines:#?}");
+    assert_eq!(exit, Ended::Done, "{lines:#?}");
     let events = world.script.events.lock().unwrap().clone();
     assert!(
         events.contains(&format!(
@@ -1319,7 +1319,7 @@ fn a_renewal_the_remote_refused_is_warned_about_at_the_next_move_with_when_it_la
     let clock = Arc::new(FakeClock::new());
     let lapses = clock.now() + LEASE;
     let (exit, lines) = world.drive(&world.options(), &clock);
-    assert_eq!(exit, Exit::Success, "{lines:#?}");
+    assert_eq!(exit, Ended::Done, "{lines:#?}");
     assert!(
         shown(
             &lines,
@@ -1402,7 +1402,7 @@ fn a_reservation_a_peer_took_over_is_noticed_by_the_push_after_the_call_and_left
     let world = World::new(&["item"]);
     world.script_implement(&[Act::RunThenWrite(a_peer_takes_over_on_its_clock, "change")]);
     let (exit, lines) = world.drive(&world.options(), &Arc::new(FakeClock::new()));
-    assert_eq!(exit, Exit::Success, "{lines:#?}");
+    assert_eq!(exit, Ended::Done, "{lines:#?}");
     assert!(
         shown(
             &lines,
@@ -1419,7 +1419,7 @@ fn a_lapse_a_peer_took_over_is_noticed_by_the_keeper_as_the_clock_passes_it_and_
     world.script_implement(&[Act::RunThenWrite(lapse_and_a_peer_takes_over, "change")]);
     let clock = Arc::new(FakeClock::new());
     let (exit, lines) = world.drive(&world.options(), &clock);
-    assert_eq!(exit, Exit::Success, "{lines:#?}");
+    assert_eq!(exit, Ended::Done, "{lines:#?}");
     assert!(
         shown(
             &lines,
@@ -1455,13 +1455,13 @@ fn a_peers_reservation_is_skipped_while_it_holds_and_taken_over_once_the_clock_p
     a_peer_holds(&world, "a-held", clock.now() + 600);
     a_peer_holds(&world, "b-lapsed", clock.now());
     let (exit, lines) = world.drive(&world.options(), &clock);
-    assert_eq!(exit, Exit::Success, "{lines:#?}");
+    assert_eq!(exit, Ended::Done, "{lines:#?}");
     assert_eq!(world.landed(), ["b-lapsed"], "lapsed at the drive's now");
     assert_eq!(world.script.calls(), ["implement", "review"]);
     // The drive's clock jumps past the peer's expiry: taken over.
     clock.advance(600);
     let (exit, lines) = world.drive(&world.options(), &clock);
-    assert_eq!(exit, Exit::Success, "{lines:#?}");
+    assert_eq!(exit, Ended::Done, "{lines:#?}");
     assert_eq!(world.landed(), ["a-held", "b-lapsed"]);
     assert!(world.origin().list().unwrap().is_empty(), "released");
 }
@@ -1487,7 +1487,7 @@ fn a_clock_gone_back_during_a_call_never_shortens_the_reservation_and_the_item_l
     let taken_until = clock.now() + LEASE;
     let holder = super::holder(&world.repo);
     let (exit, lines) = world.drive(&world.options(), &clock);
-    assert_eq!(exit, Exit::Success, "{lines:#?}");
+    assert_eq!(exit, Ended::Done, "{lines:#?}");
     // The implementing call's checkpoint carried a renewal: a lease from the clock's now
     // would have lapsed an hour before; it kept the expiry it renewed.
     let events = world.script.events.lock().unwrap().clone();
@@ -1514,7 +1514,7 @@ fn a_clock_jumping_past_the_expiry_with_no_peer_about_is_renewed_and_the_item_la
     world.script_implement(&[Act::RunThenWrite(jump_past_the_expiry, "change")]);
     let clock = Arc::new(FakeClock::new());
     let (exit, lines) = world.drive(&world.options(), &clock);
-    assert_eq!(exit, Exit::Success, "{lines:#?}");
+    assert_eq!(exit, Ended::Done, "{lines:#?}");
     assert_eq!(world.landed(), ["item"]);
     assert!(
         !lines.iter().any(|l| l.contains("another drive")),

@@ -6,13 +6,13 @@
 //! plugins, its tally) and holds its own reservation keeper and agent call in flight.
 
 use crate::checkpoints::{Checkpoint, Mark, SaveError};
-use crate::error::{CliError, Exit};
+use crate::error::{Concept, Error};
 use crate::lanes::{self, Lane};
 use crate::receipts;
 use crate::reservations::{Reservation, ReservationError};
 
 use super::state::{Hold, ItemEnd};
-use super::{note, Drive};
+use super::{note, Drive, Ended};
 
 /// One of the drive's lanes at work: the drive's shared parts, and what this lane holds
 /// alone — its reservation's keeper and its agent call in flight.
@@ -61,7 +61,7 @@ impl Worker<'_, '_> {
         }
     }
 
-    pub(in crate::drive) fn stopped_while_waiting(&self) -> Exit {
+    pub(in crate::drive) fn stopped_while_waiting(&self) -> Ended {
         let mut tally = self.drive.tally();
         if !tally.said_stop {
             tally.said_stop = true;
@@ -88,10 +88,10 @@ impl Worker<'_, '_> {
     }
 
     /// The drain lock, held for one move.
-    pub(in crate::drive) fn lock(&self) -> Result<nix::fcntl::Flock<std::fs::File>, CliError> {
+    pub(in crate::drive) fn lock(&self) -> Result<nix::fcntl::Flock<std::fs::File>, Error> {
         let path = receipts::git_dir(&self.drive.repo).join("stet/drain.lock");
         crate::files::lock_exclusive(&path).map_err(|e| {
-            CliError::failure(format!(
+            Concept::Drive.failure(format!(
                 "cannot take the drain lock {}: {e}",
                 path.display()
             ))
@@ -211,7 +211,7 @@ impl Worker<'_, '_> {
         &self,
         lane: &Lane,
         checkpoint: &Checkpoint,
-    ) -> Result<Option<ItemEnd>, CliError> {
+    ) -> Result<Option<ItemEnd>, Error> {
         let _lock = self.lock()?;
         if let Some(why) = self.keeper.lost() {
             return Ok(Some(ItemEnd::Lost(why)));
@@ -246,9 +246,10 @@ impl Worker<'_, '_> {
 
     /// Whether the lane holds a change against its base (its tree differs from the tree
     /// it started from). Brings the lane's branch back into the repository first.
-    pub(in crate::drive) fn changed(&self, lane: &Lane) -> Result<bool, CliError> {
+    pub(in crate::drive) fn changed(&self, lane: &Lane) -> Result<bool, Error> {
         lane.bring_back(&self.drive.repo).map_err(|e| {
-            CliError::failure(format!("cannot bring the lane {} back", lane.branch))
+            Concept::Drive
+                .failure(format!("cannot bring the lane {} back", lane.branch))
                 .caused_by(e.to_string())
         })?;
         let base = self.base_of(lane)?;
@@ -258,17 +259,18 @@ impl Worker<'_, '_> {
     }
 
     /// Where the lane branched off the repository's HEAD.
-    pub(in crate::drive) fn base_of(&self, lane: &Lane) -> Result<String, CliError> {
+    pub(in crate::drive) fn base_of(&self, lane: &Lane) -> Result<String, Error> {
         lanes::git(
             &self.drive.repo,
             &["merge-base", "HEAD", &format!("refs/heads/{}", lane.branch)],
         )
         .map_err(|e| {
-            CliError::failure(format!(
-                "cannot find where the lane {} branched off HEAD",
-                lane.branch
-            ))
-            .caused_by(e.to_string())
+            Concept::Drive
+                .failure(format!(
+                    "cannot find where the lane {} branched off HEAD",
+                    lane.branch
+                ))
+                .caused_by(e.to_string())
         })
     }
 }
@@ -309,6 +311,8 @@ pub(in crate::drive) fn indent(text: &str) -> String {
 }
 
 /// Why a lane could not be opened, for `item`.
-pub(in crate::drive) fn cannot_open(item: &str, e: lanes::GitError) -> CliError {
-    CliError::failure(format!("cannot open the lane of {item}")).caused_by(e.to_string())
+pub(in crate::drive) fn cannot_open(item: &str, e: lanes::GitError) -> Error {
+    Concept::Drive
+        .failure(format!("cannot open the lane of {item}"))
+        .caused_by(e.to_string())
 }

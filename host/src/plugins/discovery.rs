@@ -2,6 +2,7 @@
 //!
 //! Nothing here loads a library: listing plugins must never run plugin code.
 
+use crate::error::Concept;
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -40,11 +41,9 @@ impl DirSource {
 
 /// No plugin directory at all on the whole search path: what a stet binary copied away
 /// from its plugins sees. Names every directory looked in and how to fix it.
-pub fn none_found(search_path: &[SearchDir]) -> crate::error::CliError {
-    let mut error = crate::error::CliError::new(
-        crate::error::Exit::Unusable,
-        "no plugins found: stet has no runtime and no harness to run",
-    );
+pub fn none_found(search_path: &[SearchDir]) -> crate::error::Error {
+    let mut error =
+        Concept::Plugins.unusable("no plugins found: stet has no runtime and no harness to run");
     for dir in search_path {
         error = error.caused_by(format!(
             "looked in {} ({})",

@@ -18,7 +18,7 @@ use super::probe::{self, ProbeRequest};
 use super::trust::{self, Lock, Locked};
 use super::version::{api_compatible, host_api};
 use super::PluginSettings;
-use crate::error::{CliError, Exit};
+use crate::error::{Concept, Error};
 
 /// What was installed.
 pub struct Installed {
@@ -33,75 +33,75 @@ pub struct Installed {
 }
 
 /// The user plugins directory, where installs go.
-pub fn user_dir(settings: &PluginSettings) -> Result<PathBuf, CliError> {
+pub fn user_dir(settings: &PluginSettings) -> Result<PathBuf, Error> {
     settings
         .search_path
         .iter()
         .find(|d| d.source == DirSource::UserData)
         .map(|d| d.path.clone())
         .ok_or_else(|| {
-            CliError::failure("there is no user data directory to install plugins into")
+            Concept::Plugins
+                .failure("there is no user data directory to install plugins into")
                 .hint("set HOME (or XDG_DATA_HOME) for stet")
         })
 }
 
 /// Installs the plugin directory (or manifest) at `source`.
-pub fn install(settings: &PluginSettings, source: &Path) -> Result<Installed, CliError> {
+pub fn install(settings: &PluginSettings, source: &Path) -> Result<Installed, Error> {
     let manifest_path = if source.is_dir() {
         source.join(MANIFEST_FILE)
     } else {
         source.to_path_buf()
     };
     if !manifest_path.is_file() {
-        return Err(CliError::usage(format!(
-            "{} is not a plugin: there is no {}",
-            source.display(),
-            manifest_path.display()
-        ))
-        .hint("give the directory that holds the plugin's plugin.toml and its library"));
+        return Err(Concept::Plugins
+            .usage(format!(
+                "{} is not a plugin: there is no {}",
+                source.display(),
+                manifest_path.display()
+            ))
+            .hint("give the directory that holds the plugin's plugin.toml and its library"));
     }
     let manifest = manifest::read(&manifest_path).map_err(|e| {
-        CliError::usage(format!("the plugin's manifest is not usable: {e}"))
+        Concept::Plugins
+            .usage(format!("the plugin's manifest is not usable: {e}"))
             .hint("fix the manifest (see docs/plugins.md for its keys)")
     })?;
     if !manifest.runs_here() {
-        return Err(CliError::new(
-            Exit::Unusable,
-            format!(
+        return Err(Concept::Plugins
+            .unusable(format!(
                 "{} is built for {}, not {}",
                 manifest.name,
                 manifest.platforms.join(", "),
                 std::env::consts::OS
-            ),
-        )
-        .hint("install the build for this platform"));
+            ))
+            .hint("install the build for this platform"));
     }
     let host = host_api();
     if !api_compatible(&manifest.api, &host) {
-        return Err(CliError::new(
-            Exit::Unusable,
-            format!(
+        return Err(Concept::Plugins
+            .unusable(format!(
                 "{} was built for plugin API {}; this stet speaks plugin API {host}",
                 manifest.name, manifest.api
-            ),
-        )
-        .hint("install a build of the plugin for this stet's plugin API"));
+            ))
+            .hint("install a build of the plugin for this stet's plugin API"));
     }
     if !manifest.library.is_file() {
-        return Err(CliError::usage(format!(
-            "the library {} named by {} does not exist",
-            manifest.library.display(),
-            manifest_path.display()
-        ))
-        .hint("build the plugin first, or fix `library` in its manifest"));
+        return Err(Concept::Plugins
+            .usage(format!(
+                "the library {} named by {} does not exist",
+                manifest.library.display(),
+                manifest_path.display()
+            ))
+            .hint("build the plugin first, or fix `library` in its manifest"));
     }
     let source_dir = manifest_path.parent().unwrap_or(Path::new("."));
     if let Some(why) = trust::plugin_permissions(source_dir, &manifest.path, &manifest.library) {
-        return Err(
-            CliError::usage(format!("refusing to install {}: {why}", manifest.name)).hint(
+        return Err(Concept::Plugins
+            .usage(format!("refusing to install {}: {why}", manifest.name))
+            .hint(
                 "whoever can write the library could change what you install: chmod go-w it first",
-            ),
-        );
+            ));
     }
 
     // Load and probe it in an isolated child before copying anything.
@@ -119,12 +119,13 @@ pub fn install(settings: &PluginSettings, source: &Path) -> Result<Installed, Cl
         Ok(report) if report.available => format!("available ({})", report.backend_version),
         Ok(report) => format!("loaded, but its backend is unavailable: {}", report.reason),
         Err(failure) => {
-            return Err(CliError::new(
-                Exit::Unusable,
-                format!("refusing to install {}: it failed its probe", manifest.name),
-            )
-            .caused_by(failure.summary())
-            .hint("run `stet plugins probe` with it on --plugins-dir to see more"))
+            return Err(Concept::Plugins
+                .unusable(format!(
+                    "refusing to install {}: it failed its probe",
+                    manifest.name
+                ))
+                .caused_by(failure.summary())
+                .hint("run `stet plugins probe` with it on --plugins-dir to see more"))
         }
     };
 
@@ -136,11 +137,14 @@ pub fn install(settings: &PluginSettings, source: &Path) -> Result<Installed, Cl
         .expect("a library is a file")
         .to_owned();
     copy_into_place(&manifest_path, &manifest.library, &dir).map_err(|e| {
-        CliError::failure(format!("cannot install into {}", dir.display())).caused_by(e.to_string())
+        Concept::Plugins
+            .failure(format!("cannot install into {}", dir.display()))
+            .caused_by(e.to_string())
     })?;
     let installed_library = dir.join(&library_name);
     let sha256 = trust::sha256_file(&installed_library).map_err(|e| {
-        CliError::failure(format!("cannot read {}", installed_library.display()))
+        Concept::Plugins
+            .failure(format!("cannot read {}", installed_library.display()))
             .caused_by(e.to_string())
     })?;
     record(
@@ -150,7 +154,9 @@ pub fn install(settings: &PluginSettings, source: &Path) -> Result<Installed, Cl
         &sha256,
     )?;
     let manifest = manifest::read(&dir.join(MANIFEST_FILE)).map_err(|e| {
-        CliError::failure("the installed manifest cannot be read back").caused_by(e.to_string())
+        Concept::Plugins
+            .failure("the installed manifest cannot be read back")
+            .caused_by(e.to_string())
     })?;
     Ok(Installed {
         manifest,
@@ -162,24 +168,26 @@ pub fn install(settings: &PluginSettings, source: &Path) -> Result<Installed, Cl
 
 /// Records the current checksum of installed plugin `name` in the lock: the command that
 /// trusts a library again after it changed.
-pub fn trust(settings: &PluginSettings, name: &str) -> Result<Locked, CliError> {
+pub fn trust(settings: &PluginSettings, name: &str) -> Result<Locked, Error> {
     let user_dir = user_dir(settings)?;
     let dir = user_dir.join(name);
     let manifest = manifest::read(&dir.join(MANIFEST_FILE)).map_err(|e| {
-        CliError::usage(format!(
-            "no plugin {name} is installed in {}",
-            user_dir.display()
-        ))
-        .caused_by(e.to_string())
-        .hint("stet plugins install DIR installs one; stet plugins list shows what is where")
+        Concept::Plugins
+            .usage(format!(
+                "no plugin {name} is installed in {}",
+                user_dir.display()
+            ))
+            .caused_by(e.to_string())
+            .hint("stet plugins install DIR installs one; stet plugins list shows what is where")
     })?;
     if let Some(why) = trust::plugin_permissions(&dir, &manifest.path, &manifest.library) {
-        return Err(
-            CliError::usage(format!("refusing to trust {name}: {why}")).hint("chmod go-w it first")
-        );
+        return Err(Concept::Plugins
+            .usage(format!("refusing to trust {name}: {why}"))
+            .hint("chmod go-w it first"));
     }
     let sha256 = trust::sha256_file(&manifest.library).map_err(|e| {
-        CliError::failure(format!("cannot read {}", manifest.library.display()))
+        Concept::Plugins
+            .failure(format!("cannot read {}", manifest.library.display()))
             .caused_by(e.to_string())
     })?;
     let library = manifest
@@ -203,7 +211,7 @@ pub struct Removed {
 /// Removes installed plugin `name` from the user plugins directory and its lock entry.
 /// The directory is renamed aside first, so an interrupted removal leaves the plugin or a
 /// hidden leftover, never half a plugin on the search path.
-pub fn uninstall(settings: &PluginSettings, name: &str) -> Result<Removed, CliError> {
+pub fn uninstall(settings: &PluginSettings, name: &str) -> Result<Removed, Error> {
     let user_dir = user_dir(settings)?;
     let dir = user_dir.join(name);
     let manifest = match manifest::read(&dir.join(MANIFEST_FILE)) {
@@ -214,7 +222,7 @@ pub fn uninstall(settings: &PluginSettings, name: &str) -> Result<Removed, CliEr
                 .iter()
                 .map(|d| d.path.join(name))
                 .find(|d| d.join(MANIFEST_FILE).is_file());
-            let error = CliError::usage(format!(
+            let error = Concept::Plugins.usage(format!(
                 "no plugin {name} is installed in {}",
                 user_dir.display()
             ));
@@ -238,20 +246,27 @@ pub fn uninstall(settings: &PluginSettings, name: &str) -> Result<Removed, CliEr
     let aside = user_dir.join(format!(".{name}.removing"));
     let _ = std::fs::remove_dir_all(&aside);
     std::fs::rename(&dir, &aside).map_err(|e| {
-        CliError::failure(format!("cannot remove {}", dir.display())).caused_by(e.to_string())
+        Concept::Plugins
+            .failure(format!("cannot remove {}", dir.display()))
+            .caused_by(e.to_string())
     })?;
     let mut entries = Lock::read(&lock).map_err(|why| {
-        CliError::failure("the plugin lock cannot be read")
+        Concept::Plugins
+            .failure("the plugin lock cannot be read")
             .caused_by(why)
             .hint(format!("fix or remove {}", lock.display()))
     })?;
     if entries.remove(name) {
         entries.write(&lock).map_err(|e| {
-            CliError::failure(format!("cannot write {}", lock.display())).caused_by(e.to_string())
+            Concept::Plugins
+                .failure(format!("cannot write {}", lock.display()))
+                .caused_by(e.to_string())
         })?;
     }
     std::fs::remove_dir_all(&aside).map_err(|e| {
-        CliError::failure(format!("cannot remove {}", aside.display())).caused_by(e.to_string())
+        Concept::Plugins
+            .failure(format!("cannot remove {}", aside.display()))
+            .caused_by(e.to_string())
     })?;
     Ok(Removed {
         name: manifest.name,
@@ -265,12 +280,13 @@ fn record(
     manifest: &Manifest,
     library: &str,
     sha256: &str,
-) -> Result<Locked, CliError> {
+) -> Result<Locked, Error> {
     let path = trust::lock_path(user_dir);
     // One installer at a time reads, changes and writes the lock (held until return).
     let _guard = guard(&path)?;
     let mut lock = Lock::read(&path).map_err(|why| {
-        CliError::failure("the plugin lock cannot be read")
+        Concept::Plugins
+            .failure("the plugin lock cannot be read")
             .caused_by(why)
             .hint(format!("fix or remove {}", path.display()))
     })?;
@@ -283,17 +299,19 @@ fn record(
     };
     lock.record(entry.clone());
     lock.write(&path).map_err(|e| {
-        CliError::failure(format!("cannot write {}", path.display())).caused_by(e.to_string())
+        Concept::Plugins
+            .failure(format!("cannot write {}", path.display()))
+            .caused_by(e.to_string())
     })?;
     Ok(entry)
 }
 
 /// An exclusive lock on `<lock>.guard`, so that two installs never interleave their
 /// read-modify-write of the lock file.
-fn guard(lock: &Path) -> Result<nix::fcntl::Flock<std::fs::File>, CliError> {
+fn guard(lock: &Path) -> Result<nix::fcntl::Flock<std::fs::File>, Error> {
     let path = lock.with_extension("lock.guard");
     crate::files::lock_exclusive(&path)
-        .map_err(|e| CliError::failure(format!("cannot lock {}: {e}", path.display())))
+        .map_err(|e| Concept::Plugins.failure(format!("cannot lock {}: {e}", path.display())))
 }
 
 /// Copies the manifest and library into `dir` (made beside it, then renamed over it).

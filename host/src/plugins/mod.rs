@@ -13,6 +13,8 @@ pub mod survey;
 pub mod trust;
 pub mod version;
 
+use crate::error::Concept;
+
 /// What finding, probing and building plugins needs of the settings.
 #[derive(Debug, Clone)]
 pub struct PluginSettings {
@@ -36,7 +38,7 @@ impl PluginSettings {
     /// Checks plugin `manifest`'s table against the settings its manifest declares (when
     /// it declares them): an unknown key or a value of the wrong type is named by its file,
     /// line and key, before the plugin is handed anything.
-    pub fn check(&self, manifest: &manifest::Manifest) -> Result<(), crate::error::CliError> {
+    pub fn check(&self, manifest: &manifest::Manifest) -> Result<(), crate::error::Error> {
         let (Some(declared), Some(serde_json::Value::Object(table))) = (
             manifest.settings.as_ref(),
             self.plugin_config.get(&manifest.name),
@@ -59,7 +61,7 @@ impl PluginSettings {
                     .map(|k| (strsim::jaro_winkler(key, k), *k))
                     .filter(|(score, _)| *score > 0.8)
                     .max_by(|a, b| a.0.total_cmp(&b.0));
-                let error = crate::error::CliError::usage(format!(
+                let error = Concept::Plugins.usage(format!(
                     "{}key `plugins.{name}.{key}`: plugin {name} has no such setting (its settings: {})",
                     place(key),
                     known.join(", ")
@@ -72,7 +74,7 @@ impl PluginSettings {
                 });
             };
             if !ty.accepts(value) {
-                return Err(crate::error::CliError::usage(format!(
+                return Err(Concept::Plugins.usage(format!(
                     "{}key `plugins.{name}.{key}`: expected {}, found {}",
                     place(key),
                     ty.words(),

@@ -10,8 +10,7 @@ use super::probe::{self, ProbeFailure, ProbeRequest, Probed};
 use super::selection::{self, Preference, Selection};
 use super::version::host_api;
 use super::PluginSettings;
-use crate::error::plugin_error;
-use crate::error::{CliError, Exit};
+use crate::error::{plugin_error, Concept, Error};
 
 /// What a survey found.
 pub struct Survey {
@@ -82,7 +81,7 @@ pub fn choose(
     settings: &PluginSettings,
     kind: PluginKind,
     preference: &Preference,
-) -> Result<(Probed, Selection), CliError> {
+) -> Result<(Probed, Selection), Error> {
     choose_each(settings, &[(kind, preference)])
         .pop()
         .expect("one answer per kind asked")
@@ -96,7 +95,7 @@ pub fn choose(
 pub fn choose_each(
     settings: &PluginSettings,
     asks: &[(PluginKind, &Preference)],
-) -> Vec<Result<(Probed, Selection), CliError>> {
+) -> Vec<Result<(Probed, Selection), Error>> {
     let all = discovery::discover(&settings.search_path, &host_api());
     if all.is_empty() {
         return asks
@@ -149,13 +148,13 @@ pub fn choose_each(
 
 /// A name that no installed plugin of `kind` has: the closest installed name, if one is
 /// close, is the hint.
-fn no_such_plugin(kind: PluginKind, name: &str, source: &str, installed: &[&str]) -> CliError {
+fn no_such_plugin(kind: PluginKind, name: &str, source: &str, installed: &[&str]) -> Error {
     let listed = if installed.is_empty() {
         "none is installed".to_string()
     } else {
         format!("installed: {}", installed.join(", "))
     };
-    let error = CliError::usage(format!(
+    let error = Concept::Plugins.usage(format!(
         "{source} asks for {name}, but no {} plugin named {name} is installed ({listed})",
         kind.as_str()
     ));
@@ -177,10 +176,10 @@ fn select_from(
     survey: &Survey,
     kind: PluginKind,
     preference: &Preference,
-) -> Result<(Probed, Selection), CliError> {
+) -> Result<(Probed, Selection), Error> {
     let selection = selection::select(kind, &survey.candidates, preference);
     let Some(chosen) = selection.chosen.clone() else {
-        let mut error = CliError::new(Exit::Unusable, format!("no usable {}", kind.as_str()));
+        let mut error = Concept::Plugins.unusable(format!("no usable {}", kind.as_str()));
         for line in selection.lines() {
             error = error.caused_by(line.trim().to_string());
         }
@@ -217,11 +216,12 @@ fn select_from(
 }
 
 /// Loads a plugin that passed its probe into this process and builds its object.
-pub fn instantiate(settings: &PluginSettings, probed: &Probed) -> Result<Instance, CliError> {
+pub fn instantiate(settings: &PluginSettings, probed: &Probed) -> Result<Instance, Error> {
     let manifest = &probed.manifest;
     settings.check(manifest)?;
     let loaded = loader::load(manifest).map_err(|e| {
-        CliError::failure(format!("plugin {} could not be loaded", manifest.name))
+        Concept::Plugins
+            .failure(format!("plugin {} could not be loaded", manifest.name))
             .caused_by(e.to_string())
             .hint(e.hint())
     })?;

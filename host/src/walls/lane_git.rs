@@ -19,7 +19,7 @@ use std::path::Path;
 
 use stet_plugin_api::{Launch, Network, ProcessSpec, ROption};
 
-use crate::error::CliError;
+use crate::error::{Concept, Error};
 use crate::harness;
 use crate::lanes::{self, Lane};
 use crate::sandbox::{LaneAccess, LaneMounts, OpenRuntime, Plan};
@@ -110,16 +110,16 @@ fn plant_on_host(lane: &Lane, marks: &Path) -> std::io::Result<()> {
 }
 
 /// Proves `lane-git-inert` on `runtime`.
-pub fn prove(settings: &Settings, runtime: &OpenRuntime) -> Result<Wall, CliError> {
+pub fn prove(settings: &Settings, runtime: &OpenRuntime) -> Result<Wall, Error> {
     let scratch = tempfile::Builder::new()
         .prefix("stet-lane-git-")
         .tempdir()
-        .map_err(|e| CliError::failure(format!("cannot make a scratch lane: {e}")))?;
+        .map_err(|e| Concept::Walls.failure(format!("cannot make a scratch lane: {e}")))?;
     let root = scratch
         .path()
         .canonicalize()
         .unwrap_or_else(|_| scratch.path().to_path_buf());
-    let failure = |e: String| CliError::failure(format!("the lane-git proof: {e}"));
+    let failure = |e: String| Concept::Walls.failure(format!("the lane-git proof: {e}"));
     let lane = lanes::scratch(&root.join("lane")).map_err(|e| failure(e.to_string()))?;
     let marks = root.join("marks");
     let repo = root.join("repo");

@@ -27,7 +27,7 @@ use std::path::Path;
 use serde::Serialize;
 use stet_plugin_api::{Role, WallReport};
 
-use crate::error::CliError;
+use crate::error::{Concept, Error};
 use crate::harness::{self, OpenHarness};
 use crate::sandbox::{LaneAccess, LaneMounts, OpenRuntime, Plan};
 use crate::settings::Settings;
@@ -132,7 +132,7 @@ pub fn prove(
     runtime: &OpenRuntime,
     mode: SettingsMode,
     log: Option<&Path>,
-) -> Result<Proof, CliError> {
+) -> Result<Proof, Error> {
     let profile = harness.profile()?;
     let replaced = match mode {
         SettingsMode::Rewrite => harness.rewrite_settings(&profile)?,
@@ -159,7 +159,7 @@ pub fn prove(
     let scratch = tempfile::Builder::new()
         .prefix("stet-proof-")
         .tempdir()
-        .map_err(|e| CliError::failure(format!("cannot make a scratch lane: {e}")))?;
+        .map_err(|e| Concept::Walls.failure(format!("cannot make a scratch lane: {e}")))?;
     // A lane laid out and walled as a drive's, so that what the proof reports about the
     // lane and git in it is what a drive's lane would show.
     let root = scratch
@@ -167,7 +167,7 @@ pub fn prove(
         .canonicalize()
         .unwrap_or_else(|_| scratch.path().to_path_buf());
     let lane = crate::lanes::scratch(&root)
-        .map_err(|e| CliError::failure(format!("cannot make a scratch lane: {e}")))?;
+        .map_err(|e| Concept::Walls.failure(format!("cannot make a scratch lane: {e}")))?;
     let workdir = lane.dir.display().to_string();
     // The proof runs on a fresh copy of the profile, as every call does; it lives until
     // the runtime's walls, which make their sandbox with the proof launch's mounts.

@@ -19,7 +19,7 @@ use std::collections::BTreeSet;
 use stet_plugin_api::{EnvVar, Launch, Network, ProcessSpec};
 
 use crate::credentials::CredentialCheck;
-use crate::error::CliError;
+use crate::error::{Concept, Error};
 use crate::harness;
 use crate::sandbox::{stet_binary, LaneAccess, LaneMounts, OpenRuntime, Plan};
 use crate::settings::Settings;
@@ -49,12 +49,12 @@ pub fn prove(
     launch: &Launch,
     sealed: Option<&mut crate::credentials::Sealed>,
     credential: Option<CredentialCheck>,
-) -> Result<Vec<Wall>, CliError> {
+) -> Result<Vec<Wall>, Error> {
     let scratch = |prefix: &str| {
         tempfile::Builder::new()
             .prefix(prefix)
             .tempdir()
-            .map_err(|e| CliError::failure(format!("cannot make a scratch directory: {e}")))
+            .map_err(|e| Concept::Walls.failure(format!("cannot make a scratch directory: {e}")))
     };
     let scratch_root = scratch("stet-walls-lane-")?;
     let lane = crate::lanes::scratch(
@@ -63,12 +63,12 @@ pub fn prove(
             .canonicalize()
             .unwrap_or_else(|_| scratch_root.path().to_path_buf()),
     )
-    .map_err(|e| CliError::failure(format!("cannot make a scratch lane: {e}")))?;
+    .map_err(|e| Concept::Walls.failure(format!("cannot make a scratch lane: {e}")))?;
     let lane_path = lane.dir.clone();
     let outside = scratch("stet-walls-canary-")?;
     let canary = outside.path().join("canary");
     std::fs::write(&canary, stet_plugin_api::WALL_CANARY)
-        .map_err(|e| CliError::failure(format!("cannot write the canary: {e}")))?;
+        .map_err(|e| Concept::Walls.failure(format!("cannot write the canary: {e}")))?;
 
     // Two listeners on the host's loopback for the egress wall: one listed, one not.
     let listeners = match &launch.network {
@@ -231,10 +231,10 @@ struct Listener {
 }
 
 impl Listener {
-    fn start(greeting: &'static str) -> Result<Listener, CliError> {
+    fn start(greeting: &'static str) -> Result<Listener, Error> {
         let listener = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr().map(|a| (l, a)))
-            .map_err(|e| CliError::failure(format!("cannot listen on the loopback: {e}")));
+            .map_err(|e| Concept::Walls.failure(format!("cannot listen on the loopback: {e}")));
         let (listener, address) = listener?;
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let stopped = stop.clone();

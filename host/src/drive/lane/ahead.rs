@@ -3,7 +3,7 @@
 use stet_plugin_api::Role;
 
 use crate::checkpoints::{Checkpoint, Next};
-use crate::error::CliError;
+use crate::error::Error;
 use crate::lanes::{self, Lane};
 use crate::queue;
 
@@ -61,7 +61,7 @@ impl Worker<'_, '_> {
     pub(in crate::drive) fn make_next<'w>(
         &'w self,
         items: &[queue::Entry],
-    ) -> Result<Option<NextLane<'w>>, CliError> {
+    ) -> Result<Option<NextLane<'w>>, Error> {
         if self.ending() {
             return Ok(None);
         }
@@ -129,7 +129,7 @@ pub(in crate::drive) struct NextMaker<'w, 'd, 'a> {
 }
 
 impl<'w> MakesNext<'w> for NextMaker<'w, '_, '_> {
-    fn make_next(&self) -> Result<Option<NextLane<'w>>, CliError> {
+    fn make_next(&self) -> Result<Option<NextLane<'w>>, Error> {
         self.worker.make_next(self.items)
     }
 

@@ -5,7 +5,7 @@
 use stet_plugin_api::{CallOutcome, EnvVar, OutcomeCode, ROption, Role};
 
 use crate::call::{self, Launched, Request, Walled};
-use crate::error::{CliError, Exit};
+use crate::error::{Concept, Error, Kind};
 use crate::harness::{self, LaunchOutput, Ready};
 use crate::lanes::{self, Lane};
 use crate::queue;
@@ -22,9 +22,9 @@ pub(in crate::drive) struct Call {
     pub retry_at: Option<i64>,
     /// The call's receipt.
     pub receipt: String,
-    /// The call never ran its task: the harness could not describe its launch, or the
-    /// sandbox could not start or run it. Infrastructure, not the agent failing.
-    pub infrastructure: bool,
+    /// Why the call never ran its task, when it did not: the harness could not describe
+    /// its launch, or the sandbox could not start or run it.
+    pub not_run: Option<Error>,
     /// What the call left in the lane cannot be taken (a file over `[drive] max_file`):
     /// the item fails, saying why.
     pub refused: Option<String>,
@@ -34,7 +34,7 @@ impl Call {
     /// Whether the call failed for a reason outside the agent: what enters the outage
     /// rule instead of counting toward the item's rounds.
     pub fn outage(&self) -> bool {
-        self.infrastructure
+        self.not_run.as_ref().is_some_and(counts_toward_outage)
             || matches!(
                 self.kind,
                 OutcomeCode::SERVICE_UNAVAILABLE | OutcomeCode::NOT_LOGGED_IN
@@ -42,21 +42,35 @@ impl Call {
     }
 
     /// A call the harness could not launch: infrastructure; nothing ran, no receipt.
-    fn not_launched(why: &CliError) -> Call {
+    fn not_launched(why: Error) -> Call {
         Call {
             kind: OutcomeCode::FAILED,
             detail: why.to_string().replace('\n', "; "),
             retry_at: None,
             receipt: String::new(),
-            infrastructure: true,
+            not_run: Some(why),
             refused: None,
         }
     }
 }
 
+/// Whether an error that kept a call (or a check) from running its task counts toward
+/// the drive's outage rule rather than the item's rounds: a match on whose it is to mend.
+/// Today every such error counts toward an outage — the runtime or the engine failing
+/// (`Failure`), something not usable now (`Unusable`), and a refusal by policy of the
+/// person's set-up (`Usage`: an undeclared credential, a launch the walls refuse) alike;
+/// which of these are the item's fault, or end the drive at once, is the drive's next
+/// change, made here.
+pub(in crate::drive) fn counts_toward_outage(error: &Error) -> bool {
+    match error.kind {
+        Kind::Failure | Kind::Unusable => true,
+        Kind::Usage => true,
+    }
+}
+
 /// What a call that could not run is recorded as: failed, with why, and the network it
 /// was given.
-fn not_run(e: &CliError, network: String) -> (LaunchOutput, CallOutcome) {
+fn not_run(e: &Error, network: String) -> (LaunchOutput, CallOutcome) {
     (
         LaunchOutput::none(network),
         CallOutcome {
@@ -96,7 +110,7 @@ impl Worker<'_, '_> {
     }
 
     /// Renews the login first if it would expire before a call could end.
-    fn keep_fresh(&self) -> Result<Option<u64>, CliError> {
+    fn keep_fresh(&self) -> Result<Option<u64>, Error> {
         let walled = self.walled();
         crate::refresh::keep_fresh_at(
             &|| self.drive.clock.now_ms(),
@@ -116,7 +130,7 @@ impl Worker<'_, '_> {
         lane: &Lane,
         role: Role,
         prompt: &str,
-    ) -> Result<PreparedCall<'_>, CliError> {
+    ) -> Result<PreparedCall<'_>, Error> {
         let (mut profile, login_expiry, settled) = {
             let settled = self.drive.lock_profile();
             self.keep_fresh()?;
@@ -135,7 +149,7 @@ impl Worker<'_, '_> {
         let launch = self
             .walled()
             .launch_on(&profile, request)
-            .map_err(|e| CliError::failure(e.to_string()))?;
+            .map_err(|e| Concept::Drive.failure(e.to_string()))?;
         let ready = harness::ready_launch(
             self.drive.settings,
             &self.drive.runtime,
@@ -165,7 +179,7 @@ impl Worker<'_, '_> {
         prompt: &str,
         commit: Option<&str>,
         prepared: Option<PreparedCall<'env>>,
-    ) -> Result<Call, CliError> {
+    ) -> Result<Call, Error> {
         self.settings_unchanged()?;
         let workdir = lane.dir.display().to_string();
         let request = Request {
@@ -175,15 +189,20 @@ impl Worker<'_, '_> {
         };
         let (mut launched, ready) = match self.launch_for(request, prepared)? {
             Ok(launched) => launched,
-            Err(e) => return Ok(Call::not_launched(&e)),
+            Err(e) => return Ok(Call::not_launched(e)),
         };
         let mut receipt = self.start_receipt(item, lane, round, role, &launched)?;
         let ran = self.run_call(&mut launched, ready, lane, role, &receipt);
         // The runtime or the harness failing (a sandbox that cannot start, an output the
         // harness cannot read) is this call failing: recorded, and counted toward an
         // outage by the caller, not the end of the drive.
-        let infrastructure = ran.is_err();
-        let (output, outcome) = ran.unwrap_or_else(|e| not_run(&e, receipt.network.clone()));
+        let (output, outcome, not_run) = match ran {
+            Ok((output, outcome)) => (output, outcome, None),
+            Err(e) => {
+                let (output, outcome) = not_run(&e, receipt.network.clone());
+                (output, outcome, Some(e))
+            }
+        };
         receipt.network = output.network.clone();
         receipt.ended_unix_ms = self.drive.clock.now_ms();
         let carried = {
@@ -200,7 +219,7 @@ impl Worker<'_, '_> {
         };
         receipt.commit_after = lane.head().unwrap_or_default();
         let mut end = harness::call_end(&output, &outcome);
-        if infrastructure {
+        if not_run.is_some() {
             end.outcome = receipts::Outcome::NotRun;
         }
         match carried {
@@ -212,19 +231,19 @@ impl Worker<'_, '_> {
         }
         let id = receipt.id.clone();
         receipts::record_end(&self.drive.repo, receipt, end)
-            .map_err(|e| CliError::failure(format!("cannot record the receipt: {e}")))?;
+            .map_err(|e| Concept::Drive.failure(format!("cannot record the receipt: {e}")))?;
         Ok(Call {
             kind: outcome.kind,
             detail: outcome.detail.to_string(),
             retry_at: outcome.retry_at_unix.into_option(),
             receipt: id,
-            infrastructure,
+            not_run,
             refused,
         })
     }
 
     /// The walled settings must still be exactly what the drive wrote at its start.
-    fn settings_unchanged(&self) -> Result<(), CliError> {
+    fn settings_unchanged(&self) -> Result<(), Error> {
         let changed = self
             .drive
             .harness
@@ -233,9 +252,7 @@ impl Worker<'_, '_> {
             .find(|w| w.wall.as_str() == stet_plugin_api::wall::SETTINGS_EXACT && !w.held());
         match changed {
             None => Ok(()),
-            Some(w) => Err(CliError::new(
-                Exit::Unusable,
-                "the walled settings changed during the drive; it stops",
+            Some(w) => Err(Concept::Drive.unusable("the walled settings changed during the drive; it stops",
             )
             .caused_by(w.detail.to_string())
             .hint(
@@ -254,7 +271,7 @@ impl Worker<'_, '_> {
         &'env self,
         request: Request<'_>,
         prepared: Option<PreparedCall<'env>>,
-    ) -> Result<Result<(Launched, Option<Ready<'env>>), CliError>, CliError> {
+    ) -> Result<Result<(Launched, Option<Ready<'env>>), Error>, Error> {
         let walled = self.walled();
         let (prepared, fresh, renewed) = {
             let settled = self.drive.lock_profile();
@@ -314,7 +331,7 @@ impl Worker<'_, '_> {
         round: u32,
         role: Role,
         launched: &Launched,
-    ) -> Result<CallContext<'_>, CliError> {
+    ) -> Result<CallContext<'_>, Error> {
         let started = self.drive.clock.now_ms();
         let id = format!("{started}-{}-{}", item.id, call::role_word(role));
         let receipt = self.walled().context(call::Made {
@@ -335,7 +352,7 @@ impl Worker<'_, '_> {
             harness: &self.drive.harness_record,
         });
         receipts::record_start(&self.drive.repo, &receipt)
-            .map_err(|e| CliError::failure(format!("cannot record the receipt: {e}")))?;
+            .map_err(|e| Concept::Drive.failure(format!("cannot record the receipt: {e}")))?;
         Ok(receipt)
     }
 
@@ -349,7 +366,7 @@ impl Worker<'_, '_> {
         lane: &Lane,
         role: Role,
         receipt: &CallContext<'_>,
-    ) -> Result<(LaunchOutput, CallOutcome), CliError> {
+    ) -> Result<(LaunchOutput, CallOutcome), Error> {
         let progress = &self.drive.progress;
         let follow = |_: stet_plugin_api::Stream, bytes: &[u8]| progress.follow(bytes);
         let watch = harness::Watch {
@@ -382,7 +399,7 @@ impl Worker<'_, '_> {
         lane: &Lane,
         message: &str,
         receipt: &str,
-    ) -> Result<Option<String>, CliError> {
+    ) -> Result<Option<String>, Error> {
         let _lock = self.lock()?;
         let harness = &self.drive.harness;
         let message = format!(

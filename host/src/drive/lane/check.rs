@@ -4,7 +4,7 @@
 use stet_plugin_api::ROption;
 
 use crate::checkpoints::{Checkpoint, Next};
-use crate::error::CliError;
+use crate::error::{Concept, Error};
 use crate::harness;
 use crate::lanes::Lane;
 use crate::queue;
@@ -15,6 +15,7 @@ use super::super::ahead::Ahead;
 use super::super::note;
 use super::super::state::ItemEnd;
 use super::super::worker::{indent, tail, Worker};
+use super::call::counts_toward_outage;
 use super::Moved;
 impl Worker<'_, '_> {
     /// The repository's check on this round's work: passed moves on to the review; failed
@@ -25,7 +26,7 @@ impl Worker<'_, '_> {
         lane: &Lane,
         at: &Checkpoint,
         ahead: &mut Ahead<'_, 'env>,
-    ) -> Result<Moved, CliError> {
+    ) -> Result<Moved, Error> {
         let Some(check) = &self.drive.options.check else {
             return Ok(Moved::On(Checkpoint {
                 next: Next::Review,
@@ -38,12 +39,13 @@ impl Worker<'_, '_> {
         let outcome = match self.check(item, lane, at.round, check, ahead.take_check()) {
             Ok(outcome) => outcome,
             // The check could not run at all (the runtime failed): infrastructure.
-            Err(e) => {
+            Err(e) if counts_toward_outage(&e) => {
                 return Ok(Moved::End(ItemEnd::RunnerFailed(format!(
                     "check: {}",
                     e.to_string().replace('\n', "; ")
                 ))))
             }
+            Err(e) => return Err(e),
         };
         if outcome.passed {
             note!(
@@ -87,7 +89,7 @@ impl Worker<'_, '_> {
     }
 
     /// A fresh sandbox for the repository's check on the lane.
-    pub(in crate::drive) fn check_sandbox(&self, lane: &Lane) -> Result<Sandbox<'_>, CliError> {
+    pub(in crate::drive) fn check_sandbox(&self, lane: &Lane) -> Result<Sandbox<'_>, Error> {
         let plan = Plan::new("check", &self.drive.run, &lane.dir.display().to_string())
             .with_lane(LaneMounts::of_lane(lane), LaneAccess::ReadWrite);
         Sandbox::create(&self.drive.runtime, plan.spec(self.drive.settings))
@@ -104,7 +106,7 @@ impl Worker<'_, '_> {
         round: u32,
         command: &str,
         made: Option<Sandbox<'env>>,
-    ) -> Result<Checked, CliError> {
+    ) -> Result<Checked, Error> {
         let started = self.drive.clock.now_ms();
         let id = format!("{started}-{}-check", item.id);
         let no_harness = receipts::PluginRecord {
@@ -131,7 +133,7 @@ impl Worker<'_, '_> {
             None => self.check_sandbox(lane)?,
         };
         receipts::record_start(&self.drive.repo, &call)
-            .map_err(|e| CliError::failure(format!("cannot record the receipt: {e}")))?;
+            .map_err(|e| Concept::Drive.failure(format!("cannot record the receipt: {e}")))?;
         let process = sandbox.spawn(stet_plugin_api::ProcessSpec {
             argv: vec!["sh".into(), "-c".into(), command.into()].into(),
             env: Default::default(),
@@ -146,8 +148,9 @@ impl Worker<'_, '_> {
             vec![lane.dir.clone()],
             self.drive.settings.limits.disk_bytes,
         );
-        let mut output = crate::capture::Capture::new(Some(&call.log), 32 * 1024)
-            .map_err(|e| CliError::failure(format!("cannot write {}: {e}", call.log.display())))?;
+        let mut output = crate::capture::Capture::new(Some(&call.log), 32 * 1024).map_err(|e| {
+            Concept::Drive.failure(format!("cannot write {}: {e}", call.log.display()))
+        })?;
         let (progress, follow) = (&self.drive.progress, self.drive.options.follow);
         let status = process.wait(&mut |_, bytes| {
             if follow {
@@ -165,11 +168,12 @@ impl Worker<'_, '_> {
         let restored = lane.restore();
         let why = self.check_stopped(watchdog.fired(), disk.exceeded(), &status, &events);
         if let Err(e) = restored {
-            return Err(CliError::failure(format!(
-                "cannot restore the lane {} after its check",
-                lane.branch
-            ))
-            .caused_by(e.to_string()));
+            return Err(Concept::Drive
+                .failure(format!(
+                    "cannot restore the lane {} after its check",
+                    lane.branch
+                ))
+                .caused_by(e.to_string()));
         }
         let passed = why.is_none() && status.success();
         let shown = match &why {
@@ -193,7 +197,7 @@ impl Worker<'_, '_> {
             ..Default::default()
         };
         receipts::record_end(&self.drive.repo, call, end)
-            .map_err(|e| CliError::failure(format!("cannot record the receipt: {e}")))?;
+            .map_err(|e| Concept::Drive.failure(format!("cannot record the receipt: {e}")))?;
         Ok(Checked {
             passed,
             output: shown,

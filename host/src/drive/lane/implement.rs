@@ -3,7 +3,7 @@
 use stet_plugin_api::{OutcomeCode, Role};
 
 use crate::checkpoints::{Checkpoint, Next};
-use crate::error::CliError;
+use crate::error::Error;
 use crate::lanes::Lane;
 use crate::queue;
 
@@ -21,7 +21,7 @@ impl Worker<'_, '_> {
         lane: &Lane,
         at: &Checkpoint,
         ahead: &mut Ahead<'_, 'env>,
-    ) -> Result<Moved, CliError> {
+    ) -> Result<Moved, Error> {
         if let Err(end) = self.enter(lane, "implement") {
             return Ok(Moved::End(end));
         }
@@ -58,7 +58,7 @@ impl Worker<'_, '_> {
         lane: &Lane,
         at: &Checkpoint,
         call: Call,
-    ) -> Result<Moved, CliError> {
+    ) -> Result<Moved, Error> {
         let round = at.round;
         if let Some(why) = call.refused {
             return Ok(Moved::Fail(why));

@@ -1,7 +1,7 @@
 //! The landing: the branch pushed, the land command or pull request, the item marked.
 
 use crate::checkpoints::{Checkpoint, Mark, Next};
-use crate::error::CliError;
+use crate::error::Error;
 use crate::lanes::Lane;
 use crate::queue;
 use crate::receipts;
@@ -19,7 +19,7 @@ impl Worker<'_, '_> {
         item: &queue::Item,
         lane: &Lane,
         at: &Checkpoint,
-    ) -> Result<ItemEnd, CliError> {
+    ) -> Result<ItemEnd, Error> {
         if let Err(end) = self.enter(lane, "land") {
             return Ok(end);
         }

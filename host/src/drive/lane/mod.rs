@@ -14,7 +14,7 @@ mod scan;
 pub(in crate::drive) use ahead::NextMaker;
 
 use crate::checkpoints::{Checkpoint, Mark, Next};
-use crate::error::CliError;
+use crate::error::Error;
 use crate::lanes::{self, Lane};
 use crate::queue;
 use crate::receipts;
@@ -47,7 +47,7 @@ impl Worker<'_, '_> {
         item: &queue::Item,
         opened: Option<NextLane<'env>>,
         next: &NextAhead<'_, '_>,
-    ) -> Result<ItemEnd, CliError> {
+    ) -> Result<ItemEnd, Error> {
         // The working copy is made outside the drain lock (it writes only the lane's own
         // directory), so other lanes move meanwhile; the repository's copy of the branch
         // is a move of its own.
@@ -85,7 +85,7 @@ impl Worker<'_, '_> {
         lane: &'env Lane,
         ahead: &mut Ahead<'scope, 'env>,
         next: &NextAhead<'_, '_>,
-    ) -> Result<ItemEnd, CliError> {
+    ) -> Result<ItemEnd, Error> {
         {
             let _lock = self.lock()?;
             // The repository holds the lane's branch from the start (a lane a peer pushed
@@ -202,7 +202,7 @@ impl Worker<'_, '_> {
         item: &queue::Item,
         lane: &Lane,
         at: &Checkpoint,
-    ) -> Result<Option<Call>, CliError> {
+    ) -> Result<Option<Call>, Error> {
         let role = match at.next {
             Next::Implement => receipts::CallRole::Implement,
             Next::Review => receipts::CallRole::Review,
@@ -244,7 +244,7 @@ impl Worker<'_, '_> {
             detail: receipt.detail,
             retry_at: None,
             receipt: receipt.id,
-            infrastructure: false,
+            not_run: None,
             refused: None,
         }))
     }

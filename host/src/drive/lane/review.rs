@@ -3,7 +3,7 @@
 use stet_plugin_api::{OutcomeCode, Role};
 
 use crate::checkpoints::{Checkpoint, Next};
-use crate::error::CliError;
+use crate::error::Error;
 use crate::lanes::Lane;
 use crate::queue;
 
@@ -55,7 +55,7 @@ impl Worker<'_, '_> {
         lane: &Lane,
         at: &Checkpoint,
         ahead: &mut Ahead<'_, 'env>,
-    ) -> Result<Moved, CliError> {
+    ) -> Result<Moved, Error> {
         if let Err(end) = self.enter(lane, "review") {
             return Ok(Moved::End(end));
         }

@@ -1,7 +1,7 @@
 //! Before a lane's branch is pushed: the change must hold no secret (`crate::scan`).
 
 use crate::checkpoints::{Checkpoint, Mark, SaveError};
-use crate::error::CliError;
+use crate::error::{Concept, Error};
 use crate::lanes::Lane;
 
 use super::super::state::ItemEnd;
@@ -14,7 +14,7 @@ impl Worker<'_, '_> {
         &self,
         lane: &Lane,
         checkpoint: &Checkpoint,
-    ) -> Result<Option<ItemEnd>, CliError> {
+    ) -> Result<Option<ItemEnd>, Error> {
         let base = self.base_of(lane)?;
         let known = crate::credentials::known();
         let mut scanner = crate::scan::Scanner::new(&known, &self.drive.settings.secrets_allowed);
@@ -38,7 +38,8 @@ impl Worker<'_, '_> {
                 &mut |piece| scanner.feed(piece),
             )
             .map_err(|e| {
-                CliError::failure(format!("cannot read the lane {}'s change", lane.branch))
+                Concept::Drive
+                    .failure(format!("cannot read the lane {}'s change", lane.branch))
                     .caused_by(e.to_string())
             })?;
         let findings = scanner.finish();
