@@ -741,3 +741,183 @@ pub fn usage_pairs(outcome: &CallOutcome) -> Vec<(String, String)> {
         .map(|f| (f.key.to_string(), f.value.to_string()))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use stet_plugin_api::{
+        Fact, HarnessPlugin, Launch, Outcome, PluginError, ProbeReport, Profile, RoleRequest,
+        WallCheck,
+    };
+
+    use super::*;
+    use crate::plugins::loader::HarnessHandle;
+
+    /// A harness whose reading of every call is what its config says: `done`, or `failed`.
+    struct Reads(OutcomeCode);
+
+    impl HarnessPlugin for Reads {
+        fn probe(&self) -> Result<ProbeReport, PluginError> {
+            Ok(ProbeReport::available("reads 1", 1))
+        }
+        fn profile(&self, _: &HarnessContext) -> Result<Profile, PluginError> {
+            Err(PluginError::unsupported("not in this test"))
+        }
+        fn write_settings(&self, _: &HarnessContext, _: &Profile) -> Result<String, PluginError> {
+            Err(PluginError::unsupported("not in this test"))
+        }
+        fn check_walls(
+            &self,
+            _: &HarnessContext,
+            _: &Profile,
+        ) -> Result<Vec<WallCheck>, PluginError> {
+            Err(PluginError::unsupported("not in this test"))
+        }
+        fn launch(&self, _: &RoleRequest) -> Result<Launch, PluginError> {
+            Err(PluginError::unsupported("not in this test"))
+        }
+        fn read_proof(&self, _: &[u8]) -> Result<Vec<WallCheck>, PluginError> {
+            Err(PluginError::unsupported("not in this test"))
+        }
+        fn read_outcome(&self, _: Role, _: &[u8], _: ExitStatus) -> Result<Outcome, PluginError> {
+            Err(PluginError::unsupported("not in this test"))
+        }
+        fn read_call(
+            &self,
+            _: Role,
+            output: &[u8],
+            _: ExitStatus,
+        ) -> Result<CallOutcome, PluginError> {
+            Ok(CallOutcome {
+                kind: self.0,
+                detail: String::from_utf8_lossy(output).into_owned().into(),
+                retry_at_unix: ROption::RNone,
+                cost_usd: ROption::RSome(0.25),
+                usage: vec![Fact::new("turns", "3"), Fact::new("tokens", "1200")].into(),
+            })
+        }
+    }
+
+    fn done(config: &str) -> Result<Reads, PluginError> {
+        Ok(Reads(if config == "failed" {
+            OutcomeCode::FAILED
+        } else {
+            OutcomeCode::DONE
+        }))
+    }
+
+    fn harness(reads: &'static str) -> OpenHarness {
+        OpenHarness::in_process(
+            "reads",
+            HarnessHandle::V1(
+                stet_plugin_api::__private::new_harness(
+                    stet_plugin_api::RStr::from_str(reads),
+                    done,
+                )
+                .unwrap(),
+            ),
+            HarnessContext {
+                profiles_root: "/nonexistent/profiles".into(),
+                stet_binary: "/nonexistent/stet".into(),
+                host_env: Default::default(),
+            },
+        )
+    }
+
+    fn output(stdout: &str) -> LaunchOutput {
+        let mut output = LaunchOutput::none("none".into());
+        output.stdout = stdout.as_bytes().to_vec();
+        output.stdout_bytes = stdout.len() as u64;
+        output.status = ExitStatus::exited(0);
+        output
+    }
+
+    #[test]
+    fn an_outcome_is_known_by_its_word_or_by_its_code_when_this_host_has_none() {
+        assert_eq!(outcome_word(OutcomeCode::DONE), "done");
+        assert_eq!(outcome_word(OutcomeCode::OUT_OF_SHAPE), "out-of-shape");
+        assert_eq!(outcome_word(OutcomeCode::RESOURCE_LIMIT), "resource-limit");
+        assert_eq!(outcome_word(OutcomeCode(99)), "code 99");
+    }
+
+    #[test]
+    fn the_harness_reads_the_call_unless_the_host_knows_better() {
+        let harness = harness("done");
+        let outcome = outcome_of(&harness, Role::Implement, &output("wrote it")).unwrap();
+        assert_eq!(outcome.kind, OutcomeCode::DONE);
+        assert_eq!(outcome.detail.as_str(), "wrote it");
+
+        // Killed at the call limit: failed, whatever the harness read.
+        let mut timed_out = output("wrote it");
+        timed_out.timed_out = Some(Duration::from_secs(120));
+        let outcome = outcome_of(&harness, Role::Implement, &timed_out).unwrap();
+        assert_eq!(outcome.kind, OutcomeCode::FAILED);
+        assert_eq!(
+            outcome.detail.as_str(),
+            "no answer within 2m (--call-limit); the agent's processes were killed"
+        );
+
+        // Killed by the memory or disk limit: that is the outcome.
+        let mut memory = output("wrote it");
+        memory.limit = Some(LimitReached::Memory(512 << 20));
+        let outcome = outcome_of(&harness, Role::Implement, &memory).unwrap();
+        assert_eq!(outcome.kind, OutcomeCode::RESOURCE_LIMIT);
+        assert_eq!(
+            outcome.detail.as_str(),
+            "killed by the memory limit, 512 MiB"
+        );
+
+        // Forks refused at the pids limit end nothing: a call that was done stays done…
+        let mut pids = output("wrote it");
+        pids.limit = Some(LimitReached::Pids(3, 64));
+        let outcome = outcome_of(&harness, Role::Implement, &pids).unwrap();
+        assert_eq!(outcome.kind, OutcomeCode::DONE);
+        assert_eq!(outcome.detail.as_str(), "wrote it");
+        // …and a failed one says it ran into the limit.
+        let outcome = outcome_of(&self::harness("failed"), Role::Implement, &pids).unwrap();
+        assert_eq!(outcome.kind, OutcomeCode::FAILED);
+        assert_eq!(
+            outcome.detail.as_str(),
+            "wrote it (the process limit (64) was reached: 3 fork(s) failed)"
+        );
+    }
+
+    #[test]
+    fn a_calls_end_carries_what_the_receipt_records() {
+        let harness = harness("done");
+        let mut out = output("wrote it");
+        out.status = ExitStatus::signalled(9);
+        out.limit = Some(LimitReached::Disk(1 << 30));
+        out.log_cut = 10;
+        let outcome = outcome_of(&harness, Role::Review, &out).unwrap();
+        let end = call_end(&out, &outcome);
+        assert_eq!(end.exit_code, None);
+        assert_eq!(end.exit_signal, Some(9));
+        assert_eq!(end.outcome, "resource-limit");
+        assert!(
+            end.detail.ends_with("grew past the disk limit, 1 GiB"),
+            "{}",
+            end.detail
+        );
+        assert_eq!(end.cost_usd, Some(0.25));
+        assert_eq!(
+            end.usage,
+            [
+                ("turns".to_string(), "3".to_string()),
+                ("tokens".to_string(), "1200".to_string())
+            ]
+        );
+        assert_eq!(end.limit_reached.as_deref(), Some("disk"));
+        assert_eq!((end.output_bytes, end.log_cut_bytes), (8, 10));
+        assert!(end.profile_carried.is_empty());
+    }
+
+    #[test]
+    fn a_calls_standard_error_is_kept_beside_its_log() {
+        assert_eq!(
+            stderr_log_of(Path::new("/r/.git/stet/logs/123-item-implement.log")),
+            Path::new("/r/.git/stet/logs/123-item-implement.stderr.log")
+        );
+    }
+}

@@ -665,4 +665,143 @@ mod tests {
         assert!(untrusted_narrow_only(&mut files, None).is_none());
         assert_eq!(jobs(&files), Some(8));
     }
+
+    /// The person's limits, as `narrow_only` starts from them.
+    const PERSONS_LIMITS: &str =
+        "[sandbox]\npids = 1000\nmemory = \"1GiB\"\ncpus = 2\ndisk = \"2GiB\"\n\n\
+         [drive]\nmax_file = \"8MiB\"\n";
+
+    #[test]
+    fn an_untrusted_file_raises_no_sandbox_limit_and_names_each_raise() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut files = vec![
+            persons(PERSONS_LIMITS),
+            repository(
+                &dir.path().join("stet.toml"),
+                "[sandbox]\npids = 2000\nmemory = \"2GiB\"\ncpus = 4\ndisk = \"4GiB\"\n\n\
+                 [drive]\nmax_file = \"16MiB\"\n",
+            ),
+        ];
+        let decided = untrusted_narrow_only(&mut files, None).unwrap();
+        assert!(!decided.trusted);
+        assert_eq!(
+            decided.ignored,
+            [
+                "[sandbox] pids (it raises the limit)",
+                "[sandbox] memory (it raises the limit)",
+                "[sandbox] cpus (it raises the limit)",
+                "[sandbox] disk (it raises the limit)",
+                "[drive] max_file (it raises the limit)",
+            ]
+        );
+        let repo = &files[1];
+        assert_eq!(
+            repo.limits,
+            LimitSettings::default(),
+            "every raise is taken out"
+        );
+        assert_eq!(repo.drive_max_file, None);
+    }
+
+    #[test]
+    fn an_untrusted_file_may_lower_every_limit_silently() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut files = vec![
+            persons(PERSONS_LIMITS),
+            repository(
+                &dir.path().join("stet.toml"),
+                "[sandbox]\npids = 500\nmemory = \"512MiB\"\ncpus = 1\ndisk = \"1GiB\"\n\n\
+                 [drive]\nmax_file = \"1MiB\"\n",
+            ),
+        ];
+        let decided = untrusted_narrow_only(&mut files, None).unwrap();
+        assert!(decided.ignored.is_empty(), "{:?}", decided.ignored);
+        assert_eq!(decided.warning(), None);
+        let limits = files[1].limits;
+        assert_eq!(limits.pids, Some(500));
+        assert_eq!(limits.memory_bytes, Some(512 << 20));
+        assert_eq!(limits.millicpus, Some(1000));
+        assert_eq!(limits.disk_bytes, Some(1 << 30));
+        assert_eq!(files[1].drive_max_file, Some(1 << 20));
+    }
+
+    #[test]
+    fn without_the_persons_limits_an_untrusted_file_is_held_to_the_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let defaults = SandboxLimits::defaults();
+        let above = defaults.pids + 1;
+        let text = format!("[sandbox]\npids = {above}\n\n[drive]\nmax_file = \"32MiB\"\n");
+        let mut files = vec![repository(&dir.path().join("stet.toml"), &text)];
+        let decided = untrusted_narrow_only(&mut files, None).unwrap();
+        assert_eq!(
+            decided.ignored,
+            [
+                "[sandbox] pids (it raises the limit)",
+                "[drive] max_file (it raises the limit)",
+            ]
+        );
+        assert_eq!(files[0].limits.pids, None);
+        // The default itself is no raise.
+        let text = format!("[sandbox]\npids = {}\n", defaults.pids);
+        let mut files = vec![repository(&dir.path().join("stet.toml"), &text)];
+        let decided = untrusted_narrow_only(&mut files, None).unwrap();
+        assert!(decided.ignored.is_empty(), "{:?}", decided.ignored);
+        assert_eq!(files[0].limits.pids, Some(defaults.pids));
+    }
+
+    #[test]
+    fn an_untrusted_file_widens_no_network_and_allows_no_secret_but_its_denials_apply() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut files = vec![repository(
+            &dir.path().join("stet.toml"),
+            "[drive]\nsecrets_allowed = [\"tests/fixtures/\"]\n\n\
+             [network]\nallow = [\"their-host.example.com\"]\ndeny = [\"telemetry.example.com\"]\n\n\
+             [network.connect_to]\n\"api.example.com:443\" = \"127.0.0.1:8443\"\n",
+        )];
+        let decided = untrusted_narrow_only(&mut files, None).unwrap();
+        assert_eq!(
+            decided.ignored,
+            [
+                "[drive] secrets_allowed",
+                "[network] allow",
+                "[network.connect_to]",
+            ]
+        );
+        let repo = &files[0];
+        assert!(repo.drive_secrets_allowed.is_empty());
+        assert!(repo.network_allow.is_empty());
+        assert!(repo.network_connect_to.is_empty());
+        assert_eq!(repo.network_deny, ["telemetry.example.com"]);
+    }
+
+    #[test]
+    fn a_trusted_file_raises_limits_and_widens_the_network() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::trust::store_path(dir.path());
+        let path = dir.path().join("stet.toml");
+        let text = "[sandbox]\npids = 2000\nimage = \"their-image:1\"\n\n\
+                    [network]\nallow = [\"their-host.example.com\"]\n";
+        crate::trust::record(&store, &path, text.as_bytes(), false).unwrap();
+        let mut files = vec![persons(PERSONS_LIMITS), repository(&path, text)];
+        let decided = untrusted_narrow_only(&mut files, Some(&store)).unwrap();
+        assert!(decided.trusted);
+        assert!(decided.ignored.is_empty(), "{:?}", decided.ignored);
+        assert_eq!(files[1].limits.pids, Some(2000));
+        assert_eq!(files[1].network_allow, ["their-host.example.com"]);
+        assert_eq!(files[1].sandbox_image.as_deref(), Some("their-image:1"));
+    }
+
+    #[test]
+    fn trust_recorded_for_another_path_does_not_carry_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::trust::store_path(dir.path());
+        let trusted_path = dir.path().join("trusted/stet.toml");
+        std::fs::create_dir_all(trusted_path.parent().unwrap()).unwrap();
+        let text = "[harness]\nprefer = [\"their-agent\"]\n";
+        crate::trust::record(&store, &trusted_path, text.as_bytes(), false).unwrap();
+        let mut files = vec![repository(&dir.path().join("stet.toml"), text)];
+        let decided = untrusted_narrow_only(&mut files, Some(&store)).unwrap();
+        assert!(!decided.trusted);
+        assert_eq!(decided.ignored, ["[harness] prefer"]);
+    }
 }

@@ -815,3 +815,356 @@ impl<T: HarnessPlugin> v1_2::Harness for HarnessAdapter<T> {
 impl<T: HarnessPlugin> v1_1::Harness for HarnessAdapter<T> {
     shared_harness_methods!();
 }
+
+#[cfg(test)]
+mod tests {
+    //! The adapters between the plugin traits and the ABI-stable interfaces, driven in
+    //! process through the same trait objects the host holds.
+
+    use std::sync::Mutex;
+
+    use abi_stable::sabi_trait::TD_Opaque;
+    use abi_stable::std_types::{RBox, ROption, RResult, RVec};
+
+    use super::*;
+    use crate::{Limits, Network};
+
+    /// A runtime that records what it is asked and answers from a script: an image named
+    /// `panic` makes `create_sandbox` panic, a sandbox named `gone` is not found.
+    #[derive(Default)]
+    struct Fake {
+        calls: Mutex<Vec<String>>,
+        spawn_fails: bool,
+    }
+
+    impl Fake {
+        fn called(&self, what: String) {
+            self.calls.lock().unwrap().push(what);
+        }
+    }
+
+    impl RuntimePlugin for Fake {
+        fn probe(&self) -> Result<ProbeReport, PluginError> {
+            Ok(ProbeReport::available("fake 1.0", 7).with_fact("engine", "none"))
+        }
+
+        fn create_sandbox(&self, spec: SandboxSpec) -> Result<SandboxInfo, PluginError> {
+            if spec.image.as_str() == "panic" {
+                panic!("the image is a trap");
+            }
+            let mounts: Vec<&str> = spec.mounts.iter().map(|m| m.target.as_str()).collect();
+            self.called(format!("create {} {mounts:?}", spec.image));
+            Ok(SandboxInfo {
+                id: "sandbox-1".into(),
+                state: "running".into(),
+                labels: spec.labels,
+            })
+        }
+
+        fn spawn(
+            &self,
+            sandbox: &str,
+            spec: ProcessSpec,
+        ) -> Result<Box<dyn ProcessPlugin>, PluginError> {
+            self.called(format!("spawn {sandbox} {}", spec.argv[0]));
+            if self.spawn_fails {
+                return Err(PluginError::backend("no such program"));
+            }
+            Ok(Box::new(Chatty))
+        }
+
+        fn teardown(&self, sandbox: &str) -> Result<(), PluginError> {
+            self.called(format!("teardown {sandbox}"));
+            if sandbox == "gone" {
+                return Err(PluginError::not_found("no sandbox gone").with_remedy("run stet gc"));
+            }
+            Ok(())
+        }
+
+        fn list_sandboxes(&self, labels: &[Label]) -> Result<Vec<SandboxInfo>, PluginError> {
+            Ok(vec![SandboxInfo {
+                id: "listed".into(),
+                state: "exited".into(),
+                labels: labels.to_vec().into(),
+            }])
+        }
+    }
+
+    /// A process that writes to both streams, exits 3, and panics when killed.
+    struct Chatty;
+
+    impl ProcessPlugin for Chatty {
+        fn wait(&self, sink: &mut Sink<'_>) -> Result<ExitStatus, PluginError> {
+            sink.stdout(b"out 1\n");
+            sink.stderr(b"err 1\n");
+            sink.stdout(b"out 2\n");
+            Ok(ExitStatus::exited(3))
+        }
+
+        fn kill(&self) -> Result<(), PluginError> {
+            panic!("{}", String::from("kill is not wired"));
+        }
+    }
+
+    fn boxed(fake: Fake) -> abi::v1::RuntimeBox {
+        abi::v1::Runtime_TO::from_value(RuntimeAdapter(fake), TD_Opaque)
+    }
+
+    use crate::abi;
+
+    fn spec(image: &str) -> SandboxSpec {
+        SandboxSpec {
+            image: image.into(),
+            mounts: RVec::new(),
+            env: RVec::new(),
+            workdir: "/work".into(),
+            network: Network::None,
+            limits: Limits::default(),
+            labels: vec![Label::new("stet.managed", "true")].into(),
+            user: ROption::RNone,
+        }
+    }
+
+    fn process(program: &str) -> ProcessSpec {
+        ProcessSpec {
+            argv: vec![program.into()].into(),
+            env: RVec::new(),
+            workdir: ROption::RNone,
+            stdin: RVec::new(),
+        }
+    }
+
+    fn ok<T>(result: RResult<T, PluginError>) -> T {
+        match result {
+            RResult::ROk(value) => value,
+            RResult::RErr(e) => panic!("{e:?}"),
+        }
+    }
+
+    fn err<T>(result: RResult<T, PluginError>) -> PluginError {
+        match result {
+            RResult::ROk(_) => panic!("expected an error"),
+            RResult::RErr(e) => e,
+        }
+    }
+
+    #[test]
+    fn a_runtime_answers_through_the_boundary_as_it_answers_in_process() {
+        let runtime = boxed(Fake::default());
+        assert_eq!(
+            ok(runtime.probe()),
+            ProbeReport::available("fake 1.0", 7).with_fact("engine", "none")
+        );
+        let info = ok(runtime.create_sandbox(spec("stet-lane:1")));
+        assert_eq!(info.id.as_str(), "sandbox-1");
+        assert_eq!(info.labels[0], Label::new("stet.managed", "true"));
+        let listed = ok(runtime.list_sandboxes(vec![Label::new("stet.run", "r1")].into()));
+        assert_eq!(listed.len(), 1);
+        assert_eq!(listed[0].labels.as_slice(), [Label::new("stet.run", "r1")]);
+        // An error keeps its code, message and remedy.
+        let e = err(runtime.teardown("gone".into()));
+        assert_eq!(
+            e,
+            PluginError::not_found("no sandbox gone").with_remedy("run stet gc")
+        );
+        // The defaults of later minor versions: no counters, and stop tears down.
+        assert_eq!(
+            ok(runtime.limit_counters("sandbox-1".into())),
+            ROption::RNone
+        );
+        ok(runtime.stop("sandbox-1".into()));
+    }
+
+    #[test]
+    fn a_panic_in_a_plugin_method_comes_back_as_a_panicked_error_naming_the_method() {
+        let runtime = boxed(Fake::default());
+        let e = err(runtime.create_sandbox(spec("panic")));
+        assert_eq!(e.code, ErrorCode::PANICKED);
+        assert_eq!(
+            e.message.as_str(),
+            "create_sandbox panicked: the image is a trap"
+        );
+        // A panic with a formatted (String) message, from a process the runtime handed out.
+        let process = ok(runtime.spawn("sandbox-1".into(), process("sh")));
+        let e = err(process.kill());
+        assert_eq!(e.code, ErrorCode::PANICKED);
+        assert_eq!(e.message.as_str(), "kill panicked: kill is not wired");
+        // A payload that is not text still comes back as an error.
+        let e = err::<()>(guard("probe", || std::panic::panic_any(42_u8)));
+        assert_eq!(
+            e.message.as_str(),
+            "probe panicked: a non-string panic payload"
+        );
+    }
+
+    #[test]
+    fn a_process_streams_its_chunks_in_order_into_the_hosts_sink() {
+        let runtime = boxed(Fake::default());
+        let process = ok(runtime.spawn("sandbox-1".into(), process("sh")));
+        let mut seen = Vec::new();
+        let mut handler = |stream: Stream, bytes: &[u8]| seen.push((stream, bytes.to_vec()));
+        let status = ok(process.wait(host_sink(&mut handler)));
+        assert_eq!(status, ExitStatus::exited(3));
+        assert_eq!(
+            seen,
+            [
+                (Stream::Stdout, b"out 1\n".to_vec()),
+                (Stream::Stderr, b"err 1\n".to_vec()),
+                (Stream::Stdout, b"out 2\n".to_vec()),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_host_handler_that_panics_loses_only_that_chunk() {
+        let runtime = boxed(Fake::default());
+        let process = ok(runtime.spawn("sandbox-1".into(), process("sh")));
+        let mut seen = Vec::new();
+        let mut handler = |stream: Stream, bytes: &[u8]| {
+            if bytes == b"err 1\n" {
+                panic!("the handler cannot take stderr");
+            }
+            seen.push((stream, bytes.to_vec()));
+        };
+        let status = ok(process.wait(host_sink(&mut handler)));
+        assert_eq!(status, ExitStatus::exited(3), "the plugin went on");
+        assert_eq!(
+            seen,
+            [
+                (Stream::Stdout, b"out 1\n".to_vec()),
+                (Stream::Stdout, b"out 2\n".to_vec()),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_default_start_makes_a_plain_sandbox_and_refuses_any_option_by_name() {
+        let runtime = boxed(Fake::default());
+        let started = ok(runtime.start(spec("stet-lane:1"), RVec::new()));
+        assert_eq!(started.info.id.as_str(), "sandbox-1");
+        assert!(started.first.is_none());
+        let first = SandboxOption::FirstProcess(RBox::new(process("sh")));
+        let e = err(runtime.start(
+            spec("stet-lane:1"),
+            vec![SandboxOption_NE::new(first)].into(),
+        ));
+        assert_eq!(e.code, ErrorCode::UNSUPPORTED);
+        assert_eq!(
+            e.message.as_str(),
+            "this runtime cannot provide first-process"
+        );
+    }
+
+    #[test]
+    fn start_by_spawning_runs_the_first_process_and_removes_the_sandbox_when_it_fails() {
+        let fake = Fake::default();
+        let first = SandboxOption::FirstProcess(RBox::new(process("sh")));
+        let (info, process) = start_by_spawning(
+            &fake,
+            spec("stet-lane:1"),
+            vec![first.clone()],
+            SocketForwarding::Refuse,
+        )
+        .unwrap();
+        assert_eq!(info.id.as_str(), "sandbox-1");
+        assert!(process.is_some());
+        assert_eq!(
+            *fake.calls.lock().unwrap(),
+            ["create stet-lane:1 []", "spawn sandbox-1 sh"]
+        );
+
+        let failing = Fake {
+            spawn_fails: true,
+            ..Fake::default()
+        };
+        let e = start_by_spawning(
+            &failing,
+            spec("stet-lane:1"),
+            vec![first],
+            SocketForwarding::Refuse,
+        )
+        .err()
+        .expect("the spawn failed");
+        assert_eq!(e, PluginError::backend("no such program"));
+        assert_eq!(
+            *failing.calls.lock().unwrap(),
+            [
+                "create stet-lane:1 []",
+                "spawn sandbox-1 sh",
+                "teardown sandbox-1"
+            ],
+            "a sandbox whose first process never ran is not left behind"
+        );
+    }
+
+    #[test]
+    fn start_by_spawning_forwards_a_socket_as_a_mount_only_when_it_is_one() {
+        let dir = tempfile_dir();
+        let socket = dir.join("proxy.sock");
+        let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+        let forward = |host: &std::path::Path, sandbox: &str| {
+            SandboxOption::ForwardSocket(crate::ForwardedSocket {
+                host: host.display().to_string().into(),
+                sandbox: sandbox.into(),
+            })
+        };
+
+        let fake = Fake::default();
+        let e = start_by_spawning(
+            &fake,
+            spec("stet-lane:1"),
+            vec![forward(&socket, "/run/proxy.sock")],
+            SocketForwarding::Refuse,
+        )
+        .err()
+        .expect("refused");
+        assert_eq!(e.code, ErrorCode::UNSUPPORTED);
+        assert_eq!(
+            e.message.as_str(),
+            "this runtime cannot provide forward-socket"
+        );
+
+        let (_, first) = start_by_spawning(
+            &fake,
+            spec("stet-lane:1"),
+            vec![forward(&socket, "/run/proxy.sock")],
+            SocketForwarding::AsMount,
+        )
+        .unwrap();
+        assert!(first.is_none());
+        assert_eq!(
+            fake.calls.lock().unwrap().last().unwrap(),
+            "create stet-lane:1 [\"/run/proxy.sock\"]"
+        );
+
+        // A plain file, or a relative path inside, is refused before anything is made.
+        let plain = dir.join("plain");
+        std::fs::write(&plain, b"").unwrap();
+        for (host, inside) in [(&plain, "/run/proxy.sock"), (&socket, "run/proxy.sock")] {
+            let e = start_by_spawning(
+                &fake,
+                spec("stet-lane:1"),
+                vec![forward(host, inside)],
+                SocketForwarding::AsMount,
+            )
+            .err()
+            .expect("refused");
+            assert_eq!(e.code, ErrorCode::INVALID_INPUT, "{e:?}");
+        }
+        assert_eq!(fake.calls.lock().unwrap().len(), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A fresh private directory (the SDK has no tempfile dependency).
+    fn tempfile_dir() -> std::path::PathBuf {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "stet-sdk-test-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+}

@@ -10,42 +10,10 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use stet_e2e::{require_image, wall, Output, World, IMAGE};
-
-/// The uid stet runs as when the tests run as root.
-const UNPRIVILEGED_UID: u32 = 4242;
-
-/// The example agent, by absolute path.
-fn example_agent() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../examples/agent/agent.sh")
-        .canonicalize()
-        .expect("examples/agent/agent.sh exists")
-}
-
-fn running_as_root() -> bool {
-    let out = Command::new("id").arg("-u").output().expect("run id");
-    String::from_utf8_lossy(&out.stdout).trim() == "0"
-}
-
-/// The group that may use the Docker socket (the engine's address is the one thing stet
-/// needs from outside).
-fn docker_group() -> u32 {
-    let socket = std::env::var("DOCKER_HOST")
-        .ok()
-        .and_then(|h| h.strip_prefix("unix://").map(str::to_string))
-        .unwrap_or_else(|| "/var/run/docker.sock".to_string());
-    std::fs::metadata(&socket).map(|m| m.gid()).unwrap_or(0)
-}
-
-fn chown_all(path: &Path, uid: u32, gid: u32) {
-    std::os::unix::fs::lchown(path, Some(uid), Some(gid)).unwrap();
-    if std::fs::symlink_metadata(path).unwrap().is_dir() {
-        for entry in std::fs::read_dir(path).unwrap() {
-            chown_all(&entry.unwrap().path(), uid, gid);
-        }
-    }
-}
+use stet_e2e::{
+    chown_all, docker_group, example_agent, require_image, running_as_root, wall, Output, World,
+    IMAGE, UNPRIVILEGED_UID,
+};
 
 /// A world with docker and command installed and the repository's stet.toml pointing the
 /// command harness at `[plugins.command]` lines `table`.

@@ -549,3 +549,42 @@ pub fn landed_at(remote: &Path, item: &str) -> Option<u64> {
     .parse()
     .ok()
 }
+
+/// The uid stet runs as when the tests run as root (the command harness's tests and the
+/// command snapshots): a person runs stet unprivileged, and what the walls say depends on it.
+pub const UNPRIVILEGED_UID: u32 = 4242;
+
+/// The example agent (`examples/agent/agent.sh`, no model), by absolute path.
+pub fn example_agent() -> PathBuf {
+    repo_root()
+        .join("examples/agent/agent.sh")
+        .canonicalize()
+        .expect("examples/agent/agent.sh exists")
+}
+
+/// Whether the tests run as root.
+pub fn running_as_root() -> bool {
+    let out = Command::new("id").arg("-u").output().expect("run id");
+    String::from_utf8_lossy(&out.stdout).trim() == "0"
+}
+
+/// The group that may use the Docker socket (the engine's address is the one thing stet
+/// needs from outside).
+pub fn docker_group() -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    let socket = std::env::var("DOCKER_HOST")
+        .ok()
+        .and_then(|h| h.strip_prefix("unix://").map(str::to_string))
+        .unwrap_or_else(|| "/var/run/docker.sock".to_string());
+    std::fs::metadata(&socket).map(|m| m.gid()).unwrap_or(0)
+}
+
+/// Hands `path` and everything under it to `uid`:`gid` (symbolic links themselves).
+pub fn chown_all(path: &Path, uid: u32, gid: u32) {
+    std::os::unix::fs::lchown(path, Some(uid), Some(gid)).unwrap();
+    if std::fs::symlink_metadata(path).unwrap().is_dir() {
+        for entry in std::fs::read_dir(path).unwrap() {
+            chown_all(&entry.unwrap().path(), uid, gid);
+        }
+    }
+}

@@ -519,7 +519,7 @@ fn test(root: &std::path::Path, cargo_args: &[String]) -> Result<(), String> {
     }
     // The workspace, then the out-of-tree examples' own tests (their conformance kits run
     // in process there), sharing one target directory of their own.
-    let mut totals = [0u64; 3];
+    let mut totals = Totals::default();
     let mut workspace = cargo(root);
     workspace
         .args(["test", "--workspace", "--no-fail-fast"])
@@ -556,9 +556,16 @@ fn test(root: &std::path::Path, cargo_args: &[String]) -> Result<(), String> {
             failed.push(format!("the tests of {example}"));
         }
     }
+    for ignored in &totals.ignored_names {
+        println!("skipped: {ignored}");
+    }
     println!(
-        "tests: {} passed, {} failed, {} skipped",
-        totals[0], totals[1], totals[2]
+        "tests: {} passed, {} failed, {} skipped ({} ignored, {} left out by name)",
+        totals.passed,
+        totals.failed,
+        totals.ignored + totals.filtered_out,
+        totals.ignored,
+        totals.filtered_out
     );
     if failed.is_empty() {
         Ok(())
@@ -567,10 +574,56 @@ fn test(root: &std::path::Path, cargo_args: &[String]) -> Result<(), String> {
     }
 }
 
+/// What the `cargo test` runs of `cargo xtask test` counted, added up over every test
+/// binary. A test that did not run is counted as skipped, never as passed: `#[ignore]`d
+/// (listed by name, with its reason) or left out by name (`--skip`, a filter).
+#[derive(Debug, Default, PartialEq)]
+struct Totals {
+    passed: u64,
+    failed: u64,
+    ignored: u64,
+    filtered_out: u64,
+    /// `NAME` or `NAME (why)` of each ignored test.
+    ignored_names: Vec<String>,
+}
+
+impl Totals {
+    /// Adds what one line of `cargo test`'s output says: a `test result:` line's counts,
+    /// or a `test NAME ... ignored[, why]` line's name.
+    fn add_line(&mut self, line: &str) {
+        if let Some(rest) = line.strip_prefix("test result: ") {
+            for part in rest.split(';') {
+                let part = part.trim();
+                let part = part.strip_suffix(" out").unwrap_or(part);
+                let mut words = part.split_whitespace().rev();
+                let (Some(kind), Some(count)) = (words.next(), words.next()) else {
+                    continue;
+                };
+                let count: u64 = count.parse().unwrap_or(0);
+                match kind {
+                    "passed" => self.passed += count,
+                    "failed" => self.failed += count,
+                    "ignored" => self.ignored += count,
+                    "filtered" => self.filtered_out += count,
+                    _ => {}
+                }
+            }
+        } else if let Some((name, after)) = line
+            .strip_prefix("test ")
+            .and_then(|rest| rest.split_once(" ... ignored"))
+        {
+            self.ignored_names.push(match after.strip_prefix(", ") {
+                Some(why) => format!("{name} ({why})"),
+                None => name.to_string(),
+            });
+        }
+    }
+}
+
 /// Runs `cargo test`, passing its output through and adding its per-binary `test result:`
-/// lines to `totals` (passed, failed, ignored), so a run ends on one line that counts every
-/// test. Returns whether it succeeded.
-fn counted(command: &mut Command, totals: &mut [u64; 3]) -> Result<bool, String> {
+/// lines to `totals` (see [`Totals`]), so a run ends on one line that counts every test.
+/// Returns whether it succeeded.
+fn counted(command: &mut Command, totals: &mut Totals) -> Result<bool, String> {
     let mut child = command
         .stdout(std::process::Stdio::piped())
         .spawn()
@@ -579,22 +632,41 @@ fn counted(command: &mut Command, totals: &mut [u64; 3]) -> Result<bool, String>
     for line in std::io::BufRead::lines(std::io::BufReader::new(stdout)) {
         let line = line.map_err(|e| format!("reading cargo test output: {e}"))?;
         println!("{line}");
-        if let Some(rest) = line.strip_prefix("test result: ") {
-            for part in rest.split(';') {
-                let mut words = part.split_whitespace().rev();
-                let (Some(kind), Some(count)) = (words.next(), words.next()) else {
-                    continue;
-                };
-                let count: u64 = count.parse().unwrap_or(0);
-                match kind {
-                    "passed" => totals[0] += count,
-                    "failed" => totals[1] += count,
-                    "ignored" => totals[2] += count,
-                    _ => {}
-                }
-            }
-        }
+        totals.add_line(&line);
     }
     let status = child.wait().map_err(|e| format!("cargo test: {e}"))?;
     Ok(status.success())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Totals;
+
+    #[test]
+    fn a_test_that_did_not_run_is_counted_skipped_never_passed() {
+        let mut totals = Totals::default();
+        for line in [
+            "test fine ... ok",
+            "test apple::only_on_a_mac ... ignored, needs macOS 26 on Apple silicon",
+            "test slow ... ignored",
+            "test result: ok. 5 passed; 0 failed; 2 ignored; 0 measured; 3 filtered out; finished in 0.51s",
+            "test result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 2.00s",
+            "test result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; 7 filtered out; finished in 0.00s",
+        ] {
+            totals.add_line(line);
+        }
+        assert_eq!(
+            totals,
+            Totals {
+                passed: 6,
+                failed: 1,
+                ignored: 2,
+                filtered_out: 10,
+                ignored_names: vec![
+                    "apple::only_on_a_mac (needs macOS 26 on Apple silicon)".to_string(),
+                    "slow".to_string(),
+                ],
+            }
+        );
+    }
 }

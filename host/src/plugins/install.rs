@@ -342,3 +342,271 @@ fn copy_into_place(manifest: &Path, library: &Path, dir: &Path) -> std::io::Resu
     let _ = std::fs::remove_dir_all(&old);
     std::fs::File::open(parent)?.sync_all()
 }
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+    use crate::plugins::discovery::SearchDir;
+
+    /// Settings whose user plugins directory is `<root>/user`, after a `--plugins-dir` at
+    /// `<root>/flag`.
+    fn settings(root: &Path) -> PluginSettings {
+        PluginSettings {
+            search_path: vec![
+                SearchDir {
+                    path: root.join("flag"),
+                    source: DirSource::Flag,
+                },
+                SearchDir {
+                    path: root.join("user"),
+                    source: DirSource::UserData,
+                },
+            ],
+            probe_timeout: std::time::Duration::from_secs(5),
+            plugin_config: Default::default(),
+            plugin_origin: Default::default(),
+        }
+    }
+
+    /// A plugin directory `<parent>/<name>` holding `manifest` and a library that is not one
+    /// (nothing here reaches the probe), both private to their owner.
+    fn plugin(parent: &Path, name: &str, manifest: &str) -> PathBuf {
+        let dir = parent.join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::write(dir.join(MANIFEST_FILE), manifest).unwrap();
+        std::fs::write(dir.join("libstet_plugin_x.so"), b"not a library").unwrap();
+        for file in [MANIFEST_FILE, "libstet_plugin_x.so"] {
+            std::fs::set_permissions(dir.join(file), std::fs::Permissions::from_mode(0o644))
+                .unwrap();
+        }
+        dir
+    }
+
+    fn manifest(name: &str, api: &str, platforms: &str) -> String {
+        format!(
+            "name = \"{name}\"\nkind = \"runtime\"\nversion = \"0.3.0\"\napi = \"{api}\"\n\
+             library = \"libstet_plugin_x.so\"\nplatforms = {platforms}\n"
+        )
+    }
+
+    fn here() -> String {
+        format!("[\"{}\"]", std::env::consts::OS)
+    }
+
+    fn refusal(settings: &PluginSettings, source: &Path) -> CliError {
+        match install(settings, source) {
+            Ok(installed) => panic!("{} was installed", installed.dir.display()),
+            Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn what_is_not_a_plugin_is_refused_before_anything_is_loaded_or_copied() {
+        let root = tempfile::tempdir().unwrap();
+        let settings = settings(root.path());
+        let empty = root.path().join("empty");
+        std::fs::create_dir_all(&empty).unwrap();
+        let e = refusal(&settings, &empty);
+        assert_eq!(e.exit, Exit::Usage);
+        assert!(e.message.contains("is not a plugin: there is no"), "{e:?}");
+
+        let bad = plugin(root.path(), "bad", "name = \"Bad Name\"\n");
+        let e = refusal(&settings, &bad);
+        assert_eq!(e.exit, Exit::Usage);
+        assert!(
+            e.message.starts_with("the plugin's manifest is not usable"),
+            "{e:?}"
+        );
+
+        let elsewhere = plugin(
+            root.path(),
+            "elsewhere",
+            &manifest("elsewhere", &host_api().to_string(), "[\"plan9\"]"),
+        );
+        let e = refusal(&settings, &elsewhere.join(MANIFEST_FILE));
+        assert_eq!(e.exit, Exit::Unusable);
+        assert_eq!(
+            e.message,
+            format!("elsewhere is built for plan9, not {}", std::env::consts::OS)
+        );
+
+        let future = plugin(
+            root.path(),
+            "future",
+            &manifest("future", "99.0.0", &here()),
+        );
+        let e = refusal(&settings, &future);
+        assert_eq!(e.exit, Exit::Unusable);
+        assert_eq!(
+            e.message,
+            format!(
+                "future was built for plugin API 99.0.0; this stet speaks plugin API {}",
+                host_api()
+            )
+        );
+
+        let missing = plugin(
+            root.path(),
+            "missing",
+            &manifest("missing", &host_api().to_string(), &here()),
+        );
+        std::fs::remove_file(missing.join("libstet_plugin_x.so")).unwrap();
+        let e = refusal(&settings, &missing);
+        assert_eq!(e.exit, Exit::Usage);
+        assert!(e.message.contains("libstet_plugin_x.so named by"), "{e:?}");
+        assert!(e.message.ends_with("does not exist"), "{e:?}");
+
+        assert!(
+            !root.path().join("user").exists(),
+            "nothing was copied for a refused plugin"
+        );
+    }
+
+    #[test]
+    fn a_library_others_can_write_is_refused_naming_it() {
+        let root = tempfile::tempdir().unwrap();
+        let settings = settings(root.path());
+        let source = plugin(
+            root.path(),
+            "open",
+            &manifest("open", &host_api().to_string(), &here()),
+        );
+        let library = source.join("libstet_plugin_x.so");
+        std::fs::set_permissions(&library, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let e = refusal(&settings, &source);
+        assert_eq!(e.exit, Exit::Usage);
+        assert_eq!(
+            e.message,
+            format!(
+                "refusing to install open: {} is writable by everyone (mode 666)",
+                library.display()
+            )
+        );
+        assert!(!root.path().join("user").exists());
+    }
+
+    #[test]
+    fn the_copy_replaces_an_old_install_whole_and_leaves_nothing_beside_it() {
+        let root = tempfile::tempdir().unwrap();
+        let first = plugin(&root.path().join("v1"), "x", "first");
+        let second = plugin(&root.path().join("v2"), "x", "second");
+        std::fs::write(second.join("libstet_plugin_x.so"), b"second library").unwrap();
+        let dest = root.path().join("user/x");
+        for source in [&first, &second] {
+            copy_into_place(
+                &source.join(MANIFEST_FILE),
+                &source.join("libstet_plugin_x.so"),
+                &dest,
+            )
+            .unwrap();
+        }
+        assert_eq!(
+            std::fs::read_to_string(dest.join(MANIFEST_FILE)).unwrap(),
+            "second"
+        );
+        assert_eq!(
+            std::fs::read(dest.join("libstet_plugin_x.so")).unwrap(),
+            b"second library"
+        );
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode(&dest.join(MANIFEST_FILE)), 0o644);
+        assert_eq!(mode(&dest.join("libstet_plugin_x.so")), 0o755);
+        assert_eq!(mode(&dest), 0o755);
+        let mut left: Vec<String> = std::fs::read_dir(root.path().join("user"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["x"], "no .x.partial or .x.old is left");
+    }
+
+    #[test]
+    fn trust_records_the_current_checksum_and_uninstall_takes_plugin_and_entry_away() {
+        let root = tempfile::tempdir().unwrap();
+        let settings = settings(root.path());
+        let user = root.path().join("user");
+        let dir = plugin(&user, "x", &manifest("x", &host_api().to_string(), &here()));
+        let locked = trust(&settings, "x").unwrap();
+        assert_eq!(locked.name, "x");
+        assert_eq!(locked.version, "0.3.0");
+        assert_eq!(locked.library, "libstet_plugin_x.so");
+        assert_eq!(
+            locked.sha256,
+            trust::sha256_bytes(b"not a library"),
+            "the library's sha256 as it is now"
+        );
+        let lock = Lock::read(&trust::lock_path(&user)).unwrap();
+        assert_eq!(lock.entry("x"), Some(&locked));
+
+        // Rebuilt in place: trusting it again records the new checksum.
+        std::fs::write(dir.join("libstet_plugin_x.so"), b"rebuilt").unwrap();
+        let again = trust(&settings, "x").unwrap();
+        assert_eq!(again.sha256, trust::sha256_bytes(b"rebuilt"));
+
+        let removed = uninstall(&settings, "x").unwrap();
+        assert_eq!(
+            (removed.name.as_str(), removed.version.as_str()),
+            ("x", "0.3.0")
+        );
+        assert_eq!(removed.dir, dir);
+        assert!(!dir.exists());
+        assert!(!user.join(".x.removing").exists());
+        let lock = Lock::read(&trust::lock_path(&user)).unwrap();
+        assert_eq!(lock.entry("x"), None);
+    }
+
+    #[test]
+    fn uninstall_of_a_plugin_it_did_not_install_says_where_that_one_is() {
+        let root = tempfile::tempdir().unwrap();
+        let settings = settings(root.path());
+        plugin(
+            &root.path().join("flag"),
+            "x",
+            &manifest("x", &host_api().to_string(), &here()),
+        );
+        let e = match uninstall(&settings, "x") {
+            Ok(_) => panic!("a plugin on --plugins-dir was uninstalled"),
+            Err(e) => e,
+        };
+        assert_eq!(e.exit, Exit::Usage);
+        assert_eq!(
+            e.message,
+            format!(
+                "no plugin x is installed in {}",
+                root.path().join("user").display()
+            )
+        );
+        let text = format!("{e:?}");
+        assert!(
+            text.contains("which stet plugins install did not make"),
+            "{text}"
+        );
+        assert!(root.path().join("flag/x").exists(), "left alone");
+
+        let e = match trust(&settings, "nothing") {
+            Ok(_) => panic!("a plugin that is not there was trusted"),
+            Err(e) => e,
+        };
+        assert_eq!(e.exit, Exit::Usage);
+        assert!(
+            e.message.starts_with("no plugin nothing is installed in"),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn without_a_user_data_directory_there_is_nowhere_to_install() {
+        let mut settings = settings(Path::new("/nonexistent"));
+        settings
+            .search_path
+            .retain(|d| d.source != DirSource::UserData);
+        let e = user_dir(&settings).unwrap_err();
+        assert_eq!(
+            e.message,
+            "there is no user data directory to install plugins into"
+        );
+    }
+}

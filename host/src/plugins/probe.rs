@@ -564,3 +564,81 @@ fn redirect_stdout_to_stderr() -> std::io::Result<OwnedFd> {
 pub fn current_stet() -> PathBuf {
     std::env::current_exe().unwrap_or_else(|_| PathBuf::from("stet"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_failure_says_what_happened_where_and_what_to_do() {
+        let crashed = ProbeFailure::Crashed {
+            signal: "SIGSEGV".into(),
+            stage: STAGE_LOAD.into(),
+            stderr: "last words".into(),
+        };
+        assert_eq!(
+            crashed.summary(),
+            "the plugin crashed the probe process (SIGSEGV) while loading its library"
+        );
+        assert_eq!(crashed.detail(), Some("last words"));
+        let aborted = ProbeFailure::Crashed {
+            signal: "SIGABRT".into(),
+            stage: STAGE_INSTANTIATE.into(),
+            stderr: String::new(),
+        };
+        assert_eq!(
+            aborted.summary(),
+            "the plugin aborted the probe process (SIGABRT) while building the plugin object"
+        );
+        assert_eq!(aborted.detail(), None, "no empty detail");
+        let exited = ProbeFailure::Exited {
+            code: 7,
+            stage: "start".into(),
+            stderr: String::new(),
+        };
+        assert_eq!(
+            exited.summary(),
+            "the probe process exited with code 7 while starting without an answer"
+        );
+        for failure in [&crashed, &aborted, &exited] {
+            assert_eq!(
+                failure.hint(),
+                "this is a bug in the plugin: report it to its author, or remove its directory"
+            );
+        }
+
+        let error = ProbeFailure::Error {
+            stage: STAGE_PROBE.into(),
+            message: "the engine said no".into(),
+            hint: "start the engine".into(),
+            report: Some("layout report".into()),
+        };
+        assert_eq!(error.summary(), "probe failed: the engine said no");
+        assert_eq!(error.hint(), "start the engine");
+        assert_eq!(error.detail(), Some("layout report"));
+
+        let refused = ProbeFailure::Refused {
+            message: "built for plan9".into(),
+        };
+        assert_eq!(refused.summary(), "built for plan9");
+        assert_eq!(refused.hint(), "see `stet plugins list`");
+        assert_eq!(refused.detail(), None);
+    }
+
+    #[test]
+    fn the_last_stage_announced_places_a_crash_and_nothing_announced_is_the_start() {
+        assert_eq!(last_stage("stage load\nstage instantiate\n"), "instantiate");
+        assert_eq!(last_stage("stage load\nnoise\n"), "load");
+        assert_eq!(last_stage(""), "start");
+        assert_eq!(doing(&last_stage("")), "while starting");
+    }
+
+    #[test]
+    fn signals_are_named_and_stderr_is_cut_to_its_last_lines() {
+        assert_eq!(signal_name(11), "SIGSEGV");
+        assert_eq!(signal_name(6), "SIGABRT");
+        assert_eq!(signal_name(1000), "signal 1000");
+        assert_eq!(tail("a\nb\nc\nd", 2), "c\nd");
+        assert_eq!(tail("a", 5), "a");
+    }
+}

@@ -304,4 +304,156 @@ mod tests {
             ]
         );
     }
+
+    fn explicit(name: &str) -> Preference {
+        Preference {
+            explicit: Some((name.into(), "--runtime".into())),
+            prefer: None,
+        }
+    }
+
+    #[test]
+    fn an_explicit_choice_of_an_available_backend_wins_over_priority_and_preference() {
+        let pref = Preference {
+            explicit: Some(("podman".into(), "--runtime".into())),
+            prefer: Some((vec!["docker".into()], "stet.toml [runtime] prefer".into())),
+        };
+        let s = select(PluginKind::Runtime, &runtimes(), &pref);
+        assert_eq!(s.chosen.as_deref(), Some("podman"));
+        assert_eq!(s.reason, "asked for by --runtime");
+        assert_eq!(s.also_available, ["docker"]);
+        assert_eq!(s.unavailable.len(), 1);
+        assert_eq!(s.unavailable[0].name, "apple-container");
+        assert_eq!(s.unavailable[0].remedy, "fix it");
+    }
+
+    #[test]
+    fn an_explicit_choice_of_a_backend_not_installed_names_the_installed_ones() {
+        let s = select(PluginKind::Runtime, &runtimes(), &explicit("dockr"));
+        assert_eq!(s.chosen, None);
+        assert_eq!(
+            s.reason,
+            "--runtime asks for dockr, but no runtime plugin named dockr is installed \
+             (installed: apple-container, docker, podman)"
+        );
+        // A harness of that name is not a runtime.
+        let s = select(PluginKind::Runtime, &runtimes(), &explicit("claude"));
+        assert_eq!(s.chosen, None);
+        assert!(
+            s.reason.contains("no runtime plugin named claude"),
+            "{}",
+            s.reason
+        );
+        let s = select(PluginKind::Runtime, &[], &explicit("docker"));
+        assert_eq!(
+            s.reason,
+            "--runtime asks for docker, but no runtime plugin named docker is installed \
+             (none is installed)"
+        );
+    }
+
+    #[test]
+    fn a_preference_with_nothing_available_falls_back_to_priority_and_says_so() {
+        let pref = Preference {
+            explicit: None,
+            prefer: Some((
+                vec!["apple-container".into(), "lima".into()],
+                "stet.toml [runtime] prefer".into(),
+            )),
+        };
+        let s = select(PluginKind::Runtime, &runtimes(), &pref);
+        assert_eq!(s.chosen.as_deref(), Some("docker"));
+        assert_eq!(
+            s.reason,
+            "none of stet.toml [runtime] prefer (apple-container, lima) is available; \
+             highest priority reported by the available runtimes (50)"
+        );
+    }
+
+    #[test]
+    fn a_higher_priority_beats_the_alphabet_and_a_lone_backend_is_the_only_one() {
+        let probes = vec![
+            probed("aardvark", PluginKind::Runtime, up(10)),
+            probed("zebra", PluginKind::Runtime, up(90)),
+        ];
+        let s = select(PluginKind::Runtime, &probes, &Preference::default());
+        assert_eq!(s.chosen.as_deref(), Some("zebra"));
+        assert_eq!(
+            s.reason,
+            "highest priority reported by the available runtimes (90)"
+        );
+        assert_eq!(s.also_available, ["aardvark"]);
+
+        let s = select(PluginKind::Harness, &runtimes(), &Preference::default());
+        assert_eq!(s.chosen.as_deref(), Some("claude"));
+        assert_eq!(s.lines(), ["harness: claude — the only available harness"]);
+        assert!(s.also_available.is_empty());
+        assert!(s.unavailable.is_empty(), "runtimes are not harnesses");
+    }
+
+    #[test]
+    fn with_no_plugin_of_the_kind_the_reason_says_to_install_one() {
+        let probes = vec![probed("docker", PluginKind::Runtime, up(50))];
+        let s = select(PluginKind::Harness, &probes, &Preference::default());
+        assert_eq!(s.chosen, None);
+        assert_eq!(
+            s.lines(),
+            ["harness: none usable — no harness plugin is installed; \
+              install one or point --plugins-dir at one"]
+        );
+    }
+
+    #[test]
+    fn the_json_of_a_selection_carries_each_remedy_and_leaves_out_an_empty_one() {
+        let probes = vec![
+            probed("docker", PluginKind::Runtime, up(50)),
+            probed(
+                "podman",
+                PluginKind::Runtime,
+                Err(ProbeFailure::TimedOut {
+                    limit_ms: 3000,
+                    stage: "probe".into(),
+                }),
+            ),
+            probed(
+                "quiet",
+                PluginKind::Runtime,
+                Err(ProbeFailure::Error {
+                    stage: "probe".into(),
+                    message: "it said no".into(),
+                    hint: String::new(),
+                    report: None,
+                }),
+            ),
+        ];
+        let s = select(PluginKind::Runtime, &probes, &Preference::default());
+        let json = serde_json::to_value(&s).unwrap();
+        assert_eq!(json["kind"], "runtime");
+        assert_eq!(json["chosen"], "docker");
+        assert_eq!(json["reason"], "the only available runtime");
+        assert_eq!(json["also_available"], serde_json::json!([]));
+        assert_eq!(
+            json["unavailable"][0],
+            serde_json::json!({
+                "name": "podman",
+                "reason": "no answer within 3s while probing; the probe was killed",
+                "remedy": "the backend may be hanging; if it is only slow, raise [probe] timeout \
+                           in stet.toml or pass --probe-timeout",
+            })
+        );
+        // A plugin's error without a hint gets the bug-report remedy, never an empty one.
+        assert_eq!(
+            json["unavailable"][1]["remedy"],
+            "this is a bug in the plugin: report it to its author, or remove its directory"
+        );
+        let passed = Passed {
+            name: "x".into(),
+            reason: "y".into(),
+            remedy: String::new(),
+        };
+        assert_eq!(
+            serde_json::to_value(&passed).unwrap(),
+            serde_json::json!({"name": "x", "reason": "y"})
+        );
+    }
 }

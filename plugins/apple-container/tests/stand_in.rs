@@ -5,7 +5,8 @@
 //! Needs the stand-in built (`cargo build -p stet-container-stand-in`, which puts it at
 //! `<workspace>/target/debug/container`; `STET_CONTAINER_STAND_IN` names another), the
 //! Docker Engine running and stet's lane image loaded (`scripts/build-image.sh`). Without
-//! the stand-in each test says so loudly and passes; anything else missing fails.
+//! the stand-in each test fails saying so and how to leave it out by name: a test that
+//! passes without running would say something it never checked.
 //!
 //! Each test copies the stand-in into a scratch directory and writes its `stand-in.toml`
 //! beside it, so tests run side by side with their own state.
@@ -53,22 +54,19 @@ struct StandIn {
 }
 
 impl StandIn {
-    /// `None` (after saying so on stderr) when the stand-in has not been built.
-    fn new(settings: &str) -> Option<StandIn> {
+    /// Fails the test, saying why and how to leave it out, when the stand-in has not been
+    /// built.
+    fn new(settings: &str) -> StandIn {
         let Some(built) = built_stand_in() else {
-            // Loud, never silent: a missing stand-in fails the test unless skipping was
-            // asked for by name.
-            assert!(
-                std::env::var_os("STET_SKIP_STAND_IN").is_some(),
-                "the `container` stand-in is not built: run `cargo build -p stet-container-stand-in` \
-                 (or set STET_SKIP_STAND_IN=1 to skip these tests)"
+            let test = std::thread::current()
+                .name()
+                .unwrap_or("this test")
+                .to_string();
+            panic!(
+                "{test} cannot run here: the `container` stand-in is not built: run \
+                 `cargo build -p stet-container-stand-in` (or set STET_CONTAINER_STAND_IN). \
+                 Leave it out by name if that is intended: cargo xtask test -- -- --skip {test}"
             );
-            eprintln!(
-                "\n\n!!! SKIPPED: the `container` stand-in is not built; \
-                 run `cargo build -p stet-container-stand-in` (or set STET_CONTAINER_STAND_IN) \
-                 to test the apple-container plugin against it !!!\n"
-            );
-            return None;
         };
         let scratch = tempfile::tempdir().unwrap();
         let bin = scratch.path().join("bin");
@@ -87,7 +85,7 @@ impl StandIn {
             format!("state_dir = {:?}\n{settings}", state.display().to_string()),
         )
         .unwrap();
-        Some(StandIn { scratch, binary })
+        StandIn { scratch, binary }
     }
 
     fn runtime(&self, extra: &str) -> AppleContainerRuntime {
@@ -124,11 +122,9 @@ fn left_in_docker(stand_in: &StandIn) -> Option<Vec<String>> {
 /// `settings` picks the CLI the stand-in plays; every run boots "VMs" as slowly as the
 /// real one does (about 0.8 s).
 fn conformance_with(what: &str, settings: &str) {
-    let Some(stand_in) = StandIn::new(&format!(
+    let stand_in = StandIn::new(&format!(
         "{settings}service = \"running\"\nstart_delay_ms = 800\n"
-    )) else {
-        return;
-    };
+    ));
     let _one_at_a_time = HEAVY.lock().unwrap_or_else(|p| p.into_inner());
     let runtime = stand_in.runtime("");
     let probe = runtime.probe().unwrap();
@@ -192,9 +188,7 @@ fn passes_the_runtime_conformance_kit_as_container_0_9() {
 
 #[test]
 fn a_service_that_is_down_is_unavailable_with_the_start_remedy() {
-    let Some(stand_in) = StandIn::new("shape = \"1.x\"\nservice = \"down\"\n") else {
-        return;
-    };
+    let stand_in = StandIn::new("shape = \"1.x\"\nservice = \"down\"\n");
     let runtime = stand_in.runtime("");
     let probe = runtime.probe().unwrap();
     assert!(!probe.available, "{probe:?}");
@@ -216,11 +210,7 @@ fn a_service_that_is_down_is_unavailable_with_the_start_remedy() {
 
 #[test]
 fn a_hanging_status_is_answered_within_the_time_limit() {
-    let Some(stand_in) =
-        StandIn::new("shape = \"1.x\"\nservice = \"running\"\nhang = [\"system\"]\n")
-    else {
-        return;
-    };
+    let stand_in = StandIn::new("shape = \"1.x\"\nservice = \"running\"\nhang = [\"system\"]\n");
     let runtime = stand_in.runtime(r#","status_timeout":"1s""#);
     let started = Instant::now();
     let probe = runtime.probe().unwrap();
@@ -303,9 +293,7 @@ fn git(dir: &Path, args: &[&str]) -> String {
 
 #[test]
 fn git_works_inside_a_mounted_worktree() {
-    let Some(stand_in) = StandIn::new("shape = \"1.x\"\nservice = \"running\"\n") else {
-        return;
-    };
+    let stand_in = StandIn::new("shape = \"1.x\"\nservice = \"running\"\n");
     let runtime = stand_in.runtime("");
     let work = stand_in.work().canonicalize().unwrap();
     let main = work.join("main");
@@ -363,9 +351,7 @@ fn git_works_inside_a_mounted_worktree() {
 
 #[test]
 fn a_missing_image_is_a_clear_error_and_no_sandbox_is_left() {
-    let Some(stand_in) = StandIn::new("shape = \"1.x\"\nservice = \"running\"\n") else {
-        return;
-    };
+    let stand_in = StandIn::new("shape = \"1.x\"\nservice = \"running\"\n");
     let runtime = stand_in.runtime("");
     let labels = vec![Label::new(
         "stet.test",
@@ -381,9 +367,7 @@ fn a_missing_image_is_a_clear_error_and_no_sandbox_is_left() {
 
 #[test]
 fn a_process_in_a_torn_down_sandbox_is_an_error_not_an_exit() {
-    let Some(stand_in) = StandIn::new("shape = \"1.x\"\nservice = \"running\"\n") else {
-        return;
-    };
+    let stand_in = StandIn::new("shape = \"1.x\"\nservice = \"running\"\n");
     let runtime = stand_in.runtime("");
     let process = runtime
         .spawn(
