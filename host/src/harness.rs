@@ -894,7 +894,7 @@ mod tests {
         let end = call_end(&out, &outcome);
         assert_eq!(end.exit_code, None);
         assert_eq!(end.exit_signal, Some(9));
-        assert_eq!(end.outcome, "resource-limit");
+        assert_eq!(end.outcome, crate::receipts::Outcome::ResourceLimit);
         assert!(
             end.detail.ends_with("grew past the disk limit, 1 GiB"),
             "{}",

@@ -348,6 +348,7 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     use super::*;
+    use crate::error::Kind;
     use crate::plugins::discovery::SearchDir;
 
     /// Settings whose user plugins directory is `<root>/user`, after a `--plugins-dir` at
@@ -396,7 +397,7 @@ mod tests {
         format!("[\"{}\"]", std::env::consts::OS)
     }
 
-    fn refusal(settings: &PluginSettings, source: &Path) -> CliError {
+    fn refusal(settings: &PluginSettings, source: &Path) -> Error {
         match install(settings, source) {
             Ok(installed) => panic!("{} was installed", installed.dir.display()),
             Err(e) => e,
@@ -410,12 +411,12 @@ mod tests {
         let empty = root.path().join("empty");
         std::fs::create_dir_all(&empty).unwrap();
         let e = refusal(&settings, &empty);
-        assert_eq!(e.exit, Exit::Usage);
+        assert_eq!(e.kind, Kind::Usage);
         assert!(e.message.contains("is not a plugin: there is no"), "{e:?}");
 
         let bad = plugin(root.path(), "bad", "name = \"Bad Name\"\n");
         let e = refusal(&settings, &bad);
-        assert_eq!(e.exit, Exit::Usage);
+        assert_eq!(e.kind, Kind::Usage);
         assert!(
             e.message.starts_with("the plugin's manifest is not usable"),
             "{e:?}"
@@ -427,7 +428,7 @@ mod tests {
             &manifest("elsewhere", &host_api().to_string(), "[\"plan9\"]"),
         );
         let e = refusal(&settings, &elsewhere.join(MANIFEST_FILE));
-        assert_eq!(e.exit, Exit::Unusable);
+        assert_eq!(e.kind, Kind::Unusable);
         assert_eq!(
             e.message,
             format!("elsewhere is built for plan9, not {}", std::env::consts::OS)
@@ -439,7 +440,7 @@ mod tests {
             &manifest("future", "99.0.0", &here()),
         );
         let e = refusal(&settings, &future);
-        assert_eq!(e.exit, Exit::Unusable);
+        assert_eq!(e.kind, Kind::Unusable);
         assert_eq!(
             e.message,
             format!(
@@ -455,7 +456,7 @@ mod tests {
         );
         std::fs::remove_file(missing.join("libstet_plugin_x.so")).unwrap();
         let e = refusal(&settings, &missing);
-        assert_eq!(e.exit, Exit::Usage);
+        assert_eq!(e.kind, Kind::Usage);
         assert!(e.message.contains("libstet_plugin_x.so named by"), "{e:?}");
         assert!(e.message.ends_with("does not exist"), "{e:?}");
 
@@ -477,7 +478,7 @@ mod tests {
         let library = source.join("libstet_plugin_x.so");
         std::fs::set_permissions(&library, std::fs::Permissions::from_mode(0o666)).unwrap();
         let e = refusal(&settings, &source);
-        assert_eq!(e.exit, Exit::Usage);
+        assert_eq!(e.kind, Kind::Usage);
         assert_eq!(
             e.message,
             format!(
@@ -571,7 +572,7 @@ mod tests {
             Ok(_) => panic!("a plugin on --plugins-dir was uninstalled"),
             Err(e) => e,
         };
-        assert_eq!(e.exit, Exit::Usage);
+        assert_eq!(e.kind, Kind::Usage);
         assert_eq!(
             e.message,
             format!(
@@ -590,7 +591,7 @@ mod tests {
             Ok(_) => panic!("a plugin that is not there was trusted"),
             Err(e) => e,
         };
-        assert_eq!(e.exit, Exit::Usage);
+        assert_eq!(e.kind, Kind::Usage);
         assert!(
             e.message.starts_with("no plugin nothing is installed in"),
             "{e:?}"
