@@ -48,6 +48,10 @@ pub enum Next {
     /// The landing again: the land command was about to run (or ran) when the drive was
     /// cut short; it runs again with `STET_LAND_RETRY=1`, so that it can look first.
     LandAgain,
+    /// A move this stet does not know (a newer stet's): the lane is left to a stet that
+    /// knows it, never worked from the start again.
+    #[serde(other)]
+    Unknown,
 }
 
 impl Next {
@@ -58,6 +62,7 @@ impl Next {
             Next::Check => "check",
             Next::Review => "review",
             Next::Land | Next::LandAgain => "land",
+            Next::Unknown => "unknown",
         }
     }
 }
@@ -410,5 +415,48 @@ mod tests {
         assert!(remote.marks().unwrap().landed.contains("item"));
         assert_eq!(remote.checkpoint("item").unwrap(), None);
         assert_eq!(remote.get("item").unwrap(), None);
+    }
+
+    #[test]
+    fn a_checkpoint_reads_back_as_written_old_ones_still_read_and_an_unknown_move_is_kept_unknown()
+    {
+        for next in [
+            Next::Implement,
+            Next::Check,
+            Next::Review,
+            Next::Land,
+            Next::LandAgain,
+        ] {
+            let written = Checkpoint {
+                round: 3,
+                next,
+                feedback: Some("the check failed".into()),
+                reason: Some("why".into()),
+                receipt: Some("r1".into()),
+                head: "abc".into(),
+                run: "drive-1".into(),
+            };
+            let json = serde_json::to_string(&written).unwrap();
+            assert_eq!(serde_json::from_str::<Checkpoint>(&json).unwrap(), written);
+        }
+        assert_eq!(
+            serde_json::to_string(&Next::LandAgain).unwrap(),
+            "\"land-again\""
+        );
+        // As the first stet with checkpoints wrote them: round and move only.
+        let old: Checkpoint = serde_json::from_str(r#"{"round":2,"next":"review"}"#).unwrap();
+        assert_eq!(
+            old,
+            Checkpoint {
+                round: 2,
+                next: Next::Review,
+                ..Default::default()
+            }
+        );
+        // A newer stet's move: read, and known to be unknown (the drive leaves the lane).
+        let newer: Checkpoint =
+            serde_json::from_str(r#"{"round":1,"next":"judge","head":"h"}"#).unwrap();
+        assert_eq!(newer.next, Next::Unknown);
+        assert_eq!(newer.head, "h");
     }
 }

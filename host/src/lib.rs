@@ -30,6 +30,7 @@ pub mod reservations;
 pub mod sandbox;
 pub mod scan;
 pub mod settings;
+pub mod story;
 pub mod text;
 pub mod trust;
 pub mod walls;

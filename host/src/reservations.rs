@@ -905,4 +905,24 @@ mod tests {
         assert!(out.status.success(), "git {args:?}");
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
+
+    #[test]
+    fn a_reservation_reads_back_as_written_and_an_older_or_newer_one_still_reads() {
+        let written = Reservation {
+            item: "20260101-a".into(),
+            holder: "host:clone:1".into(),
+            lane: "stet/20260101-a".into(),
+            stage: "review".into(),
+            expires_at_unix: 1_700_000_000,
+        };
+        let json = serde_json::to_string(&written).unwrap();
+        assert_eq!(serde_json::from_str::<Reservation>(&json).unwrap(), written);
+        // A newer stet's field and stage word: read, the rest kept.
+        let newer = json
+            .replace("\"review\"", "\"judge\"")
+            .replace('}', ",\"priority\":3}");
+        let read: Reservation = serde_json::from_str(&newer).unwrap();
+        assert_eq!(read.stage, "judge");
+        assert_eq!(read.expires_at_unix, written.expires_at_unix);
+    }
 }

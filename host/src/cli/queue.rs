@@ -9,6 +9,7 @@ use crate::config::repository_root;
 use crate::printer::Printer;
 use crate::queue;
 use crate::reservations::{Remote, ReservationError};
+use crate::story::{self, Row};
 
 use super::{AddArgs, QueueArgs, RetryArgs};
 
@@ -19,6 +20,14 @@ fn repo() -> Result<std::path::PathBuf, CliError> {
         CliError::usage(format!("{} is not inside a git repository", cwd.display()))
             .hint("the queue lives in the repository the drive works on: cd into it")
     })
+}
+
+/// Now, in seconds since the epoch: whether a reservation has lapsed.
+fn now_unix() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
 }
 
 pub fn add(args: &AddArgs, printer: Printer) -> Result<Exit, CliError> {
@@ -51,146 +60,13 @@ pub fn add(args: &AddArgs, printer: Printer) -> Result<Exit, CliError> {
     Ok(Exit::Success)
 }
 
-/// One item as `stet queue` shows it.
-#[derive(Serialize)]
-struct Row {
-    id: String,
-    title: String,
-    /// `open`, `reserved`, `lapsed`, `landed`, `failed`, `cancelled` or `unknown`.
-    state: String,
-    /// Who holds the reservation, for `reserved` and `lapsed`.
-    holder: Option<String>,
-    /// The lane's stage as its reservation says, for `reserved` and `lapsed`.
-    stage: Option<String>,
-    /// When the reservation lapses, for `reserved` and `lapsed`.
-    until_unix: Option<i64>,
-    /// The same, as RFC 3339.
-    until: Option<String>,
-    /// The lane's branch, when it has been pushed to the remote.
-    lane: Option<String>,
-    /// Why the item failed, for `failed`.
-    why: Option<String>,
-    /// The round its lane is in, when it has a checkpoint.
-    round: Option<u32>,
-    /// The move its lane goes on with, when it has a checkpoint.
-    next: Option<&'static str>,
-    /// Why its last round did not land, when one did not.
-    reason: Option<String>,
-    /// What stet's proxy refused its calls on this clone (from their receipts): each
-    /// host:port and how often.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    blocked: Vec<(String, u64)>,
-}
-
-/// Every item of the queue with its state as the remote says (and a note when the remote
-/// did not answer: then every state is `unknown`).
-fn rows(
-    repo: &std::path::Path,
-    items: &[queue::Item],
-    remote_name: &str,
-) -> Result<(Vec<Row>, Option<String>), CliError> {
-    let repo = repo.to_path_buf();
-    let remote = Remote {
-        repo: &repo,
-        name: remote_name,
-    };
-    let on_remote = remote.list().and_then(|r| {
-        let marks = remote.marks()?;
-        let reasons = if marks.failed.is_empty() {
-            Default::default()
-        } else {
-            remote.failure_reasons()?
-        };
-        Ok((r, marks, reasons, remote.checkpoints()?))
-    });
-    let (reservations, marks, reasons, checkpoints, remote_note) = match on_remote {
-        Ok((list, marks, reasons, checkpoints)) => (list, marks, reasons, checkpoints, None),
-        Err(ReservationError::Remote { detail, .. }) => (
-            Vec::new(),
-            Default::default(),
-            Default::default(),
-            Default::default(),
-            Some(format!(
-                "the remote {} did not answer ({}): every item's state is unknown",
-                remote_name,
-                crate::reservations::first_cause(&detail)
-            )),
-        ),
-        Err(e) => return Err(CliError::failure(e.to_string())),
-    };
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0);
-    // What the network wall refused each item's calls, as this clone's receipts say.
-    let mut blocked: std::collections::BTreeMap<String, std::collections::BTreeMap<String, u64>> =
-        Default::default();
-    for receipt in crate::receipts::read_all(&repo).0 {
-        for b in receipt.network_blocked {
-            *blocked
-                .entry(receipt.item.clone())
-                .or_default()
-                .entry(b.target)
-                .or_default() += b.count;
-        }
-    }
-    let rows: Vec<Row> = items
-        .iter()
-        .map(|item| {
-            let held = reservations.iter().find(|h| h.reservation.item == item.id);
-            let state = match (&remote_note, held) {
-                (Some(_), _) => "unknown",
-                (None, _) if marks.landed.contains(&item.id) => "landed",
-                (None, _) if marks.failed.contains(&item.id) => "failed",
-                (None, _) if marks.cancelled.contains(&item.id) => "cancelled",
-                (None, None) => "open",
-                (None, Some(h)) if h.reservation.expires_at_unix > now => "reserved",
-                (None, Some(_)) => "lapsed",
-            };
-            let reserved = matches!(state, "reserved" | "lapsed");
-            Row {
-                id: item.id.clone(),
-                title: item.title.clone(),
-                state: state.to_string(),
-                holder: held
-                    .filter(|_| reserved)
-                    .map(|h| h.reservation.holder.clone()),
-                stage: held
-                    .filter(|_| reserved)
-                    .map(|h| h.reservation.stage.clone()),
-                until_unix: held
-                    .filter(|_| reserved)
-                    .map(|h| h.reservation.expires_at_unix),
-                until: held.filter(|_| reserved).map(|h| {
-                    crate::printer::rfc3339_ms(
-                        u64::try_from(h.reservation.expires_at_unix).unwrap_or(0) * 1000,
-                    )
-                }),
-                lane: marks
-                    .lanes
-                    .contains(&item.id)
-                    .then(|| crate::lanes::branch_of(&item.id)),
-                why: reasons.get(&item.id).cloned(),
-                round: checkpoints.get(&item.id).map(|c| c.round),
-                next: checkpoints.get(&item.id).map(|c| c.next.word()),
-                reason: checkpoints.get(&item.id).and_then(|c| c.reason.clone()),
-                blocked: blocked
-                    .get(&item.id)
-                    .map(|b| b.iter().map(|(t, n)| (t.clone(), *n)).collect())
-                    .unwrap_or_default(),
-            }
-        })
-        .collect();
-    Ok((rows, remote_note))
-}
-
 pub fn list(args: &QueueArgs, printer: Printer) -> Result<Exit, CliError> {
     let repo = repo()?;
     let (items, malformed) = queue::read(&repo);
     for m in &malformed {
         printer.warn(&format!("skipped {}: {}", m.path.display(), m.why));
     }
-    let (rows, remote_note) = rows(&repo, &items, &args.remote)?;
+    let (rows, remote_note) = story::states(&repo, &items, &args.remote, now_unix())?;
     // The list is shown all the same (from the files); the exit says nothing could be
     // learnt from the remote.
     let exit = match &remote_note {
@@ -344,124 +220,36 @@ pub(crate) fn resolve<'i>(
     }
 }
 
-/// One call or check of an item, as `stet show` tells it.
-#[derive(Serialize)]
-struct Step {
-    receipt: String,
-    role: crate::receipts::CallRole,
-    outcome: crate::receipts::Outcome,
-    detail: String,
-    seconds: f64,
-    cost_usd: Option<f64>,
-    network_blocked: Vec<crate::network::BlockedRecord>,
-    /// The last lines of its output (a check's; an agent's are in `stet log`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    tail: Vec<String>,
-}
-
-#[derive(Serialize)]
-struct Round {
-    round: u32,
-    steps: Vec<Step>,
-}
-
 #[derive(Serialize)]
 struct Shown<'a> {
     #[serde(flatten)]
     row: &'a Row,
     text: &'a str,
-    rounds: Vec<Round>,
+    rounds: Vec<story::Round>,
     /// The lane's change against its base (`git diff --stat`), when its branch is here.
     diff_stat: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     diff: Option<String>,
 }
 
-/// Lines of a check's output shown.
-const TAIL_LINES: usize = 15;
-
 /// `stet show ID`: an item's story on this clone and the remote.
 pub fn show(args: &super::ShowArgs, printer: Printer) -> Result<Exit, CliError> {
     let repo = repo()?;
     let (items, _) = queue::read(&repo);
     let item = resolve(&items, &args.id)?;
-    let (mut rows, remote_note) = rows(&repo, std::slice::from_ref(item), &args.remote)?;
+    let (mut rows, remote_note) =
+        story::states(&repo, std::slice::from_ref(item), &args.remote, now_unix())?;
     let row = rows.remove(0);
     if let Some(note) = &remote_note {
         printer.warn(note);
     }
-    let (receipts, _) = crate::receipts::read_all(&repo);
-    let mut ours: Vec<&crate::receipts::Receipt> =
-        receipts.iter().filter(|r| r.item == item.id).collect();
-    ours.sort_by_key(|r| r.started_unix_ms);
-    let mut rounds: Vec<Round> = Vec::new();
-    for r in ours {
-        let round = r.round.unwrap_or(1);
-        let tail = if r.role == crate::receipts::CallRole::Check {
-            // Written by a sandbox: read as data, the end only.
-            crate::files::read_untrusted(&r.log, 8 << 20)
-                .map(|bytes| {
-                    let text = String::from_utf8_lossy(&bytes).into_owned();
-                    let lines: Vec<String> = text.lines().map(str::to_string).collect();
-                    lines[lines.len().saturating_sub(TAIL_LINES)..].to_vec()
-                })
-                .unwrap_or_default()
-        } else {
-            Vec::new()
-        };
-        let step = Step {
-            receipt: r.id.clone(),
-            role: r.role.clone(),
-            outcome: r.outcome.clone(),
-            detail: r.detail.clone(),
-            seconds: r.ended_unix_ms.saturating_sub(r.started_unix_ms) as f64 / 1000.0,
-            cost_usd: r.cost_usd,
-            network_blocked: r.network_blocked.clone(),
-            tail,
-        };
-        match rounds.last_mut() {
-            Some(last) if last.round == round => last.steps.push(step),
-            _ => rounds.push(Round {
-                round,
-                steps: vec![step],
-            }),
-        }
-    }
-    /// The most of a diff `show` holds and prints.
-    const SHOWN_DIFF: usize = 8 << 20;
-    // The lane's branch as this clone has it; its content is the agent's, so diffed by git
-    // that runs no driver, filter or textconv of its.
-    let branch = format!("refs/heads/{}", crate::lanes::branch_of(&item.id));
-    let git = crate::git::Inert::at(&repo);
-    let base = git.run(&["merge-base", "HEAD", &branch]).ok();
-    let diff_of = |extra: &[&str]| -> Option<String> {
-        let base = base.as_deref()?;
-        let mut all = vec!["diff", "--no-ext-diff", "--no-textconv"];
-        all.extend_from_slice(extra);
-        all.extend([base, branch.as_str()]);
-        // Streamed and bounded: what the agent committed may be large; a person reads the
-        // start, and is told where to read the rest. (Untrimmed at the start: a stat's
-        // lines start with a space.)
-        let mut kept = Vec::new();
-        let mut left_out = 0u64;
-        git.stream(&all, 64 * 1024, &mut |piece| {
-            if kept.len() + piece.len() <= SHOWN_DIFF {
-                kept.extend_from_slice(piece);
-            } else {
-                left_out += piece.len() as u64;
-            }
-        })
-        .ok()?;
-        let mut text = String::from_utf8_lossy(&kept).trim_end().to_string();
-        if left_out > 0 {
-            text.push_str(&format!(
-                "\n[stet: {left_out} more bytes of the diff not shown; git diff {base} {branch} shows them]"
-            ));
-        }
-        Some(text)
+    let rounds = story::rounds(&repo, &item.id);
+    let diff_stat = story::diff(&repo, &item.id, story::Diff::Stat);
+    let diff = if args.diff {
+        story::diff(&repo, &item.id, story::Diff::Whole)
+    } else {
+        None
     };
-    let diff_stat = diff_of(&["--stat"]);
-    let diff = if args.diff { diff_of(&[]) } else { None };
     if args.json {
         printer.json(&Shown {
             row: &row,

@@ -394,6 +394,10 @@ impl Worker<'_, '_> {
                 );
                 self.drive.tally().done.insert(item.id.clone());
             }
+            ItemEnd::Left(why) => {
+                note!(self.drive.progress, "{}: left as it is: {why}", item.id);
+                self.drive.tally().done.insert(item.id.clone());
+            }
             ItemEnd::Cancelled(note) => {
                 note!(
                     self.drive.progress,

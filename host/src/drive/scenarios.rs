@@ -1521,3 +1521,41 @@ fn a_clock_jumping_past_the_expiry_with_no_peer_about_is_renewed_and_the_item_la
         "{lines:#?}"
     );
 }
+
+#[test]
+fn a_lane_whose_checkpoint_names_a_move_this_stet_does_not_know_is_left_not_worked_again() {
+    let world = World::new(&["item"]);
+    // As a newer stet would leave it: a move this one has no word for.
+    let newer = Checkpoint {
+        round: 2,
+        next: Next::Unknown,
+        ..Default::default()
+    };
+    world
+        .origin()
+        .save_checkpoint("item", &newer, None)
+        .unwrap();
+    assert_eq!(
+        world.origin().checkpoint("item").unwrap().map(|c| c.next),
+        Some(Next::Unknown),
+        "the record reads back as a move not known"
+    );
+    let (exit, lines) = world.drive(&world.options(), &Arc::new(FakeClock::new()));
+    assert_eq!(exit, Ended::Done, "{lines:#?}");
+    assert!(
+        world.script.calls().is_empty(),
+        "no call made again: {:?}",
+        world.script.calls()
+    );
+    assert!(
+        shown(&lines, "a newer stet's lane, left to it"),
+        "{lines:#?}"
+    );
+    assert!(world.landed().is_empty());
+    assert_eq!(world.failed_why("item"), None, "not marked failed");
+    assert_eq!(
+        world.origin().checkpoint("item").unwrap().map(|c| c.round),
+        Some(2),
+        "its checkpoint kept for the stet that knows the move"
+    );
+}

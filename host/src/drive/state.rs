@@ -20,6 +20,9 @@ pub(in crate::drive) enum ItemEnd {
     RemoteUnreachable(String),
     /// Another drive took the reservation over (it lapsed); this drive leaves the lane.
     Lost(String),
+    /// This drive cannot work the lane and leaves it as it is, saying why (its checkpoint
+    /// names a move only a newer stet knows).
+    Left(String),
     /// The item was cancelled on the remote (`stet rm`): the lane stops at this move.
     Cancelled(String),
 }

@@ -30,7 +30,7 @@ impl Worker<'_, '_> {
             Next::Implement => (true, checks, !checks),
             Next::Check => (false, false, true),
             Next::Review => (false, false, true),
-            Next::Land | Next::LandAgain => return,
+            Next::Land | Next::LandAgain | Next::Unknown => return,
         };
         if !implement {
             // Made with the lane ahead, for a lane that turned out to resume later.

@@ -35,6 +35,15 @@ pub(in crate::drive) enum Moved {
     Fail(String),
 }
 
+/// A lane whose checkpoint names a move this stet does not know is a newer stet's: left
+/// to it, never worked from the start again (which would pay for its calls twice).
+fn unknown_move() -> ItemEnd {
+    ItemEnd::Left(
+        "its checkpoint names a move this stet does not know: a newer stet's lane, left to it"
+            .to_string(),
+    )
+}
+
 impl Worker<'_, '_> {
     /// Works `item`'s lane from its checkpoint until it lands, is given up, or its work
     /// ends for now (a stop, a wait, an outage, a peer taking it over). Each move that
@@ -99,6 +108,9 @@ impl Worker<'_, '_> {
         };
         let mut had_checkpoint = on_remote.is_some();
         let mut at = on_remote.unwrap_or_default();
+        if at.next == Next::Unknown {
+            return Ok(unknown_move());
+        }
         if at.round > 1 || at.next != Next::Implement {
             note!(
                 self.drive.progress,
@@ -161,6 +173,7 @@ impl Worker<'_, '_> {
                 (Next::Review, Some(call)) => self.after_review(item, &at, call),
                 (Next::Review, None) => self.review(item, lane, &at, ahead)?,
                 (Next::Land | Next::LandAgain, _) => return self.land(item, lane, &at),
+                (Next::Unknown, _) => return Ok(unknown_move()),
             };
             match moved {
                 // A passed check is not saved on its own: it is no paid stage, and the lane

@@ -1,0 +1,257 @@
+//! An item's story as the remote and this clone know it: its state (marks, reservation,
+//! checkpoint), each round's calls and checks from this clone's receipts, and its lane's
+//! change. What `stet queue` and `stet show` print; read only, and what was written by a
+//! sandbox (a check's output, the lane's change) read as bounded data.
+
+use serde::Serialize;
+
+use crate::error::{Concept, Error};
+use crate::queue;
+use crate::reservations::{Remote, ReservationError};
+
+/// One item as `stet queue` shows it.
+#[derive(Serialize)]
+pub struct Row {
+    pub id: String,
+    pub title: String,
+    /// `open`, `reserved`, `lapsed`, `landed`, `failed`, `cancelled` or `unknown`.
+    pub state: String,
+    /// Who holds the reservation, for `reserved` and `lapsed`.
+    pub holder: Option<String>,
+    /// The lane's stage as its reservation says, for `reserved` and `lapsed`.
+    pub stage: Option<String>,
+    /// When the reservation lapses, for `reserved` and `lapsed`.
+    pub until_unix: Option<i64>,
+    /// The same, as RFC 3339.
+    pub until: Option<String>,
+    /// The lane's branch, when it has been pushed to the remote.
+    pub lane: Option<String>,
+    /// Why the item failed, for `failed`.
+    pub why: Option<String>,
+    /// The round its lane is in, when it has a checkpoint.
+    pub round: Option<u32>,
+    /// The move its lane goes on with, when it has a checkpoint.
+    pub next: Option<&'static str>,
+    /// Why its last round did not land, when one did not.
+    pub reason: Option<String>,
+    /// What stet's proxy refused its calls on this clone (from their receipts): each
+    /// host:port and how often.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub blocked: Vec<(String, u64)>,
+}
+
+/// Every item of `items` with its state as the remote says (and a note when the remote
+/// did not answer: then every state is `unknown`), at `now` (seconds since the epoch).
+pub fn states(
+    repo: &std::path::Path,
+    items: &[queue::Item],
+    remote_name: &str,
+    now: i64,
+) -> Result<(Vec<Row>, Option<String>), Error> {
+    let repo = repo.to_path_buf();
+    let remote = Remote {
+        repo: &repo,
+        name: remote_name,
+    };
+    let on_remote = remote.list().and_then(|r| {
+        let marks = remote.marks()?;
+        let reasons = if marks.failed.is_empty() {
+            Default::default()
+        } else {
+            remote.failure_reasons()?
+        };
+        Ok((r, marks, reasons, remote.checkpoints()?))
+    });
+    let (reservations, marks, reasons, checkpoints, remote_note) = match on_remote {
+        Ok((list, marks, reasons, checkpoints)) => (list, marks, reasons, checkpoints, None),
+        Err(ReservationError::Remote { detail, .. }) => (
+            Vec::new(),
+            Default::default(),
+            Default::default(),
+            Default::default(),
+            Some(format!(
+                "the remote {} did not answer ({}): every item's state is unknown",
+                remote_name,
+                crate::reservations::first_cause(&detail)
+            )),
+        ),
+        Err(e) => return Err(Concept::Drive.failure(e.to_string())),
+    };
+    // What the network wall refused each item's calls, as this clone's receipts say.
+    let mut blocked: std::collections::BTreeMap<String, std::collections::BTreeMap<String, u64>> =
+        Default::default();
+    for receipt in crate::receipts::read_all(&repo).0 {
+        for b in receipt.network_blocked {
+            *blocked
+                .entry(receipt.item.clone())
+                .or_default()
+                .entry(b.target)
+                .or_default() += b.count;
+        }
+    }
+    let rows: Vec<Row> = items
+        .iter()
+        .map(|item| {
+            let held = reservations.iter().find(|h| h.reservation.item == item.id);
+            let state = match (&remote_note, held) {
+                (Some(_), _) => "unknown",
+                (None, _) if marks.landed.contains(&item.id) => "landed",
+                (None, _) if marks.failed.contains(&item.id) => "failed",
+                (None, _) if marks.cancelled.contains(&item.id) => "cancelled",
+                (None, None) => "open",
+                (None, Some(h)) if h.reservation.expires_at_unix > now => "reserved",
+                (None, Some(_)) => "lapsed",
+            };
+            let reserved = matches!(state, "reserved" | "lapsed");
+            Row {
+                id: item.id.clone(),
+                title: item.title.clone(),
+                state: state.to_string(),
+                holder: held
+                    .filter(|_| reserved)
+                    .map(|h| h.reservation.holder.clone()),
+                stage: held
+                    .filter(|_| reserved)
+                    .map(|h| h.reservation.stage.clone()),
+                until_unix: held
+                    .filter(|_| reserved)
+                    .map(|h| h.reservation.expires_at_unix),
+                until: held.filter(|_| reserved).map(|h| {
+                    crate::printer::rfc3339_ms(
+                        u64::try_from(h.reservation.expires_at_unix).unwrap_or(0) * 1000,
+                    )
+                }),
+                lane: marks
+                    .lanes
+                    .contains(&item.id)
+                    .then(|| crate::lanes::branch_of(&item.id)),
+                why: reasons.get(&item.id).cloned(),
+                round: checkpoints.get(&item.id).map(|c| c.round),
+                next: checkpoints.get(&item.id).map(|c| c.next.word()),
+                reason: checkpoints.get(&item.id).and_then(|c| c.reason.clone()),
+                blocked: blocked
+                    .get(&item.id)
+                    .map(|b| b.iter().map(|(t, n)| (t.clone(), *n)).collect())
+                    .unwrap_or_default(),
+            }
+        })
+        .collect();
+    Ok((rows, remote_note))
+}
+
+/// One call or check of an item, as `stet show` tells it.
+#[derive(Serialize)]
+pub struct Step {
+    pub receipt: String,
+    pub role: crate::receipts::CallRole,
+    pub outcome: crate::receipts::Outcome,
+    pub detail: String,
+    pub seconds: f64,
+    pub cost_usd: Option<f64>,
+    pub network_blocked: Vec<crate::network::BlockedRecord>,
+    /// The last lines of its output (a check's; an agent's are in `stet log`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tail: Vec<String>,
+}
+
+#[derive(Serialize)]
+pub struct Round {
+    pub round: u32,
+    pub steps: Vec<Step>,
+}
+
+/// Lines of a check's output kept.
+const TAIL_LINES: usize = 15;
+
+/// Each round's calls and checks of `item`, as this clone's receipts say, in order.
+pub fn rounds(repo: &std::path::Path, item: &str) -> Vec<Round> {
+    let (receipts, _) = crate::receipts::read_all(repo);
+    let mut ours: Vec<&crate::receipts::Receipt> =
+        receipts.iter().filter(|r| r.item == item).collect();
+    ours.sort_by_key(|r| r.started_unix_ms);
+    let mut rounds: Vec<Round> = Vec::new();
+    for r in ours {
+        let round = r.round.unwrap_or(1);
+        let tail = if r.role == crate::receipts::CallRole::Check {
+            // Written by a sandbox: read as data, the end only.
+            crate::files::read_untrusted(&r.log, 8 << 20)
+                .map(|bytes| {
+                    let text = String::from_utf8_lossy(&bytes).into_owned();
+                    let lines: Vec<String> = text.lines().map(str::to_string).collect();
+                    lines[lines.len().saturating_sub(TAIL_LINES)..].to_vec()
+                })
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        let step = Step {
+            receipt: r.id.clone(),
+            role: r.role.clone(),
+            outcome: r.outcome.clone(),
+            detail: r.detail.clone(),
+            seconds: r.ended_unix_ms.saturating_sub(r.started_unix_ms) as f64 / 1000.0,
+            cost_usd: r.cost_usd,
+            network_blocked: r.network_blocked.clone(),
+            tail,
+        };
+        match rounds.last_mut() {
+            Some(last) if last.round == round => last.steps.push(step),
+            _ => rounds.push(Round {
+                round,
+                steps: vec![step],
+            }),
+        }
+    }
+    rounds
+}
+
+/// Which of a lane's change [`diff`] gives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Diff {
+    /// `git diff --stat`.
+    Stat,
+    /// The whole diff.
+    Whole,
+}
+
+/// The lane's change against where it branched off HEAD, as this clone has its branch
+/// (`None` when it is not here), bounded: what the agent committed may be large.
+pub fn diff(repo: &std::path::Path, item: &str, which: Diff) -> Option<String> {
+    /// The most of a diff `show` holds and prints.
+    const SHOWN_DIFF: usize = 8 << 20;
+    // The lane's branch as this clone has it; its content is the agent's, so diffed by git
+    // that runs no driver, filter or textconv of its.
+    let branch = format!("refs/heads/{}", crate::lanes::branch_of(item));
+    let git = crate::git::Inert::at(repo);
+    let base = git.run(&["merge-base", "HEAD", &branch]).ok();
+    let diff_of = |extra: &[&str]| -> Option<String> {
+        let base = base.as_deref()?;
+        let mut all = vec!["diff", "--no-ext-diff", "--no-textconv"];
+        all.extend_from_slice(extra);
+        all.extend([base, branch.as_str()]);
+        // Streamed and bounded: what the agent committed may be large; a person reads the
+        // start, and is told where to read the rest. (Untrimmed at the start: a stat's
+        // lines start with a space.)
+        let mut kept = Vec::new();
+        let mut left_out = 0u64;
+        git.stream(&all, 64 * 1024, &mut |piece| {
+            if kept.len() + piece.len() <= SHOWN_DIFF {
+                kept.extend_from_slice(piece);
+            } else {
+                left_out += piece.len() as u64;
+            }
+        })
+        .ok()?;
+        let mut text = String::from_utf8_lossy(&kept).trim_end().to_string();
+        if left_out > 0 {
+            text.push_str(&format!(
+                "\n[stet: {left_out} more bytes of the diff not shown; git diff {base} {branch} shows them]"
+            ));
+        }
+        Some(text)
+    };
+    match which {
+        Diff::Stat => diff_of(&["--stat"]),
+        Diff::Whole => diff_of(&[]),
+    }
+}
