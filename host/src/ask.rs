@@ -118,6 +118,7 @@ pub fn ask(settings: &Settings, question: &Question<'_>, printer: Printer) -> Re
                     started_unix_ms: started,
                     commit_before,
                     log: log.clone().unwrap_or_default(),
+                    prompt: Some(question.prompt.to_string()),
                     runtime: &records.0,
                     harness: &records.1,
                 });

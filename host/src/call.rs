@@ -170,6 +170,8 @@ pub struct Made<'a> {
     pub commit_before: String,
     /// Where its full output goes.
     pub log: std::path::PathBuf,
+    /// What the agent is asked (none for the repository's check): kept with the receipt.
+    pub prompt: Option<String>,
     /// The runtime as the receipt names it (hashed where it was opened).
     pub runtime: &'a PluginRecord,
     /// The harness as the receipt names it (the repository's check has none).
@@ -200,6 +202,7 @@ impl<'a> Walled<'a> {
             commit_before: made.commit_before,
             commit_after: String::new(),
             log: made.log,
+            prompt: made.prompt,
         }
     }
 }

@@ -265,8 +265,14 @@ const INERT_CONFIG: [(&str, &str); 31] = [
 
 /// The attributes every lane's git directory holds (`info/attributes`, which beats every
 /// `.gitattributes` in the working tree): no filter, diff or merge driver, no conversion.
+/// Each is left *unspecified* (`!diff`), not unset (`-diff`): both beat a `.gitattributes`
+/// line naming a driver, but `-diff` also marks every file binary, and the agent inside the
+/// sandbox could then read no diff of its own lane (`git diff` printing "Binary files
+/// differ"). Unspecified, git diffs text as text and binary as binary, and runs no driver.
+/// (On the host this is the second layer: [`Inert`] also empties the drivers and adds
+/// `--no-ext-diff --no-textconv` on the command line.)
 pub const INERT_ATTRIBUTES: &str =
-    "* -filter -diff -merge -text -eol -ident -working-tree-encoding -export-subst\n";
+    "* !filter !diff !merge !text !eol !ident !working-tree-encoding !export-subst\n";
 
 /// The git binary the person's PATH names, found once; inert commands run it by absolute
 /// path with a PATH of their own.

@@ -152,6 +152,8 @@ fn open_held(repo: &Path, remote: &str, item: &str, base: &str) -> Result<Lane, 
         git_dir: root.join("git"),
     };
     if lane.git_dir.join("HEAD").is_file() && lane.dir.is_dir() {
+        // A lane an older stet made holds the attributes it wrote.
+        lane.write_attributes()?;
         catch_up(repo, remote, &lane)?;
         return Ok(lane);
     }
@@ -378,6 +380,7 @@ fn reuse(repo: &Path, copy: &Lane, item: &str, source: &str) -> Result<(), GitEr
             std::io::Error::other("the mount point is not an empty directory"),
         ));
     }
+    lane.write_attributes()?;
     let git = lane.git();
     // The last item's refs and reflogs are not this lane's to see.
     let _ = std::fs::remove_dir_all(lane.git_dir.join("logs"));
@@ -507,14 +510,7 @@ fn lay_out(root: &Path, item: &str) -> Result<Lane, GitError> {
         lane.git_dir.to_str().unwrap_or_default(),
     ])?;
     lane.git().run(&["config", "core.bare", "false"])?;
-    std::fs::create_dir_all(lane.git_dir.join("info"))
-        .and_then(|_| {
-            std::fs::write(
-                lane.git_dir.join("info/attributes"),
-                crate::git::INERT_ATTRIBUTES,
-            )
-        })
-        .map_err(|e| io_error("write info/attributes", &lane.git_dir, e))?;
+    lane.write_attributes()?;
     // The mount point of the read-only git directory inside the sandbox; the host's git
     // never reads it (it is told where the git directory is).
     std::fs::create_dir_all(lane.dir.join(".git"))
@@ -579,6 +575,20 @@ fn catch_up(repo: &Path, remote: &str, lane: &Lane) -> Result<(), GitError> {
 
 impl Lane {
     /// Inert git on this lane.
+    /// Writes the lane's `info/attributes` ([`crate::git::INERT_ATTRIBUTES`]), which beat
+    /// every `.gitattributes` the working tree holds. (The git directory is the host's; the
+    /// sandbox mounts it read-only.)
+    fn write_attributes(&self) -> Result<(), GitError> {
+        std::fs::create_dir_all(self.git_dir.join("info"))
+            .and_then(|_| {
+                std::fs::write(
+                    self.git_dir.join("info/attributes"),
+                    crate::git::INERT_ATTRIBUTES,
+                )
+            })
+            .map_err(|e| io_error("write info/attributes", &self.git_dir, e))
+    }
+
     pub fn git(&self) -> Inert {
         Inert::lane(&self.git_dir, &self.dir)
     }

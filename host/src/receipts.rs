@@ -258,6 +258,58 @@ pub struct Receipt {
     /// What stet's proxy refused the call: each host:port, why, how often, first when.
     #[serde(default)]
     pub network_blocked: Vec<crate::network::BlockedRecord>,
+    /// What the agent was asked: its prompt, kept beside the log. None for the repository's
+    /// check (no agent) and for receipts written before prompts were kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<KeptPrompt>,
+}
+
+/// A call's prompt as its receipt names it: the file it is kept in, and the hash and size
+/// of all of it (the file keeps at most [`MAX_PROMPT_BYTES`] of it, saying where it cut).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeptPrompt {
+    /// Where it is kept (`<id>.prompt` beside the call's log).
+    pub file: PathBuf,
+    /// sha256 of the whole prompt the agent received, hex.
+    pub sha256: String,
+    /// Its size in bytes.
+    pub bytes: u64,
+    /// How many of them the file leaves out (0: all of it is kept).
+    #[serde(default)]
+    pub cut_bytes: u64,
+}
+
+/// The most of a prompt kept (its start; item texts and the feedback a round passes on are
+/// bounded well below it, so only a pathological item is cut).
+pub const MAX_PROMPT_BYTES: usize = 256 << 10;
+
+impl KeptPrompt {
+    /// What is kept of `prompt` in `file`, and the bytes to write there.
+    fn of(prompt: &str, file: PathBuf) -> (KeptPrompt, Vec<u8>) {
+        let mut end = prompt.len().min(MAX_PROMPT_BYTES);
+        while !prompt.is_char_boundary(end) {
+            end -= 1;
+        }
+        let mut kept = prompt.as_bytes()[..end].to_vec();
+        let cut = (prompt.len() - end) as u64;
+        if cut > 0 {
+            kept.extend_from_slice(format!("\n[stet: {cut} more bytes not kept]\n").as_bytes());
+        }
+        let record = KeptPrompt {
+            file,
+            sha256: crate::plugins::trust::sha256_bytes(prompt.as_bytes()),
+            bytes: prompt.len() as u64,
+            cut_bytes: cut,
+        };
+        (record, kept)
+    }
+
+    /// The prompt as kept, as text (the file is stet's, but a prompt holds an item's text and
+    /// an agent's earlier words: shown, it goes through the printer's inert text).
+    pub fn read(&self) -> std::io::Result<String> {
+        let bytes = std::fs::read(&self.file)?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
 }
 
 /// Who makes an agent call and where, for its receipt: known before the call starts.
@@ -297,6 +349,9 @@ pub struct CallContext<'a> {
     pub commit_after: String,
     /// Where the call's full output goes (usually [`log_path`]).
     pub log: PathBuf,
+    /// The prompt the agent is given (none for the repository's check): kept beside the
+    /// log by [`record_start`].
+    pub prompt: Option<String>,
 }
 
 /// How an agent call ended, for its receipt.
@@ -337,6 +392,7 @@ pub struct CallEnd {
 /// that is not there; the call streams its output into it.
 pub fn record_start(repo: &Path, call: &CallContext<'_>) -> std::io::Result<PathBuf> {
     write_durably(&call.log, b"")?;
+    keep_prompt(call)?;
     let mut receipt = receipt_of(call.clone());
     receipt.outcome = Outcome::Running;
     record(repo, &receipt)
@@ -345,6 +401,8 @@ pub fn record_start(repo: &Path, call: &CallContext<'_>) -> std::io::Result<Path
 /// Records how an agent call ended (its log already written and flushed), durable before
 /// this returns, and so before the caller's next move.
 pub fn record_end(repo: &Path, call: CallContext<'_>, end: CallEnd) -> std::io::Result<PathBuf> {
+    // A call recorded only when it ended (`stet ask`) keeps its prompt now.
+    keep_prompt(&call)?;
     let receipt = Receipt {
         exit_code: end.exit_code,
         exit_signal: end.exit_signal,
@@ -365,7 +423,12 @@ pub fn record_end(repo: &Path, call: CallContext<'_>, end: CallEnd) -> std::io::
 }
 
 fn receipt_of(call: CallContext<'_>) -> Receipt {
+    let prompt = call
+        .prompt
+        .as_deref()
+        .map(|p| KeptPrompt::of(p, prompt_path_of(&call.log)).0);
     Receipt {
+        prompt,
         id: call.id,
         run: call.run,
         owner: crate::sandbox::owner_token(std::process::id()).unwrap_or_default(),
@@ -418,6 +481,23 @@ pub use crate::git::git_dir;
 /// Where the full output of the call `receipt_id` goes.
 pub fn log_path(repo: &Path, receipt_id: &str) -> PathBuf {
     git_dir(repo).join(LOGS).join(format!("{receipt_id}.log"))
+}
+
+/// Keeps the call's prompt beside its log, durable before its receipt names it.
+fn keep_prompt(call: &CallContext<'_>) -> std::io::Result<()> {
+    match &call.prompt {
+        Some(prompt) => {
+            let file = prompt_path_of(&call.log);
+            let (_, kept) = KeptPrompt::of(prompt, file.clone());
+            write_durably(&file, &kept)
+        }
+        None => Ok(()),
+    }
+}
+
+/// Where the prompt of the call whose output goes to `log` is kept: beside it.
+fn prompt_path_of(log: &Path) -> PathBuf {
+    log.with_extension("prompt")
 }
 
 /// Records a receipt (its log must already be written).
@@ -524,7 +604,79 @@ mod tests {
             log_cut_bytes: 0,
             profile_carried: vec![],
             network_blocked: vec![],
+            prompt: None,
         }
+    }
+
+    #[test]
+    fn a_calls_prompt_is_kept_beside_its_log_and_named_by_its_hash() {
+        let repo = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(repo.path().join(".git")).unwrap();
+        let plugin = PluginRecord {
+            name: "p".into(),
+            version: "1".into(),
+            library_sha256: "00".into(),
+        };
+        let context = |id: &str, prompt: Option<String>| CallContext {
+            id: id.into(),
+            run: "run-1".into(),
+            item: "item".into(),
+            lane: "stet/item".into(),
+            role: CallRole::Review,
+            round: Some(2),
+            runtime: &plugin,
+            runtime_reason: "",
+            harness: &plugin,
+            image: "i",
+            network: "none".into(),
+            limits: String::new(),
+            started_unix_ms: 1,
+            ended_unix_ms: 1,
+            commit_before: String::new(),
+            commit_after: String::new(),
+            log: log_path(repo.path(), id),
+            prompt,
+        };
+        let asked = "Review this.\n\u{1b}[2J and this".to_string();
+        record_start(repo.path(), &context("a", Some(asked.clone()))).unwrap();
+        record_end(
+            repo.path(),
+            context("a", Some(asked.clone())),
+            CallEnd::default(),
+        )
+        .unwrap();
+        // A prompt over the bound is kept up to it, and says so; its hash is of all of it.
+        let long = "é".repeat(MAX_PROMPT_BYTES); // two bytes each: cut inside one
+        record_start(repo.path(), &context("b", Some(long.clone()))).unwrap();
+        // The repository's check asks no agent anything.
+        record_start(repo.path(), &context("c", None)).unwrap();
+        let (all, _) = read_all(repo.path());
+        let kept = all[0].prompt.clone().unwrap();
+        assert_eq!(
+            kept.file,
+            log_path(repo.path(), "a").with_extension("prompt")
+        );
+        assert_eq!(
+            kept.sha256,
+            crate::plugins::trust::sha256_bytes(asked.as_bytes())
+        );
+        assert_eq!((kept.bytes, kept.cut_bytes), (asked.len() as u64, 0));
+        assert_eq!(kept.read().unwrap(), asked);
+        let cut = all[1].prompt.clone().unwrap();
+        assert_eq!(cut.bytes, long.len() as u64);
+        assert_eq!(cut.cut_bytes, long.len() as u64 - MAX_PROMPT_BYTES as u64);
+        assert_eq!(
+            cut.sha256,
+            crate::plugins::trust::sha256_bytes(long.as_bytes())
+        );
+        let text = cut.read().unwrap();
+        assert!(text.ends_with(&format!(
+            "\n[stet: {} more bytes not kept]\n",
+            cut.cut_bytes
+        )));
+        assert!(text.len() <= MAX_PROMPT_BYTES + 64);
+        assert_eq!(all[2].prompt, None);
+        assert!(!log_path(repo.path(), "c").with_extension("prompt").exists());
     }
 
     #[test]

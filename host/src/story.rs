@@ -152,6 +152,14 @@ pub struct Step {
     /// The last lines of its output (a check's; an agent's are in `stet log`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tail: Vec<String>,
+    /// The agent call's number among the item's calls as listed (1 = the first): what
+    /// `stet show ID --prompt N` takes. None for a check.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub call: Option<u32>,
+    /// What the agent was asked, as its receipt names it (None for a check, and for a call
+    /// made by a stet that kept no prompts).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<crate::receipts::KeptPrompt>,
 }
 
 #[derive(Serialize)]
@@ -170,7 +178,12 @@ pub fn rounds(repo: &std::path::Path, item: &str) -> Vec<Round> {
         receipts.iter().filter(|r| r.item == item).collect();
     ours.sort_by_key(|r| r.started_unix_ms);
     let mut rounds: Vec<Round> = Vec::new();
+    let mut calls = 0u32;
     for r in ours {
+        let call = (r.role != crate::receipts::CallRole::Check).then(|| {
+            calls += 1;
+            calls
+        });
         let round = r.round.unwrap_or(1);
         let tail = if r.role == crate::receipts::CallRole::Check {
             // Written by a sandbox: read as data, the end only.
@@ -193,6 +206,8 @@ pub fn rounds(repo: &std::path::Path, item: &str) -> Vec<Round> {
             cost_usd: r.cost_usd,
             network_blocked: r.network_blocked.clone(),
             tail,
+            call,
+            prompt: r.prompt.clone(),
         };
         match rounds.last_mut() {
             Some(last) if last.round == round => last.steps.push(step),
@@ -203,6 +218,59 @@ pub fn rounds(repo: &std::path::Path, item: &str) -> Vec<Round> {
         }
     }
     rounds
+}
+
+/// The prompt the `n`-th agent call of `item` received (1 = the first, in the order
+/// [`rounds`] lists them), as kept beside its log, with the call it was.
+pub fn prompt(repo: &std::path::Path, item: &str, n: u32) -> Result<Prompt, Error> {
+    let steps: Vec<(u32, Step)> = rounds(repo, item)
+        .into_iter()
+        .flat_map(|r| r.steps.into_iter().map(move |s| (r.round, s)))
+        .filter(|(_, s)| s.call.is_some())
+        .collect();
+    let count = steps.len();
+    let Some((round, step)) = steps.into_iter().find(|(_, s)| s.call == Some(n)) else {
+        return Err(match count {
+            0 => Concept::Drive
+                .usage(format!("{item} has no agent call on this clone"))
+                .hint(format!("stet show {item} tells what is known of it")),
+            _ => Concept::Drive
+                .usage(format!(
+                    "{item} has {} on this clone: there is no call {n}",
+                    crate::printer::count(count, "agent call", "agent calls")
+                ))
+                .hint(format!(
+                    "--prompt takes 1 to {count}, as stet show {item} numbers them"
+                )),
+        });
+    };
+    let Some(kept) = &step.prompt else {
+        return Err(Concept::Drive
+            .unusable(format!(
+                "call {n} of {item} ({}) kept no prompt: it was made by a stet that did not keep prompts",
+                step.receipt
+            ))
+            .hint("calls made from now on keep theirs"));
+    };
+    let text = kept.read().map_err(|e| {
+        Concept::Drive
+            .failure(format!(
+                "cannot read the prompt of call {n} of {item}: {}",
+                kept.file.display()
+            ))
+            .caused_by(e.to_string())
+    })?;
+    Ok(Prompt { round, step, text })
+}
+
+/// An agent call's prompt, as [`prompt`] reads it back.
+pub struct Prompt {
+    /// The round the call was made in.
+    pub round: u32,
+    /// The call.
+    pub step: Step,
+    /// The prompt as kept.
+    pub text: String,
 }
 
 /// Which of a lane's change [`diff`] gives.

@@ -582,6 +582,11 @@ pub struct ShowArgs {
     #[arg(long)]
     pub diff: bool,
 
+    /// Print the prompt the N-th agent call received (1 = the first, as `stet show`
+    /// numbers them) instead of the story.
+    #[arg(long, value_name = "N", conflicts_with = "diff", value_parser = clap::value_parser!(u32).range(1..))]
+    pub prompt: Option<u32>,
+
     /// The remote that holds reservations and marks.
     #[arg(long, default_value = "origin", value_name = "NAME")]
     pub remote: String,

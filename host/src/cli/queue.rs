@@ -243,6 +243,9 @@ pub fn show(args: &super::ShowArgs, printer: Printer) -> Result<Exit, CliError> 
     if let Some(note) = &remote_note {
         printer.warn(note);
     }
+    if let Some(n) = args.prompt {
+        return show_prompt(&repo, &item.id, n, args.json, printer);
+    }
     let rounds = story::rounds(&repo, &item.id);
     let diff_stat = story::diff(&repo, &item.id, story::Diff::Stat);
     let diff = if args.diff {
@@ -300,6 +303,13 @@ pub fn show(args: &super::ShowArgs, printer: Printer) -> Result<Exit, CliError> 
                     printer.out(&format!("      {line}"));
                 }
             }
+            if let (Some(n), Some(kept)) = (step.call, &step.prompt) {
+                printer.out(&format!(
+                    "      asked: prompt {n}, {} (stet show {} --prompt {n})",
+                    crate::printer::size(kept.bytes),
+                    item.id
+                ));
+            }
             for b in &step.network_blocked {
                 printer.out(&format!(
                     "      network blocked: {} ×{} ({})",
@@ -344,6 +354,42 @@ pub fn show(args: &super::ShowArgs, printer: Printer) -> Result<Exit, CliError> 
     } else {
         Exit::Success
     })
+}
+
+/// `stet show ID --prompt N`: the prompt the item's N-th agent call received, as kept
+/// (through the printer: it holds the item's text and earlier agents' words, made inert).
+fn show_prompt(
+    repo: &std::path::Path,
+    item: &str,
+    n: u32,
+    json: bool,
+    printer: Printer,
+) -> Result<Exit, CliError> {
+    let story::Prompt { round, step, text } = story::prompt(repo, item, n)?;
+    if json {
+        #[derive(Serialize)]
+        struct Prompt<'a> {
+            call: u32,
+            receipt: &'a str,
+            role: &'a crate::receipts::CallRole,
+            prompt: &'a Option<crate::receipts::KeptPrompt>,
+            text: &'a str,
+        }
+        printer.json(&Prompt {
+            call: n,
+            receipt: &step.receipt,
+            role: &step.role,
+            prompt: &step.prompt,
+            text: &text,
+        });
+    } else {
+        printer.detail(&format!(
+            "prompt of call {n} of {item}: {} in round {}, receipt {}",
+            step.role, round, step.receipt
+        ));
+        printer.out(text.trim_end());
+    }
+    Ok(Exit::Success)
 }
 
 /// How often `stet log -f` looks for more output.

@@ -32,7 +32,7 @@ use crate::walls::guard::{self, Decision};
 pub enum HookEvent {
     /// Before each tool call: the guard.
     Guard,
-    /// At session start: hands the agent the repository's rules (AGENTS.md).
+    /// At session start: hands the agent the repository's rules (AGENTS.md, CLAUDE.md).
     Rules,
     /// At session start: recorded for the receipt.
     SessionStart,
@@ -45,9 +45,47 @@ fn role() -> String {
     std::env::var("STET_ROLE").unwrap_or_else(|_| "unknown".to_string())
 }
 
-/// Files whose text is handed to the agent as the repository's rules, first found wins.
-/// (The agent's own instruction-file loading is off in a walled launch.)
-const RULES_FILES: [&str; 1] = ["AGENTS.md"];
+/// Files at the top of the lane whose text is the repository's rules, in this order: the
+/// convention every agent reads (`AGENTS.md`) and Claude Code's own (`CLAUDE.md`). A walled
+/// Claude Code loads no instruction file itself (`CLAUDE_CODE_DISABLE_CLAUDE_MDS`): the
+/// rules hook hands it each that is there; the drive's prompts name them for every harness.
+pub const RULES_FILES: [&str; 2] = ["AGENTS.md", "CLAUDE.md"];
+
+/// The most of one rules file handed to the agent.
+const MAX_RULES_BYTES: u64 = 64 << 10;
+
+/// The repository's rules in the lane at `cwd`, as the agent's session-start context: each
+/// of [`RULES_FILES`] that is a regular file (a FIFO or a device the lane's last agent left
+/// is not opened: reading it could block the session), read up to [`MAX_RULES_BYTES`].
+fn rules_in(cwd: &Path) -> Option<String> {
+    use std::io::Read as _;
+    let mut parts = Vec::new();
+    for name in RULES_FILES {
+        let path = cwd.join(name);
+        if !std::fs::metadata(&path).is_ok_and(|m| m.is_file()) {
+            continue;
+        }
+        let Ok(file) = std::fs::File::open(&path) else {
+            continue;
+        };
+        let mut bytes = Vec::new();
+        if file
+            .take(MAX_RULES_BYTES.saturating_add(1))
+            .read_to_end(&mut bytes)
+            .is_err()
+        {
+            continue;
+        }
+        let cut = bytes.len() as u64 > MAX_RULES_BYTES;
+        bytes.truncate(MAX_RULES_BYTES as usize);
+        let mut text = String::from_utf8_lossy(&bytes).into_owned();
+        if cut {
+            text.push_str("\n[stet: the rest of this file is left out]");
+        }
+        parts.push(format!("The repository's rules ({name}):\n\n{text}"));
+    }
+    (!parts.is_empty()).then(|| parts.join("\n\n"))
+}
 
 /// Runs one hook: reads its JSON from `input`, answers on `out`/`err`, returns the exit code.
 pub fn hook(
@@ -104,15 +142,10 @@ pub fn hook(
         }
         HookEvent::Rules => {
             let cwd = payload["cwd"].as_str().unwrap_or(".");
-            let rules = RULES_FILES.iter().find_map(|name| {
-                std::fs::read_to_string(Path::new(cwd).join(name))
-                    .ok()
-                    .map(|t| (name, t))
-            });
-            if let Some((name, text)) = rules {
+            if let Some(rules) = rules_in(Path::new(cwd)) {
                 let answer = json!({"hookSpecificOutput": {
                     "hookEventName": "SessionStart",
-                    "additionalContext": format!("The repository's rules ({name}):\n\n{text}")
+                    "additionalContext": rules
                 }});
                 let _ = writeln!(out, "{answer}");
             }
@@ -295,6 +328,46 @@ mod tests {
             String::from_utf8(out).unwrap(),
             String::from_utf8(err).unwrap(),
         )
+    }
+
+    #[test]
+    fn the_rules_hook_hands_every_rules_file_bounded_and_opens_no_fifo() {
+        let lane = tempfile::tempdir().unwrap();
+        let input = json!({"cwd": lane.path()}).to_string();
+        // No rules file: nothing to hand, the session goes on.
+        assert_eq!(
+            run_hook(HookEvent::Rules, &input),
+            (0, String::new(), String::new())
+        );
+        std::fs::write(lane.path().join("AGENTS.md"), "Use tabs.\n").unwrap();
+        std::fs::write(
+            lane.path().join("CLAUDE.md"),
+            "x".repeat(MAX_RULES_BYTES as usize + 10),
+        )
+        .unwrap();
+        let (code, out, _) = run_hook(HookEvent::Rules, &input);
+        assert_eq!(code, 0);
+        let answer: Value = serde_json::from_str(&out).unwrap();
+        let context = answer["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .unwrap();
+        assert!(context.starts_with("The repository's rules (AGENTS.md):\n\nUse tabs.\n"));
+        assert!(context.contains("The repository's rules (CLAUDE.md):\n\nxxx"));
+        assert!(context.ends_with("[stet: the rest of this file is left out]"));
+        assert!(context.len() < MAX_RULES_BYTES as usize + 200);
+        // A FIFO where a rules file was (the last agent's doing) is passed over, not opened.
+        std::fs::remove_file(lane.path().join("AGENTS.md")).unwrap();
+        nix::unistd::mkfifo(
+            &lane.path().join("AGENTS.md"),
+            nix::sys::stat::Mode::from_bits_truncate(0o600),
+        )
+        .unwrap();
+        let (code, out, _) = run_hook(HookEvent::Rules, &input);
+        assert_eq!(code, 0);
+        assert!(
+            !out.contains("AGENTS.md") && out.contains("CLAUDE.md"),
+            "{out}"
+        );
     }
 
     #[test]

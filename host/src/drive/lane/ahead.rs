@@ -9,8 +9,6 @@ use crate::queue;
 
 use super::super::ahead::{Ahead, MakesNext, NextLane};
 use super::super::worker::{cannot_open, Worker};
-use super::implement::implement_prompt;
-use super::review::review_prompt;
 impl Worker<'_, '_> {
     /// Starts making, on threads of `ahead`'s scope, the sandboxes of the round's stages
     /// from `at` on that are not being made yet: the implementing call's, the check's,
@@ -39,16 +37,18 @@ impl Worker<'_, '_> {
             }
         }
         if implement && !ahead.has_implement() {
-            let prompt = implement_prompt(item, at.feedback.as_deref());
-            ahead.implement =
-                Some(scope.spawn(move || self.prepare_call(lane, Role::Implement, &prompt)));
+            let at = at.clone();
+            ahead.implement = Some(scope.spawn(move || {
+                let prompt = self.prompt_for(Role::Implement, item, lane, Some(&at))?;
+                self.prepare_call(lane, Role::Implement, &prompt)
+            }));
         }
         if check && ahead.check.is_none() {
             ahead.check = Some(scope.spawn(move || self.check_sandbox(lane)));
         }
         if review && ahead.review.is_none() {
             ahead.review = Some(scope.spawn(move || {
-                let prompt = review_prompt(item, &self.base_of(lane)?);
+                let prompt = self.prompt_for(Role::Review, item, lane, None)?;
                 self.prepare_call(lane, Role::Review, &prompt)
             }));
         }
@@ -102,7 +102,8 @@ impl Worker<'_, '_> {
         let implement = if self.ending() {
             None
         } else {
-            self.prepare_call(&lane, Role::Implement, &implement_prompt(&item, None))
+            self.prompt_for(Role::Implement, &item, &lane, None)
+                .and_then(|prompt| self.prepare_call(&lane, Role::Implement, &prompt))
                 .ok()
         };
         Ok(Some(NextLane {

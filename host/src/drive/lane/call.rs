@@ -191,7 +191,7 @@ impl Worker<'_, '_> {
             Ok(launched) => launched,
             Err(e) => return Ok(Call::not_launched(e)),
         };
-        let mut receipt = self.start_receipt(item, lane, round, role, &launched)?;
+        let mut receipt = self.start_receipt(item, lane, round, role, prompt, &launched)?;
         let ran = self.run_call(&mut launched, ready, lane, role, &receipt);
         // The runtime or the harness failing (a sandbox that cannot start, an output the
         // harness cannot read) is this call failing: recorded, and counted toward an
@@ -330,12 +330,14 @@ impl Worker<'_, '_> {
         lane: &Lane,
         round: u32,
         role: Role,
+        prompt: &str,
         launched: &Launched,
     ) -> Result<CallContext<'_>, Error> {
         let started = self.drive.clock.now_ms();
         let id = format!("{started}-{}-{}", item.id, call::role_word(role));
         let receipt = self.walled().context(call::Made {
             log: receipts::log_path(&self.drive.repo, &id),
+            prompt: Some(prompt.to_string()),
             id,
             run: self.drive.run.clone(),
             item: item.id.clone(),

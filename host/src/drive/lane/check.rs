@@ -116,6 +116,8 @@ impl Worker<'_, '_> {
         };
         let mut call = self.walled().context(crate::call::Made {
             log: receipts::log_path(&self.drive.repo, &id),
+            // No agent is asked anything: the check's command is in the settings.
+            prompt: None,
             id,
             run: self.drive.run.clone(),
             item: item.id.clone(),

@@ -35,7 +35,7 @@ impl Worker<'_, '_> {
                 "the lane could not be put back to its last commit: {e}"
             )));
         }
-        let prompt = implement_prompt(item, at.feedback.as_deref());
+        let prompt = self.prompt_for(Role::Implement, item, lane, Some(at))?;
         let message = format!("stet: {} (round {})", item.title, at.round);
         let call = self.agent_call(
             item,
@@ -119,19 +119,4 @@ impl Worker<'_, '_> {
             ..at.clone()
         }))
     }
-}
-
-pub(in crate::drive) fn implement_prompt(item: &queue::Item, feedback: Option<&str>) -> String {
-    let mut prompt = format!(
-        "You are working in a git working copy on its own branch. Do what this work item asks, \
-         and nothing else:\n\n{}\n",
-        item.text.trim()
-    );
-    if let Some(feedback) = feedback {
-        prompt.push_str(&format!(
-            "\nYour previous attempt was not accepted.\n{feedback}\n"
-        ));
-    }
-    prompt.push_str("\nLeave your changes in the working copy; stet commits and pushes them.");
-    prompt
 }

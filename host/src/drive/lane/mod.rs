@@ -8,6 +8,7 @@ mod call;
 mod check;
 mod implement;
 mod land;
+mod prompt;
 mod review;
 mod scan;
 

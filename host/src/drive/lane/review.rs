@@ -62,9 +62,8 @@ impl Worker<'_, '_> {
         if !self.pace() {
             return Ok(Moved::End(ItemEnd::Stopped(lane.branch.clone())));
         }
-        // What the reviewer judges: everything the lane adds to the repository's HEAD.
-        let base = self.base_of(lane)?;
-        let prompt = review_prompt(item, &base);
+        // What the reviewer judges: everything the lane adds to its base.
+        let prompt = self.prompt_for(Role::Review, item, lane, Some(at))?;
         let call = self.agent_call(
             item,
             lane,
@@ -148,13 +147,4 @@ impl Worker<'_, '_> {
             }
         }
     }
-}
-
-pub(in crate::drive) fn review_prompt(item: &queue::Item, base: &str) -> String {
-    format!(
-        "You are reviewing a change made for this work item:\n\n{}\n\nSee it with `git diff {base}`. \
-         Answer with LAND on the first line if the change does what was asked and nothing else, \
-         or with REVISE on the first line followed by what must change.",
-        item.text.trim()
-    )
 }

@@ -1,0 +1,195 @@
+//! What each call of a lane is told: the item, and what a colleague would add — the
+//! repository's rules, its check, and for a reviewer the base and the check's result.
+//!
+//! A prompt is built from the item, the settings and the lane's last commit, never from
+//! the working tree a sandbox wrote: the same lane at the same commit gets the same prompt,
+//! so a call made ahead fits the call made now (`ahead.rs`).
+
+use stet_plugin_api::Role;
+
+use crate::checkpoints::Checkpoint;
+use crate::error::Error;
+use crate::lanes::Lane;
+use crate::queue;
+use crate::walls::hooks::RULES_FILES;
+
+use super::super::worker::Worker;
+
+/// What a prompt says beside the item.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(in crate::drive) struct Brief<'a> {
+    /// The repository's check command, when it has one.
+    pub check: Option<&'a str>,
+    /// The rules files at the top of the lane's last commit (of [`RULES_FILES`]).
+    pub rules: Vec<&'static str>,
+}
+
+impl Worker<'_, '_> {
+    /// The brief for a call in `lane`: the settings' check, and the rules files its last
+    /// commit holds (read from git's tree, as data: a name is all that is taken).
+    pub(in crate::drive) fn brief(&self, lane: &Lane) -> Brief<'_> {
+        let listed = lane
+            .git()
+            .run(&["ls-tree", "--name-only", "HEAD", "--"])
+            .unwrap_or_default();
+        let names: Vec<&str> = listed.lines().collect();
+        Brief {
+            check: self.drive.options.check.as_deref(),
+            rules: RULES_FILES
+                .into_iter()
+                .filter(|f| names.contains(f))
+                .collect(),
+        }
+    }
+
+    /// The prompt of the call `role` makes in `lane` at the checkpoint `at` (or the lane's
+    /// first call, with no feedback).
+    pub(in crate::drive) fn prompt_for(
+        &self,
+        role: Role,
+        item: &queue::Item,
+        lane: &Lane,
+        at: Option<&Checkpoint>,
+    ) -> Result<String, Error> {
+        let brief = self.brief(lane);
+        Ok(match role {
+            Role::Review => review_prompt(item, &self.base_of(lane)?, &brief),
+            _ => implement_prompt(item, at.and_then(|a| a.feedback.as_deref()), &brief),
+        })
+    }
+}
+
+/// The rules sentence, for an implementing agent or a reviewer.
+fn rules_sentence(rules: &[&str], what: &str) -> Option<String> {
+    let names: Vec<String> = rules.iter().map(|r| format!("`{r}`")).collect();
+    match names.as_slice() {
+        [] => None,
+        [one] => Some(format!(
+            "The repository's rules are in {one} at the top of the working copy: {what}"
+        )),
+        many => Some(format!(
+            "The repository's rules are in {} at the top of the working copy: {what}",
+            many.join(" and ")
+        )),
+    }
+}
+
+/// The implementing call's prompt: the item, the rules, the check it can run before it
+/// finishes, and why the last round was not accepted.
+pub(in crate::drive) fn implement_prompt(
+    item: &queue::Item,
+    feedback: Option<&str>,
+    brief: &Brief<'_>,
+) -> String {
+    let mut prompt = format!(
+        "You are working in a git working copy on its own branch. Do what this work item asks, \
+         and nothing else:\n\n{}\n",
+        item.text.trim()
+    );
+    if let Some(rules) = rules_sentence(&brief.rules, "read them first and follow them.") {
+        prompt.push_str(&format!("\n{rules}\n"));
+    }
+    if let Some(check) = brief.check {
+        prompt.push_str(&format!(
+            "\nWhen you are done, stet runs the repository's check in the working copy: \
+             `{check}`. Your change is reviewed only if it passes: run it yourself before \
+             you finish.\n"
+        ));
+    }
+    if let Some(feedback) = feedback {
+        prompt.push_str(&format!(
+            "\nYour previous attempt was not accepted.\n{feedback}\n"
+        ));
+    }
+    prompt.push_str("\nLeave your changes in the working copy; stet commits and pushes them.");
+    prompt
+}
+
+/// The reviewing call's prompt: the item, the base the change is measured from, what the
+/// check said, the rules, and the answer's shape. (The last sentence naming `git diff
+/// BASE` is the one the example agent reads.)
+pub(in crate::drive) fn review_prompt(item: &queue::Item, base: &str, brief: &Brief<'_>) -> String {
+    let mut prompt = format!(
+        "You are reviewing a change made on its own branch for this work item:\n\n{}\n\n\
+         The change is every commit since {base}, where the branch left its base: \
+         `git log -p {base}..HEAD` shows each commit.\n",
+        item.text.trim()
+    );
+    match brief.check {
+        Some(check) => prompt.push_str(&format!(
+            "The repository's check, `{check}`, passed on this change.\n"
+        )),
+        None => prompt
+            .push_str("The repository has no check configured: nothing has run the change yet.\n"),
+    }
+    if let Some(rules) = rules_sentence(&brief.rules, "the change must follow them.") {
+        prompt.push_str(&format!("{rules}\n"));
+    }
+    prompt.push_str(&format!(
+        "\nSee the whole change with `git diff {base}`. Answer with LAND on the first line if \
+         the change does what was asked and nothing else, or with REVISE on the first line \
+         followed by what must change."
+    ));
+    prompt
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(text: &str) -> queue::Item {
+        queue::Item {
+            id: "i".into(),
+            title: "t".into(),
+            text: text.into(),
+            path: "i.md".into(),
+        }
+    }
+
+    #[test]
+    fn the_implementing_prompt_names_the_rules_the_check_and_the_last_rounds_words() {
+        let brief = Brief {
+            check: Some("python3 -m pytest -q"),
+            rules: vec!["AGENTS.md", "CLAUDE.md"],
+        };
+        let prompt = implement_prompt(&item("Add a greeting."), Some("it failed"), &brief);
+        insta::assert_snapshot!(prompt, @r"
+        You are working in a git working copy on its own branch. Do what this work item asks, and nothing else:
+
+        Add a greeting.
+
+        The repository's rules are in `AGENTS.md` and `CLAUDE.md` at the top of the working copy: read them first and follow them.
+
+        When you are done, stet runs the repository's check in the working copy: `python3 -m pytest -q`. Your change is reviewed only if it passes: run it yourself before you finish.
+
+        Your previous attempt was not accepted.
+        it failed
+
+        Leave your changes in the working copy; stet commits and pushes them.
+        ");
+        let bare = implement_prompt(&item("Add a greeting."), None, &Brief::default());
+        assert!(!bare.contains("rules") && !bare.contains("check"), "{bare}");
+    }
+
+    #[test]
+    fn the_review_prompt_names_the_base_the_checks_result_and_the_rules() {
+        let brief = Brief {
+            check: Some("make test"),
+            rules: vec!["AGENTS.md"],
+        };
+        let prompt = review_prompt(&item("Add a greeting."), "abc123", &brief);
+        insta::assert_snapshot!(prompt, @r"
+        You are reviewing a change made on its own branch for this work item:
+
+        Add a greeting.
+
+        The change is every commit since abc123, where the branch left its base: `git log -p abc123..HEAD` shows each commit.
+        The repository's check, `make test`, passed on this change.
+        The repository's rules are in `AGENTS.md` at the top of the working copy: the change must follow them.
+
+        See the whole change with `git diff abc123`. Answer with LAND on the first line if the change does what was asked and nothing else, or with REVISE on the first line followed by what must change.
+        ");
+        let unchecked = review_prompt(&item("x"), "abc123", &Brief::default());
+        assert!(unchecked.contains("no check configured"), "{unchecked}");
+    }
+}
