@@ -557,6 +557,107 @@ fn a_drive_lands_an_item_with_the_example_agent() {
     assert!(calls[1].2.starts_with("LAND\n"), "{calls:?}");
 }
 
+/// Inside the sandbox the lane reads as a developer's would: a reviewer's `git diff BASE`
+/// prints the change as text, though the repository's `.gitattributes` marks every file
+/// `-diff` and names a filter (the lane's `info/attributes` leaves both unspecified). Each
+/// call's prompt is kept: the implementing one names the rules file and the check, the
+/// review the base, the check's result and the rules; `stet show` numbers the calls and
+/// `--prompt N` prints what each was asked, its hash in the receipt.
+#[test]
+fn a_reviewer_reads_the_lanes_diff_as_text_and_every_call_keeps_what_it_was_asked() {
+    let c = Cmd::new("");
+    let reviewer = c.stand_in(
+        "diff-reviewer.sh",
+        "prompt=$(cat)\n\
+         base=$(printf '%s\\n' \"$prompt\" | sed -n 's/.*`git diff \\([^`]*\\)`.*/\\1/p' | tail -n 1)\n\
+         echo LAND\n\
+         git diff \"$base\"",
+    );
+    c.configure(&format!(
+        "implement = [\"{}\"]\nreview = [\"{}\"]\n\n[drive]\ncheck = \"test -s hello.txt\"",
+        example_agent().display(),
+        reviewer.display()
+    ));
+    let config = std::fs::read_to_string(c.world.work.join("stet.toml")).unwrap();
+    c.world.clone_of_fresh_remote();
+    std::fs::write(c.world.work.join("stet.toml"), config).unwrap();
+    std::fs::write(c.world.work.join(".gitattributes"), "* -diff filter=evil\n").unwrap();
+    std::fs::write(c.world.work.join("AGENTS.md"), "Greet politely.\n").unwrap();
+    c.world.trust_in(&c.world.work);
+    git(
+        &c.world.work,
+        &["add", "stet.toml", ".gitattributes", "AGENTS.md"],
+    );
+    git(
+        &c.world.work,
+        &["commit", "--quiet", "-m", "configure stet"],
+    );
+    git(&c.world.work, &["push", "--quiet", "origin", "HEAD"]);
+    let out = c.run(&["add", "write hello.txt: hi from the lane"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let out = c.run(&["drive", "--yes", "--harness", "command"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+
+    let receipts = stet_e2e::receipts_oldest_first(&c.run(&["receipts", "--json"]));
+    let review = receipts
+        .iter()
+        .find(|r| r["role"] == "review")
+        .unwrap_or_else(|| panic!("no review: {receipts:#?}"));
+    let detail = review["detail"].as_str().unwrap();
+    assert!(detail.contains("+hi from the lane"), "{detail}");
+    assert!(!detail.contains("Binary files"), "{detail}");
+
+    let item = review["item"].as_str().unwrap();
+    let shown = c.run(&["show", item]);
+    assert_eq!(shown.code, 0, "{}", shown.stderr);
+    assert!(
+        shown.stdout.contains("asked: prompt 1, ") && shown.stdout.contains("--prompt 2)"),
+        "{}",
+        shown.stdout
+    );
+    let implement = c.run(&["show", item, "--prompt", "1"]);
+    assert_eq!(implement.code, 0, "{}", implement.stderr);
+    assert!(
+        implement
+            .stdout
+            .contains("write hello.txt: hi from the lane"),
+        "{}",
+        implement.stdout
+    );
+    assert!(
+        implement.stdout.contains("`AGENTS.md`"),
+        "{}",
+        implement.stdout
+    );
+    assert!(
+        implement.stdout.contains("`test -s hello.txt`"),
+        "{}",
+        implement.stdout
+    );
+    let asked = c.run(&["show", item, "--prompt", "2", "--json"]).json();
+    assert_eq!(asked["role"], "review");
+    let text = asked["text"].as_str().unwrap();
+    assert!(
+        text.contains("The repository's check, `test -s hello.txt`, passed"),
+        "{text}"
+    );
+    assert!(
+        text.contains("See the whole change with `git diff "),
+        "{text}"
+    );
+    // The receipt names the prompt by the hash of what the agent received.
+    assert_eq!(asked["prompt"]["sha256"], review["prompt"]["sha256"]);
+    use sha2::Digest as _;
+    let hash: String = sha2::Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(review["prompt"]["sha256"], hash);
+    let out = c.run(&["show", item, "--prompt", "3"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("there is no call 3"), "{}", out.stderr);
+}
+
 /// The `Authorization` header of a request a recording service saw ("none" without one).
 fn authorization(head: &stet_e2e::http::Head) -> String {
     head.headers

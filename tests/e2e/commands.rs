@@ -292,6 +292,7 @@ fn a_repository_from_init_through_a_drive_to_clean() {
     p.snap("show", &["show", &landing]);
     p.snap("show_json", &["show", "--json", &landing]);
     p.snap("show_diff", &["show", "--diff", &landing]);
+    p.snap("show_prompt", &["show", &landing, "--prompt", "2"]);
     p.snap("show_a_failed_item", &["show", &failing]);
     p.snap("show_a_cancelled_item", &["show", &cancelled]);
     p.snap("show_json_of_a_failed_item", &["show", "--json", &failing]);

@@ -324,6 +324,51 @@ fn ask_runs_an_approved_command_and_reports_cost_and_usage() {
     );
 }
 
+/// The repository's rules reach the real Claude Code through stet's rules hook, each file
+/// once (Claude Code's own loading of `CLAUDE.md` is off in a walled launch), and the
+/// call's prompt is kept with its receipt.
+#[test]
+fn the_rules_files_reach_the_real_cli_through_the_rules_hook_and_the_prompt_is_kept() {
+    let c = claude_world(FakeApi::start(|_| Reply::Text("read them".into())));
+    std::fs::write(
+        c.world.work.join("AGENTS.md"),
+        "Rule from AGENTS: use tabs.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        c.world.work.join("CLAUDE.md"),
+        "Rule from CLAUDE: no emoji.\n",
+    )
+    .unwrap();
+    let out = c
+        .world
+        .run_stet(&["ask", "--json", "follow", "the", "rules"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let sent = c.api.requests()[0].body.to_string();
+    for (file, rule) in [
+        ("AGENTS.md", "Rule from AGENTS: use tabs."),
+        ("CLAUDE.md", "Rule from CLAUDE: no emoji."),
+    ] {
+        let handed = format!("The repository's rules ({file}):");
+        assert!(
+            sent.contains(&handed),
+            "{file} not handed by the hook: {sent}"
+        );
+        assert_eq!(
+            sent.matches(rule).count(),
+            1,
+            "{rule} reached the model other than once: {sent}"
+        );
+    }
+    let receipts = stet_e2e::receipts_oldest_first(&c.world.run_stet(&["receipts", "--json"]));
+    let prompt = &receipts[0]["prompt"];
+    assert_eq!(prompt["bytes"], "follow the rules".len(), "{prompt:#}");
+    assert_eq!(
+        std::fs::read_to_string(prompt["file"].as_str().unwrap()).unwrap(),
+        "follow the rules"
+    );
+}
+
 #[test]
 fn the_guard_refuses_a_push_and_the_agent_is_told_why() {
     let c = claude_world(asks_to_run("git push origin HEAD"));

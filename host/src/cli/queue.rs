@@ -293,6 +293,13 @@ pub fn show(args: &super::ShowArgs, printer: Printer) -> Result<Exit, CliError> 
                 crate::printer::duration(step.seconds),
                 step.receipt
             ));
+            if let (Some(n), Some(kept)) = (step.call, &step.prompt) {
+                printer.out(&format!(
+                    "      asked: prompt {n}, {} (stet show {} --prompt {n})",
+                    crate::printer::size(kept.bytes),
+                    item.id
+                ));
+            }
             // A check's detail is its output, shown as its tail below.
             if !step.detail.is_empty()
                 && step.tail.is_empty()
@@ -302,13 +309,6 @@ pub fn show(args: &super::ShowArgs, printer: Printer) -> Result<Exit, CliError> 
                 for line in step.detail.lines().take(6) {
                     printer.out(&format!("      {line}"));
                 }
-            }
-            if let (Some(n), Some(kept)) = (step.call, &step.prompt) {
-                printer.out(&format!(
-                    "      asked: prompt {n}, {} (stet show {} --prompt {n})",
-                    crate::printer::size(kept.bytes),
-                    item.id
-                ));
             }
             for b in &step.network_blocked {
                 printer.out(&format!(
