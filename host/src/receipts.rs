@@ -286,12 +286,14 @@ pub const MAX_PROMPT_BYTES: usize = 256 << 10;
 impl KeptPrompt {
     /// What is kept of `prompt` in `file`, and the bytes to write there.
     fn of(prompt: &str, file: PathBuf) -> (KeptPrompt, Vec<u8>) {
-        let mut end = prompt.len().min(MAX_PROMPT_BYTES);
-        while !prompt.is_char_boundary(end) {
-            end -= 1;
-        }
-        let mut kept = prompt.as_bytes()[..end].to_vec();
-        let cut = (prompt.len() - end) as u64;
+        // The longest start of it within the bound that ends on a character.
+        let end = (0..=prompt.len().min(MAX_PROMPT_BYTES))
+            .rev()
+            .find(|&i| prompt.is_char_boundary(i))
+            .unwrap_or(0);
+        let (kept, rest) = prompt.split_at_checked(end).unwrap_or(("", prompt));
+        let mut kept = kept.as_bytes().to_vec();
+        let cut = rest.len() as u64;
         if cut > 0 {
             kept.extend_from_slice(format!("\n[stet: {cut} more bytes not kept]\n").as_bytes());
         }
