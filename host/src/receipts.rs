@@ -258,6 +258,10 @@ pub struct Receipt {
     /// What stet's proxy refused the call: each host:port, why, how often, first when.
     #[serde(default)]
     pub network_blocked: Vec<crate::network::BlockedRecord>,
+    /// The signal by which the person stopped the call (a drive's second stop), when they
+    /// did; `ended_unix_ms` is when.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_by_signal: Option<i32>,
 }
 
 /// Who makes an agent call and where, for its receipt: known before the call starts.
@@ -397,6 +401,7 @@ fn receipt_of(call: CallContext<'_>) -> Receipt {
         log_cut_bytes: 0,
         profile_carried: Vec::new(),
         network_blocked: Vec::new(),
+        stopped_by_signal: None,
     }
 }
 
@@ -472,14 +477,76 @@ pub fn settle_interrupted(
         if receipt.outcome != Outcome::Running || owner_alive(&receipt.owner) {
             continue;
         }
+        let kept = kept_output(&mut receipt);
         receipt.outcome = Outcome::Interrupted;
-        receipt.detail =
-            "the drive that made this call ended during it (killed or crashed); the call's output is lost"
-                .to_string();
+        receipt.detail = format!(
+            "the stet that made this call ended during it without a stop (killed or crashed); {kept}"
+        );
         record(repo, &receipt)?;
         settled.push(receipt);
     }
     Ok(settled)
+}
+
+/// Marks the running receipts of the stet process `owner` (this one) as interrupted by the
+/// person's stop, `signal`, at `at_unix_ms` (`when`, in words); returns them as marked.
+pub fn settle_stopped(
+    repo: &Path,
+    owner: &str,
+    signal: i32,
+    at_unix_ms: u64,
+    when: &str,
+) -> std::io::Result<Vec<Receipt>> {
+    let (all, _) = read_all(repo);
+    let mut settled = Vec::new();
+    for mut receipt in all {
+        if receipt.outcome != Outcome::Running || receipt.owner != owner {
+            continue;
+        }
+        receipt.ended_unix_ms = at_unix_ms.max(receipt.started_unix_ms);
+        let kept = kept_output(&mut receipt);
+        receipt.outcome = Outcome::Interrupted;
+        receipt.stopped_by_signal = Some(signal);
+        receipt.detail = format!(
+            "stopped by the person at {when}: a second stop signal ({}) killed the call; {kept}",
+            signal_name(signal)
+        );
+        record(repo, &receipt)?;
+        settled.push(receipt);
+    }
+    Ok(settled)
+}
+
+/// What a cut-short call's log kept, in words; the receipt takes the log's size as its
+/// output, and, when no end was recorded, the log's last write as its end.
+fn kept_output(receipt: &mut Receipt) -> String {
+    let Ok(meta) = std::fs::symlink_metadata(&receipt.log) else {
+        return "it left no log".to_string();
+    };
+    receipt.output_bytes = receipt.output_bytes.max(meta.len());
+    if receipt.ended_unix_ms <= receipt.started_unix_ms {
+        let written = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0);
+        receipt.ended_unix_ms = written.max(receipt.started_unix_ms);
+    }
+    format!(
+        "its output until then is kept in its log ({})",
+        crate::printer::size(meta.len())
+    )
+}
+
+/// A stop signal's name.
+pub fn signal_name(signal: i32) -> String {
+    match signal {
+        1 => "SIGHUP".to_string(),
+        2 => "SIGINT, Ctrl-C".to_string(),
+        15 => "SIGTERM".to_string(),
+        n => format!("signal {n}"),
+    }
 }
 
 #[cfg(test)]
@@ -524,6 +591,7 @@ mod tests {
             log_cut_bytes: 0,
             profile_carried: vec![],
             network_blocked: vec![],
+            stopped_by_signal: None,
         }
     }
 
