@@ -243,10 +243,9 @@ impl CallProfile {
     /// Copies the walled profile `profile` for one call, with a stand-in in place of each
     /// credential `harness` declares (`credentials::seal`).
     pub fn of(harness: &OpenHarness, profile: &Profile) -> Result<CallProfile, Error> {
-        let copy = crate::sandbox::leftovers::temp_dir("stet-call-profile-")
-            .map_err(|e| {
-                Concept::Harness.failure(format!("cannot make the call's profile: {e}"))
-            })?;
+        let copy = crate::sandbox::leftovers::temp_dir("stet-call-profile-").map_err(|e| {
+            Concept::Harness.failure(format!("cannot make the call's profile: {e}"))
+        })?;
         let dir = copy.path().join("profile");
         crate::files::copy_tree(Path::new(profile.dir.as_str()), &dir).map_err(|e| {
             Concept::Harness

@@ -248,7 +248,7 @@ pub fn run(settings: &Settings, options: &DriveOptions, printer: Printer) -> Res
             crate::printer::count(reaped, "sandbox", "sandboxes")
         );
     }
-    let temps = sandbox::leftovers::reap_dead_temp_dirs();
+    let temps = sandbox::leftovers::reap_dead_temp_dirs(false);
     if !temps.is_empty() {
         note!(
             printer,

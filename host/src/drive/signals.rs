@@ -85,7 +85,10 @@ impl Signals {
         let first = !self.stop.request(signal);
         let lanes = self.lanes.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let Some(lanes) = lanes else {
-            self.end_now(signal, "stopped while the drive was starting; nothing was reserved");
+            self.end_now(
+                signal,
+                "stopped while the drive was starting; nothing was reserved",
+            );
         };
         if first {
             // Host-side git in progress (on a lane a sandbox wrote) ends within seconds;
@@ -119,9 +122,7 @@ impl Signals {
         };
         self.end_now(
             signal,
-            &format!(
-                "killed the agent's processes; {what}; the next stet drive takes the lane up"
-            ),
+            &format!("killed the agent's processes; {what}; the next stet drive takes the lane up"),
         );
     }
 
@@ -133,16 +134,20 @@ impl Signals {
         let _quiet = stderr.lock();
         crate::git::kill_all();
         let closed = leftovers::close(MAKING);
-        let runtime = self.runtime.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let runtime = self
+            .runtime
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
         if let Some(runtime) = runtime {
             leftovers::teardown_own(&runtime);
         }
-        leftovers::reap_temp_dirs(None, true, |_| true);
+        leftovers::remove_own_temp_dirs();
         let at = crate::call::now_ms();
         let when = clock((at / 1000) as i64);
         let owner = crate::sandbox::owner_token(std::process::id()).unwrap_or_default();
-        let stopped =
-            crate::receipts::settle_stopped(&self.repo, &owner, signal, at, &when).unwrap_or_default();
+        let stopped = crate::receipts::settle_stopped(&self.repo, &owner, signal, at, &when)
+            .unwrap_or_default();
         for r in &stopped {
             super::note!(
                 self.printer,

@@ -65,9 +65,8 @@ fn own_mark() -> String {
 /// A temporary directory `<prefix><pid>.<start time>-<random>` under the temporary
 /// directory, removed when dropped; refused once the process is closing.
 pub fn temp_dir(prefix: &str) -> std::io::Result<tempfile::TempDir> {
-    let _making = making().ok_or_else(|| {
-        std::io::Error::new(std::io::ErrorKind::Interrupted, "stet is stopping")
-    })?;
+    let _making = making()
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::Interrupted, "stet is stopping"))?;
     tempfile::Builder::new()
         .prefix(&format!("{prefix}{}-", own_mark()))
         .tempdir()
@@ -100,14 +99,18 @@ pub struct RemovedTemp {
 
 /// Removes the temporary directories under `root` (the system's temporary directory when
 /// `None`) whose stet process `alive` says is gone — or, with `only_mine`, this process's
-/// own. Only directories this user owns, named as [`temp_dir`] names them.
+/// own. Only directories this user owns, named as [`temp_dir`] names them. A dry run
+/// lists them only.
 pub fn reap_temp_dirs(
     root: Option<&Path>,
     only_mine: bool,
     alive: impl Fn(&str) -> bool,
+    dry_run: bool,
 ) -> Vec<RemovedTemp> {
     use std::os::unix::fs::MetadataExt;
-    let root = root.map(Path::to_path_buf).unwrap_or_else(std::env::temp_dir);
+    let root = root
+        .map(Path::to_path_buf)
+        .unwrap_or_else(std::env::temp_dir);
     let Ok(entries) = std::fs::read_dir(&root) else {
         return Vec::new();
     };
@@ -134,16 +137,29 @@ pub fn reap_temp_dirs(
         }
         let path = entry.path();
         let bytes = crate::files::tree_size(&path, u64::MAX);
-        if std::fs::remove_dir_all(&path).is_ok() || !path.exists() {
+        if dry_run || std::fs::remove_dir_all(&path).is_ok() || !path.exists() {
             removed.push(RemovedTemp { path, bytes });
         }
     }
     removed
 }
 
-/// Removes the temporary directories of stet processes that are gone.
-pub fn reap_dead_temp_dirs() -> Vec<RemovedTemp> {
-    reap_temp_dirs(None, false, owner_alive)
+/// Removes (or, in a dry run, lists) the temporary directories of stet processes that are
+/// gone: the next drive, `stet gc` and `stet clean` do.
+pub fn reap_dead_temp_dirs(dry_run: bool) -> Vec<RemovedTemp> {
+    reap_temp_dirs(None, false, owner_alive, dry_run)
+}
+
+/// Removes this process's own temporary directories, for a stop: other threads may still
+/// be writing into one (a scratch lane being laid out) and make a path again, so passes
+/// repeat until one finds nothing, for at most about a second.
+pub fn remove_own_temp_dirs() {
+    for _ in 0..20 {
+        if reap_temp_dirs(None, true, |_| true, false).is_empty() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// Tears down every sandbox of `runtime` this process owns (by its owner label); returns
@@ -174,7 +190,12 @@ mod tests {
     #[test]
     fn a_temp_dir_names_its_owner_and_only_a_gone_owners_is_reaped() {
         let dir = temp_dir("stet-call-profile-").unwrap();
-        let name = dir.path().file_name().unwrap().to_string_lossy().into_owned();
+        let name = dir
+            .path()
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
         let mine = owner_token(std::process::id()).unwrap();
         assert_eq!(owner_of(&name).as_deref(), Some(mine.as_str()), "{name}");
         assert_eq!(
@@ -182,7 +203,12 @@ mod tests {
             Some("4194999:12")
         );
         // Not ours, or not named by an owner: never touched.
-        for name in ["stet-proof-XyZ", "other-1.2-abc", "stet-1.2-abc", "stet-proof-.1-x"] {
+        for name in [
+            "stet-proof-XyZ",
+            "other-1.2-abc",
+            "stet-1.2-abc",
+            "stet-proof-.1-x",
+        ] {
             assert_eq!(owner_of(name), None, "{name}");
         }
         let root = tempfile::tempdir().unwrap();
@@ -193,17 +219,19 @@ mod tests {
             std::fs::create_dir(d).unwrap();
             std::fs::write(d.join("f"), "x").unwrap();
         }
-        let removed = reap_temp_dirs(Some(root.path()), false, |o| o == "4194998:12");
+        let removed = reap_temp_dirs(Some(root.path()), false, |o| o == "4194998:12", false);
         assert_eq!(removed.len(), 1);
         assert_eq!(removed[0].path, gone);
         assert!(!gone.exists() && live.exists() && foreign.exists());
         // This process's own is left to it, unless it asks.
-        let own = root.path().join(format!("stet-proof-{}-AbC123", own_mark()));
+        let own = root
+            .path()
+            .join(format!("stet-proof-{}-AbC123", own_mark()));
         std::fs::create_dir(&own).unwrap();
-        assert!(reap_temp_dirs(Some(root.path()), false, |_| false)
+        assert!(reap_temp_dirs(Some(root.path()), false, |_| false, false)
             .iter()
             .all(|r| r.path != own));
-        let removed = reap_temp_dirs(Some(root.path()), true, |_| true);
+        let removed = reap_temp_dirs(Some(root.path()), true, |_| true, false);
         assert_eq!(removed.len(), 1);
         assert!(!own.exists());
     }
