@@ -921,3 +921,113 @@ fn a_stop_at_any_instant_of_the_start_leaves_nothing_behind() {
         }
     }
 }
+
+/// Runs `stet args…` in `c`'s world with the temporary directory `tmp`.
+fn run_with_tmp(c: &Cmd, tmp: &Path, args: &[&str]) -> Output {
+    let mut command = c.world.stet(args);
+    command.env("TMPDIR", tmp);
+    if let Some((uid, gid)) = c.who {
+        chown_all(c.world.root.path(), uid, gid);
+        command.uid(uid).gid(gid);
+    }
+    c.world.run(&mut command)
+}
+
+/// What a stet killed mid-call leaves — its sandboxes, its call's profile copy and other
+/// temporary directories — `stet clean`, `stet gc` and the next drive each remove; the
+/// call's receipt then says its stet ended without a stop, keeps its log and its time.
+#[test]
+fn what_a_killed_stet_left_clean_gc_and_the_next_drive_remove() {
+    let (c, tmp) = stoppable_drive_world();
+    let mut command = c.world.stet(&["drive", "--yes", "--harness", "command"]);
+    command.env("TMPDIR", &tmp);
+    if let Some((uid, gid)) = c.who {
+        chown_all(c.world.root.path(), uid, gid);
+        command.uid(uid).gid(gid);
+    }
+    let mut child = command.stderr(std::process::Stdio::null()).spawn().unwrap();
+    let receipts = c.world.work.join(".git/stet/receipts");
+    wait_for("the implementing call", 0, || {
+        std::fs::read_dir(&receipts).is_ok_and(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .any(|e| std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains("\"running\"")))
+        })
+    });
+    // Its output has begun reaching its log.
+    let logs = c.world.work.join(".git/stet/logs");
+    wait_for("the call's output", 0, || {
+        std::fs::read_dir(&logs).is_ok_and(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .any(|e| e.metadata().is_ok_and(|m| m.len() > 0))
+        })
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let left = stet_temp_dirs(&tmp);
+    assert!(
+        left.iter().any(|n| n.starts_with("stet-call-profile-")),
+        "the killed stet left its call's profile copy: {left:?}"
+    );
+    assert!(
+        stet_e2e::sandboxes_owned_by(child.id()) > 0,
+        "and its sandbox"
+    );
+
+    let out = run_with_tmp(&c, &tmp, &["clean"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains("temporary director") && out.stdout.contains("a stopped stet left"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(stet_temp_dirs(&tmp), Vec::<String>::new());
+
+    // The same leftovers again, for gc and for the next drive (named for the dead process).
+    let plant = || {
+        for name in &left {
+            std::fs::create_dir_all(tmp.join(name).join("profile")).unwrap();
+        }
+    };
+    plant();
+    let out = run_with_tmp(&c, &tmp, &["gc"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains("removed the temporary directory"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(stet_temp_dirs(&tmp), Vec::<String>::new());
+    assert_eq!(
+        stet_e2e::sandboxes_owned_by(child.id()),
+        0,
+        "{}",
+        out.stdout
+    );
+
+    plant();
+    let out = run_with_tmp(&c, &tmp, &["drive", "--yes", "--harness", "command"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("a stopped stet left behind"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(stet_temp_dirs(&tmp), Vec::<String>::new());
+    let all = stet_e2e::receipts_oldest_first(&run_with_tmp(&c, &tmp, &["receipts", "--json"]));
+    let cut = all
+        .iter()
+        .find(|r| r["outcome"] == "interrupted")
+        .unwrap_or_else(|| panic!("no interrupted receipt: {all:#?}"));
+    let detail = cut["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("without a stop") && detail.contains("kept in its log"),
+        "{detail}"
+    );
+    assert!(cut["output_bytes"].as_u64() > Some(0), "{cut:#}");
+    assert!(
+        cut["ended_unix_ms"].as_u64() > cut["started_unix_ms"].as_u64(),
+        "{cut:#}"
+    );
+}
