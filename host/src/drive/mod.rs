@@ -15,11 +15,13 @@
 //! judge failure, or three failures of the implementing agent in a row, enter the outage
 //! schedule (1m,5m,10m,1h by default, the last repeating); when an outage has lasted
 //! `--outage-limit` (8h) the drive stops, handing nothing back: lanes stay on their pushed
-//! branches. Signals: the first SIGINT, SIGTERM or SIGHUP is a stop, honoured after the
-//! agent call in flight (host git already running on a lane gets 3 s more); the second
-//! kills the call's processes and every host git's process group and exits at once, naming
-//! when the reservation lapses. Sandboxes and running receipts a crashed drive left behind
-//! are reaped and marked interrupted at the start.
+//! branches. Signals (`signals.rs`), watched from the first instant: while the drive starts
+//! the first SIGINT, SIGTERM or SIGHUP ends it at once; once it drains, the first is a
+//! stop honoured after the agent call in flight (host git already running on a lane gets
+//! 3 s more) and the second kills the call's processes and every host git's process group
+//! and exits at once, naming when the reservation lapses — either way leaving no sandbox
+//! or temporary directory of its own. Sandboxes, temporary directories and running
+//! receipts a killed drive left behind are reaped and marked interrupted at the start.
 //!
 //! What the person sees while it runs is `progress.rs`.
 
