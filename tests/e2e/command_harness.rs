@@ -773,7 +773,13 @@ fn stoppable_drive_world() -> (Cmd, PathBuf) {
 /// Starts a drive in `c`, stops it with SIGINT at `instant` (plus a seeded delay), once or
 /// twice, and checks that it ended with the stop's code and a message, left no sandbox
 /// and no temporary directory, and that any call it cut short has a receipt saying so.
-fn stop_at(instant: StopAt, twice: bool, rng: &mut Seeded, seed: u64) {
+/// Returns how long the drive's first line took, when `instant` waited for it.
+fn stop_at(
+    instant: StopAt,
+    twice: bool,
+    rng: &mut Seeded,
+    seed: u64,
+) -> Option<std::time::Duration> {
     let (c, tmp) = stoppable_drive_world();
     let mut command = c.world.stet(&["drive", "--yes", "--harness", "command"]);
     command
@@ -783,6 +789,7 @@ fn stop_at(instant: StopAt, twice: bool, rng: &mut Seeded, seed: u64) {
         chown_all(c.world.root.path(), uid, gid);
         command.uid(uid).gid(gid);
     }
+    let spawned = std::time::Instant::now();
     let mut child = command.spawn().unwrap();
     let pid = child.id();
     let (lines, seen) = std::sync::mpsc::channel::<String>();
@@ -802,12 +809,14 @@ fn stop_at(instant: StopAt, twice: bool, rng: &mut Seeded, seed: u64) {
     });
     let git_dir = c.world.work.join(".git/stet");
     let context = format!("seed {seed}, {instant:?}, twice {twice}");
+    let mut first_line = None;
     match instant {
         StopAt::FirstLine => {
             let line = seen
                 .recv_timeout(std::time::Duration::from_secs(60))
                 .unwrap_or_else(|_| panic!("{context}: no first line"));
             assert!(line.contains("proving the walls"), "{context}: {line}");
+            first_line = Some(spawned.elapsed());
         }
         StopAt::ProofSandbox => wait_for("the proof's sandbox", seed, || {
             stet_e2e::sandboxes_owned_by(pid) > 0
@@ -890,12 +899,15 @@ fn stop_at(instant: StopAt, twice: bool, rng: &mut Seeded, seed: u64) {
         let expected = if twice { "interrupted" } else { "done" };
         assert_eq!(outcomes, [expected], "{context}: {stderr}");
     }
+    first_line
 }
 
 /// A stop at every instant of a drive's start — the proof, the lane's making, the call —
 /// once or twice, leaves nothing running and no temporary directory, and a call it cut
 /// short says in its receipt who stopped it and when, its log kept. The delays after each
-/// event are seeded (`STET_TEST_SEED` repeats a run).
+/// event are seeded (`STET_TEST_SEED` repeats a run). And a drive says what it is
+/// proving at once: its first line comes within 100 ms of the start (the faster of two
+/// starts, on a machine shared with other tests).
 #[test]
 fn a_stop_at_any_instant_of_the_start_leaves_nothing_behind() {
     let seed = std::env::var("STET_TEST_SEED")
@@ -910,6 +922,7 @@ fn a_stop_at_any_instant_of_the_start_leaves_nothing_behind() {
         });
     eprintln!("seed {seed} (STET_TEST_SEED={seed} repeats this run)");
     let mut rng = Seeded(seed);
+    let mut first_lines = Vec::new();
     for instant in [
         StopAt::FirstLine,
         StopAt::ProofSandbox,
@@ -917,9 +930,15 @@ fn a_stop_at_any_instant_of_the_start_leaves_nothing_behind() {
         StopAt::Call,
     ] {
         for twice in [false, true] {
-            stop_at(instant, twice, &mut rng, seed);
+            first_lines.extend(stop_at(instant, twice, &mut rng, seed));
         }
     }
+    let fastest = first_lines.iter().min().copied();
+    eprintln!("the first line came after {first_lines:?}");
+    assert!(
+        fastest.is_some_and(|f| f < std::time::Duration::from_millis(100)),
+        "the first line came after {first_lines:?}"
+    );
 }
 
 /// Runs `stet args…` in `c`'s world with the temporary directory `tmp`.
