@@ -561,3 +561,55 @@ fn a_model_api_that_keeps_failing_enters_the_outage_schedule_and_stops_at_its_li
         .count();
     assert!(failed >= 6, "two rounds of three failures: {receipts:#?}");
 }
+
+/// Ctrl-C during the start-up proof of the real Claude Code ends the drive at once, with a
+/// message, its proof's sandbox and every temporary directory of it gone, nothing reserved.
+#[test]
+fn a_stop_during_the_proof_ends_the_drive_at_once_and_leaves_nothing() {
+    let _serial = serial_drives();
+    let api = model("LAND");
+    let world = drive_world(&api);
+    world.run_stet(&["add", "Add a FIXED.txt file"]);
+    let tmp = world.root.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let child = world
+        .stet(&["drive", "--yes"])
+        .env("TMPDIR", &tmp)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // The proof's agent has asked the model: its sandbox runs.
+    let started = std::time::Instant::now();
+    while api.requests().is_empty() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "the proof never reached the model"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains("stopped while the drive was starting; nothing was reserved"),
+        "{stderr}"
+    );
+    assert_eq!(stet_e2e::sandboxes_owned_by(pid), 0, "{stderr}");
+    let left: Vec<String> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("stet-"))
+        .collect();
+    assert!(left.is_empty(), "temporary directories left: {left:?}");
+    let remote = world.root.path().join("remote.git");
+    assert!(git(&remote, &["for-each-ref", "refs/stet/"])
+        .trim()
+        .is_empty());
+}
