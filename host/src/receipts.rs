@@ -340,6 +340,12 @@ pub struct CallEnd {
 /// the call ends. The call's log is created empty first, so the receipt never names a log
 /// that is not there; the call streams its output into it.
 pub fn record_start(repo: &Path, call: &CallContext<'_>) -> std::io::Result<PathBuf> {
+    if STOPPING.load(std::sync::atomic::Ordering::SeqCst) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::Interrupted,
+            "stet is stopping: no call starts",
+        ));
+    }
     write_durably(&call.log, b"")?;
     let mut receipt = receipt_of(call.clone());
     receipt.outcome = Outcome::Running;
@@ -349,6 +355,13 @@ pub fn record_start(repo: &Path, call: &CallContext<'_>) -> std::io::Result<Path
 /// Records how an agent call ended (its log already written and flushed), durable before
 /// this returns, and so before the caller's next move.
 pub fn record_end(repo: &Path, call: CallContext<'_>, end: CallEnd) -> std::io::Result<PathBuf> {
+    if STOPPING.load(std::sync::atomic::Ordering::SeqCst) {
+        // The stop writes this call's end: the person stopped it, whatever its process
+        // said when it was killed.
+        return Ok(git_dir(repo)
+            .join(RECEIPTS)
+            .join(format!("{}.json", call.id)));
+    }
     let receipt = Receipt {
         exit_code: end.exit_code,
         exit_signal: end.exit_signal,
@@ -488,6 +501,16 @@ pub fn settle_interrupted(
     Ok(settled)
 }
 
+/// Set when a stop ends this process ([`stopping`]).
+static STOPPING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// A stop is ending this process, killing its calls: from now on no call starts and no
+/// call's end is recorded by the call (whose process the stop killed) — the stop records
+/// it, with [`settle_stopped`].
+pub fn stopping() {
+    STOPPING.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
 /// Marks the running receipts of the stet process `owner` (this one) as interrupted by the
 /// person's stop, `signal`, at `at_unix_ms` (`when`, in words); returns them as marked.
 pub fn settle_stopped(
@@ -612,6 +635,43 @@ mod tests {
         );
         assert_eq!(receipts[0], receipt("r1", 10));
         assert_eq!(unreadable.len(), 1);
+    }
+
+    #[test]
+    fn a_call_cut_short_keeps_its_log_and_its_time_and_says_who_stopped_it() {
+        let repo = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(repo.path().join(".git")).unwrap();
+        let now = crate::call::now_ms();
+        for (id, owner) in [("died", "4194999:1"), ("stopped", "me:1")] {
+            let log = repo.path().join(format!("{id}.log"));
+            std::fs::write(&log, vec![b'x'; 5 * 1024]).unwrap();
+            let mut r = receipt(id, now - 6_000);
+            r.owner = owner.into();
+            r.outcome = Outcome::Running;
+            r.ended_unix_ms = r.started_unix_ms;
+            r.output_bytes = 0;
+            r.log = log;
+            record(repo.path(), &r).unwrap();
+        }
+        // Killed: its end is its log's last write.
+        let died = settle_interrupted(repo.path(), |o| o == "me:1").unwrap();
+        assert_eq!(died.len(), 1);
+        assert_eq!(died[0].outcome, Outcome::Interrupted);
+        assert_eq!(died[0].output_bytes, 5 * 1024);
+        assert!(died[0].ended_unix_ms >= now - 1_000, "{died:?}");
+        assert!(died[0].detail.contains("without a stop") && died[0].detail.contains("5 KiB"));
+        assert_eq!(died[0].stopped_by_signal, None);
+        // Stopped by the person: by which signal, when.
+        let stopped = settle_stopped(repo.path(), "me:1", 2, now, "18:00:00").unwrap();
+        assert_eq!(stopped.len(), 1);
+        assert_eq!(stopped[0].stopped_by_signal, Some(2));
+        assert_eq!(stopped[0].ended_unix_ms, now);
+        assert_eq!(
+            stopped[0].detail,
+            "stopped by the person at 18:00:00: a second stop signal (SIGINT, Ctrl-C) killed the call; its output until then is kept in its log (5 KiB)"
+        );
+        let (all, _) = read_all(repo.path());
+        assert!(all.iter().all(|r| r.outcome == Outcome::Interrupted));
     }
 
     #[test]

@@ -102,6 +102,8 @@ impl Signals {
             );
             return;
         }
+        // Before the kill: a killed call's end is the stop's to record, not the call's.
+        crate::receipts::stopping();
         let mut lapses = Vec::new();
         for (in_flight, keeper) in &lanes {
             if let Some(process) = in_flight.lock().unwrap_or_else(|p| p.into_inner()).take() {
@@ -132,6 +134,7 @@ impl Signals {
         // process exits before they are written.
         let stderr = std::io::stderr();
         let _quiet = stderr.lock();
+        crate::receipts::stopping();
         crate::git::kill_all();
         let closed = leftovers::close(MAKING);
         let runtime = self
