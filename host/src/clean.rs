@@ -1,5 +1,7 @@
 //! `stet clean`: removing what finished items left behind.
 //!
+//! On this machine: the temporary directories of a stet that is gone (`sandbox::leftovers`).
+//!
 //! On this clone: the lanes (working copies and their git directories) and local branches
 //! of items that landed, failed or were cancelled — a branch only when the remote has it
 //! too (a lane's work that exists here alone is kept) —, and the working copies pooled for
@@ -99,6 +101,17 @@ pub fn clean(
         Err(e) => done.push(kept(format!(
             "the working copies kept for the next lanes: cannot remove them: {e}"
         ))),
+    }
+    // Temporary directories (profile copies, scratch lanes) of a stet that was killed.
+    let temps = crate::sandbox::leftovers::reap_dead_temp_dirs(false);
+    if !temps.is_empty() {
+        done.push(removed(
+            format!(
+                "{} a stopped stet left",
+                crate::printer::count(temps.len(), "temporary directory", "temporary directories")
+            ),
+            temps.iter().map(|t| t.bytes).sum(),
+        ));
     }
     // Local branches of finished items.
     let local = crate::git::run(

@@ -243,12 +243,9 @@ impl CallProfile {
     /// Copies the walled profile `profile` for one call, with a stand-in in place of each
     /// credential `harness` declares (`credentials::seal`).
     pub fn of(harness: &OpenHarness, profile: &Profile) -> Result<CallProfile, Error> {
-        let copy = tempfile::Builder::new()
-            .prefix("stet-call-profile-")
-            .tempdir()
-            .map_err(|e| {
-                Concept::Harness.failure(format!("cannot make the call's profile: {e}"))
-            })?;
+        let copy = crate::sandbox::leftovers::temp_dir("stet-call-profile-").map_err(|e| {
+            Concept::Harness.failure(format!("cannot make the call's profile: {e}"))
+        })?;
         let dir = copy.path().join("profile");
         crate::files::copy_tree(Path::new(profile.dir.as_str()), &dir).map_err(|e| {
             Concept::Harness
@@ -488,9 +485,7 @@ pub fn ready_launch<'a>(
     sealed: Option<&mut crate::credentials::Sealed>,
     stub_model_api: bool,
 ) -> Result<Ready<'a>, Error> {
-    let session_dir = tempfile::Builder::new()
-        .prefix("stet-session-")
-        .tempdir()
+    let session_dir = crate::sandbox::leftovers::temp_dir("stet-session-")
         .map_err(|e| Concept::Harness.failure(format!("cannot make a session directory: {e}")))?;
     let session_dir_text = session_dir.path().display().to_string();
     plan.mounts.push(stet_plugin_api::Mount {

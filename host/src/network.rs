@@ -166,12 +166,9 @@ impl Egress {
             .collect();
         let allowed: Vec<String> = allow.iter().map(ToString::to_string).collect();
         let denied: Vec<String> = deny.iter().map(ToString::to_string).collect();
-        let dir = tempfile::Builder::new()
-            .prefix("stet-egress-")
-            .tempdir()
-            .map_err(|e| {
-                Concept::Network.failure(format!("cannot make the proxy's directory: {e}"))
-            })?;
+        let dir = crate::sandbox::leftovers::temp_dir("stet-egress-").map_err(|e| {
+            Concept::Network.failure(format!("cannot make the proxy's directory: {e}"))
+        })?;
         let socket = dir.path().join("proxy.sock");
         let proxy = Proxy::start_with(
             &socket,

@@ -262,6 +262,10 @@ pub struct Receipt {
     /// check (no agent) and for receipts written before prompts were kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt: Option<KeptPrompt>,
+    /// The signal by which the person stopped the call (a drive's second stop), when they
+    /// did; `ended_unix_ms` is when.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_by_signal: Option<i32>,
 }
 
 /// A call's prompt as its receipt names it: the file it is kept in, and the hash and size
@@ -393,6 +397,12 @@ pub struct CallEnd {
 /// the call ends. The call's log is created empty first, so the receipt never names a log
 /// that is not there; the call streams its output into it.
 pub fn record_start(repo: &Path, call: &CallContext<'_>) -> std::io::Result<PathBuf> {
+    if STOPPING.load(std::sync::atomic::Ordering::SeqCst) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::Interrupted,
+            "stet is stopping: no call starts",
+        ));
+    }
     write_durably(&call.log, b"")?;
     keep_prompt(call)?;
     let mut receipt = receipt_of(call.clone());
@@ -403,6 +413,13 @@ pub fn record_start(repo: &Path, call: &CallContext<'_>) -> std::io::Result<Path
 /// Records how an agent call ended (its log already written and flushed), durable before
 /// this returns, and so before the caller's next move.
 pub fn record_end(repo: &Path, call: CallContext<'_>, end: CallEnd) -> std::io::Result<PathBuf> {
+    if STOPPING.load(std::sync::atomic::Ordering::SeqCst) {
+        // The stop writes this call's end: the person stopped it, whatever its process
+        // said when it was killed.
+        return Ok(git_dir(repo)
+            .join(RECEIPTS)
+            .join(format!("{}.json", call.id)));
+    }
     // A call recorded only when it ended (`stet ask`) keeps its prompt now.
     keep_prompt(&call)?;
     let receipt = Receipt {
@@ -462,6 +479,7 @@ fn receipt_of(call: CallContext<'_>) -> Receipt {
         log_cut_bytes: 0,
         profile_carried: Vec::new(),
         network_blocked: Vec::new(),
+        stopped_by_signal: None,
     }
 }
 
@@ -554,14 +572,86 @@ pub fn settle_interrupted(
         if receipt.outcome != Outcome::Running || owner_alive(&receipt.owner) {
             continue;
         }
+        let kept = kept_output(&mut receipt);
         receipt.outcome = Outcome::Interrupted;
-        receipt.detail =
-            "the drive that made this call ended during it (killed or crashed); the call's output is lost"
-                .to_string();
+        receipt.detail = format!(
+            "the stet that made this call ended during it without a stop (killed or crashed); {kept}"
+        );
         record(repo, &receipt)?;
         settled.push(receipt);
     }
     Ok(settled)
+}
+
+/// Set when a stop ends this process ([`stopping`]).
+static STOPPING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// A stop is ending this process, killing its calls: from now on no call starts and no
+/// call's end is recorded by the call (whose process the stop killed) — the stop records
+/// it, with [`settle_stopped`].
+pub fn stopping() {
+    STOPPING.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Marks the running receipts of the stet process `owner` (this one) as interrupted by the
+/// person's stop, `signal`, at `at_unix_ms` (`when`, in words); returns them as marked.
+pub fn settle_stopped(
+    repo: &Path,
+    owner: &str,
+    signal: i32,
+    at_unix_ms: u64,
+    when: &str,
+) -> std::io::Result<Vec<Receipt>> {
+    let (all, _) = read_all(repo);
+    let mut settled = Vec::new();
+    for mut receipt in all {
+        if receipt.outcome != Outcome::Running || receipt.owner != owner {
+            continue;
+        }
+        receipt.ended_unix_ms = at_unix_ms.max(receipt.started_unix_ms);
+        let kept = kept_output(&mut receipt);
+        receipt.outcome = Outcome::Interrupted;
+        receipt.stopped_by_signal = Some(signal);
+        receipt.detail = format!(
+            "stopped by the person at {when}: a second stop signal ({}) killed the call; {kept}",
+            signal_name(signal)
+        );
+        record(repo, &receipt)?;
+        settled.push(receipt);
+    }
+    Ok(settled)
+}
+
+/// What a cut-short call's log kept, in words; the receipt takes the log's size as its
+/// output, and, when no end was recorded, the log's last write as its end.
+fn kept_output(receipt: &mut Receipt) -> String {
+    let Ok(meta) = std::fs::symlink_metadata(&receipt.log) else {
+        return "it left no log".to_string();
+    };
+    receipt.output_bytes = receipt.output_bytes.max(meta.len());
+    if receipt.ended_unix_ms <= receipt.started_unix_ms {
+        let written = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0);
+        receipt.ended_unix_ms = written.max(receipt.started_unix_ms);
+    }
+    format!(
+        "its output until then is kept in its log ({})",
+        crate::printer::size(meta.len())
+    )
+}
+
+/// A stop signal's name.
+pub fn signal_name(signal: i32) -> String {
+    match signal {
+        1 => "SIGHUP".to_string(),
+        2 => "SIGINT, Ctrl-C".to_string(),
+        15 => "SIGTERM".to_string(),
+        n => format!("signal {n}"),
+    }
 }
 
 #[cfg(test)]
@@ -607,6 +697,7 @@ mod tests {
             profile_carried: vec![],
             network_blocked: vec![],
             prompt: None,
+            stopped_by_signal: None,
         }
     }
 
@@ -698,6 +789,43 @@ mod tests {
         );
         assert_eq!(receipts[0], receipt("r1", 10));
         assert_eq!(unreadable.len(), 1);
+    }
+
+    #[test]
+    fn a_call_cut_short_keeps_its_log_and_its_time_and_says_who_stopped_it() {
+        let repo = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(repo.path().join(".git")).unwrap();
+        let now = crate::call::now_ms();
+        for (id, owner) in [("died", "4194999:1"), ("stopped", "me:1")] {
+            let log = repo.path().join(format!("{id}.log"));
+            std::fs::write(&log, vec![b'x'; 5 * 1024]).unwrap();
+            let mut r = receipt(id, now - 6_000);
+            r.owner = owner.into();
+            r.outcome = Outcome::Running;
+            r.ended_unix_ms = r.started_unix_ms;
+            r.output_bytes = 0;
+            r.log = log;
+            record(repo.path(), &r).unwrap();
+        }
+        // Killed: its end is its log's last write.
+        let died = settle_interrupted(repo.path(), |o| o == "me:1").unwrap();
+        assert_eq!(died.len(), 1);
+        assert_eq!(died[0].outcome, Outcome::Interrupted);
+        assert_eq!(died[0].output_bytes, 5 * 1024);
+        assert!(died[0].ended_unix_ms >= now - 1_000, "{died:?}");
+        assert!(died[0].detail.contains("without a stop") && died[0].detail.contains("5 KiB"));
+        assert_eq!(died[0].stopped_by_signal, None);
+        // Stopped by the person: by which signal, when.
+        let stopped = settle_stopped(repo.path(), "me:1", 2, now, "18:00:00").unwrap();
+        assert_eq!(stopped.len(), 1);
+        assert_eq!(stopped[0].stopped_by_signal, Some(2));
+        assert_eq!(stopped[0].ended_unix_ms, now);
+        assert_eq!(
+            stopped[0].detail,
+            "stopped by the person at 18:00:00: a second stop signal (SIGINT, Ctrl-C) killed the call; its output until then is kept in its log (5 KiB)"
+        );
+        let (all, _) = read_all(repo.path());
+        assert!(all.iter().all(|r| r.outcome == Outcome::Interrupted));
     }
 
     #[test]

@@ -83,9 +83,7 @@ pub fn keep_fresh_at(
         "{}: the stored login in {} expires before a call could end; renewing it in a sandbox of its own (no tools, stet's stub for a model)",
         harness.name, profile.dir
     ));
-    let scratch = tempfile::Builder::new()
-        .prefix("stet-refresh-")
-        .tempdir()
+    let scratch = crate::sandbox::leftovers::temp_dir("stet-refresh-")
         .map_err(|e| Concept::Login.failure(format!("cannot make the refresh's directory: {e}")))?;
     let work_dir = scratch.path().join("login");
     std::fs::create_dir(&work_dir)

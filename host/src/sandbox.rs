@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 pub mod git_dirs;
+pub mod leftovers;
 
 use stet_plugin_api::abi::v1_1::ProcessBox;
 use stet_plugin_api::abi::v1_2::TerminalBox;
@@ -303,6 +304,13 @@ impl<'a> Sandbox<'a> {
         options: Vec<stet_plugin_api::SandboxOption>,
     ) -> Result<(Self, Option<Process>), Error> {
         let image = spec.image.to_string();
+        // A stop closes the process to new sandboxes before it removes its own: one made
+        // meanwhile would outlive it.
+        let _making = leftovers::making().ok_or_else(|| {
+            Concept::Sandbox
+                .unusable("stet is stopping: no new sandbox is made")
+                .hint("start stet again when you want it to work")
+        })?;
         // The image is looked up only when the sandbox could not be made: a made sandbox
         // needs no second inspect of an image the runtime just used.
         let (info, first) = runtime.handle.start(spec, options).map_err(|e| {

@@ -790,3 +790,364 @@ fn an_undeclared_login_in_the_profile_refuses_the_call_by_name() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(c.world.work.join("ran.txt").exists());
 }
+
+/// Where in a drive's start a stop is sent: after which event (then a seeded delay).
+#[derive(Debug, Clone, Copy)]
+enum StopAt {
+    /// The drive's first line: the proof is about to start.
+    FirstLine,
+    /// The proof's sandbox exists.
+    ProofSandbox,
+    /// The lane's directory exists: the lane is being made.
+    LaneMaking,
+    /// The implementing call's receipt says `running`.
+    Call,
+}
+
+/// A small seeded generator (xorshift), so that a failing instant can be run again.
+struct Seeded(u64);
+
+impl Seeded {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n.max(1)
+    }
+}
+
+/// Polls `happened` every 10 ms until it holds; fails, naming `what`, after a minute.
+fn wait_for(what: &str, seed: u64, mut happened: impl FnMut() -> bool) {
+    let started = std::time::Instant::now();
+    while !happened() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "seed {seed}: {what} never happened"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// The stet temporary directories under `dir`.
+fn stet_temp_dirs(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("stet-"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A repository with one item for the command harness, whose implementing agent prints
+/// for a while (its log fills) before it does what the example agent does.
+fn stoppable_drive_world() -> (Cmd, PathBuf) {
+    let c = Cmd::new("");
+    let example = std::fs::read_to_string(example_agent()).unwrap();
+    let body = example.strip_prefix("#!/bin/sh\n").unwrap_or(&example);
+    let agent = c.stand_in(
+        "slow-agent.sh",
+        &format!(
+            "if [ \"${{STET_ROLE:-implement}}\" = implement ]; then\n  i=0\n  while [ $i -lt 100 ]; do echo \"working, line $i of the agent's output\"; i=$((i+1)); done\n  sleep 3\nfi\n{body}"
+        ),
+    );
+    c.configure(&implement(&agent));
+    let config = std::fs::read_to_string(c.world.work.join("stet.toml")).unwrap();
+    c.world.clone_of_fresh_remote();
+    std::fs::write(c.world.work.join("stet.toml"), config).unwrap();
+    c.world.trust_in(&c.world.work);
+    git(&c.world.work, &["add", "stet.toml"]);
+    git(
+        &c.world.work,
+        &["commit", "--quiet", "-m", "configure stet"],
+    );
+    git(&c.world.work, &["push", "--quiet", "origin", "HEAD"]);
+    let out = c.run(&["add", "write hello.txt: hi from the drive"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let tmp = c.world.root.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    (c, tmp)
+}
+
+/// Starts a drive in `c`, stops it with SIGINT at `instant` (plus a seeded delay), once or
+/// twice, and checks that it ended with the stop's code and a message, left no sandbox
+/// and no temporary directory, and that any call it cut short has a receipt saying so.
+/// Returns how long the drive's first line took, when `instant` waited for it.
+fn stop_at(
+    instant: StopAt,
+    twice: bool,
+    rng: &mut Seeded,
+    seed: u64,
+) -> Option<std::time::Duration> {
+    let (c, tmp) = stoppable_drive_world();
+    let mut command = c.world.stet(&["drive", "--yes", "--harness", "command"]);
+    command
+        .env("TMPDIR", &tmp)
+        .stderr(std::process::Stdio::piped());
+    if let Some((uid, gid)) = c.who {
+        chown_all(c.world.root.path(), uid, gid);
+        command.uid(uid).gid(gid);
+    }
+    let spawned = std::time::Instant::now();
+    let mut child = command.spawn().unwrap();
+    let pid = child.id();
+    let (lines, seen) = std::sync::mpsc::channel::<String>();
+    let stderr = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut all = String::new();
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            all.push_str(&line);
+            all.push('\n');
+            let _ = lines.send(line);
+        }
+        all
+    });
+    let git_dir = c.world.work.join(".git/stet");
+    let context = format!("seed {seed}, {instant:?}, twice {twice}");
+    let mut first_line = None;
+    match instant {
+        StopAt::FirstLine => {
+            let line = seen
+                .recv_timeout(std::time::Duration::from_secs(60))
+                .unwrap_or_else(|_| panic!("{context}: no first line"));
+            assert!(line.contains("proving the walls"), "{context}: {line}");
+            first_line = Some(spawned.elapsed());
+        }
+        StopAt::ProofSandbox => wait_for("the proof's sandbox", seed, || {
+            stet_e2e::sandboxes_owned_by(pid) > 0
+        }),
+        StopAt::LaneMaking => {
+            wait_for("the lane's making", seed, || git_dir.join("lanes").exists())
+        }
+        StopAt::Call => wait_for("the implementing call", seed, || {
+            std::fs::read_dir(git_dir.join("receipts")).is_ok_and(|entries| {
+                entries.filter_map(Result::ok).any(|e| {
+                    std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains("\"running\""))
+                })
+            })
+        }),
+    }
+    std::thread::sleep(std::time::Duration::from_millis(rng.below(400)));
+    let signal = || {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGINT,
+        );
+    };
+    signal();
+    if twice {
+        // The second press once the first is answered (or the drive has ended).
+        while let Ok(line) = seen.recv_timeout(std::time::Duration::from_secs(60)) {
+            if line.contains("stopping after") || line.contains("stopped") {
+                break;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(rng.below(300)));
+        signal();
+    }
+    let status = child.wait().unwrap();
+    let stderr = reader.join().unwrap();
+    assert_eq!(status.code(), Some(130), "{context}: {stderr}");
+    assert!(
+        stderr.contains("(stopped by SIGINT") || stderr.contains("stopped: run drive-"),
+        "{context}: no stop message: {stderr}"
+    );
+    assert_eq!(
+        stet_e2e::sandboxes_owned_by(pid),
+        0,
+        "{context}: sandboxes left: {stderr}"
+    );
+    let left = stet_temp_dirs(&tmp);
+    assert!(
+        left.is_empty(),
+        "{context}: temporary directories left: {left:?}\n{stderr}"
+    );
+    let mut outcomes = Vec::new();
+    for entry in std::fs::read_dir(git_dir.join("receipts"))
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+    {
+        let receipt: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(entry.path()).unwrap()).unwrap();
+        outcomes.push(receipt["outcome"].as_str().unwrap_or_default().to_string());
+        assert_ne!(receipt["outcome"], "running", "{context}: {receipt:#}");
+        if receipt["outcome"] == "interrupted" {
+            assert_eq!(receipt["stopped_by_signal"], 2, "{context}: {receipt:#}");
+            let detail = receipt["detail"].as_str().unwrap();
+            assert!(
+                detail.contains("stopped by the person at") && detail.contains("kept in its log"),
+                "{context}: {detail}"
+            );
+            assert!(
+                receipt["ended_unix_ms"].as_u64() > receipt["started_unix_ms"].as_u64(),
+                "{context}: {receipt:#}"
+            );
+            assert!(
+                receipt["output_bytes"].as_u64() > Some(0),
+                "{context}: the log's output is counted: {receipt:#}"
+            );
+        }
+    }
+    // Mid-call, one stop lets the call finish; a second cuts it short.
+    if let StopAt::Call = instant {
+        let expected = if twice { "interrupted" } else { "done" };
+        assert_eq!(outcomes, [expected], "{context}: {stderr}");
+    }
+    first_line
+}
+
+/// A stop at every instant of a drive's start — the proof, the lane's making, the call —
+/// once or twice, leaves nothing running and no temporary directory, and a call it cut
+/// short says in its receipt who stopped it and when, its log kept. The delays after each
+/// event are seeded (`STET_TEST_SEED` repeats a run). And a drive says what it is
+/// proving at once: its first line comes within 100 ms of the start (the faster of two
+/// starts, on a machine shared with other tests).
+#[test]
+fn a_stop_at_any_instant_of_the_start_leaves_nothing_behind() {
+    let seed = std::env::var("STET_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+                | 1
+        });
+    eprintln!("seed {seed} (STET_TEST_SEED={seed} repeats this run)");
+    let mut rng = Seeded(seed);
+    let mut first_lines = Vec::new();
+    for instant in [
+        StopAt::FirstLine,
+        StopAt::ProofSandbox,
+        StopAt::LaneMaking,
+        StopAt::Call,
+    ] {
+        for twice in [false, true] {
+            first_lines.extend(stop_at(instant, twice, &mut rng, seed));
+        }
+    }
+    let fastest = first_lines.iter().min().copied();
+    eprintln!("the first line came after {first_lines:?}");
+    assert!(
+        fastest.is_some_and(|f| f < std::time::Duration::from_millis(100)),
+        "the first line came after {first_lines:?}"
+    );
+}
+
+/// Runs `stet args…` in `c`'s world with the temporary directory `tmp`.
+fn run_with_tmp(c: &Cmd, tmp: &Path, args: &[&str]) -> Output {
+    let mut command = c.world.stet(args);
+    command.env("TMPDIR", tmp);
+    if let Some((uid, gid)) = c.who {
+        chown_all(c.world.root.path(), uid, gid);
+        command.uid(uid).gid(gid);
+    }
+    c.world.run(&mut command)
+}
+
+/// What a stet killed mid-call leaves — its sandboxes, its call's profile copy and other
+/// temporary directories — `stet clean`, `stet gc` and the next drive each remove; the
+/// call's receipt then says its stet ended without a stop, keeps its log and its time.
+#[test]
+fn what_a_killed_stet_left_clean_gc_and_the_next_drive_remove() {
+    let (c, tmp) = stoppable_drive_world();
+    let mut command = c.world.stet(&["drive", "--yes", "--harness", "command"]);
+    command.env("TMPDIR", &tmp);
+    if let Some((uid, gid)) = c.who {
+        chown_all(c.world.root.path(), uid, gid);
+        command.uid(uid).gid(gid);
+    }
+    let mut child = command.stderr(std::process::Stdio::null()).spawn().unwrap();
+    let receipts = c.world.work.join(".git/stet/receipts");
+    wait_for("the implementing call", 0, || {
+        std::fs::read_dir(&receipts).is_ok_and(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .any(|e| std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains("\"running\"")))
+        })
+    });
+    // Its output has begun reaching its log.
+    let logs = c.world.work.join(".git/stet/logs");
+    wait_for("the call's output", 0, || {
+        std::fs::read_dir(&logs).is_ok_and(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .any(|e| e.metadata().is_ok_and(|m| m.len() > 0))
+        })
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let left = stet_temp_dirs(&tmp);
+    assert!(
+        left.iter().any(|n| n.starts_with("stet-call-profile-")),
+        "the killed stet left its call's profile copy: {left:?}"
+    );
+    assert!(
+        stet_e2e::sandboxes_owned_by(child.id()) > 0,
+        "and its sandbox"
+    );
+
+    let out = run_with_tmp(&c, &tmp, &["clean"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains("temporary director") && out.stdout.contains("a stopped stet left"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(stet_temp_dirs(&tmp), Vec::<String>::new());
+
+    // The same leftovers again, for gc and for the next drive (named for the dead process).
+    let plant = || {
+        for name in &left {
+            std::fs::create_dir_all(tmp.join(name).join("profile")).unwrap();
+        }
+    };
+    plant();
+    let out = run_with_tmp(&c, &tmp, &["gc"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains("removed the temporary directory"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(stet_temp_dirs(&tmp), Vec::<String>::new());
+    assert_eq!(
+        stet_e2e::sandboxes_owned_by(child.id()),
+        0,
+        "{}",
+        out.stdout
+    );
+
+    plant();
+    let out = run_with_tmp(&c, &tmp, &["drive", "--yes", "--harness", "command"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("a stopped stet left behind"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(stet_temp_dirs(&tmp), Vec::<String>::new());
+    let all = stet_e2e::receipts_oldest_first(&run_with_tmp(&c, &tmp, &["receipts", "--json"]));
+    let cut = all
+        .iter()
+        .find(|r| r["outcome"] == "interrupted")
+        .unwrap_or_else(|| panic!("no interrupted receipt: {all:#?}"));
+    let detail = cut["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("without a stop") && detail.contains("kept in its log"),
+        "{detail}"
+    );
+    assert!(cut["output_bytes"].as_u64() > Some(0), "{cut:#}");
+    assert!(
+        cut["ended_unix_ms"].as_u64() > cut["started_unix_ms"].as_u64(),
+        "{cut:#}"
+    );
+}

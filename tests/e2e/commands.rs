@@ -55,7 +55,11 @@ const FILTERS: &[(&str, &str)] = &[
     (r"\buid \d+", "uid [UID]"),
     (r"git version [0-9][0-9a-z.]*", "git version [VERSION]"),
     // Temporary directories and files named by a process.
-    (r"/tmp/(stet-[a-z-]+)-[A-Za-z0-9]{6}\b", "/tmp/$1-[TEMP]"),
+    // Each names its owning stet (`<pid>.<start time>`) before its random part.
+    (
+        r"/tmp/(stet-[a-z-]+)-\d+\.\d*-[A-Za-z0-9]{6}\b",
+        "/tmp/$1-[TEMP]",
+    ),
     (r"-ask-\d+\.json", "-ask-[PID].json"),
     // Columns padded to a duration's width.
     (r" +\[DURATION\]", "  [DURATION]"),

@@ -430,8 +430,9 @@ fn a_stop_mid_lane_then_a_resume_lands_the_item() {
     );
 }
 
-/// A second Ctrl-C kills the agent at once and names when the reservation lapses; the next
-/// drive on this clone reaps the sandbox, takes its own reservation up and lands the item.
+/// A second Ctrl-C kills the agent at once, removes its sandboxes, says in the call's
+/// receipt that the person stopped it, and names when the reservation lapses; the next
+/// drive on this clone takes its own reservation up and lands the item.
 #[test]
 fn a_second_signal_kills_at_once_and_the_next_drive_takes_the_lane_up() {
     let _serial = serial_drives();
@@ -490,17 +491,20 @@ fn a_second_signal_kills_at_once_and_the_next_drive_takes_the_lane_up() {
         "not released"
     );
 
+    // The call's sandbox, and the next stage's and the next item's if the engine had made
+    // them before the kill, went with it.
+    assert_eq!(
+        stet_e2e::sandboxes_owned_by(pid.as_raw() as u32),
+        0,
+        "{stderr}"
+    );
+    let receipts = stet_e2e::receipts_oldest_first(&world.run_stet(&["receipts", "--json"]));
+    assert_eq!(receipts[0]["outcome"], "interrupted", "{receipts:#?}");
+    assert_eq!(receipts[0]["stopped_by_signal"], 2, "{receipts:#?}");
+
     let resumed = world.run_stet(&["drive", "--yes"]);
     assert_eq!(resumed.code, 0, "{}", resumed.stderr);
-    // The call's sandbox, and the next stage's and the next item's if the engine had made
-    // them before the kill.
-    assert!(
-        resumed.stderr.contains("reaped 1 sandbox ")
-            || resumed.stderr.contains("reaped 2 sandboxes ")
-            || resumed.stderr.contains("reaped 3 sandboxes "),
-        "{}",
-        resumed.stderr
-    );
+    assert!(!resumed.stderr.contains("reaped"), "{}", resumed.stderr);
     assert!(
         resumed.stderr.contains("landed on origin"),
         "{}",
@@ -556,4 +560,56 @@ fn a_model_api_that_keeps_failing_enters_the_outage_schedule_and_stops_at_its_li
         .filter(|r| r["outcome"] == "service-unavailable")
         .count();
     assert!(failed >= 6, "two rounds of three failures: {receipts:#?}");
+}
+
+/// Ctrl-C during the start-up proof of the real Claude Code ends the drive at once, with a
+/// message, its proof's sandbox and every temporary directory of it gone, nothing reserved.
+#[test]
+fn a_stop_during_the_proof_ends_the_drive_at_once_and_leaves_nothing() {
+    let _serial = serial_drives();
+    let api = model("LAND");
+    let world = drive_world(&api);
+    world.run_stet(&["add", "Add a FIXED.txt file"]);
+    let tmp = world.root.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let child = world
+        .stet(&["drive", "--yes"])
+        .env("TMPDIR", &tmp)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // The proof's agent has asked the model: its sandbox runs.
+    let started = std::time::Instant::now();
+    while api.requests().is_empty() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "the proof never reached the model"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains("stopped while the drive was starting; nothing was reserved"),
+        "{stderr}"
+    );
+    assert_eq!(stet_e2e::sandboxes_owned_by(pid), 0, "{stderr}");
+    let left: Vec<String> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("stet-"))
+        .collect();
+    assert!(left.is_empty(), "temporary directories left: {left:?}");
+    let remote = world.root.path().join("remote.git");
+    assert!(git(&remote, &["for-each-ref", "refs/stet/"])
+        .trim()
+        .is_empty());
 }

@@ -1,5 +1,6 @@
 //! `stet gc`: remove sandboxes a crashed stet left behind, found by label in every
-//! available runtime, and say what was removed and what was kept.
+//! available runtime, and its temporary directories, found by the owner in their names; say
+//! what was removed and what was kept.
 
 use serde::Serialize;
 use stet_plugin_api::PluginKind;
@@ -17,6 +18,13 @@ struct Report {
     removed: Vec<Entry>,
     kept: Vec<Entry>,
     runtimes_skipped: Vec<Skipped>,
+    temp_dirs_removed: Vec<TempDir>,
+}
+
+#[derive(Serialize)]
+struct TempDir {
+    path: String,
+    bytes: u64,
 }
 
 #[derive(Serialize)]
@@ -43,6 +51,13 @@ pub fn run(settings: &Settings, args: &GcArgs, printer: Printer) -> Result<Exit,
         removed: Vec::new(),
         kept: Vec::new(),
         runtimes_skipped: Vec::new(),
+        temp_dirs_removed: sandbox::leftovers::reap_dead_temp_dirs(args.dry_run)
+            .into_iter()
+            .map(|t| TempDir {
+                path: t.path.display().to_string(),
+                bytes: t.bytes,
+            })
+            .collect(),
     };
     let mut failures = Vec::new();
     for probed in &survey.probed {
@@ -125,6 +140,13 @@ pub fn run(settings: &Settings, args: &GcArgs, printer: Printer) -> Result<Exit,
                 short(&e.sandbox),
                 e.run,
                 e.reason
+            ));
+        }
+        for t in &report.temp_dirs_removed {
+            printer.out(&format!(
+                "{verb} the temporary directory {} ({}): its stet is gone",
+                t.path,
+                crate::printer::size(t.bytes)
             ));
         }
         for s in &report.runtimes_skipped {

@@ -168,7 +168,9 @@ pub enum Command {
     /// branch, so a resumed drive (here or on a peer's clone) makes no finished call again;
     /// a landing cut short runs the land command again with STET_LAND_RETRY=1. The first
     /// Ctrl-C (or TERM, HUP) stops after the agent call in flight, releasing the
-    /// reservation; the second kills the call at once.
+    /// reservation; the second kills the call at once. Before the drain begins (the wall
+    /// proof, the consent) the first ends the drive at once. A stop leaves no sandbox and
+    /// no temporary directory behind.
     ///
     /// Exit status: 0 when every item it took landed (or nothing was eligible); 4 when it
     /// gave some up; 3 when nothing could run (the walls do not hold or cannot be proven,

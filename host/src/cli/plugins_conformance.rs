@@ -67,9 +67,7 @@ pub fn run(
         }
     }
     let runtime = sandbox::open_probed(settings, probed, Default::default())?;
-    let scratch = tempfile::Builder::new()
-        .prefix("stet-conformance-")
-        .tempdir()
+    let scratch = crate::sandbox::leftovers::temp_dir("stet-conformance-")
         .map_err(|e| CliError::failure(format!("cannot make a scratch directory: {e}")))?;
     let image = settings.image.clone();
     let status = runtime

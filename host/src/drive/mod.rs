@@ -15,11 +15,13 @@
 //! judge failure, or three failures of the implementing agent in a row, enter the outage
 //! schedule (1m,5m,10m,1h by default, the last repeating); when an outage has lasted
 //! `--outage-limit` (8h) the drive stops, handing nothing back: lanes stay on their pushed
-//! branches. Signals: the first SIGINT, SIGTERM or SIGHUP is a stop, honoured after the
-//! agent call in flight (host git already running on a lane gets 3 s more); the second
-//! kills the call's processes and every host git's process group and exits at once, naming
-//! when the reservation lapses. Sandboxes and running receipts a crashed drive left behind
-//! are reaped and marked interrupted at the start.
+//! branches. Signals (`signals.rs`), watched from the first instant: while the drive starts
+//! the first SIGINT, SIGTERM or SIGHUP ends it at once; once it drains, the first is a
+//! stop honoured after the agent call in flight (host git already running on a lane gets
+//! 3 s more) and the second kills the call's processes and every host git's process group
+//! and exits at once, naming when the reservation lapses — either way leaving no sandbox
+//! or temporary directory of its own. Sandboxes, temporary directories and running
+//! receipts a killed drive left behind are reaped and marked interrupted at the start.
 //!
 //! What the person sees while it runs is `progress.rs`.
 
@@ -30,6 +32,7 @@ mod lane;
 mod progress;
 #[cfg(test)]
 mod scenarios;
+mod signals;
 mod state;
 mod time;
 mod worker;
@@ -131,7 +134,7 @@ struct Drive<'a> {
     options: &'a DriveOptions,
     progress: progress::Progress,
     harness: OpenHarness,
-    runtime: OpenRuntime,
+    runtime: Arc<OpenRuntime>,
     profile: stet_plugin_api::Profile,
     run: String,
     holder: String,
@@ -199,9 +202,19 @@ pub fn run(settings: &Settings, options: &DriveOptions, printer: Printer) -> Res
         return Err(Concept::Drive.usage(format!("the repository has no remote named {}", options.remote))
             .hint("lanes land as branches on a remote: add one (git remote add origin URL) or pass --remote"));
     }
+    // Watched from here on: a stop at any instant leaves nothing of this drive behind.
+    let signals = signals::Signals::watch(repo.clone(), printer)?;
+    // Said at once: the proof takes seconds, and a silent start looks hung.
+    note!(
+        printer,
+        "stet drive: proving the walls (a short walled agent call in a sandbox) before anything is reserved"
+    );
+    let proving = std::time::Instant::now();
     // One survey for both; the walls are proven on the very runtime instance the drive
     // then uses.
     let (harness, runtime) = harness::open_with_runtime(settings)?;
+    let runtime = Arc::new(runtime);
+    signals.runtime_opened(runtime.clone());
     let proof = walls::prove(
         settings,
         &harness,
@@ -226,6 +239,7 @@ pub fn run(settings: &Settings, options: &DriveOptions, printer: Printer) -> Res
             .unwrap_or_default();
         return Err(error.hint(remedy));
     }
+    let proven_in = proving.elapsed();
     // What a crashed drive left behind is reaped before anything new starts.
     let reaped = sandbox::reap(&runtime, false)?;
     let reaped = reaped.iter().filter(|v| v.removed).count();
@@ -236,11 +250,20 @@ pub fn run(settings: &Settings, options: &DriveOptions, printer: Printer) -> Res
             crate::printer::count(reaped, "sandbox", "sandboxes")
         );
     }
+    let temps = sandbox::leftovers::reap_dead_temp_dirs(false);
+    if !temps.is_empty() {
+        note!(
+            printer,
+            "removed {} a stopped stet left behind ({})",
+            crate::printer::count(temps.len(), "temporary directory", "temporary directories"),
+            crate::printer::size(temps.iter().map(|t| t.bytes).sum())
+        );
+    }
     let interrupted = receipts::settle_interrupted(&repo, sandbox::owner_alive)
         .map_err(|e| Concept::Drive.failure(format!("cannot update the receipts: {e}")))?;
     for r in &interrupted {
         printer.warn(&format!(
-            "receipt {}: the {} call of {} was interrupted (its drive died during it)",
+            "receipt {}: the {} call of {} was interrupted (its stet ended during it without a stop; its log is kept)",
             r.id, r.role, r.item
         ));
     }
@@ -299,6 +322,12 @@ pub fn run(settings: &Settings, options: &DriveOptions, printer: Printer) -> Res
             format!(" ({} held by other drives)", held_elsewhere.len())
         }
     );
+    note!(
+        printer,
+        "  walls:    all {} held, proven in {}",
+        proof.walls.len(),
+        crate::printer::duration(proven_in.as_secs_f64())
+    );
     note!(printer, "  estimate: {estimate}");
     if options.jobs > 1 {
         note!(
@@ -350,18 +379,16 @@ pub fn run(settings: &Settings, options: &DriveOptions, printer: Printer) -> Res
         }
     }
 
-    let stop = Arc::new(Stop::default());
+    let stop = signals.stop();
     let slots: Vec<Slot> = (0..options.jobs)
         .map(|_| Slot::start(&repo, options, &clock))
         .collect();
-    watch_signals(
-        printer,
-        stop.clone(),
+    signals.draining(
         slots
             .iter()
             .map(|s| (s.in_flight.clone(), s.keeper.clone()))
             .collect(),
-    )?;
+    );
     let run = format!("drive-{}-{}", std::process::id(), clock.now_ms());
     let profile = harness.profile()?;
     let live = std::io::stderr().is_terminal();
@@ -399,60 +426,6 @@ pub fn run(settings: &Settings, options: &DriveOptions, printer: Printer) -> Res
         slot.keeper.finish();
     }
     exit
-}
-
-/// The first SIGINT, SIGTERM or SIGHUP asks the drive to stop after the agent calls in
-/// flight; the second kills those calls' processes and exits at once, naming when each
-/// reservation lapses (the next drive reaps the sandboxes and takes the lanes up).
-fn watch_signals(
-    printer: Printer,
-    stop: Arc<Stop>,
-    lanes: Vec<(Arc<harness::InFlight>, keeper::Keeper)>,
-) -> Result<(), Error> {
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
-        .map_err(|e| Concept::Drive.failure(format!("cannot watch for signals: {e}")))?;
-    std::thread::spawn(move || {
-        for signal in signals.forever() {
-            if !stop.request(signal) {
-                // Host-side git in progress (on a lane a sandbox wrote) ends within seconds;
-                // the agent calls in flight finish.
-                crate::git::hurry_all();
-                note!(
-                    printer,
-                    "stopping after the agent {} in flight (press again to kill {})",
-                    if lanes.len() > 1 { "calls" } else { "call" },
-                    if lanes.len() > 1 { "them" } else { "it" }
-                );
-                continue;
-            }
-            crate::git::kill_all();
-            let mut lapses = Vec::new();
-            for (in_flight, keeper) in &lanes {
-                if let Some(process) = in_flight.lock().unwrap_or_else(|p| p.into_inner()).take() {
-                    let _ = process.kill();
-                }
-                // Renewals stop with this process, so the reservation lapses at its expiry.
-                if let Some((item, lapse)) = keeper.lapse() {
-                    lapses.push(format!(
-                        "the reservation of {item} lapses at {}",
-                        clock(lapse)
-                    ));
-                }
-            }
-            let what = if lapses.is_empty() {
-                "nothing was reserved".to_string()
-            } else {
-                lapses.join(", ")
-            };
-            note!(
-                printer,
-                "killed the agent's processes; {what}; the next stet drive reaps the sandbox and takes the lane up"
-            );
-            std::process::exit(128 + signal);
-        }
-    });
-    Ok(())
 }
 
 fn remote_error(e: ReservationError) -> Error {

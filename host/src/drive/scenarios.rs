@@ -593,7 +593,7 @@ impl World {
             progress: progress::Progress::new(Default::default(), false, options.jobs),
             profile: harness.profile().unwrap(),
             harness,
-            runtime,
+            runtime: Arc::new(runtime),
             run: format!("drive-test-{}", self.id),
             holder: super::holder(&self.repo),
             stop,

@@ -111,9 +111,7 @@ fn plant_on_host(lane: &Lane, marks: &Path) -> std::io::Result<()> {
 
 /// Proves `lane-git-inert` on `runtime`.
 pub fn prove(settings: &Settings, runtime: &OpenRuntime) -> Result<Wall, Error> {
-    let scratch = tempfile::Builder::new()
-        .prefix("stet-lane-git-")
-        .tempdir()
+    let scratch = crate::sandbox::leftovers::temp_dir("stet-lane-git-")
         .map_err(|e| Concept::Walls.failure(format!("cannot make a scratch lane: {e}")))?;
     let root = scratch
         .path()

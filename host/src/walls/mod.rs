@@ -156,9 +156,7 @@ pub fn prove(
         return Ok(proof);
     }
     proof.runtime = Some(runtime.name.clone());
-    let scratch = tempfile::Builder::new()
-        .prefix("stet-proof-")
-        .tempdir()
+    let scratch = crate::sandbox::leftovers::temp_dir("stet-proof-")
         .map_err(|e| Concept::Walls.failure(format!("cannot make a scratch lane: {e}")))?;
     // A lane laid out and walled as a drive's, so that what the proof reports about the
     // lane and git in it is what a drive's lane would show.

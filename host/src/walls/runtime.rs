@@ -51,9 +51,7 @@ pub fn prove(
     credential: Option<CredentialCheck>,
 ) -> Result<Vec<Wall>, Error> {
     let scratch = |prefix: &str| {
-        tempfile::Builder::new()
-            .prefix(prefix)
-            .tempdir()
+        crate::sandbox::leftovers::temp_dir(prefix)
             .map_err(|e| Concept::Walls.failure(format!("cannot make a scratch directory: {e}")))
     };
     let scratch_root = scratch("stet-walls-lane-")?;

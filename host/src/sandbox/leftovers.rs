@@ -1,0 +1,238 @@
+//! What a stet process leaves outside itself while it runs — sandboxes and temporary
+//! directories — made so that a stop at any instant can take it all down, and so that what
+//! a killed stet left is recognisably its own and removable once it is gone.
+//!
+//! - Every temporary directory stet makes carries its owner in its name
+//!   (`stet-<what>-<pid>.<start time>-<random>`), the same owner token its sandboxes carry as
+//!   a label: a later stet removes it when that process no longer runs ([`reap_temp_dirs`]),
+//!   never one of a live stet, never one whose name it cannot read. The name was chosen over
+//!   a lock file inside the directory: it costs no file and no open descriptor per directory,
+//!   it cannot be lost by a directory half made, and the start time keeps a reused pid from
+//!   passing for the owner.
+//! - A [`close`]d process makes no new sandbox or temporary directory: a stop that closes
+//!   first and then removes what carries its name removes everything, even what was being
+//!   made at that instant (a making in flight finishes before the close returns).
+
+use std::path::{Path, PathBuf};
+use std::sync::RwLock;
+use std::time::{Duration, Instant};
+
+use stet_plugin_api::Label;
+
+use super::{owner_alive, owner_token, OpenRuntime, MANAGED, OWNER};
+
+/// `true` once this process is closing: nothing new is made.
+static CLOSED: RwLock<bool> = RwLock::new(false);
+
+/// Held while a sandbox or a temporary directory is being made; `None` once closed.
+pub(crate) struct Making(#[allow(dead_code)] std::sync::RwLockReadGuard<'static, bool>);
+
+/// Leave to make something that a stop must find; `None` when the process is closing.
+pub(crate) fn making() -> Option<Making> {
+    let guard = CLOSED.read().unwrap_or_else(|p| p.into_inner());
+    (!*guard).then_some(Making(guard))
+}
+
+/// Closes this process to new sandboxes and temporary directories, waiting up to `within`
+/// for one being made now; returns whether every making in flight ended.
+pub fn close(within: Duration) -> bool {
+    let until = Instant::now() + within;
+    loop {
+        match CLOSED.try_write() {
+            Ok(mut closed) => {
+                *closed = true;
+                return true;
+            }
+            Err(std::sync::TryLockError::Poisoned(p)) => {
+                *p.into_inner() = true;
+                return true;
+            }
+            Err(std::sync::TryLockError::WouldBlock) if Instant::now() < until => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(std::sync::TryLockError::WouldBlock) => return false,
+        }
+    }
+}
+
+/// This process's owner token as a file name carries it (`:` is not portable there).
+fn own_mark() -> String {
+    owner_token(std::process::id())
+        .unwrap_or_else(|| format!("{}:", std::process::id()))
+        .replace(':', ".")
+}
+
+/// A temporary directory `<prefix><pid>.<start time>-<random>` under the temporary
+/// directory, removed when dropped; refused once the process is closing.
+pub fn temp_dir(prefix: &str) -> std::io::Result<tempfile::TempDir> {
+    let _making = making()
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::Interrupted, "stet is stopping"))?;
+    tempfile::Builder::new()
+        .prefix(&format!("{prefix}{}-", own_mark()))
+        .tempdir()
+}
+
+/// The owner token a temporary directory's name carries, when it is one of stet's:
+/// `stet-…-<pid>.<start>-<random>`.
+fn owner_of(name: &str) -> Option<String> {
+    let rest = name.strip_prefix("stet-")?;
+    let segments: Vec<&str> = rest.split('-').collect();
+    // The owner is the segment before the random tail, after at least one word.
+    let (_, before_tail) = segments.split_last()?;
+    let (owner, words) = before_tail.split_last()?;
+    if words.is_empty() {
+        return None;
+    }
+    let (pid, start) = owner.split_once('.')?;
+    let digits = |s: &str| s.chars().all(|c| c.is_ascii_digit());
+    (!pid.is_empty() && digits(pid) && digits(start)).then(|| format!("{pid}:{start}"))
+}
+
+/// A temporary directory of stet's that was removed.
+#[derive(Debug, Clone)]
+pub struct RemovedTemp {
+    /// Where it was.
+    pub path: PathBuf,
+    /// Its size.
+    pub bytes: u64,
+}
+
+/// Removes the temporary directories under `root` (the system's temporary directory when
+/// `None`) whose stet process `alive` says is gone — or, with `only_mine`, this process's
+/// own. Only directories this user owns, named as [`temp_dir`] names them. A dry run
+/// lists them only.
+pub fn reap_temp_dirs(
+    root: Option<&Path>,
+    only_mine: bool,
+    alive: impl Fn(&str) -> bool,
+    dry_run: bool,
+) -> Vec<RemovedTemp> {
+    use std::os::unix::fs::MetadataExt;
+    let root = root
+        .map(Path::to_path_buf)
+        .unwrap_or_else(std::env::temp_dir);
+    let Ok(entries) = std::fs::read_dir(&root) else {
+        return Vec::new();
+    };
+    let me = nix::unistd::geteuid().as_raw();
+    let mine = own_mark().replace('.', ":");
+    let mut removed = Vec::new();
+    for entry in entries.filter_map(Result::ok) {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(owner) = owner_of(&name) else {
+            continue;
+        };
+        let wanted = if only_mine {
+            owner == mine
+        } else {
+            owner != mine && !alive(&owner)
+        };
+        // Not followed: a link is never a directory of ours.
+        let ours = entry
+            .path()
+            .symlink_metadata()
+            .is_ok_and(|m| m.is_dir() && m.uid() == me);
+        if !wanted || !ours {
+            continue;
+        }
+        let path = entry.path();
+        let bytes = crate::files::tree_size(&path, u64::MAX);
+        if dry_run || std::fs::remove_dir_all(&path).is_ok() || !path.exists() {
+            removed.push(RemovedTemp { path, bytes });
+        }
+    }
+    removed
+}
+
+/// Removes (or, in a dry run, lists) the temporary directories of stet processes that are
+/// gone: the next drive, `stet gc` and `stet clean` do.
+pub fn reap_dead_temp_dirs(dry_run: bool) -> Vec<RemovedTemp> {
+    reap_temp_dirs(None, false, owner_alive, dry_run)
+}
+
+/// Removes this process's own temporary directories, for a stop: other threads may still
+/// be writing into one (a scratch lane being laid out) and make a path again, so passes
+/// repeat until one finds nothing, for at most about a second.
+pub fn remove_own_temp_dirs() {
+    for _ in 0..20 {
+        if reap_temp_dirs(None, true, |_| true, false).is_empty() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Tears down every sandbox of `runtime` this process owns (by its owner label); returns
+/// how many were torn down. For a stop: [`close`] first, so none is being made meanwhile.
+pub fn teardown_own(runtime: &OpenRuntime) -> usize {
+    let me = owner_token(std::process::id()).unwrap_or_else(|| format!("{}:", std::process::id()));
+    let Ok(listed) = runtime
+        .handle
+        .list_sandboxes(vec![Label::new(MANAGED.0, MANAGED.1)])
+    else {
+        return 0;
+    };
+    listed
+        .into_iter()
+        .filter(|info| {
+            info.labels
+                .iter()
+                .any(|l| l.key.as_str() == OWNER && l.value.as_str() == me)
+        })
+        .filter(|info| runtime.handle.teardown(&info.id).is_ok())
+        .count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_temp_dir_names_its_owner_and_only_a_gone_owners_is_reaped() {
+        let dir = temp_dir("stet-call-profile-").unwrap();
+        let name = dir
+            .path()
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let mine = owner_token(std::process::id()).unwrap();
+        assert_eq!(owner_of(&name).as_deref(), Some(mine.as_str()), "{name}");
+        assert_eq!(
+            owner_of("stet-proof-4194999.12-AbC123").as_deref(),
+            Some("4194999:12")
+        );
+        // Not ours, or not named by an owner: never touched.
+        for name in [
+            "stet-proof-XyZ",
+            "other-1.2-abc",
+            "stet-1.2-abc",
+            "stet-proof-.1-x",
+        ] {
+            assert_eq!(owner_of(name), None, "{name}");
+        }
+        let root = tempfile::tempdir().unwrap();
+        let gone = root.path().join("stet-proof-4194999.12-AbC123");
+        let live = root.path().join("stet-proof-4194998.12-AbC123");
+        let foreign = root.path().join("stet-proof-AbC123");
+        for d in [&gone, &live, &foreign] {
+            std::fs::create_dir(d).unwrap();
+            std::fs::write(d.join("f"), "x").unwrap();
+        }
+        let removed = reap_temp_dirs(Some(root.path()), false, |o| o == "4194998:12", false);
+        assert_eq!(removed.len(), 1);
+        assert_eq!(removed[0].path, gone);
+        assert!(!gone.exists() && live.exists() && foreign.exists());
+        // This process's own is left to it, unless it asks.
+        let own = root
+            .path()
+            .join(format!("stet-proof-{}-AbC123", own_mark()));
+        std::fs::create_dir(&own).unwrap();
+        assert!(reap_temp_dirs(Some(root.path()), false, |_| false, false)
+            .iter()
+            .all(|r| r.path != own));
+        let removed = reap_temp_dirs(Some(root.path()), true, |_| true, false);
+        assert_eq!(removed.len(), 1);
+        assert!(!own.exists());
+    }
+}
