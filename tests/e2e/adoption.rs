@@ -1048,3 +1048,114 @@ fn output_people_read_headers_newest_first_colour_on_a_terminal_only_quiet_and_v
         .stdout
         .contains(&format!("landed    {}", ids[0])));
 }
+
+/// Two finished items that did not land: one given up (marked failed after its one
+/// round), one cancelled before any drive (`stet rm`). Returns (failed, cancelled).
+fn one_failed_one_cancelled(world: &World) -> (String, String) {
+    let ids = queue(
+        world,
+        &[
+            "Give me up\n\nfile: GIVEN_UP\nreview: never",
+            "Cancel me\n\nfile: CANCELLED",
+        ],
+    );
+    assert_eq!(world.run_stet(&["rm", &ids[1]]).code, 0);
+    let drove = world.run_stet(&["drive", "--yes", "--rounds", "1"]);
+    assert_eq!(drove.code, 4, "{}", drove.stderr);
+    let json = world.run_stet(&["queue", "--json"]).json();
+    let states: Vec<&str> = json["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(states, ["failed", "cancelled"], "{json:#}");
+    (ids[0].clone(), ids[1].clone())
+}
+
+/// A drive takes neither item; then `stet retry` of each, and the next drive takes both.
+fn only_retry_makes_them_eligible(world: &World, failed: &str, cancelled: &str) {
+    let out = world.run_stet(&["drive", "--yes", "--rounds", "1"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("stet drive: 0 items of 0 eligible"),
+        "{}",
+        out.stderr
+    );
+    for id in [failed, cancelled] {
+        let retried = world.run_stet(&["retry", id]);
+        assert_eq!(retried.code, 0, "{}", retried.stderr);
+    }
+    let retried = world.run_stet(&["queue", "--json"]).json();
+    assert!(
+        retried["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|i| i["state"] == "open"),
+        "{retried:#}"
+    );
+    // (The failed one is given up again: its review still never says LAND.)
+    let out = world.run_stet(&["drive", "--yes", "--rounds", "1"]);
+    assert!(
+        out.stderr.contains("stet drive: 2 items of 2 eligible"),
+        "{}",
+        out.stderr
+    );
+    let remote = world.root.path().join("remote.git");
+    assert!(stet_e2e::landed_on(&remote).contains(&cancelled.to_string()));
+}
+
+#[test]
+fn clean_never_makes_a_failed_or_cancelled_item_eligible_again_only_retry_does() {
+    let world = world();
+    let (failed, cancelled) = one_failed_one_cancelled(&world);
+    let out = world.run_stet(&["clean"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout
+            .contains(&format!("removed  the lane of {failed} (failed)")),
+        "{}",
+        out.stdout
+    );
+    only_retry_makes_them_eligible(&world, &failed, &cancelled);
+}
+
+/// The marks outlive their items' files: gone from the remote's tree (and their branches
+/// from the remote) when `stet clean --remote` runs, the files coming back later do not
+/// bring the items back.
+#[test]
+fn clean_remote_never_makes_a_failed_or_cancelled_item_eligible_again_only_retry_does() {
+    let world = world();
+    let (failed, cancelled) = one_failed_one_cancelled(&world);
+    let remote = world.root.path().join("remote.git");
+    git(
+        &world.work,
+        &["push", "--quiet", "origin", &format!(":stet/{failed}")],
+    );
+    for id in [&failed, &cancelled] {
+        git(
+            &world.work,
+            &["rm", "--quiet", &format!(".stet/queue/{id}.md")],
+        );
+    }
+    git(&world.work, &["commit", "--quiet", "-m", "done with them"]);
+    git(&world.work, &["push", "--quiet", "origin", "HEAD"]);
+    let out = world.run_stet(&["clean", "--remote"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!out.stdout.contains(" mark of "), "{}", out.stdout);
+    for mark in [
+        format!("refs/stet/failed/{failed}"),
+        format!("refs/stet/cancelled/{cancelled}"),
+    ] {
+        assert!(
+            !git(&remote, &["for-each-ref", &mark]).is_empty(),
+            "{mark} was removed: {}",
+            out.stdout
+        );
+    }
+    // The files come back (a revert, a merge of an old branch): the marks still hold.
+    git(&world.work, &["revert", "--no-edit", "HEAD"]);
+    git(&world.work, &["push", "--quiet", "origin", "HEAD"]);
+    only_retry_makes_them_eligible(&world, &failed, &cancelled);
+}
