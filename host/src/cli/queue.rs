@@ -146,6 +146,16 @@ fn detail_of(row: &Row) -> String {
         }
         _ => detail,
     };
+    let base = row.base.as_deref().unwrap_or("the base");
+    let detail = match row.here {
+        Some("only-here") => format!(
+            "{detail} — only in this working copy, not on {base}: no drive takes it until you commit and push it"
+        ),
+        Some(_) => format!(
+            "{detail} — changed here: a drive works {base}'s text until you commit and push the change"
+        ),
+        None => detail,
+    };
     let detail = if row.blocked.is_empty() {
         detail
     } else {
@@ -249,9 +259,9 @@ pub fn show(args: &super::ShowArgs, printer: Printer) -> Result<Exit, CliError> 
         printer.warn(note);
     }
     let rounds = story::rounds(&repo, &item.id);
-    let diff_stat = story::diff(&repo, &item.id, story::Diff::Stat);
+    let diff_stat = story::diff(&repo, &args.remote, &item.id, story::Diff::Stat);
     let diff = if args.diff {
-        story::diff(&repo, &item.id, story::Diff::Whole)
+        story::diff(&repo, &args.remote, &item.id, story::Diff::Whole)
     } else {
         None
     };

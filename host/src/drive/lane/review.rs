@@ -62,7 +62,7 @@ impl Worker<'_, '_> {
         if !self.pace() {
             return Ok(Moved::End(ItemEnd::Stopped(lane.branch.clone())));
         }
-        // What the reviewer judges: everything the lane adds to the repository's HEAD.
+        // What the reviewer judges: everything the lane adds to the drive's base.
         let base = self.base_of(lane)?;
         let prompt = review_prompt(item, &base);
         let call = self.agent_call(
