@@ -511,6 +511,9 @@ fn a_drive_lands_an_item_with_the_example_agent() {
     git(&c.world.work, &["push", "--quiet", "origin", "HEAD"]);
     let out = c.run(&["add", "write hello.txt: hi from the drive"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
+    git(&c.world.work, &["add", ".stet"]);
+    git(&c.world.work, &["commit", "--quiet", "-m", "queue"]);
+    git(&c.world.work, &["push", "--quiet", "origin", "HEAD"]);
     let out = c.run(&["drive", "--yes", "--harness", "command"]);
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
 
