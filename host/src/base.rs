@@ -132,7 +132,7 @@ pub fn fetch(repo: &Path, remote: &str) -> Result<Base, BaseError> {
         .map(|b| (b, Found::Default))
         .or_else(|| fallbacks.iter().find(|(b, _)| heads.contains(b)).cloned());
     let Some((branch, found)) = chosen else {
-        let mut tried = vec![format!("its HEAD names no branch it has")];
+        let mut tried = vec!["its HEAD names no branch it has".to_string()];
         for (b, how) in &fallbacks {
             tried.push(match how {
                 Found::Tracked => format!("no {b}, which your branch tracks"),

@@ -204,18 +204,7 @@ pub fn run(settings: &Settings, options: &DriveOptions, printer: Printer) -> Res
     }
     // Lanes branch from the remote's base as fetched now, and the queue is read from it:
     // what this clone alone has is not the work every clone drains.
-    let base = fetch_base(&repo, &options.remote)?;
-    if let Some(ahead) = crate::base::local_ahead(&repo, &base).filter(|n| *n > 0) {
-        note!(
-            printer,
-            "your HEAD is {} ahead of {}: the lanes branch from {} without {} (push to give {} to the lanes)",
-            crate::printer::count(ahead as usize, "commit", "commits"),
-            base.name,
-            base.name,
-            if ahead == 1 { "it" } else { "them" },
-            if ahead == 1 { "it" } else { "them" },
-        );
-    }
+    let base = fetch_base(&repo, &options.remote, printer)?;
     // One survey for both; the walls are proven on the very runtime instance the drive
     // then uses.
     let (harness, runtime) = harness::open_with_runtime(settings)?;
@@ -480,9 +469,10 @@ fn watch_signals(
     Ok(())
 }
 
-/// The remote's base, fetched; a refusal naming what to do when there is none.
-fn fetch_base(repo: &Path, remote: &str) -> Result<crate::base::Base, Error> {
-    crate::base::fetch(repo, remote).map_err(|e| match e {
+/// The remote's base, fetched (a local branch ahead of it said once); a refusal naming
+/// what to do when there is none.
+fn fetch_base(repo: &Path, remote: &str, printer: Printer) -> Result<crate::base::Base, Error> {
+    let base = crate::base::fetch(repo, remote).map_err(|e| match e {
         crate::base::BaseError::Unreachable { .. } => Concept::Drive
             .unusable("the remote cannot be reached")
             .caused_by(e.to_string())
@@ -493,7 +483,18 @@ fn fetch_base(repo: &Path, remote: &str) -> Result<crate::base::Base, Error> {
             .hint(format!(
                 "push the branch the lanes should start from (git push -u {remote} HEAD): lanes branch from the remote's default branch, else the one yours tracks, else the one of its name"
             )),
-    })
+    })?;
+    if let Some(ahead) = crate::base::local_ahead(repo, &base).filter(|n| *n > 0) {
+        let them = if ahead == 1 { "it" } else { "them" };
+        note!(
+            printer,
+            "your HEAD is {} ahead of {}: the lanes branch from {} without {them} (push to give {them} to the lanes)",
+            crate::printer::count(ahead as usize, "commit", "commits"),
+            base.name,
+            base.name,
+        );
+    }
+    Ok(base)
 }
 
 /// Names, once, the queue files of the working copy the drive does not take as they are
