@@ -6,13 +6,15 @@
 //! of items that landed, failed or were cancelled — a branch only when the remote has it
 //! too (a lane's work that exists here alone is kept) —, and the working copies pooled for
 //! the next lanes (`lanes.rs`). With `remote`: their `stet/*`
-//! branches on the remote once merged into the base branch (never unmerged work), and
-//! their marks once the item's file is gone from the repository (a mark must outlive the
-//! file it keeps drives off, or the next drive would work the item again).
+//! branches on the remote once merged into the base the lanes branch from (`base.rs`; never
+//! unmerged work), and a landed item's mark once its file is gone from that base and from
+//! this working copy (a mark must outlive the file it keeps drives off, or the next drive
+//! would work the item again). A failed or cancelled item's mark is never removed, whatever
+//! became of its file: only `stet retry` makes such an item eligible again.
 
 use std::path::Path;
 
-use crate::reservations::{Marks, Remote, ReservationError, CANCELLED, FAILED, LANDED};
+use crate::reservations::{Marks, Remote, ReservationError};
 
 /// One thing removed or kept, in a line.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -157,15 +159,19 @@ fn clean_remote(
     in_use: &dyn Fn(&str) -> bool,
 ) -> Result<Vec<Done>, ReservationError> {
     let mut done = Vec::new();
-    // The base the lanes branch off: the person's current branch, as the remote has it.
-    let base = crate::git::run(repo, &["symbolic-ref", "--quiet", "--short", "HEAD"]).ok();
-    let base_oid = match &base {
-        Some(base) => remote
-            .git(&["ls-remote", remote.name, &format!("refs/heads/{base}")])?
-            .split_whitespace()
-            .next()
-            .map(str::to_string),
-        None => None,
+    // The base the lanes branch from, as the remote has it now.
+    let base = match crate::base::fetch(repo, remote.name) {
+        Ok(base) => Some(base),
+        Err(crate::base::BaseError::Unreachable { detail, .. }) => {
+            return Err(remote.unreachable(detail))
+        }
+        Err(none @ crate::base::BaseError::None { .. }) => {
+            done.push(kept(format!(
+                "every stet/* branch on {}: {none}",
+                remote.name
+            )));
+            None
+        }
     };
     let finished_items: Vec<(&str, &'static str)> = marks
         .landed
@@ -179,91 +185,87 @@ fn clean_remote(
         if !seen.insert(item) || in_use(item) {
             continue;
         }
-        let branch = crate::lanes::branch_of(item);
         let mut branch_gone = !marks.lanes.contains(item);
-        if !branch_gone {
-            let merged = match (&base, &base_oid) {
-                (Some(base), Some(base_oid)) => {
-                    // Both commits here, inertly fetched (the branch is the agent's).
-                    let fetched = remote.git(&[
-                        "fetch",
-                        "--quiet",
-                        "--no-tags",
-                        remote.name,
-                        &format!("+refs/heads/{branch}:refs/stet/seen/clean/{item}"),
-                        &format!("+refs/heads/{base}:refs/stet/seen/clean-base"),
-                    ]);
-                    let merged = fetched.is_ok()
-                        && crate::git::run(
-                            repo,
-                            &[
-                                "merge-base",
-                                "--is-ancestor",
-                                &format!("refs/stet/seen/clean/{item}"),
-                                base_oid,
-                            ],
-                        )
-                        .is_ok();
-                    let _ = crate::git::run(
-                        repo,
-                        &["update-ref", "-d", &format!("refs/stet/seen/clean/{item}")],
-                    );
-                    merged.then(|| base.clone())
+        if let (false, Some(base)) = (branch_gone, &base) {
+            match remove_if_merged(repo, remote, item, how, base) {
+                Ok(d) => {
+                    branch_gone = d.what == "removed";
+                    done.push(d);
                 }
-                _ => None,
-            };
-            match merged {
-                Some(base) => match remote.git(&[
-                    "push",
-                    "--quiet",
-                    remote.name,
-                    &format!(":refs/heads/{branch}"),
-                ]) {
-                    Ok(_) => {
-                        branch_gone = true;
-                        done.push(removed(
-                            format!("{branch} on {} (merged into {base})", remote.name),
-                            0,
-                        ));
-                    }
-                    Err(e) => done.push(kept(format!("{branch} on {}: {e}", remote.name))),
-                },
-                None => done.push(kept(format!(
-                    "{branch} on {} ({how}): not merged into {}",
-                    remote.name,
-                    base.as_deref()
-                        .unwrap_or("the base (the repository is on no branch)")
-                ))),
+                Err(d) => done.push(d),
             }
         }
-        // The mark goes only once both its branch and its item file are gone.
-        let file_there = crate::git::run(
-            repo,
-            &[
-                "cat-file",
-                "-e",
-                &format!("HEAD:{}/{item}.md", crate::queue::QUEUE_DIR),
-            ],
-        )
-        .is_ok();
-        if branch_gone && !file_there {
-            let prefix = match how {
-                "landed" => LANDED,
-                "failed" => FAILED,
-                _ => CANCELLED,
-            };
-            match remote.unmark(prefix, item) {
-                Ok(()) => done.push(removed(
-                    format!(
-                        "the {how} mark of {item} on {} (its item file is gone)",
-                        remote.name
-                    ),
-                    0,
-                )),
-                Err(e) => done.push(kept(format!("the {how} mark of {item}: {e}"))),
-            }
+        // Only a landed mark is ever spent: a failed or cancelled one keeps the item off
+        // every drive until the person says otherwise (stet retry), wherever its file is.
+        if how != "landed" || !branch_gone {
+            continue;
+        }
+        // The mark goes only once its item file is gone from the base every drive reads the
+        // queue from, and from this working copy (from which it could be pushed back).
+        let path = format!("{}/{item}.md", crate::queue::QUEUE_DIR);
+        let in_base = base.as_ref().is_none_or(|base| {
+            crate::git::run(
+                repo,
+                &["cat-file", "-e", &format!("{}:{path}", base.commit)],
+            )
+            .is_ok()
+        });
+        let here = repo.join(&path).symlink_metadata().is_ok();
+        if in_base || here {
+            continue;
+        }
+        match remote.unmark_landed(item) {
+            Ok(()) => done.push(removed(
+                format!(
+                    "the landed mark of {item} on {} (its item file is gone)",
+                    remote.name
+                ),
+                0,
+            )),
+            Err(e) => done.push(kept(format!("the landed mark of {item}: {e}"))),
         }
     }
-    let _ = crate::git::run(repo, &["update-ref", "-d", "refs/stet/seen/clean-base"]);
     Ok(done)
+}
+
+/// Removes `item`'s lane branch from the remote when `base` holds it (merged); says what
+/// became of it (`Err`: kept, and why).
+fn remove_if_merged(
+    repo: &Path,
+    remote: &Remote<'_>,
+    item: &str,
+    how: &str,
+    base: &crate::base::Base,
+) -> Result<Done, Done> {
+    let branch = crate::lanes::branch_of(item);
+    let seen = format!("refs/stet/seen/clean/{item}");
+    // The branch here, inertly fetched (it is the agent's), to ask whether the base has it.
+    let fetched = remote.git(&[
+        "fetch",
+        "--quiet",
+        "--no-tags",
+        remote.name,
+        &format!("+refs/heads/{branch}:{seen}"),
+    ]);
+    let merged = fetched.is_ok()
+        && crate::git::run(repo, &["merge-base", "--is-ancestor", &seen, &base.commit]).is_ok();
+    let _ = crate::git::run(repo, &["update-ref", "-d", &seen]);
+    if !merged {
+        return Err(kept(format!(
+            "{branch} on {} ({how}): not merged into {}",
+            remote.name, base.branch
+        )));
+    }
+    match remote.git(&[
+        "push",
+        "--quiet",
+        remote.name,
+        &format!(":refs/heads/{branch}"),
+    ]) {
+        Ok(_) => Ok(removed(
+            format!("{branch} on {} (merged into {})", remote.name, base.branch),
+            0,
+        )),
+        Err(e) => Err(kept(format!("{branch} on {}: {e}", remote.name))),
+    }
 }

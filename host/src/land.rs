@@ -24,12 +24,14 @@ pub struct PullRequest {
     pub reused: bool,
 }
 
-/// Opens a pull request for `branch` (pushed to `remote`) into the repository's current
-/// branch, titled by the item, its body made from the item's receipts; reuses an open one.
+/// Opens a pull request for `branch` (pushed to `remote`) into `base` (the remote's branch
+/// the lane branched from, `base.rs`), titled by the item, its body made from the item's
+/// receipts; reuses an open one.
 pub fn pull_request(
     repo: &Path,
     item: &Item,
     branch: &str,
+    base: &str,
     receipts: &[Receipt],
 ) -> Result<PullRequest, String> {
     let gh = |args: &[&str]| -> Result<String, String> {
@@ -71,8 +73,7 @@ pub fn pull_request(
         });
     }
     let body = body(item, receipts);
-    let base = crate::git::run(repo, &["symbolic-ref", "--quiet", "--short", "HEAD"]).ok();
-    let mut args = vec![
+    let args = vec![
         "pr",
         "create",
         "--head",
@@ -81,10 +82,9 @@ pub fn pull_request(
         item.title.as_str(),
         "--body",
         body.as_str(),
+        "--base",
+        base,
     ];
-    if let Some(base) = base.as_deref() {
-        args.extend(["--base", base]);
-    }
     let said = gh(&args)?;
     let url = said
         .lines()

@@ -4,6 +4,7 @@
 //! See ARCHITECTURE.md at the repository root for the code map.
 
 pub mod ask;
+pub mod base;
 pub mod call;
 pub mod capture;
 pub mod checkpoints;

@@ -73,14 +73,251 @@ pub fn valid_id(id: &str) -> bool {
 pub struct Entry {
     /// The id (the file name without `.md`).
     pub id: String,
-    /// The file.
+    /// The file (in a commit's tree: where it is in the repository, for people to read).
     pub path: PathBuf,
+    /// Where its text is.
+    pub source: Source,
+}
+
+/// Where an item's text is read from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// The working copy's file ([`Entry::path`]).
+    WorkingCopy,
+    /// A blob of a commit's tree (a drive's base, `base.rs`).
+    Blob {
+        /// The repository whose objects hold it.
+        repo: PathBuf,
+        /// The blob's id.
+        oid: String,
+    },
 }
 
 impl Entry {
     /// Reads the item; a malformed file says why.
     pub fn load(&self) -> Result<Item, String> {
-        read_item(&self.path, &format!("{}.md", self.id))
+        match &self.source {
+            Source::WorkingCopy => read_item(&self.path, &format!("{}.md", self.id)),
+            Source::Blob { repo, oid } => {
+                let bytes = read_blob(repo, oid)?;
+                parse_item(&self.id, &self.path, bytes)
+            }
+        }
+    }
+}
+
+/// A blob's bytes, bounded by [`MAX_ITEM_BYTES`]; read by git that runs nothing the
+/// repository configures (the queue is whoever-can-push's).
+fn read_blob(repo: &Path, oid: &str) -> Result<Vec<u8>, String> {
+    let git = crate::git::Inert::at(repo);
+    let size: u64 = git
+        .run(&["cat-file", "-s", oid])
+        .map_err(|e| format!("cannot be read: {}", e.detail))?
+        .parse()
+        .map_err(|_| "cannot be read: git did not say its size".to_string())?;
+    if size > MAX_ITEM_BYTES {
+        return Err(format!(
+            "not an item: it is {size} bytes, more than the {MAX_ITEM_BYTES} read"
+        ));
+    }
+    let out = git
+        .output(&["cat-file", "blob", oid])
+        .map_err(|e| format!("cannot be read: {}", e.detail))?;
+    if !out.status.success() {
+        return Err(format!(
+            "cannot be read: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(out.stdout)
+}
+
+/// One entry of `git ls-tree -z`: mode, type, object id, name.
+fn tree_entries(
+    repo: &Path,
+    commit: &str,
+    path: &str,
+) -> Result<Vec<(String, String, String, String)>, String> {
+    let out = crate::git::Inert::at(repo)
+        .output(&["ls-tree", "-z", "--full-tree", commit, "--", path])
+        .map_err(|e| e.detail)?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
+    }
+    Ok(out
+        .stdout
+        .split(|b| *b == 0)
+        .filter_map(|record| {
+            let record = String::from_utf8_lossy(record);
+            let (meta, name) = record.split_once('\t')?;
+            let mut meta = meta.split(' ');
+            Some((
+                meta.next()?.to_string(),
+                meta.next()?.to_string(),
+                meta.next()?.to_string(),
+                name.to_string(),
+            ))
+        })
+        .collect())
+}
+
+/// What a tree entry that is not a regular file is, in words (as [`crate::files::kind_of`]
+/// says it of a file).
+fn tree_kind(mode: &str) -> &'static str {
+    match mode {
+        "120000" => "it is a symbolic link (not followed)",
+        "040000" => "it is a directory",
+        "160000" => "it is a submodule",
+        _ => "it is not a regular file",
+    }
+}
+
+/// The queue's entries in `commit`'s tree (a drive's base), in id order, as [`scan`] finds
+/// them in the working copy: from names and modes alone, the same names refused. A `.stet`
+/// or `.stet/queue` that is a link there is refused, never followed.
+pub fn scan_at(repo: &Path, commit: &str) -> (Vec<Entry>, Vec<Malformed>) {
+    let mut malformed = Vec::new();
+    // `.stet`, then `.stet/queue`: each a real directory (a tree) of the commit.
+    for dir in [".stet", QUEUE_DIR] {
+        match tree_entries(repo, commit, dir) {
+            Ok(found) => match found.first() {
+                None => return (Vec::new(), Vec::new()),
+                Some((_, kind, _, _)) if kind == "tree" => {}
+                Some((mode, _, _, _)) => {
+                    malformed.push(Malformed {
+                        path: repo.join(dir),
+                        why: format!(
+                            "the queue must be a directory of the repository: {}",
+                            tree_kind(mode)
+                        ),
+                    });
+                    return (Vec::new(), malformed);
+                }
+            },
+            Err(why) => {
+                malformed.push(Malformed {
+                    path: repo.join(dir),
+                    why: format!("cannot be read: {why}"),
+                });
+                return (Vec::new(), malformed);
+            }
+        }
+    }
+    let listed = match tree_entries(repo, commit, &format!("{QUEUE_DIR}/")) {
+        Ok(listed) => listed,
+        Err(why) => {
+            malformed.push(Malformed {
+                path: repo.join(QUEUE_DIR),
+                why: format!("cannot be read: {why}"),
+            });
+            return (Vec::new(), malformed);
+        }
+    };
+    let mut found = Vec::new();
+    for (mode, _, oid, full) in listed {
+        let name = full.rsplit('/').next().unwrap_or(&full).to_string();
+        let path = repo.join(QUEUE_DIR).join(&name);
+        if name.starts_with('.') || name.ends_with('~') {
+            continue;
+        }
+        if mode != "100644" && mode != "100755" {
+            malformed.push(Malformed {
+                path,
+                why: format!(
+                    "not an item: {}; an item is a regular file",
+                    tree_kind(&mode)
+                ),
+            });
+            continue;
+        }
+        match named(&name) {
+            Ok(id) => found.push(Entry {
+                id,
+                path,
+                source: Source::Blob {
+                    repo: repo.to_path_buf(),
+                    oid,
+                },
+            }),
+            Err(why) => malformed.push(Malformed { path, why }),
+        }
+    }
+    found.sort_by(|a, b| a.id.cmp(&b.id));
+    malformed.sort_by(|a, b| a.path.cmp(&b.path));
+    (found, malformed)
+}
+
+/// A queue file of the working copy that a drive from a base does not take as it is here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotPushed {
+    /// The item's id.
+    pub id: String,
+    /// The file.
+    pub path: PathBuf,
+    /// Whether the base has the item (with other text): then the base's text is driven.
+    pub in_base: bool,
+}
+
+/// The working copy's queue files that `at_base` (the base's entries, [`scan_at`]) lacks
+/// or holds with other bytes: untracked, uncommitted, or committed and not pushed.
+pub fn not_pushed(repo: &Path, at_base: &[Entry]) -> Vec<NotPushed> {
+    let (here, _) = scan(repo);
+    let base: std::collections::HashMap<&str, &str> = at_base
+        .iter()
+        .filter_map(|e| match &e.source {
+            Source::Blob { oid, .. } => Some((e.id.as_str(), oid.as_str())),
+            Source::WorkingCopy => None,
+        })
+        .collect();
+    let shared: Vec<&Entry> = here
+        .iter()
+        .filter(|e| base.contains_key(e.id.as_str()))
+        .collect();
+    // The working files' blob ids, in one git (`--no-filters`: the bytes as they are, as
+    // the base's blobs hold an item's bytes); a file git cannot hash counts as differing.
+    let paths: String = shared
+        .iter()
+        .map(|e| format!("{}\n", e.path.display()))
+        .collect();
+    let hashed = if shared.is_empty() {
+        String::new()
+    } else {
+        crate::git::run_input(
+            repo,
+            &["hash-object", "--no-filters", "--stdin-paths"],
+            paths.as_bytes(),
+        )
+        .unwrap_or_default()
+    };
+    let hashed: std::collections::HashMap<&str, &str> = shared
+        .iter()
+        .map(|e| e.id.as_str())
+        .zip(hashed.lines())
+        .collect();
+    here.iter()
+        .filter_map(|e| {
+            let in_base = match base.get(e.id.as_str()) {
+                None => false,
+                Some(oid) if hashed.get(e.id.as_str()) == Some(oid) => return None,
+                Some(_) => true,
+            };
+            Some(NotPushed {
+                id: e.id.clone(),
+                path: e.path.clone(),
+                in_base,
+            })
+        })
+        .collect()
+}
+
+/// The id an item file's name gives, or why it gives none.
+fn named(name: &str) -> Result<String, String> {
+    match name.strip_suffix(".md") {
+        Some(id) if valid_id(id) => Ok(id.to_string()),
+        Some(id) => Err(format!(
+            "`{id}` is not a valid item id: use lowercase letters, digits and `-` (at most 80)"
+        )),
+        None => Err("not an item: item files end in .md".to_string()),
     }
 }
 
@@ -154,21 +391,13 @@ pub fn scan(repo: &Path) -> (Vec<Entry>, Vec<Malformed>) {
             });
             continue;
         }
-        match name.strip_suffix(".md") {
-            Some(id) if valid_id(id) => found.push(Entry {
-                id: id.to_string(),
+        match named(&name) {
+            Ok(id) => found.push(Entry {
+                id,
                 path,
+                source: Source::WorkingCopy,
             }),
-            Some(id) => malformed.push(Malformed {
-                path,
-                why: format!(
-                    "`{id}` is not a valid item id: use lowercase letters, digits and `-` (at most 80)"
-                ),
-            }),
-            None => malformed.push(Malformed {
-                path,
-                why: "not an item: item files end in .md".to_string(),
-            }),
+            Err(why) => malformed.push(Malformed { path, why }),
         }
     }
     found.sort_by(|a, b| a.id.cmp(&b.id));
@@ -413,6 +642,68 @@ mod tests {
         assert!(items.is_empty());
         assert_eq!(malformed.len(), 1);
         assert!(malformed[0].why.contains("symbolic link"), "{malformed:?}");
+    }
+
+    #[test]
+    fn a_commits_queue_is_read_from_its_tree_and_the_working_copys_extra_files_are_named() {
+        let (_root, _bare, work) = crate::git::testing::clone_of_fresh_remote();
+        let git = |args: &[&str]| crate::git::run(&work, args).unwrap();
+        let pushed = add(&work, "Pushed\n\nas it is").unwrap();
+        let changed = add(&work, "Changed later").unwrap();
+        let dir = work.join(QUEUE_DIR);
+        std::os::unix::fs::symlink("/etc/passwd", dir.join("link.md")).unwrap();
+        std::fs::create_dir(dir.join("dir.md")).unwrap();
+        std::fs::write(dir.join("dir.md/x"), "x").unwrap();
+        std::fs::write(dir.join("Bad Name.md"), "x").unwrap();
+        git(&["add", "--all"]);
+        git(&["commit", "--quiet", "-m", "queue"]);
+        let base = git(&["rev-parse", "HEAD"]);
+        // After the commit: one more item, one changed, one committed on top.
+        let untracked = add(&work, "Only here").unwrap();
+        std::fs::write(&changed.path, "Changed later\n\nand more\n").unwrap();
+        let (entries, malformed) = scan_at(&work, &base);
+        let ids: Vec<&str> = entries.iter().map(|e| e.id.as_str()).collect();
+        assert_eq!(ids, [pushed.id.as_str(), changed.id.as_str()]);
+        // The commit's text, not the working copy's.
+        assert_eq!(entries[1].load().unwrap().text, "Changed later\n");
+        assert_eq!(entries[1].load().unwrap().path, changed.path);
+        let whys: Vec<String> = malformed
+            .iter()
+            .map(|m| {
+                format!(
+                    "{}: {}",
+                    m.path.file_name().unwrap().to_string_lossy(),
+                    m.why
+                )
+            })
+            .collect();
+        assert_eq!(
+            whys,
+            [
+                "Bad Name.md: `Bad Name` is not a valid item id: use lowercase letters, digits and `-` (at most 80)",
+                "dir.md: not an item: it is a directory; an item is a regular file",
+                "link.md: not an item: it is a symbolic link (not followed); an item is a regular file",
+            ]
+        );
+        let named: Vec<(String, bool)> = not_pushed(&work, &entries)
+            .into_iter()
+            .map(|n| (n.id, n.in_base))
+            .collect();
+        assert_eq!(
+            named,
+            [(changed.id.clone(), true), (untracked.id.clone(), false)]
+        );
+        // A `.stet` that is a link in the commit is not followed.
+        let other = tempfile::tempdir().unwrap();
+        crate::git::run(other.path(), &["init", "--quiet"]).unwrap();
+        std::os::unix::fs::symlink(dir.parent().unwrap(), other.path().join(".stet")).unwrap();
+        crate::git::run(other.path(), &["add", "--all"]).unwrap();
+        crate::git::run(other.path(), &["commit", "--quiet", "-m", "link"]).unwrap();
+        let (entries, malformed) = scan_at(other.path(), "HEAD");
+        assert!(entries.is_empty());
+        assert!(malformed[0].why.contains("symbolic link"), "{malformed:?}");
+        // No queue in the commit: nothing, and nothing wrong.
+        assert_eq!(scan_at(&work, "HEAD~1"), (Vec::new(), Vec::new()));
     }
 
     #[test]

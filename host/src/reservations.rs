@@ -255,34 +255,49 @@ impl Remote<'_> {
         self.mark(CANCELLED, item, note)
     }
 
-    /// Removes the mark under `prefix` of `item` (`stet clean --remote`, once its item file
-    /// is gone: a mark must outlive the file it keeps drives off).
-    pub fn unmark(&self, prefix: &str, item: &str) -> Result<(), ReservationError> {
-        if prefix == LANDED {
-            // In the ledger, or (an older drive's) a ref of its own, or both.
-            if let Some(ledger) = self.ledger_now()? {
-                if self.ledger_items(&ledger)?.contains(item) {
-                    self.push_ledger(&[], &[item], (&[], &[]), || true)
-                        .map_err(|e| self.unreachable(e.to_string()))?;
-                }
-            }
-            let old = self.git(&["ls-remote", self.name, &format!("{LANDED}{item}")])?;
-            if old.is_empty() {
-                return Ok(());
+    /// Removes `item`'s landed mark (`stet clean --remote`, once its item file is gone: a
+    /// mark must outlive the file it keeps drives off). Only a landed mark can be removed
+    /// this way: a failed or cancelled one is undone by [`Remote::clear_for_retry`] alone,
+    /// the person's own word, never by a clean.
+    pub fn unmark_landed(&self, item: &str) -> Result<(), ReservationError> {
+        // In the ledger, or (an older drive's) a ref of its own, or both.
+        if let Some(ledger) = self.ledger_now()? {
+            if self.ledger_items(&ledger)?.contains(item) {
+                self.push_ledger(&[], &[item], (&[], &[]), || true)
+                    .map_err(|e| self.unreachable(e.to_string()))?;
             }
         }
-        self.git(&["push", "--quiet", self.name, &format!(":{prefix}{item}")])
+        let old = self.git(&["ls-remote", self.name, &format!("{LANDED}{item}")])?;
+        if old.is_empty() {
+            return Ok(());
+        }
+        self.git(&["push", "--quiet", self.name, &format!(":{LANDED}{item}")])
             .map(|_| ())
     }
 
-    /// Clears `item`'s failed mark; returns whether there was one.
-    pub fn clear_failed(&self, item: &str) -> Result<bool, ReservationError> {
-        let marks = self.marks()?;
-        if !marks.failed.contains(item) {
-            return Ok(false);
+    /// Clears `item`'s failed and cancelled marks in one push (`stet retry`: the one way a
+    /// drive takes such an item again); returns which it had (`failed`, `cancelled`), none
+    /// when it had neither.
+    pub fn clear_for_retry(&self, item: &str) -> Result<Vec<&'static str>, ReservationError> {
+        let marks = self.marks_for(item)?;
+        let mut had = Vec::new();
+        let mut deletions = Vec::new();
+        for (set, word, prefix) in [
+            (&marks.failed, "failed", FAILED),
+            (&marks.cancelled, "cancelled", CANCELLED),
+        ] {
+            if set.contains(item) {
+                had.push(word);
+                deletions.push(format!(":{prefix}{item}"));
+            }
         }
-        self.git(&["push", "--quiet", self.name, &format!(":{FAILED}{item}")])?;
-        Ok(true)
+        if deletions.is_empty() {
+            return Ok(had);
+        }
+        let mut args = vec!["push", "--quiet", self.name];
+        args.extend(deletions.iter().map(String::as_str));
+        self.git(&args)?;
+        Ok(had)
     }
 
     fn mark(&self, prefix: &str, item: &str, note: &str) -> Result<(), ReservationError> {
@@ -809,9 +824,17 @@ mod tests {
             Some("not landed after 3 rounds")
         );
         assert!(rb.marks_for("two").unwrap().failed.contains("two"));
-        assert!(rb.clear_failed("two").unwrap());
-        assert!(!ra.clear_failed("two").unwrap());
+        assert_eq!(rb.clear_for_retry("two").unwrap(), ["failed"]);
+        assert!(ra.clear_for_retry("two").unwrap().is_empty());
         assert!(ra.marks().unwrap().failed.is_empty());
+        // A cancelled item, failed too, has both marks cleared in one retry.
+        ra.mark_cancelled("three", "cancelled by someone").unwrap();
+        ra.mark_failed("three", "given up").unwrap();
+        assert_eq!(
+            rb.clear_for_retry("three").unwrap(),
+            ["failed", "cancelled"]
+        );
+        assert!(rb.marks().unwrap().open("three"));
     }
 
     #[test]
@@ -859,8 +882,8 @@ mod tests {
         assert!(rb.marks().unwrap().landed.contains("old"));
         assert!(rb.marks_for("old").unwrap().landed.contains("old"));
         // And both forms go when the mark is removed.
-        rb.unmark(LANDED, "old").unwrap();
-        rb.unmark(LANDED, "item-0-0").unwrap();
+        rb.unmark_landed("old").unwrap();
+        rb.unmark_landed("item-0-0").unwrap();
         let landed = rb.marks().unwrap().landed;
         assert!(!landed.contains("old") && !landed.contains("item-0-0"));
         assert_eq!(landed.len(), 19);

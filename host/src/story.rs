@@ -38,6 +38,14 @@ pub struct Row {
     /// host:port and how often.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub blocked: Vec<(String, u64)>,
+    /// Whether a drive takes the item as this working copy has it: `only-here` when the
+    /// base (the remote's branch lanes branch from, as last fetched) lacks its file,
+    /// `changed-here` when it holds other text (the base's is driven); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub here: Option<&'static str>,
+    /// The base that is, by its remote-tracking name (`origin/main`), with `here`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base: Option<String>,
 }
 
 /// Every item of `items` with its state as the remote says (and a note when the remote
@@ -89,9 +97,23 @@ pub fn states(
                 .or_default() += b.count;
         }
     }
+    // Which items a drive would not take as they are here: it reads the queue from the
+    // base (`base.rs`), as this clone last fetched it.
+    let base = crate::base::known(&repo, remote_name);
+    let not_pushed = base
+        .as_ref()
+        .map(|b| queue::not_pushed(&repo, &queue::scan_at(&repo, &b.commit).0))
+        .unwrap_or_default();
     let rows: Vec<Row> = items
         .iter()
         .map(|item| {
+            let here = not_pushed.iter().find(|n| n.id == item.id).map(|n| {
+                if n.in_base {
+                    "changed-here"
+                } else {
+                    "only-here"
+                }
+            });
             let held = reservations.iter().find(|h| h.reservation.item == item.id);
             let state = match (&remote_note, held) {
                 (Some(_), _) => "unknown",
@@ -133,6 +155,8 @@ pub fn states(
                     .get(&item.id)
                     .map(|b| b.iter().map(|(t, n)| (t.clone(), *n)).collect())
                     .unwrap_or_default(),
+                here,
+                base: here.and(base.as_ref()).map(|b| b.name.clone()),
             }
         })
         .collect();
@@ -282,16 +306,19 @@ pub enum Diff {
     Whole,
 }
 
-/// The lane's change against where it branched off HEAD, as this clone has its branch
-/// (`None` when it is not here), bounded: what the agent committed may be large.
-pub fn diff(repo: &std::path::Path, item: &str, which: Diff) -> Option<String> {
+/// The lane's change against where it branched off the base (the remote's branch lanes
+/// branch from, as this clone last fetched it: `base.rs`; the local HEAD when this clone
+/// knows none), as this clone has its branch (`None` when it is not here), bounded: what
+/// the agent committed may be large.
+pub fn diff(repo: &std::path::Path, remote: &str, item: &str, which: Diff) -> Option<String> {
     /// The most of a diff `show` holds and prints.
     const SHOWN_DIFF: usize = 8 << 20;
     // The lane's branch as this clone has it; its content is the agent's, so diffed by git
     // that runs no driver, filter or textconv of its.
     let branch = format!("refs/heads/{}", crate::lanes::branch_of(item));
     let git = crate::git::Inert::at(repo);
-    let base = git.run(&["merge-base", "HEAD", &branch]).ok();
+    let from = crate::base::known(repo, remote).map_or_else(|| "HEAD".to_string(), |b| b.commit);
+    let base = git.run(&["merge-base", &from, &branch]).ok();
     let diff_of = |extra: &[&str]| -> Option<String> {
         let base = base.as_deref()?;
         let mut all = vec!["diff", "--no-ext-diff", "--no-textconv"];

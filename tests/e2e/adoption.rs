@@ -1048,3 +1048,284 @@ fn output_people_read_headers_newest_first_colour_on_a_terminal_only_quiet_and_v
         .stdout
         .contains(&format!("landed    {}", ids[0])));
 }
+
+/// Two finished items that did not land: one given up (marked failed after its one
+/// round), one cancelled before any drive (`stet rm`). Returns (failed, cancelled).
+fn one_failed_one_cancelled(world: &World) -> (String, String) {
+    let ids = queue(
+        world,
+        &[
+            "Give me up\n\nfile: GIVEN_UP\nreview: never",
+            "Cancel me\n\nfile: CANCELLED",
+        ],
+    );
+    assert_eq!(world.run_stet(&["rm", &ids[1]]).code, 0);
+    let drove = world.run_stet(&["drive", "--yes", "--rounds", "1"]);
+    assert_eq!(drove.code, 4, "{}", drove.stderr);
+    let json = world.run_stet(&["queue", "--json"]).json();
+    let states: Vec<&str> = json["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(states, ["failed", "cancelled"], "{json:#}");
+    (ids[0].clone(), ids[1].clone())
+}
+
+/// A drive takes neither item; then `stet retry` of each, and the next drive takes both.
+fn only_retry_makes_them_eligible(world: &World, failed: &str, cancelled: &str) {
+    let out = world.run_stet(&["drive", "--yes", "--rounds", "1"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("stet drive: 0 items of 0 eligible"),
+        "{}",
+        out.stderr
+    );
+    for id in [failed, cancelled] {
+        let retried = world.run_stet(&["retry", id]);
+        assert_eq!(retried.code, 0, "{}", retried.stderr);
+    }
+    let retried = world.run_stet(&["queue", "--json"]).json();
+    assert!(
+        retried["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|i| i["state"] == "open"),
+        "{retried:#}"
+    );
+    // (The failed one is given up again: its review still never says LAND.)
+    let out = world.run_stet(&["drive", "--yes", "--rounds", "1"]);
+    assert!(
+        out.stderr.contains("stet drive: 2 items of 2 eligible"),
+        "{}",
+        out.stderr
+    );
+    let remote = world.root.path().join("remote.git");
+    assert!(stet_e2e::landed_on(&remote).contains(&cancelled.to_string()));
+}
+
+#[test]
+fn clean_never_makes_a_failed_or_cancelled_item_eligible_again_only_retry_does() {
+    let world = world();
+    let (failed, cancelled) = one_failed_one_cancelled(&world);
+    let out = world.run_stet(&["clean"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout
+            .contains(&format!("removed  the lane of {failed} (failed)")),
+        "{}",
+        out.stdout
+    );
+    only_retry_makes_them_eligible(&world, &failed, &cancelled);
+}
+
+/// The marks outlive their items' files: gone from the remote's tree (and their branches
+/// from the remote) when `stet clean --remote` runs, the files coming back later do not
+/// bring the items back.
+#[test]
+fn clean_remote_never_makes_a_failed_or_cancelled_item_eligible_again_only_retry_does() {
+    let world = world();
+    let (failed, cancelled) = one_failed_one_cancelled(&world);
+    let remote = world.root.path().join("remote.git");
+    git(
+        &world.work,
+        &["push", "--quiet", "origin", &format!(":stet/{failed}")],
+    );
+    for id in [&failed, &cancelled] {
+        git(
+            &world.work,
+            &["rm", "--quiet", &format!(".stet/queue/{id}.md")],
+        );
+    }
+    git(&world.work, &["commit", "--quiet", "-m", "done with them"]);
+    git(&world.work, &["push", "--quiet", "origin", "HEAD"]);
+    let out = world.run_stet(&["clean", "--remote"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!out.stdout.contains(" mark of "), "{}", out.stdout);
+    for mark in [
+        format!("refs/stet/failed/{failed}"),
+        format!("refs/stet/cancelled/{cancelled}"),
+    ] {
+        assert!(
+            !git(&remote, &["for-each-ref", &mark]).is_empty(),
+            "{mark} was removed: {}",
+            out.stdout
+        );
+    }
+    // The files come back (a revert, a merge of an old branch): the marks still hold.
+    git(&world.work, &["revert", "--no-edit", "HEAD"]);
+    git(&world.work, &["push", "--quiet", "origin", "HEAD"]);
+    only_retry_makes_them_eligible(&world, &failed, &cancelled);
+}
+
+/// The files of `branch`'s tree on the remote.
+fn files_on(remote: &Path, branch: &str) -> Vec<String> {
+    git(remote, &["ls-tree", "-r", "--name-only", branch])
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Lanes branch from the remote's base as fetched: a commit only this clone has does not
+/// ride into a lane, and the drive says once that the local branch is ahead; queue files
+/// only here (untracked, or committed and not pushed) are named and not driven.
+#[test]
+fn lanes_branch_from_the_remotes_base_and_items_only_here_are_named_not_driven() {
+    let world = world();
+    let remote = world.root.path().join("remote.git");
+    let ids = queue(&world, &["Pushed\n\nfile: PUSHED"]);
+    // A local commit, not pushed, with an item in it; and an item not even committed.
+    std::fs::write(world.work.join("LOCAL_ONLY"), "not pushed\n").unwrap();
+    let committed = world.run_stet(&["add", "Committed here\n\nfile: COMMITTED"]);
+    assert_eq!(committed.code, 0, "{}", committed.stderr);
+    git(&world.work, &["add", "--all"]);
+    git(&world.work, &["commit", "--quiet", "-m", "local work"]);
+    stet_e2e::next_millisecond();
+    let untracked = world.run_stet(&["add", "Untracked\n\nfile: UNTRACKED"]);
+    let id_of = |out: &stet_e2e::Output| {
+        out.stdout
+            .strip_prefix("added ")
+            .and_then(|s| s.split(':').next())
+            .unwrap()
+            .to_string()
+    };
+    let (committed, untracked) = (id_of(&committed), id_of(&untracked));
+    let base = git(&world.work, &["symbolic-ref", "--short", "HEAD"])
+        .trim()
+        .to_string();
+
+    // What `stet queue` says of them, before any drive.
+    let listed = world.run_stet(&["queue"]);
+    assert!(
+        listed.stdout.contains(&format!(
+            "  Untracked — only in this working copy, not on origin/{base}: no drive takes it until you commit and push it"
+        )),
+        "{}",
+        listed.stdout
+    );
+
+    let out = world.run_stet(&["drive", "--yes"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let said = |text: &str| out.stderr.matches(text).count();
+    assert_eq!(
+        said(&format!(
+            "your HEAD is 1 commit ahead of origin/{base}: the lanes branch from origin/{base} without it"
+        )),
+        1,
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        said(&format!(
+            "not driven: 2 item files in .stet/queue are not on origin/{base} (untracked, uncommitted or not pushed): {committed}, {untracked}; commit and push them for a drive to take them"
+        )),
+        1,
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("stet drive: 1 item of 1 eligible"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr
+            .contains(&format!("  base:     origin/{base} at ")),
+        "{}",
+        out.stderr
+    );
+    // The lane holds the remote's base and its own change: not the local commit.
+    let lane = files_on(&remote, &format!("stet/{}", ids[0]));
+    assert!(lane.contains(&"PUSHED".to_string()), "{lane:?}");
+    assert!(!lane.contains(&"LOCAL_ONLY".to_string()), "{lane:?}");
+    assert!(
+        !lane
+            .iter()
+            .any(|f| f.contains(&committed) || f.contains(&untracked)),
+        "{lane:?}"
+    );
+    let landed = stet_e2e::landed_on(&remote);
+    assert_eq!(landed, [ids[0].clone()], "{}", out.stderr);
+
+    // Pushed, they are driven; and the lanes then hold the pushed commit.
+    git(&world.work, &["add", "--all"]);
+    git(
+        &world.work,
+        &["commit", "--quiet", "-m", "queue the last one"],
+    );
+    git(&world.work, &["push", "--quiet", "origin", "HEAD"]);
+    let out = world.run_stet(&["drive", "--yes"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!out.stderr.contains("not driven"), "{}", out.stderr);
+    assert!(!out.stderr.contains("ahead of"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("stet drive: 2 items of 2 eligible"),
+        "{}",
+        out.stderr
+    );
+    assert!(files_on(&remote, &format!("stet/{committed}")).contains(&"LOCAL_ONLY".to_string()));
+}
+
+/// A fresh clone of an empty remote: no base until the first push (the drive refuses,
+/// naming what to do), then the pushed branch is the base though the remote's HEAD names a
+/// branch never born.
+#[test]
+fn a_clone_of_an_empty_remote_drives_once_its_first_push_makes_a_base() {
+    let world = world();
+    let bare = world.root.path().join("empty.git");
+    git(
+        world.root.path(),
+        &["init", "--quiet", "--bare", bare.to_str().unwrap()],
+    );
+    let clone = world.root.path().join("fresh");
+    git(
+        world.root.path(),
+        &[
+            "clone",
+            "--quiet",
+            bare.to_str().unwrap(),
+            clone.to_str().unwrap(),
+        ],
+    );
+    git(&clone, &["checkout", "--quiet", "-b", "trunk"]);
+    let mut add = world.stet(&["add", "First\n\nfile: FIRST"]);
+    add.current_dir(&clone);
+    assert_eq!(world.run(&mut add).code, 0);
+    git(&clone, &["add", "--all"]);
+    git(&clone, &["commit", "--quiet", "-m", "the first item"]);
+    let drive = |world: &World| {
+        let mut drive = world.stet(&["drive", "--yes"]);
+        drive.current_dir(&clone);
+        world.run(&mut drive)
+    };
+    let refused = drive(&world);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .contains("error: there is no base on the remote for the lanes to branch from"),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        refused.stderr.contains(
+            "hint: push the branch the lanes should start from (git push -u origin HEAD)"
+        ),
+        "{}",
+        refused.stderr
+    );
+    git(&clone, &["push", "--quiet", "origin", "HEAD"]);
+    let out = drive(&world);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("  base:     origin/trunk at "),
+        "{}",
+        out.stderr
+    );
+    let landed = stet_e2e::landed_on(&bare);
+    assert_eq!(landed.len(), 1, "{}", out.stderr);
+    let lane = files_on(&bare, &format!("stet/{}", landed[0]));
+    assert!(lane.contains(&"FIRST".to_string()), "{lane:?}");
+}

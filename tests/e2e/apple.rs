@@ -124,7 +124,7 @@ fn a_drive_lands_an_item_through_the_native_runtime_with_the_command_harness() {
     world.trust_in(&world.work);
     stet_e2e::git(&world.work, &["add", "stet.toml"]);
     stet_e2e::git(&world.work, &["commit", "--quiet", "-m", "configure stet"]);
-    let added = world.run_stet(&["add", "Say hello\n\nwrite hello.txt: hello from a VM"]);
+    let added = world.add_pushed("Say hello\n\nwrite hello.txt: hello from a VM");
     assert_eq!(added.code, 0, "{}", added.stderr);
 
     let out = world.run_stet(&["drive", "--yes"]);

@@ -511,6 +511,32 @@ fn a_drive_lands_an_item_with_the_example_agent() {
     git(&c.world.work, &["push", "--quiet", "origin", "HEAD"]);
     let out = c.run(&["add", "write hello.txt: hi from the drive"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
+    // Pushed (a drive reads the queue from the remote), by the test's own user in the
+    // world already handed over: its git told (globally, which the remote's side reads
+    // too) that the person's directories are safe.
+    let global = c.world.root.path().join("test-gitconfig");
+    std::fs::write(&global, "[safe]\n\tdirectory = *\n").unwrap();
+    for args in [
+        &["add", ".stet"][..],
+        &["commit", "--quiet", "-m", "queue"],
+        &["push", "--quiet", "origin", "HEAD"],
+    ] {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(&c.world.work)
+            .env("GIT_CONFIG_GLOBAL", &global)
+            .env("GIT_AUTHOR_NAME", "test")
+            .env("GIT_AUTHOR_EMAIL", "test@localhost")
+            .env("GIT_COMMITTER_NAME", "test")
+            .env("GIT_COMMITTER_EMAIL", "test@localhost")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
     let out = c.run(&["drive", "--yes", "--harness", "command"]);
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
 

@@ -99,6 +99,8 @@ const FILTERS: &[(&str, &str)] = &[
         r#""(removed|kept)": \[[^\]]*\]"#,
         r#""$1": "[SANDBOXES ON THE ENGINE]""#,
     ),
+    // The commit a drive's base was at (its time is in it).
+    (r"(base: +\S+) at [0-9a-f]{12}", "$1 at [COMMIT]"),
     // Ports on the host's loopback.
     (r"(127\.0\.0\.1|localhost):\d+", "$1:[PORT]"),
     // Processes: owners (pid:start time) and bare pids.

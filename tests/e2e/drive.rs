@@ -116,13 +116,8 @@ fn two_items_are_driven_to_landings_on_the_remote() {
     let _serial = serial_drives();
     let api = model("LAND\nIt does what was asked.");
     let world = drive_world(&api);
-    assert_eq!(world.run_stet(&["add", "Add a FIXED.txt file"]).code, 0);
-    assert_eq!(
-        world
-            .run_stet(&["add", "Also add FIXED.txt elsewhere"])
-            .code,
-        0
-    );
+    assert_eq!(world.add_pushed("Add a FIXED.txt file").code, 0);
+    assert_eq!(world.add_pushed("Also add FIXED.txt elsewhere").code, 0);
     let out = world.run_stet(&["drive", "--yes"]);
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     assert!(
@@ -194,7 +189,7 @@ fn a_reviewer_that_never_lands_gives_the_item_up_after_the_rounds() {
     let _serial = serial_drives();
     let api = model("REVISE\nNot like this.");
     let world = drive_world(&api);
-    world.run_stet(&["add", "Add a FIXED.txt file"]);
+    world.add_pushed("Add a FIXED.txt file");
     let out = world.run_stet(&["drive", "--yes", "--rounds", "2"]);
     assert_eq!(out.code, 4, "some item given up: {}", out.stderr);
     assert!(
@@ -231,7 +226,7 @@ fn no_terminal_and_no_yes_refuses_before_reserving_anything() {
     let _serial = serial_drives();
     let api = model("LAND");
     let world = drive_world(&api);
-    world.run_stet(&["add", "Add a FIXED.txt file"]);
+    world.add_pushed("Add a FIXED.txt file");
     let out = world.run_stet(&["drive"]);
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("no consent"), "{}", out.stderr);
@@ -266,7 +261,7 @@ fn an_agent_rewriting_its_settings_changes_only_its_calls_copy_of_the_profile() 
         ..FIX
     });
     let world = drive_world(&api);
-    world.run_stet(&["add", "Do something"]);
+    world.add_pushed("Do something");
     let settings = world.root.path().join("profiles/claude/settings.json");
     let out = world.run_stet(&["drive", "--yes"]);
     assert!(
@@ -332,7 +327,7 @@ fn a_usage_limit_is_waited_out_and_the_item_still_lands() {
         ..FIX
     });
     let world = drive_world(&api);
-    world.run_stet(&["add", "Add a FIXED.txt file"]);
+    world.add_pushed("Add a FIXED.txt file");
     let started = std::time::Instant::now();
     let out = world.run_stet(&["drive", "--yes", "--wait-floor", "1s"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -392,7 +387,7 @@ fn a_stop_mid_lane_then_a_resume_lands_the_item() {
         ..FIX
     });
     let world = drive_world(&api);
-    world.run_stet(&["add", "Add a FIXED.txt file"]);
+    world.add_pushed("Add a FIXED.txt file");
     let child = drive_until_implementing(&world, &api);
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
@@ -441,7 +436,7 @@ fn a_second_signal_kills_at_once_and_the_next_drive_takes_the_lane_up() {
         ..FIX
     });
     let world = drive_world(&api);
-    world.run_stet(&["add", "Add a FIXED.txt file"]);
+    world.add_pushed("Add a FIXED.txt file");
     let mut child = drive_until_implementing(&world, &api);
     let pid = nix::unistd::Pid::from_raw(child.id() as i32);
     // The drive's lines as they come, so the second press waits for the first's answer.
@@ -522,7 +517,7 @@ fn a_model_api_that_keeps_failing_enters_the_outage_schedule_and_stops_at_its_li
         ..FIX
     });
     let world = drive_world(&api);
-    world.run_stet(&["add", "Add a FIXED.txt file"]);
+    world.add_pushed("Add a FIXED.txt file");
     let out = world.run_stet(&[
         "drive",
         "--yes",

@@ -609,7 +609,7 @@ fn a_model_api_that_does_not_answer_is_named_by_the_proof_not_taken_for_a_broken
         "{}",
         text.stdout
     );
-    world.run_stet(&["add", "Anything"]);
+    world.add_pushed("Anything");
     let drive = world.run_stet(&["drive", "--yes"]);
     assert_eq!(drive.code, 3, "{}", drive.stderr);
     assert!(

@@ -1604,7 +1604,7 @@ fn through_claude_the_login_never_enters_a_sandbox_and_a_stand_in_dies_with_its_
         "B Use the stolen login",
         "C Commit the login",
     ] {
-        assert_eq!(world.run_stet(&["add", item]).code, 0);
+        assert_eq!(world.add_pushed(item).code, 0);
     }
     let out = world.run_stet(&["drive", "--yes"]);
     // A and B land; C's change holds (the stand-in of) a login: never pushed.

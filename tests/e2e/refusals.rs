@@ -167,7 +167,8 @@ fn queue_outside_a_repository() {
 #[test]
 fn queue_with_the_remote_unreachable() {
     let world = world();
-    let added = world.run_stet(&["add", "Fix the typo"]);
+    // Pushed: the item is on the base too, and only the remote's silence is shown.
+    let added = world.add_pushed("Fix the typo");
     assert_eq!(added.code, 0, "{}", added.stderr);
     git(
         &world.work,

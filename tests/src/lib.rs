@@ -331,6 +331,19 @@ impl World {
         self.run(&mut self.stet(args))
     }
 
+    /// `stet add TEXT`, then the queue committed and pushed with everything else the
+    /// working copy holds: a drive reads the queue from the remote's branch, never from
+    /// the working copy alone.
+    pub fn add_pushed(&self, text: &str) -> Output {
+        let added = self.run_stet(&["add", text]);
+        if added.code == 0 {
+            git(&self.work, &["add", "--all"]);
+            git(&self.work, &["commit", "--quiet", "-m", "queue an item"]);
+            git(&self.work, &["push", "--quiet", "origin", "HEAD"]);
+        }
+        added
+    }
+
     /// Makes the working directory a clone of a fresh bare remote (`<root>/remote.git`) with
     /// one commit; returns the remote's path.
     pub fn clone_of_fresh_remote(&self) -> PathBuf {

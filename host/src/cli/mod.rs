@@ -240,12 +240,13 @@ pub enum Command {
     /// Their lanes (working copies and git directories) and local `stet/*` branches (a
     /// branch only when the remote has it too); it says what it removed and the space
     /// freed. With --remote, also their `stet/*` branches on the remote once merged into
-    /// your current branch there (never unmerged work), and their marks once the item's
-    /// file is gone from the repository.
+    /// the base the lanes branch from (never unmerged work), and a landed item's mark once
+    /// its file is gone from that base and this working copy. A failed or cancelled item's
+    /// mark is never removed: nothing but stet retry makes such an item eligible again.
     Clean(CleanArgs),
 
-    /// Take a failed item up again: clears its failed mark on the remote, so the next drive
-    /// works it (resuming its lane when one was pushed).
+    /// Take a failed or cancelled item up again: clears its mark on the remote, so the next
+    /// drive works it (resuming its lane when one was pushed).
     Retry(RetryArgs),
 
     /// Summarise this clone: the queue, lanes kept here, the receipts by outcome, the last
@@ -622,7 +623,7 @@ pub struct RmArgs {
 
 #[derive(Debug, Args)]
 pub struct CleanArgs {
-    /// Also remove their merged branches and spent marks on the remote.
+    /// Also remove their merged branches and landed items' spent marks on the remote.
     #[arg(long)]
     pub remote: bool,
 

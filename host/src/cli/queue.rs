@@ -122,9 +122,10 @@ fn detail_of(row: &Row) -> String {
             row.id
         ),
         ("landed", ..) => format!(" — {}", crate::lanes::branch_of(&row.id)),
-        ("cancelled", ..) => {
-            " — no drive takes it (stet clean removes what it left here)".to_string()
-        }
+        ("cancelled", ..) => format!(
+            " — no drive takes it until stet retry {} (stet clean removes what it left here)",
+            row.id
+        ),
         ("open", ..) if row.lane.is_some() || row.round.is_some() => format!(
             " — {}the next drive resumes it{}",
             if row.lane.is_some() {
@@ -145,6 +146,16 @@ fn detail_of(row: &Row) -> String {
         }
         _ => detail,
     };
+    let base = row.base.as_deref().unwrap_or("the base");
+    let detail = match row.here {
+        Some("only-here") => format!(
+            "{detail} — only in this working copy, not on {base}: no drive takes it until you commit and push it"
+        ),
+        Some(_) => format!(
+            "{detail} — changed here: a drive works {base}'s text until you commit and push the change"
+        ),
+        None => detail,
+    };
     let detail = if row.blocked.is_empty() {
         detail
     } else {
@@ -158,7 +169,8 @@ fn detail_of(row: &Row) -> String {
     detail
 }
 
-/// `stet retry ID`: clears an item's failed mark so the next drive takes it up again.
+/// `stet retry ID`: clears an item's failed or cancelled mark (the one way either is
+/// undone: `stet clean` never does) so the next drive takes it up again.
 pub fn retry(args: &RetryArgs, printer: Printer) -> Result<Exit, CliError> {
     let repo = repo()?;
     let (items, _) = queue::read(&repo);
@@ -167,20 +179,23 @@ pub fn retry(args: &RetryArgs, printer: Printer) -> Result<Exit, CliError> {
         repo: &repo,
         name: &args.remote,
     };
-    match remote.clear_failed(&id).and_then(|cleared| {
-        if cleared {
+    match remote.clear_for_retry(&id).and_then(|had| {
+        if !had.is_empty() {
             remote.restart(&id)?;
         }
-        Ok(cleared)
+        Ok(had)
     }) {
-        Ok(true) => {
+        Ok(had) if !had.is_empty() => {
             printer.out(&format!(
-                "{id}: no longer failed; the next stet drive takes it up (its lane, if pushed, resumes)"
+                "{id}: no longer {}; the next stet drive takes it up (its lane, if pushed, resumes)",
+                had.join(" or ")
             ));
             Ok(Exit::Success)
         }
-        Ok(false) => Err(CliError::usage(format!("{id} has not failed"))
-            .hint("only a failed item can be retried; stet queue shows each item's state")),
+        Ok(_) => Err(CliError::usage(format!(
+            "{id} has not failed and is not cancelled"
+        ))
+        .hint("only a failed or cancelled item can be retried; stet queue shows each item's state")),
         Err(e) => Err(
             CliError::new(Exit::Unusable, "the remote cannot be reached")
                 .caused_by(e.to_string())
@@ -247,9 +262,9 @@ pub fn show(args: &super::ShowArgs, printer: Printer) -> Result<Exit, CliError> 
         return show_prompt(&repo, &item.id, n, args.json, printer);
     }
     let rounds = story::rounds(&repo, &item.id);
-    let diff_stat = story::diff(&repo, &item.id, story::Diff::Stat);
+    let diff_stat = story::diff(&repo, &args.remote, &item.id, story::Diff::Stat);
     let diff = if args.diff {
-        story::diff(&repo, &item.id, story::Diff::Whole)
+        story::diff(&repo, &args.remote, &item.id, story::Diff::Whole)
     } else {
         None
     };

@@ -130,6 +130,9 @@ impl Drive<'_> {
 
 struct Drive<'a> {
     repo: PathBuf,
+    /// Where every lane branches from: the remote's base as the drive fetched it at its
+    /// start (`base.rs`), never the local HEAD.
+    base: crate::base::Base,
     settings: &'a Settings,
     options: &'a DriveOptions,
     progress: progress::Progress,
@@ -209,6 +212,9 @@ pub fn run(settings: &Settings, options: &DriveOptions, printer: Printer) -> Res
         printer,
         "stet drive: proving the walls (a short walled agent call in a sandbox) before anything is reserved"
     );
+    // Lanes branch from the remote's base as fetched now, and the queue is read from it:
+    // what this clone alone has is not the work every clone drains.
+    let base = fetch_base(&repo, &options.remote, printer)?;
     let proving = std::time::Instant::now();
     // One survey for both; the walls are proven on the very runtime instance the drive
     // then uses.
@@ -269,10 +275,11 @@ pub fn run(settings: &Settings, options: &DriveOptions, printer: Printer) -> Res
     }
     // File names only: an item's text is read when it is taken, so the drive's memory does
     // not grow with the queue.
-    let (items, malformed) = queue::scan(&repo);
+    let (items, malformed) = queue::scan_at(&repo, &base.commit);
     for m in &malformed {
         printer.warn(&format!("skipped {}: {}", m.path.display(), m.why));
     }
+    say_not_pushed(printer, &base, &queue::not_pushed(&repo, &items));
     let remote = Remote {
         repo: &repo,
         name: &options.remote,
@@ -329,6 +336,12 @@ pub fn run(settings: &Settings, options: &DriveOptions, printer: Printer) -> Res
         crate::printer::duration(proven_in.as_secs_f64())
     );
     note!(printer, "  estimate: {estimate}");
+    note!(
+        printer,
+        "  base:     {} at {}",
+        base.name,
+        base.commit.get(..12).unwrap_or(&base.commit)
+    );
     if options.jobs > 1 {
         note!(
             printer,
@@ -400,6 +413,7 @@ pub fn run(settings: &Settings, options: &DriveOptions, printer: Printer) -> Res
         );
     }
     let drive = Drive {
+        base,
         profile,
         author,
         holder: holder(&repo),
@@ -426,6 +440,70 @@ pub fn run(settings: &Settings, options: &DriveOptions, printer: Printer) -> Res
         slot.keeper.finish();
     }
     exit
+}
+
+/// The remote's base, fetched (a local branch ahead of it said once); a refusal naming
+/// what to do when there is none.
+fn fetch_base(repo: &Path, remote: &str, printer: Printer) -> Result<crate::base::Base, Error> {
+    let base = crate::base::fetch(repo, remote).map_err(|e| match e {
+        crate::base::BaseError::Unreachable { .. } => Concept::Drive
+            .unusable("the remote cannot be reached")
+            .caused_by(e.to_string())
+            .hint("check the network and the remote; nothing was reserved"),
+        crate::base::BaseError::None { .. } => Concept::Drive
+            .usage("there is no base on the remote for the lanes to branch from")
+            .caused_by(e.to_string())
+            .hint(format!(
+                "push the branch the lanes should start from (git push -u {remote} HEAD): lanes branch from the remote's default branch, else the one yours tracks, else the one of its name"
+            )),
+    })?;
+    if let Some(ahead) = crate::base::local_ahead(repo, &base).filter(|n| *n > 0) {
+        let them = if ahead == 1 { "it" } else { "them" };
+        note!(
+            printer,
+            "your HEAD is {} ahead of {}: the lanes branch from {} without {them} (push to give {them} to the lanes)",
+            crate::printer::count(ahead as usize, "commit", "commits"),
+            base.name,
+            base.name,
+        );
+    }
+    Ok(base)
+}
+
+/// Names, once, the queue files of the working copy the drive does not take as they are
+/// there: they are read from the base, which lacks them or holds other text.
+fn say_not_pushed(printer: Printer, base: &crate::base::Base, files: &[queue::NotPushed]) {
+    let list = |files: Vec<&queue::NotPushed>| {
+        const SHOWN: usize = 10;
+        let mut names: Vec<String> = files.iter().take(SHOWN).map(|f| f.id.clone()).collect();
+        if files.len() > SHOWN {
+            names.push(format!("and {} more", files.len() - SHOWN));
+        }
+        (files.len(), names.join(", "))
+    };
+    let (missing, differing): (Vec<_>, Vec<_>) = files.iter().partition(|f| !f.in_base);
+    if !missing.is_empty() {
+        let (n, names) = list(missing);
+        printer.warn(&format!(
+            "not driven: {} in {} {} not on {} (untracked, uncommitted or not pushed): {names}; commit and push {} for a drive to take {}",
+            crate::printer::count(n, "item file", "item files"),
+            queue::QUEUE_DIR,
+            if n == 1 { "is" } else { "are" },
+            base.name,
+            if n == 1 { "it" } else { "them" },
+            if n == 1 { "it" } else { "them" },
+        ));
+    }
+    if !differing.is_empty() {
+        let (n, names) = list(differing);
+        printer.warn(&format!(
+            "{} in {} {} from {}'s, whose text the drive works: {names}; commit and push your change for a drive to work it",
+            crate::printer::count(n, "item file", "item files"),
+            queue::QUEUE_DIR,
+            if n == 1 { "differs" } else { "differ" },
+            base.name,
+        ));
+    }
 }
 
 fn remote_error(e: ReservationError) -> Error {

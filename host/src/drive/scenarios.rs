@@ -586,7 +586,10 @@ impl World {
             .collect();
         *self.script.clock.lock().unwrap() = Some(clock.clone());
         *self.script.keepers.lock().unwrap() = slots.iter().map(|s| s.keeper.clone()).collect();
+        let base = crate::base::fetch(&self.repo, "origin").unwrap();
+        let (items, _) = crate::queue::scan_at(&self.repo, &base.commit);
         let drive = Drive {
+            base,
             repo: self.repo.clone(),
             settings: &self.settings,
             options,
@@ -607,7 +610,6 @@ impl World {
             moves: Default::default(),
             last_launch: Default::default(),
         };
-        let (items, _) = crate::queue::scan(&self.repo);
         let exit = drive.drain(&items).unwrap();
         for slot in &drive.slots {
             slot.keeper.finish();

@@ -258,17 +258,23 @@ impl Worker<'_, '_> {
         Ok(tree(&base).ok() != tree(&format!("refs/heads/{}", lane.branch)).ok())
     }
 
-    /// Where the lane branched off the repository's HEAD.
+    /// Where the lane branched off the drive's base (the remote's, `base.rs`): the lane
+    /// started there, or (a lane from an earlier drive) at an older commit of the same
+    /// branch, which the base's history holds.
     pub(in crate::drive) fn base_of(&self, lane: &Lane) -> Result<String, Error> {
         lanes::git(
             &self.drive.repo,
-            &["merge-base", "HEAD", &format!("refs/heads/{}", lane.branch)],
+            &[
+                "merge-base",
+                &self.drive.base.commit,
+                &format!("refs/heads/{}", lane.branch),
+            ],
         )
         .map_err(|e| {
             Concept::Drive
                 .failure(format!(
-                    "cannot find where the lane {} branched off HEAD",
-                    lane.branch
+                    "cannot find where the lane {} branched off {}",
+                    lane.branch, self.drive.base.name
                 ))
                 .caused_by(e.to_string())
         })

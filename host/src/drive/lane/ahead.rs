@@ -86,7 +86,7 @@ impl Worker<'_, '_> {
             &self.drive.repo,
             &self.drive.options.remote,
             &entry.id,
-            "HEAD",
+            &self.drive.base.commit,
         ) {
             Ok(Some(lane)) => lane,
             Ok(None) => {

@@ -51,7 +51,13 @@ impl Worker<'_, '_> {
         let _lock = self.lock()?;
         if self.drive.options.land.as_deref() == Some(crate::land::GITHUB) {
             let (receipts, _) = receipts::read_all(&self.drive.repo);
-            match crate::land::pull_request(&self.drive.repo, item, &lane.branch, &receipts) {
+            match crate::land::pull_request(
+                &self.drive.repo,
+                item,
+                &lane.branch,
+                &self.drive.base.branch,
+                &receipts,
+            ) {
                 Ok(pr) if pr.reused => note!(
                     self.drive.progress,
                     "{}: pull request {} was open for {} already",

@@ -68,7 +68,7 @@ impl Worker<'_, '_> {
             &self.drive.repo,
             &self.drive.options.remote,
             &item.id,
-            "HEAD",
+            &self.drive.base.commit,
         ) {
             Ok(lane) => lane,
             Err(e) => {
