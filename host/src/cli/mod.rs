@@ -485,7 +485,7 @@ pub struct DriveArgs {
     #[arg(long, default_value = "30s", value_name = "DURATION")]
     pub wait_floor: String,
 
-    /// Waits after a judge failure or three agent failures in a row (the last repeats).
+    /// Waits after three agent calls in a row that could not be made (the last repeats).
     #[arg(long, default_value = "1m,5m,10m,1h", value_name = "DURATIONS")]
     pub outage_schedule: String,
 

@@ -11,8 +11,10 @@
 //!
 //! Waits named by a move — the pace between launches, a usage limit's reset, an unreachable
 //! remote — are slept to the earliest time named, never below `--wait-floor`; a usage
-//! limit that resets later than `--outage-limit` from now stops the drive instead. Outage: a
-//! judge failure, or three failures of the implementing agent in a row, enter the outage
+//! limit that resets later than `--outage-limit` from now stops the drive instead, and so
+//! does a login the model API refuses (log in again). What an agent answers, in whatever
+//! shape, is its item's round, never an outage. Outage: three calls in a row that could not
+//! be made (the sandbox, the harness, the model API not answering) enter the outage
 //! schedule (1m,5m,10m,1h by default, the last repeating); when an outage has lasted
 //! `--outage-limit` (8h) the drive stops, handing nothing back: lanes stay on their pushed
 //! branches. Signals: the first SIGINT, SIGTERM or SIGHUP is a stop, honoured after the
@@ -86,8 +88,8 @@ pub struct DriveOptions {
     pub check: Option<String>,
     /// No wait is shorter than this, in seconds.
     pub wait_floor_secs: i64,
-    /// The outage schedule: the waits after a judge failure or three runner failures in a
-    /// row, in seconds; the last one repeats.
+    /// The outage schedule: the waits after three calls in a row that could not be made, in
+    /// seconds; the last one repeats.
     pub outage_schedule_secs: Vec<i64>,
     /// The drive stops when an outage has lasted this long, in seconds.
     pub outage_limit_secs: i64,
