@@ -204,6 +204,7 @@ pub fn run(settings: &Settings, options: &DriveOptions, printer: Printer) -> Res
     // One survey for both; the walls are proven on the very runtime instance the drive
     // then uses.
     let (harness, runtime) = harness::open_with_runtime(settings)?;
+    image_holds(settings, options, &harness, &runtime)?;
     let proof = walls::prove(
         settings,
         &harness,
@@ -455,6 +456,47 @@ fn watch_signals(
         }
     });
     Ok(())
+}
+
+/// The image holds what the drive's sandboxes run — sh, git, the check's program, the
+/// agent's interpreter —, by the look `stet doctor` takes, before any agent is asked
+/// anything: a check whose program the image lacks would fail every round, each a paid
+/// call, and the agent be told its code failed.
+fn image_holds(
+    settings: &Settings,
+    options: &DriveOptions,
+    harness: &OpenHarness,
+    runtime: &OpenRuntime,
+) -> Result<(), Error> {
+    let agent = crate::doctor::agent_program(harness);
+    let lacking: Vec<_> = crate::doctor::image(
+        settings,
+        runtime,
+        options.check.as_deref(),
+        agent.as_deref(),
+    )
+    .into_iter()
+    .filter(|c| !c.ok)
+    .collect();
+    if lacking.is_empty() {
+        return Ok(());
+    }
+    let mut error = Concept::Drive.unusable(format!(
+        "the image {} cannot run this drive; nothing was reserved",
+        settings.image
+    ));
+    for c in &lacking {
+        error = error.caused_by(c.detail.clone());
+    }
+    let remedies: Vec<&str> = lacking
+        .iter()
+        .map(|c| c.remedy.as_str())
+        .filter(|r| !r.is_empty())
+        .collect();
+    Err(error.hint(format!(
+        "{}; stet doctor checks it again",
+        remedies.join("; ")
+    )))
 }
 
 fn remote_error(e: ReservationError) -> Error {
