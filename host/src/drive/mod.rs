@@ -205,13 +205,9 @@ pub fn run(settings: &Settings, options: &DriveOptions, printer: Printer) -> Res
     // then uses.
     let (harness, runtime) = harness::open_with_runtime(settings)?;
     image_holds(settings, options, &harness, &runtime)?;
-    let proof = walls::prove(
-        settings,
-        &harness,
-        &runtime,
-        walls::SettingsMode::Rewrite,
-        None,
-    )?;
+    // What every now and every wait of the drive is measured by, from here on.
+    let clock: Arc<dyn Clock> = Arc::new(time::SystemClock);
+    let proof = prove_waiting(settings, options, &harness, &runtime, &clock, printer)?;
     if !proof.held() {
         let mut error = Concept::Drive.unusable(if walls::only_unproven(&proof) {
             "the walls could not be proven; nothing was reserved"
@@ -258,8 +254,6 @@ pub fn run(settings: &Settings, options: &DriveOptions, printer: Printer) -> Res
         name: &options.remote,
     };
     let marks = remote.marks().map_err(remote_error)?;
-    // What every now and every wait of the drive is measured by, from here on.
-    let clock: Arc<dyn Clock> = Arc::new(time::SystemClock);
     // Eligible: open, and not held by a live reservation of another drive (this clone's
     // own lapsed or interrupted ones it takes over).
     let now_unix = clock.now();
@@ -456,6 +450,55 @@ fn watch_signals(
         }
     });
     Ok(())
+}
+
+/// The wall proof, with a usage limit waited for as the drive waits for one: until its
+/// reset (never less than the wait floor), then proven again; a reset further away than
+/// the outage limit refuses, saying when to drive. A refused login or an unreachable API
+/// is the proof's to name: the caller refuses with it.
+fn prove_waiting(
+    settings: &Settings,
+    options: &DriveOptions,
+    harness: &OpenHarness,
+    runtime: &OpenRuntime,
+    clock: &Arc<dyn Clock>,
+    printer: Printer,
+) -> Result<walls::Proof, Error> {
+    let began = clock.now();
+    loop {
+        let proof = walls::prove(
+            settings,
+            harness,
+            runtime,
+            walls::SettingsMode::Rewrite,
+            None,
+        )?;
+        let Some(walls::Unserved::UsageLimited { resets_at_unix }) = proof.unserved else {
+            return Ok(proof);
+        };
+        let now = clock.now();
+        let wake = resets_at_unix
+            .unwrap_or(0)
+            .max(now + options.wait_floor_secs);
+        let limit = options.outage_limit_secs;
+        if wake.saturating_sub(now) > limit || now - began > limit {
+            return Err(Concept::Drive
+                .unusable(format!(
+                    "the agent hit its usage limit while the walls were proven; it resets at {}, later than the outage limit ({}); nothing was reserved",
+                    progress::utc(wake),
+                    state::duration(limit)
+                ))
+                .hint(format!("run stet drive again after {}", progress::utc(wake))));
+        }
+        note!(
+            printer,
+            "the agent hit its usage limit while the walls were proven: waiting until {} (its reset), then proving them again",
+            progress::utc(wake)
+        );
+        // No signal is watched yet: a Ctrl-C here ends stet as it would any command, with
+        // nothing reserved.
+        clock.sleep_until(wake, &Stop::default());
+    }
 }
 
 /// The image holds what the drive's sandboxes run — sh, git, the check's program, the
