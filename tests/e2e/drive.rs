@@ -384,11 +384,11 @@ fn a_login_refused_mid_drive_stops_the_drive_at_once_saying_to_log_in_again() {
     let out = world.run_stet(&["drive", "--yes"]);
     assert_eq!(out.code, 3, "{}", out.stderr);
     assert!(
-        out.stderr
-            .contains("the model API refused the profile's login (the model API refused the login: ")
-            && out
-                .stderr
-                .contains("log in again (stet profile login), then resume with: stet drive"),
+        out.stderr.contains(
+            "the model API refused the profile's login (the model API refused the login: "
+        ) && out
+            .stderr
+            .contains("log in again (stet profile login), then resume with: stet drive"),
         "{}",
         out.stderr
     );

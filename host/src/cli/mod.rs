@@ -171,8 +171,9 @@ pub enum Command {
     /// reservation; the second kills the call at once.
     ///
     /// Exit status: 0 when every item it took landed (or nothing was eligible); 4 when it
-    /// gave some up; 3 when nothing could run (the walls do not hold or cannot be proven,
-    /// an outage lasted its limit, the remote stayed away, a usage limit resets later than
+    /// gave some up; 3 when nothing could run (the image lacks the check's program, the
+    /// walls do not hold or cannot be proven, the model API refused the login: log in
+    /// again, an outage lasted its limit, the remote stayed away, a usage limit resets later than
     /// --outage-limit from now: run stet drive again after the reset it names); 2 bad
     /// input; 128+N after a stop by signal N (130 for Ctrl-C); 1 only for a bug.
     Drive(DriveArgs),

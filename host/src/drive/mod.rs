@@ -204,6 +204,17 @@ pub fn run(settings: &Settings, options: &DriveOptions, printer: Printer) -> Res
     // One survey for both; the walls are proven on the very runtime instance the drive
     // then uses.
     let (harness, runtime) = harness::open_with_runtime(settings)?;
+    // What a crashed drive left behind is reaped before anything new starts (the image's
+    // look and the wall proof make sandboxes too).
+    let reaped = sandbox::reap(&runtime, false)?;
+    let reaped = reaped.iter().filter(|v| v.removed).count();
+    if reaped > 0 {
+        note!(
+            printer,
+            "reaped {} a crashed stet left behind",
+            crate::printer::count(reaped, "sandbox", "sandboxes")
+        );
+    }
     image_holds(settings, options, &harness, &runtime)?;
     // What every now and every wait of the drive is measured by, from here on.
     let clock: Arc<dyn Clock> = Arc::new(time::SystemClock);
@@ -224,16 +235,6 @@ pub fn run(settings: &Settings, options: &DriveOptions, printer: Printer) -> Res
             .map(|w| w.remedy.clone())
             .unwrap_or_default();
         return Err(error.hint(remedy));
-    }
-    // What a crashed drive left behind is reaped before anything new starts.
-    let reaped = sandbox::reap(&runtime, false)?;
-    let reaped = reaped.iter().filter(|v| v.removed).count();
-    if reaped > 0 {
-        note!(
-            printer,
-            "reaped {} a crashed stet left behind",
-            crate::printer::count(reaped, "sandbox", "sandboxes")
-        );
     }
     let interrupted = receipts::settle_interrupted(&repo, sandbox::owner_alive)
         .map_err(|e| Concept::Drive.failure(format!("cannot update the receipts: {e}")))?;
