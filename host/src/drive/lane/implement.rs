@@ -68,13 +68,18 @@ impl Worker<'_, '_> {
             return Ok(Moved::End(end));
         }
         let said = call.detail.trim();
+        // What the agent said is shown unless the reason, in a line, already says all of it.
         let failed = |reason: String, feedback: String| {
+            let words = if said.is_empty() || said.lines().count() > 1 || !reason.contains(said) {
+                format!("; the agent said:\n{}", shown_words(said))
+            } else {
+                String::new()
+            };
             note!(
                 self.drive.progress,
-                "{}: round {round} of {}: {reason}; the agent said:\n{}",
+                "{}: round {round} of {}: {reason}{words}",
                 item.id,
-                self.drive.options.max_rounds,
-                shown_words(said)
+                self.drive.options.max_rounds
             );
             Moved::On(Checkpoint {
                 round: round + 1,
