@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use serde::Serialize;
-use stet_plugin_api::{wall, ProcessSpec, ROption};
+use stet_plugin_api::{wall, ProcessSpec, ROption, Role, RoleRequest};
 
 use crate::harness::OpenHarness;
 use crate::sandbox::{OpenRuntime, Plan, Sandbox};
@@ -205,9 +205,61 @@ pub fn runtime(runtime: &Result<OpenRuntime, crate::error::Error>) -> Check {
     }
 }
 
-/// The image: present for the runtime, and holding sh, git, the check command's program and
-/// what the harness's agent needs to start (a script's interpreter, a binary's loader).
-pub fn image(settings: &Settings, runtime: &OpenRuntime, agent: Option<&str>) -> Vec<Check> {
+/// The program the harness would start for an item, as its launch names it (`None` when
+/// the harness cannot say: its profile or launch is what the other checks report).
+pub fn agent_program(harness: &OpenHarness) -> Option<String> {
+    let profile = harness.profile().ok()?;
+    let launch = harness
+        .launch(RoleRequest {
+            role: Role::Implement,
+            prompt: "".into(),
+            profile_dir: profile.dir.clone(),
+            workdir: "/tmp".into(),
+        })
+        .ok()?;
+    launch.process.argv.first().map(|a| a.to_string())
+}
+
+/// What the image must hold for `check` (a shell command line) to run: its program, after
+/// any leading `NAME=value` words — and for `PYTHON -m MODULE`, the module too (a
+/// `python3 -m pytest` check needs pytest as much as python3). How it is said, and the
+/// shell test that finds it.
+fn check_needs(check: &str) -> Option<(String, String)> {
+    let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
+    let mut words = check.split_whitespace().skip_while(|w| {
+        w.split_once('=')
+            .is_some_and(|(name, _)| !name.is_empty() && !name.contains('/'))
+    });
+    let program = words.next()?;
+    let found = format!("command -v {} >/dev/null", quote(program));
+    let base = program.rsplit('/').next().unwrap_or(program);
+    let module = match (words.next(), words.next()) {
+        (Some("-m"), Some(module)) if base.starts_with("python") => Some(module),
+        _ => None,
+    };
+    Some(match module {
+        Some(module) => (
+            format!("{program} with the module {module}"),
+            format!(
+                "{found} && {} -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec(sys.argv[1]) is None)' {} 2>/dev/null",
+                quote(program),
+                quote(module)
+            ),
+        ),
+        None => (program.to_string(), found),
+    })
+}
+
+/// The image: present for the runtime, and holding sh, git, what `check` (the check
+/// command a drive runs) needs and what the harness's agent needs to start (a script's
+/// interpreter, a binary's loader). `stet doctor` prints these; a drive refuses before
+/// consent when one fails.
+pub fn image(
+    settings: &Settings,
+    runtime: &OpenRuntime,
+    check: Option<&str>,
+    agent: Option<&str>,
+) -> Vec<Check> {
     let image = settings.image.as_str();
     match runtime.handle.image_status(image) {
         Ok(status) if status.present => {}
@@ -238,37 +290,30 @@ pub fn image(settings: &Settings, runtime: &OpenRuntime, agent: Option<&str>) ->
         "image",
         format!("{image} is available to {}", runtime.name),
     )];
-    // What to look for inside: each a name and a shell test printing `has NAME` or `lacks NAME`.
-    let mut wanted: Vec<(String, String, String)> = vec![
-        ("image-sh".into(), "sh".into(), "/bin/sh".into()),
-        ("image-git".into(), "git".into(), "git".into()),
-    ];
-    let check_program = settings
-        .drive_check
-        .as_deref()
-        .and_then(|c| c.split_whitespace().next())
-        .filter(|p| !p.contains('='));
-    if let Some(program) = check_program {
-        wanted.push((
-            "image-check".into(),
-            program.to_string(),
-            program.to_string(),
-        ));
-    }
-    let agent_needs = agent.and_then(needs_to_start);
-    if let Some((needed, why)) = &agent_needs {
-        wanted.push(("image-agent".into(), why.clone(), needed.clone()));
-    }
+    // What to look for inside: each a name, what it is, and a shell test that succeeds
+    // when the image has it.
     let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
+    let found = |probe: &str| {
+        if probe.starts_with('/') {
+            format!("test -e {}", quote(probe))
+        } else {
+            format!("command -v {} >/dev/null", quote(probe))
+        }
+    };
+    let mut wanted: Vec<(String, String, String)> = vec![
+        ("image-sh".into(), "sh".into(), found("/bin/sh")),
+        ("image-git".into(), "git".into(), found("git")),
+    ];
+    if let Some((what, test)) = check.and_then(check_needs) {
+        wanted.push(("image-check".into(), what, test));
+    }
+    if let Some((needed, why)) = agent.and_then(needs_to_start) {
+        wanted.push(("image-agent".into(), why, found(&needed)));
+    }
     let script: String = wanted
         .iter()
         .enumerate()
-        .map(|(i, (_, _, probe))| {
-            let test = if probe.starts_with('/') {
-                format!("test -e {}", quote(probe))
-            } else {
-                format!("command -v {} >/dev/null", quote(probe))
-            };
+        .map(|(i, (_, _, test))| {
             format!("if {test}; then echo 'has {i}'; else echo 'lacks {i}'; fi\n")
         })
         .collect();
@@ -281,7 +326,7 @@ pub fn image(settings: &Settings, runtime: &OpenRuntime, agent: Option<&str>) ->
             (Ok(true), _) => Check::ok(name, format!("{image} has {what}")),
             (Ok(false), "image-check") => Check::fail(
                 name,
-                format!("{image} lacks {what}, which the check `{}` runs", settings.drive_check.as_deref().unwrap_or_default()),
+                format!("{image} lacks {what}, which the check `{}` runs", check.unwrap_or_default()),
                 format!("use an image with {what} in it ([sandbox] image; see \"Your own image\" in docs/configuration.md)"),
             ),
             (Ok(false), "image-agent") => Check::fail(
@@ -447,6 +492,33 @@ pub fn harness(harness: &Result<OpenHarness, crate::error::Error>) -> Vec<Check>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_a_check_needs_is_its_program_after_assignments_and_a_pythons_module() {
+        let what = |check: &str| check_needs(check).map(|(what, _)| what);
+        assert_eq!(what("cargo test").as_deref(), Some("cargo"));
+        assert_eq!(
+            what("RUST_LOG=1 CI=true cargo test").as_deref(),
+            Some("cargo")
+        );
+        assert_eq!(
+            what("python3 -m pytest -q").as_deref(),
+            Some("python3 with the module pytest")
+        );
+        assert_eq!(
+            what("/usr/bin/python3.11 -m unittest").as_deref(),
+            Some("/usr/bin/python3.11 with the module unittest")
+        );
+        // A -m that is not a python's is the program's own option.
+        assert_eq!(what("make -m x").as_deref(), Some("make"));
+        assert_eq!(what("  ").as_deref(), None);
+        let (_, test) = check_needs("python3 -m pytest").unwrap();
+        assert!(
+            test.starts_with("command -v 'python3' >/dev/null && 'python3' -c ")
+                && test.ends_with(" 'pytest' 2>/dev/null"),
+            "{test}"
+        );
+    }
 
     #[test]
     fn what_an_agent_needs_to_start_is_read_from_its_first_bytes() {

@@ -297,6 +297,86 @@ fn doctor_names_an_agent_whose_interpreter_the_image_lacks() {
     assert_eq!(json["ready"], false);
 }
 
+/// A drive whose check's program (or whose agent's interpreter) the image lacks refuses
+/// before consent, by the look `stet doctor` takes, naming the image, the program and
+/// what to do — before any agent is asked anything: no receipt, no reservation, no call.
+#[test]
+fn a_drive_refuses_before_any_call_when_the_image_lacks_the_checks_program_or_the_agents_interpreter(
+) {
+    let world = world();
+    std::fs::write(
+        world.work.join("stet.toml"),
+        "[drive]\ncheck = \"python3 -m pytest\"\n",
+    )
+    .unwrap();
+    let added = world.run_stet(&["add", "Mark it done\n\nfile: DONE"]);
+    assert_eq!(added.code, 0, "{}", added.stderr);
+    git(&world.work, &["add", "stet.toml", ".stet"]);
+    git(&world.work, &["commit", "--quiet", "-m", "queue"]);
+    git(&world.work, &["push", "--quiet", "origin", "HEAD"]);
+    let nothing_happened = |world: &World| {
+        let receipts = world.work.join(".git/stet/receipts");
+        let written = std::fs::read_dir(&receipts)
+            .map(|d| {
+                d.filter_map(Result::ok)
+                    .filter(|e| e.path().is_file())
+                    .count()
+            })
+            .unwrap_or(0);
+        assert_eq!(written, 0, "no receipt is written");
+        let refs = git(
+            &world.root.path().join("remote.git"),
+            &["for-each-ref", "refs/stet"],
+        );
+        assert!(refs.is_empty(), "nothing reserved: {refs}");
+    };
+    let out = world.run_stet(&["drive", "--yes"]);
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("error: the image stet-lane:1 cannot run this drive; nothing was reserved"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains(
+            "stet-lane:1 lacks python3 with the module pytest, which the check `python3 -m pytest` runs"
+        ),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("hint: use an image with"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        !out.stderr.contains("drive?"),
+        "refused before consent: {}",
+        out.stderr
+    );
+    nothing_happened(&world);
+
+    // An agent whose interpreter the image lacks: named the same way.
+    std::fs::write(world.work.join("stet.toml"), "").unwrap();
+    let agent = world.root.path().join("agent.js");
+    stet_exec_support::write_executable(&agent, b"#!/usr/bin/env node\nconsole.log(1)\n").unwrap();
+    std::fs::write(
+        world.root.path().join("home/.config/stet/config.toml"),
+        format!("[plugins.command]\nimplement = [\"{}\"]\n", agent.display()),
+    )
+    .unwrap();
+    let out = world.run_stet(&["drive", "--yes"]);
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("stet-lane:1 lacks node, which runs ")
+            && out.stderr.contains("so the agent cannot start inside it"),
+        "{}",
+        out.stderr
+    );
+    nothing_happened(&world);
+}
+
 /// An image built for the test and removed after it.
 struct OwnImage(String);
 

@@ -382,11 +382,11 @@ fn a_usage_limit_that_resets_in_the_year_2100_stops_the_drive_saying_when_to_res
     assert!(landed(&world).is_empty());
 }
 
-/// A review out of shape is a judge failure: the drive enters its outage schedule at once,
-/// and the failure counts toward the item's rounds, so the item is given up instead of
-/// stalling the drive; the implementing call is not made again.
+/// A review out of shape is its item's round, never an outage: the reviewer's words are
+/// shown, the round is counted (so an item whose review is never in shape is given up),
+/// no lane waits, and the implementing call is not made again.
 #[test]
-fn a_judge_answering_out_of_shape_enters_the_outage_and_counts_toward_the_rounds() {
+fn a_review_out_of_shape_is_its_items_round_never_an_outage() {
     let _serial = serial_drives();
     let world = world_with_items(&["Shapeless\n\nfile: s.txt\nreview: out-of-shape"]);
     let out = world.run_stet(&[
@@ -400,12 +400,14 @@ fn a_judge_answering_out_of_shape_enters_the_outage_and_counts_toward_the_rounds
         "1s",
     ]);
     assert_eq!(out.code, 4, "{}", out.stderr);
-    assert!(out.stderr.contains("the judge failed"), "{}", out.stderr);
     assert!(
-        out.stderr.contains("outage: trying again after 1s"),
+        out.stderr
+            .contains("round 1 of 1: the review was out of shape")
+            && out.stderr.contains("Looks fine to me."),
         "{}",
         out.stderr
     );
+    assert!(!out.stderr.contains("outage"), "{}", out.stderr);
     let receipts = receipts_in(&world, &world.work);
     let roles: Vec<&str> = receipts
         .iter()
@@ -419,7 +421,7 @@ fn a_judge_answering_out_of_shape_enters_the_outage_and_counts_toward_the_rounds
         queue[0]["why"]
             .as_str()
             .unwrap()
-            .contains("the review failed"),
+            .contains("the review was out of shape"),
         "{queue}"
     );
     assert!(landed(&world).is_empty());

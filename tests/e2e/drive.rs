@@ -18,6 +18,8 @@ struct Behaviour {
     first_implement_rate_limited: bool,
     /// Whether every implement request fails with an API error.
     implement_fails: bool,
+    /// Whether every implement request meets a refused login (401).
+    implement_login_refused: bool,
 }
 
 const FIX: Behaviour = Behaviour {
@@ -26,6 +28,7 @@ const FIX: Behaviour = Behaviour {
     implement_delay_secs: 0,
     first_implement_rate_limited: false,
     implement_fails: false,
+    implement_login_refused: false,
 };
 
 /// A fake model that runs the wall proof's canary when asked, implements with a shell
@@ -49,6 +52,13 @@ fn scripted(behaviour: Behaviour) -> FakeApi {
         }
         if !request.tool_results().is_empty() {
             return Reply::Text("implemented".into());
+        }
+        if behaviour.implement_login_refused {
+            return Reply::Error {
+                status: 401,
+                headers: vec![],
+                body: json!({"type": "error", "error": {"type": "authentication_error", "message": "OAuth token has been revoked"}}),
+            };
         }
         if behaviour.implement_fails {
             return Reply::Error {
@@ -352,6 +362,40 @@ fn a_usage_limit_is_waited_out_and_the_item_still_lands() {
         ["rate-limited", "done", "passed", "done"],
         "{receipts:#?}"
     );
+}
+
+/// A login the model API refuses mid-drive (a 401) stops the drive at once, saying to log
+/// in again — never an outage waited for hours; no item is given up, nothing stays
+/// reserved.
+#[test]
+fn a_login_refused_mid_drive_stops_the_drive_at_once_saying_to_log_in_again() {
+    let _serial = serial_drives();
+    let api = scripted(Behaviour {
+        implement_login_refused: true,
+        ..FIX
+    });
+    let world = drive_world(&api);
+    world.run_stet(&["add", "Add a FIXED.txt file"]);
+    let out = world.run_stet(&["drive", "--yes"]);
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(
+            "the model API refused the profile's login (the model API refused the login: "
+        ) && out
+            .stderr
+            .contains("log in again (stet profile login), then resume with: stet drive"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("outage"), "{}", out.stderr);
+    let receipts = stet_e2e::receipts_oldest_first(&world.run_stet(&["receipts", "--json"]));
+    let outcomes: Vec<&str> = receipts
+        .iter()
+        .map(|r| r["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(outcomes, ["not-logged-in"], "{receipts:#?}");
+    let queue = world.run_stet(&["queue", "--json"]).json()["items"].clone();
+    assert_eq!(queue[0]["state"], "open", "{queue}");
 }
 
 /// Starts `stet drive --yes` and returns once its implement call has reached the model

@@ -621,6 +621,175 @@ fn a_model_api_that_does_not_answer_is_named_by_the_proof_not_taken_for_a_broken
     );
 }
 
+/// The unix time `secs` from now.
+fn in_secs(secs: u64) -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + secs
+}
+
+/// A fake model that meets its first `limited` requests with a usage limit resetting
+/// `reset_in` seconds after each, then runs the proof's canary when asked.
+fn limited_first(limited: usize, reset_in: u64) -> FakeApi {
+    let seen = std::sync::atomic::AtomicUsize::new(0);
+    FakeApi::start(move |request| {
+        if seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst) < limited {
+            return Reply::Error {
+                status: 429,
+                headers: vec![
+                    (
+                        "anthropic-ratelimit-unified-status".into(),
+                        "rejected".into(),
+                    ),
+                    (
+                        "anthropic-ratelimit-unified-reset".into(),
+                        in_secs(reset_in).to_string(),
+                    ),
+                ],
+                body: json!({"type": "error", "error": {"type": "rate_limit_error", "message": "usage limit reached"}}),
+            };
+        }
+        if request.tool_results().is_empty() {
+            Reply::ToolUse {
+                name: "Bash".into(),
+                input: json!({"command": "stet-wall-canary", "description": "as asked"}),
+            }
+        } else {
+            Reply::Text("finished".into())
+        }
+    })
+}
+
+/// The names of the walls a proof reported.
+fn wall_names(json: &Value) -> Vec<String> {
+    json["walls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["wall"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// A usage limit met by the proof is named as itself (not a guard hook that did not run),
+/// with its reset; a drive waits for the reset as it would for any call's, proves the
+/// walls again, and goes on.
+#[test]
+fn a_usage_limit_at_the_proof_is_named_as_itself_and_a_drive_waits_for_its_reset() {
+    let world = World::new();
+    // Limited for `stet walls`, then for the drive's first proof.
+    let api = limited_first(2, 2);
+    let config = walled_claude_setup(&world, &claude_binary().display().to_string(), &api.url, "");
+    world.clone_of_fresh_remote();
+    world.repo_config(&config);
+    let out = world.run_stet(&["walls", "--json"]);
+    assert_eq!(out.code, 3, "{}{}", out.stdout, out.stderr);
+    let json = out.json();
+    let limited = wall(&json, "proof-usage-limited");
+    assert_eq!(limited["state"], "usage-limited", "{json:#}");
+    assert!(
+        limited["detail"]
+            .as_str()
+            .unwrap()
+            .contains("the login's usage limit, which resets at "),
+        "{json:#}"
+    );
+    assert_eq!(json["unserved"]["kind"], "usage-limited", "{json:#}");
+    assert!(
+        !wall_names(&json).contains(&"proof-guard-refused-canary".to_string()),
+        "no hook is blamed: {json:#}"
+    );
+    // The drive waits for the reset, proves the walls again, and goes on (an empty queue).
+    let drive = world.run_stet(&["drive", "--yes", "--wait-floor", "1s"]);
+    assert_eq!(drive.code, 0, "{}", drive.stderr);
+    assert!(
+        drive
+            .stderr
+            .contains("the agent hit its usage limit while the walls were proven: waiting until "),
+        "{}",
+        drive.stderr
+    );
+    assert!(
+        drive.stderr.contains("stet drive: 0 items"),
+        "{}",
+        drive.stderr
+    );
+}
+
+/// A usage limit at the proof that resets later than the outage limit refuses the drive at
+/// once, saying when to drive again.
+#[test]
+fn a_usage_limit_at_the_proof_resetting_past_the_outage_limit_refuses_saying_when() {
+    let world = World::new();
+    let api = limited_first(usize::MAX, 86_400);
+    let config = walled_claude_setup(&world, &claude_binary().display().to_string(), &api.url, "");
+    world.clone_of_fresh_remote();
+    world.repo_config(&config);
+    let drive = world.run_stet(&["drive", "--yes", "--outage-limit", "1h"]);
+    assert_eq!(drive.code, 3, "{}", drive.stderr);
+    assert!(
+        drive
+            .stderr
+            .contains("later than the outage limit (1h); nothing was reserved")
+            && drive.stderr.contains("hint: run stet drive again after "),
+        "{}",
+        drive.stderr
+    );
+    assert!(!drive.stderr.contains("waiting until"), "{}", drive.stderr);
+}
+
+/// A login the model API refuses (401) at the proof is named as itself, with what to do
+/// (log in again), not taken for a guard hook that did not run; a drive refuses at once.
+#[test]
+fn a_login_the_model_api_refuses_at_the_proof_is_named_with_how_to_log_in_again() {
+    let world = World::new();
+    let api = FakeApi::start(|_| Reply::Error {
+        status: 401,
+        headers: vec![],
+        body: json!({"type": "error", "error": {"type": "authentication_error", "message": "OAuth token has expired"}}),
+    });
+    let config = walled_claude_setup(&world, &claude_binary().display().to_string(), &api.url, "");
+    world.clone_of_fresh_remote();
+    world.repo_config(&config);
+    let out = world.run_stet(&["walls", "--json"]);
+    assert_eq!(out.code, 3, "{}{}", out.stdout, out.stderr);
+    let json = out.json();
+    let refused = wall(&json, "proof-login-refused");
+    assert_eq!(refused["state"], "login-refused", "{json:#}");
+    assert!(
+        refused["detail"]
+            .as_str()
+            .unwrap()
+            .contains("the model API refused the profile's login"),
+        "{json:#}"
+    );
+    assert!(
+        refused["remedy"]
+            .as_str()
+            .unwrap()
+            .starts_with("log in again: stet profile login"),
+        "{json:#}"
+    );
+    assert!(
+        !wall_names(&json).contains(&"proof-guard-refused-canary".to_string()),
+        "no hook is blamed: {json:#}"
+    );
+    world.run_stet(&["add", "Anything"]);
+    let drive = world.run_stet(&["drive", "--yes"]);
+    assert_eq!(drive.code, 3, "{}", drive.stderr);
+    assert!(
+        drive
+            .stderr
+            .contains("the walls could not be proven; nothing was reserved")
+            && drive
+                .stderr
+                .contains("hint: log in again: stet profile login"),
+        "{}",
+        drive.stderr
+    );
+}
+
 /// An agent binary that is a script whose interpreter the image lacks (a `claude`
 /// installed by npm, run by node, say) is refused before the first move, by name, with
 /// what to install — not reported as a proof that "printed no init line".

@@ -1,7 +1,6 @@
 //! `stet doctor`: every precondition of a drive, a line each (`crate::doctor`).
 
 use serde::Serialize;
-use stet_plugin_api::{Role, RoleRequest};
 
 use super::error::{CliError, Exit};
 use crate::doctor::{self, Check};
@@ -26,20 +25,13 @@ pub fn run(settings: &Settings, args: &DoctorArgs, printer: Printer) -> Result<E
     let harness = crate::harness::open_harness(settings);
     checks.push(doctor::runtime(&runtime));
     if let Ok(runtime) = &runtime {
-        // The program the harness would start for an item, as its launch names it.
-        let agent = harness.as_ref().ok().and_then(|h| {
-            let profile = h.profile().ok()?;
-            let launch = h
-                .launch(RoleRequest {
-                    role: Role::Implement,
-                    prompt: "".into(),
-                    profile_dir: profile.dir.clone(),
-                    workdir: "/tmp".into(),
-                })
-                .ok()?;
-            launch.process.argv.first().map(|a| a.to_string())
-        });
-        checks.extend(doctor::image(settings, runtime, agent.as_deref()));
+        let agent = harness.as_ref().ok().and_then(doctor::agent_program);
+        checks.extend(doctor::image(
+            settings,
+            runtime,
+            settings.drive_check.as_deref(),
+            agent.as_deref(),
+        ));
     }
     checks.extend(doctor::harness(&harness));
     if let Some(repo) = &repo {

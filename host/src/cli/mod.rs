@@ -173,8 +173,9 @@ pub enum Command {
     /// no temporary directory behind.
     ///
     /// Exit status: 0 when every item it took landed (or nothing was eligible); 4 when it
-    /// gave some up; 3 when nothing could run (the walls do not hold or cannot be proven,
-    /// an outage lasted its limit, the remote stayed away, a usage limit resets later than
+    /// gave some up; 3 when nothing could run (the image lacks the check's program, the
+    /// walls do not hold or cannot be proven, the model API refused the login: log in
+    /// again, an outage lasted its limit, the remote stayed away, a usage limit resets later than
     /// --outage-limit from now: run stet drive again after the reset it names); 2 bad
     /// input; 128+N after a stop by signal N (130 for Ctrl-C); 1 only for a bug.
     Drive(DriveArgs),
@@ -488,7 +489,7 @@ pub struct DriveArgs {
     #[arg(long, default_value = "30s", value_name = "DURATION")]
     pub wait_floor: String,
 
-    /// Waits after a judge failure or three agent failures in a row (the last repeats).
+    /// Waits after three agent calls in a row that could not be made (the last repeats).
     #[arg(long, default_value = "1m,5m,10m,1h", value_name = "DURATIONS")]
     pub outage_schedule: String,
 

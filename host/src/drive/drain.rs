@@ -2,14 +2,16 @@
 //! landed, given up, stopped, a wait named by the move, or a failure that counts toward an
 //! outage.
 //!
-//! What an item's lane did wrong — its agent failed the task, changed nothing, its check
-//! failed, its reviewer asked for changes — counts toward that item's rounds and never
-//! holds the queue: after `--rounds` the item is given up and the drive goes on. The
-//! outage schedule is for what is wrong outside any item: the sandbox or the harness
-//! cannot start a call, the model API does not answer (three of those in a row), or the
-//! judge fails (at once; it counts toward its item's rounds too). A usage limit holds every
-//! lane until its reset, when that is within the outage limit; one further away stops the
-//! drive (exit 3), naming the reset and the command to resume.
+//! What an item's lane did wrong — its agent failed the task, changed nothing, answered
+//! out of shape (a review without LAND or REVISE, output its harness cannot read), its
+//! check failed, its reviewer asked for changes — counts toward that item's rounds, with
+//! the agent's words shown and handed to the next round, and never holds the queue: after
+//! `--rounds` the item is given up and the drive goes on. The outage schedule is for what
+//! is wrong outside any item: the sandbox or the harness cannot start a call, the model
+//! API does not answer (three of those in a row). A usage limit holds every lane until its
+//! reset, when that is within the outage limit; one further away stops the drive (exit
+//! 3), naming the reset and the command to resume; so does a login the model API refuses,
+//! saying to log in again.
 
 use crate::error::{Concept, Error};
 use crate::queue;
@@ -359,7 +361,16 @@ impl Worker<'_, '_> {
             return Ok(self.outage_wait());
         }
         match end {
-            ItemEnd::RunnerFailed(_) | ItemEnd::JudgeFailed(_) => {}
+            ItemEnd::RunnerFailed(_) => {}
+            ItemEnd::LoginRefused(why) => {
+                self.drive.halt();
+                note!(
+                    self.drive.progress,
+                    "{}: the model API refused the profile's login ({why}): the drive stops, nothing reserved, no item failed; log in again (stet profile login), then resume with: stet drive",
+                    item.id
+                );
+                return Ok(Some(Ended::Unusable));
+            }
             ItemEnd::Landed => {
                 {
                     let mut tally = self.drive.tally();
@@ -435,8 +446,9 @@ impl Worker<'_, '_> {
     }
 
     /// Counts `end` toward an outage: a call that could not be made (three in a row over
-    /// all lanes) or a failed judge (at once) enters the outage schedule; any other end but
-    /// an unreachable remote ends an outage in progress.
+    /// all lanes) enters the outage schedule; any other end but an unreachable remote ends
+    /// an outage in progress. What an agent answered, in whatever shape, is its item's
+    /// round, never an outage.
     fn counts_toward_outage(&self, item: &queue::Item, end: &ItemEnd) -> bool {
         let mut tally = self.drive.tally();
         tally.working.remove(&item.id);
@@ -449,10 +461,6 @@ impl Worker<'_, '_> {
                     item.id
                 );
                 tally.runner_failures >= 3
-            }
-            ItemEnd::JudgeFailed(why) => {
-                note!(self.drive.progress, "{}: the judge failed ({why})", item.id);
-                true
             }
             ItemEnd::RemoteUnreachable(_) => false,
             _ => {

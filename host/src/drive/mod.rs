@@ -11,8 +11,10 @@
 //!
 //! Waits named by a move — the pace between launches, a usage limit's reset, an unreachable
 //! remote — are slept to the earliest time named, never below `--wait-floor`; a usage
-//! limit that resets later than `--outage-limit` from now stops the drive instead. Outage: a
-//! judge failure, or three failures of the implementing agent in a row, enter the outage
+//! limit that resets later than `--outage-limit` from now stops the drive instead, and so
+//! does a login the model API refuses (log in again). What an agent answers, in whatever
+//! shape, is its item's round, never an outage. Outage: three calls in a row that could not
+//! be made (the sandbox, the harness, the model API not answering) enter the outage
 //! schedule (1m,5m,10m,1h by default, the last repeating); when an outage has lasted
 //! `--outage-limit` (8h) the drive stops, handing nothing back: lanes stay on their pushed
 //! branches. Signals (`signals.rs`), watched from the first instant: while the drive starts
@@ -89,8 +91,8 @@ pub struct DriveOptions {
     pub check: Option<String>,
     /// No wait is shorter than this, in seconds.
     pub wait_floor_secs: i64,
-    /// The outage schedule: the waits after a judge failure or three runner failures in a
-    /// row, in seconds; the last one repeats.
+    /// The outage schedule: the waits after three calls in a row that could not be made, in
+    /// seconds; the last one repeats.
     pub outage_schedule_secs: Vec<i64>,
     /// The drive stops when an outage has lasted this long, in seconds.
     pub outage_limit_secs: i64,
@@ -221,32 +223,8 @@ pub fn run(settings: &Settings, options: &DriveOptions, printer: Printer) -> Res
     let (harness, runtime) = harness::open_with_runtime(settings)?;
     let runtime = Arc::new(runtime);
     signals.runtime_opened(runtime.clone());
-    let proof = walls::prove(
-        settings,
-        &harness,
-        &runtime,
-        walls::SettingsMode::Rewrite,
-        None,
-    )?;
-    if !proof.held() {
-        let mut error = Concept::Drive.unusable(if walls::only_unproven(&proof) {
-            "the walls could not be proven; nothing was reserved"
-        } else {
-            "the walls do not hold; nothing was reserved"
-        });
-        for w in proof.walls.iter().filter(|w| !w.held) {
-            error = error.caused_by(format!("{}: {}", w.wall, w.detail));
-        }
-        let remedy = proof
-            .walls
-            .iter()
-            .find(|w| !w.held)
-            .map(|w| w.remedy.clone())
-            .unwrap_or_default();
-        return Err(error.hint(remedy));
-    }
-    let proven_in = proving.elapsed();
-    // What a crashed drive left behind is reaped before anything new starts.
+    // What a crashed or stopped stet left behind is reaped before anything new starts (the
+    // image's look and the wall proof make sandboxes too).
     let reaped = sandbox::reap(&runtime, false)?;
     let reaped = reaped.iter().filter(|v| v.removed).count();
     if reaped > 0 {
@@ -265,6 +243,28 @@ pub fn run(settings: &Settings, options: &DriveOptions, printer: Printer) -> Res
             crate::printer::size(temps.iter().map(|t| t.bytes).sum())
         );
     }
+    image_holds(settings, options, &harness, &runtime)?;
+    // What every now and every wait of the drive is measured by, from here on.
+    let clock: Arc<dyn Clock> = Arc::new(time::SystemClock);
+    let proof = prove_waiting(settings, options, &harness, &runtime, &clock, printer)?;
+    if !proof.held() {
+        let mut error = Concept::Drive.unusable(if walls::only_unproven(&proof) {
+            "the walls could not be proven; nothing was reserved"
+        } else {
+            "the walls do not hold; nothing was reserved"
+        });
+        for w in proof.walls.iter().filter(|w| !w.held) {
+            error = error.caused_by(format!("{}: {}", w.wall, w.detail));
+        }
+        let remedy = proof
+            .walls
+            .iter()
+            .find(|w| !w.held)
+            .map(|w| w.remedy.clone())
+            .unwrap_or_default();
+        return Err(error.hint(remedy));
+    }
+    let proven_in = proving.elapsed();
     let interrupted = receipts::settle_interrupted(&repo, sandbox::owner_alive)
         .map_err(|e| Concept::Drive.failure(format!("cannot update the receipts: {e}")))?;
     for r in &interrupted {
@@ -285,8 +285,6 @@ pub fn run(settings: &Settings, options: &DriveOptions, printer: Printer) -> Res
         name: &options.remote,
     };
     let marks = remote.marks().map_err(remote_error)?;
-    // What every now and every wait of the drive is measured by, from here on.
-    let clock: Arc<dyn Clock> = Arc::new(time::SystemClock);
     // Eligible: open, and not held by a live reservation of another drive (this clone's
     // own lapsed or interrupted ones it takes over).
     let now_unix = clock.now();
@@ -504,6 +502,96 @@ fn say_not_pushed(printer: Printer, base: &crate::base::Base, files: &[queue::No
             base.name,
         ));
     }
+}
+
+/// The wall proof, with a usage limit waited for as the drive waits for one: until its
+/// reset (never less than the wait floor), then proven again; a reset further away than
+/// the outage limit refuses, saying when to drive. A refused login or an unreachable API
+/// is the proof's to name: the caller refuses with it.
+fn prove_waiting(
+    settings: &Settings,
+    options: &DriveOptions,
+    harness: &OpenHarness,
+    runtime: &OpenRuntime,
+    clock: &Arc<dyn Clock>,
+    printer: Printer,
+) -> Result<walls::Proof, Error> {
+    let began = clock.now();
+    loop {
+        let proof = walls::prove(
+            settings,
+            harness,
+            runtime,
+            walls::SettingsMode::Rewrite,
+            None,
+        )?;
+        let Some(walls::Unserved::UsageLimited { resets_at_unix }) = proof.unserved else {
+            return Ok(proof);
+        };
+        let now = clock.now();
+        let wake = resets_at_unix
+            .unwrap_or(0)
+            .max(now + options.wait_floor_secs);
+        let limit = options.outage_limit_secs;
+        if wake.saturating_sub(now) > limit || now - began > limit {
+            return Err(Concept::Drive
+                .unusable(format!(
+                    "the agent hit its usage limit while the walls were proven; it resets at {}, later than the outage limit ({}); nothing was reserved",
+                    progress::utc(wake),
+                    state::duration(limit)
+                ))
+                .hint(format!("run stet drive again after {}", progress::utc(wake))));
+        }
+        note!(
+            printer,
+            "the agent hit its usage limit while the walls were proven: waiting until {} (its reset), then proving them again",
+            progress::utc(wake)
+        );
+        // No signal is watched yet: a Ctrl-C here ends stet as it would any command, with
+        // nothing reserved.
+        clock.sleep_until(wake, &Stop::default());
+    }
+}
+
+/// The image holds what the drive's sandboxes run — sh, git, the check's program, the
+/// agent's interpreter —, by the look `stet doctor` takes, before any agent is asked
+/// anything: a check whose program the image lacks would fail every round, each a paid
+/// call, and the agent be told its code failed.
+fn image_holds(
+    settings: &Settings,
+    options: &DriveOptions,
+    harness: &OpenHarness,
+    runtime: &OpenRuntime,
+) -> Result<(), Error> {
+    let agent = crate::doctor::agent_program(harness);
+    let lacking: Vec<_> = crate::doctor::image(
+        settings,
+        runtime,
+        options.check.as_deref(),
+        agent.as_deref(),
+    )
+    .into_iter()
+    .filter(|c| !c.ok)
+    .collect();
+    if lacking.is_empty() {
+        return Ok(());
+    }
+    let mut error = Concept::Drive.unusable(format!(
+        "the image {} cannot run this drive; nothing was reserved",
+        settings.image
+    ));
+    for c in &lacking {
+        error = error.caused_by(c.detail.clone());
+    }
+    let remedies: Vec<&str> = lacking
+        .iter()
+        .map(|c| c.remedy.as_str())
+        .filter(|r| !r.is_empty())
+        .collect();
+    Err(error.hint(format!(
+        "{}; stet doctor checks it again",
+        remedies.join("; ")
+    )))
 }
 
 fn remote_error(e: ReservationError) -> Error {

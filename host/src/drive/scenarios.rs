@@ -45,6 +45,10 @@ enum Act {
     Fail,
     /// The model API did not answer.
     Unavailable,
+    /// The model API refused the profile's login.
+    LoginRefused,
+    /// Prints what the harness cannot read at all.
+    Unreadable,
     /// Writes this file, then a stop is asked (a Ctrl-C during the call).
     WriteThenStop(&'static str),
     /// Answers this, then a stop is asked.
@@ -81,6 +85,8 @@ struct Script {
     calls: Mutex<Vec<String>>,
     /// Every implementing prompt, in order.
     prompts: Mutex<Vec<String>>,
+    /// Every review prompt, in order.
+    review_prompts: Mutex<Vec<String>>,
     /// Every sandbox made and ended, as `made KIND ITEM` / `ended KIND ITEM` (the item
     /// whose lane it is made on), and every call, as `call ROLE ITEM`, in order.
     events: Mutex<Vec<String>>,
@@ -251,6 +257,8 @@ impl FakeProcess {
                 "outcome: unavailable\nthe model API did not answer".into(),
                 1,
             ),
+            Act::LoginRefused => ("outcome: refused\nthe login was refused (401)".into(), 1),
+            Act::Unreadable => ("\u{1}garbage".into(), 0),
             Act::WriteThenStop(name) => {
                 let done = self.act(Act::Write(name));
                 self.stop();
@@ -352,14 +360,12 @@ impl ProcessPlugin for FakeProcess {
                     .lock()
                     .unwrap()
                     .push(format!("call {role} {item}"));
+                let prompt = String::from_utf8_lossy(&self.spec.stdin).into_owned();
                 let act = if role == "implement" {
-                    self.script
-                        .prompts
-                        .lock()
-                        .unwrap()
-                        .push(String::from_utf8_lossy(&self.spec.stdin).into_owned());
+                    self.script.prompts.lock().unwrap().push(prompt);
                     self.script.implement.lock().unwrap().pop_front()
                 } else {
+                    self.script.review_prompts.lock().unwrap().push(prompt);
                     self.script.review.lock().unwrap().pop_front()
                 };
                 let act = act.unwrap_or(if role == "implement" {
@@ -431,12 +437,18 @@ impl HarnessPlugin for FakeHarness {
 
     fn read_call(&self, _: Role, output: &[u8], _: ExitStatus) -> Result<CallOutcome, PluginError> {
         let text = String::from_utf8_lossy(output);
+        if text.starts_with('\u{1}') {
+            return Err(PluginError::invalid_input(
+                "the fake cannot read this output",
+            ));
+        }
         let (first, rest) = text.split_once('\n').unwrap_or((&text, ""));
         let kind = match first.trim_start_matches("outcome: ") {
             "done" => OutcomeCode::DONE,
             "failed" => OutcomeCode::FAILED,
             "unavailable" => OutcomeCode::SERVICE_UNAVAILABLE,
             "limited" => OutcomeCode::RATE_LIMITED,
+            "refused" => OutcomeCode::NOT_LOGGED_IN,
             _ => OutcomeCode::OUT_OF_SHAPE,
         };
         let retry_at = match kind {
@@ -765,7 +777,60 @@ fn a_model_api_that_does_not_answer_is_an_outage_not_a_task_failure() {
 }
 
 #[test]
-fn a_judge_failure_counts_toward_the_rounds_and_enters_the_outage_at_once() {
+fn a_review_out_of_shape_is_its_items_round_its_words_shown_and_handed_to_the_next_review_never_an_outage(
+) {
+    let world = World::new(&["judged", "next"]);
+    world.script_review(&[
+        Act::Say("Looks fine to me."),
+        Act::Unreadable,
+        Act::Say("LAND"),
+    ]);
+    let clock = Arc::new(FakeClock::new());
+    let (exit, lines) = world.drive(&world.options(), &clock);
+    assert_eq!(exit, Ended::Done, "{lines:#?}");
+    assert!(clock.waits().is_empty(), "no outage: {:?}", clock.waits());
+    // The implementing call's work stood: it was reviewed again, not redone.
+    assert_eq!(
+        world.script.calls(),
+        [
+            "implement",
+            "review",
+            "review",
+            "review",
+            "implement",
+            "review"
+        ]
+    );
+    let text = lines.join("\n");
+    assert!(
+        text.contains(
+            "judged: round 1 of 3: the review began with neither LAND nor REVISE; the reviewer said:\n    | Looks fine to me."
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("judged: round 2 of 3: the review was out of shape")
+            && text.contains("the harness could not read the agent's output"),
+        "{text}"
+    );
+    let prompts = world.script.review_prompts.lock().unwrap().clone();
+    assert!(!prompts[0].contains("previous review"), "{}", prompts[0]);
+    assert!(
+        prompts[1].contains("Your previous review could not be read")
+            && prompts[1].contains("Looks fine to me."),
+        "{}",
+        prompts[1]
+    );
+    assert!(
+        prompts[2].contains("the harness could not read"),
+        "{}",
+        prompts[2]
+    );
+    assert_eq!(world.landed(), ["judged", "next"]);
+}
+
+#[test]
+fn a_review_never_in_shape_gives_its_item_up_after_the_rounds_and_holds_no_one_else() {
     let world = World::new(&["judged", "next"]);
     world.script_review(&[Act::Say("Looks fine to me."), Act::Say("Looks fine to me.")]);
     let options = DriveOptions {
@@ -775,19 +840,81 @@ fn a_judge_failure_counts_toward_the_rounds_and_enters_the_outage_at_once() {
     let clock = Arc::new(FakeClock::new());
     let (exit, lines) = world.drive(&options, &clock);
     assert_eq!(exit, Ended::GaveUp, "{lines:#?}");
-    assert_eq!(
-        clock.waits(),
-        [60, 300],
-        "an outage step after each judge failure"
-    );
+    assert!(clock.waits().is_empty(), "no outage: {:?}", clock.waits());
     let why = world.failed_why("judged").unwrap();
-    assert!(why.contains("the review failed"), "{why}");
-    // The implementing call's work stood: it was reviewed again, not redone.
+    assert!(
+        why.contains("the review began with neither LAND nor REVISE: Looks fine to me."),
+        "{why}"
+    );
     assert_eq!(
         world.script.calls(),
         ["implement", "review", "review", "implement", "review"]
     );
     assert_eq!(world.landed(), ["next"]);
+}
+
+#[test]
+fn an_implementing_call_that_changes_nothing_is_a_round_its_words_shown_and_handed_to_the_next() {
+    let world = World::new(&["item"]);
+    world.script_implement(&[Act::Say("It already says hello, so I left it.")]);
+    let clock = Arc::new(FakeClock::new());
+    let (exit, lines) = world.drive(&world.options(), &clock);
+    assert_eq!(exit, Ended::Done, "{lines:#?}");
+    assert!(clock.waits().is_empty(), "no outage: {:?}", clock.waits());
+    let text = lines.join("\n");
+    assert!(
+        text.contains(
+            "item: round 1 of 3: the agent changed nothing; the agent said:\n    | It already says hello, so I left it."
+        ),
+        "{text}"
+    );
+    let prompts = world.script.prompts.lock().unwrap().clone();
+    assert!(
+        prompts[1].contains("changed nothing")
+            && prompts[1].contains("It already says hello, so I left it."),
+        "{}",
+        prompts[1]
+    );
+    assert_eq!(world.landed(), ["item"]);
+}
+
+#[test]
+fn implementing_output_the_harness_cannot_read_is_a_round_not_an_outage() {
+    let world = World::new(&["item"]);
+    world.script_implement(&[Act::Unreadable]);
+    let clock = Arc::new(FakeClock::new());
+    let (exit, lines) = world.drive(&world.options(), &clock);
+    assert_eq!(exit, Ended::Done, "{lines:#?}");
+    assert!(clock.waits().is_empty(), "no outage: {:?}", clock.waits());
+    assert!(
+        world.script.prompts.lock().unwrap()[1]
+            .contains("the harness could not read the agent's output"),
+        "the next round is told"
+    );
+    assert_eq!(world.landed(), ["item"]);
+}
+
+#[test]
+fn a_login_the_model_api_refuses_stops_the_drive_at_once_saying_to_log_in_again() {
+    let world = World::new(&["item", "next"]);
+    world.script_implement(&[Act::LoginRefused]);
+    let clock = Arc::new(FakeClock::new());
+    let (exit, lines) = world.drive(&world.options(), &clock);
+    assert_eq!(exit, Ended::Unusable, "{lines:#?}");
+    assert_eq!(Exit::from(exit).code(), 3);
+    assert!(
+        clock.waits().is_empty(),
+        "no outage wait: {:?}",
+        clock.waits()
+    );
+    assert!(
+        shown(&lines, "item: the model API refused the profile's login (the login was refused (401)): the drive stops")
+            && shown(&lines, "log in again (stet profile login), then resume with: stet drive"),
+        "{lines:#?}"
+    );
+    assert!(world.failed_why("item").is_none(), "no item failed");
+    assert!(world.landed().is_empty());
+    assert_eq!(world.script.calls(), ["implement"], "no lane went on");
 }
 
 #[test]

@@ -13,9 +13,11 @@ pub(in crate::drive) enum ItemEnd {
     /// model API did not answer. The lane stays at its checkpoint; the item is taken
     /// again. Three in a row enter the outage schedule.
     RunnerFailed(String),
-    /// The judge failed (its review failed or was out of shape): counted toward the
-    /// item's rounds in its checkpoint, and the drive enters its outage schedule at once.
-    JudgeFailed(String),
+    /// The model API refused the profile's login (its words). Time does not mend that
+    /// — the host already renews a login before a call that would outlive it —, so
+    /// the drive stops at once, saying how to log in again, rather than wait as an
+    /// outage for hours with every lane failing the same way.
+    LoginRefused(String),
     /// The remote did not answer while the lane needed it; the lane stays here.
     RemoteUnreachable(String),
     /// Another drive took the reservation over (it lapsed); this drive leaves the lane.

@@ -316,6 +316,13 @@ pub(in crate::drive) fn indent(text: &str) -> String {
         .join("\n")
 }
 
+/// What an agent said, as the drive shows it: its last lines, indented, or that it said
+/// nothing.
+pub(in crate::drive) fn shown_words(said: &str) -> String {
+    let said = tail(said.trim(), 12, 4096);
+    indent(if said.is_empty() { "(nothing)" } else { &said })
+}
+
 /// Why a lane could not be opened, for `item`.
 pub(in crate::drive) fn cannot_open(item: &str, e: lanes::GitError) -> Error {
     Concept::Drive

@@ -99,7 +99,31 @@ pub struct Proof {
     pub walls: Vec<Wall>,
     /// What the live launch's hooks and approver recorded.
     pub session: Vec<serde_json::Value>,
+    /// Why the model API did not serve the live launch, when it did not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unserved: Option<Unserved>,
 }
+
+/// Why the model API did not serve the proof launch, as the harness read the launch's
+/// output into a typed outcome: the proof then proves nothing of the agent's walls either
+/// way, and names the party in the way instead of a hook that did not run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Unserved {
+    /// The login's usage limit, which resets at this time (seconds since the epoch) when
+    /// the API said.
+    UsageLimited { resets_at_unix: Option<i64> },
+    /// The model API refused the login.
+    LoginRefused,
+    /// The model API did not answer.
+    Unreachable,
+}
+
+/// The walls a proof the model API did not serve is said by (the host's: whatever the
+/// harness, these are read from its typed outcome).
+pub const PROOF_USAGE_LIMITED: &str = "proof-usage-limited";
+/// See [`PROOF_USAGE_LIMITED`].
+pub const PROOF_LOGIN_REFUSED: &str = "proof-login-refused";
 
 impl Proof {
     /// Whether every wall held.
@@ -151,6 +175,7 @@ pub fn prove(
             .map(Wall::from)
             .collect(),
         session: Vec::new(),
+        unserved: None,
     };
     if !proof.held() && mode == SettingsMode::Rewrite {
         return Ok(proof);
@@ -198,10 +223,13 @@ pub fn prove(
     proof.network = Some(output.network.clone());
     let credential = call_profile.sealed.check(output.gateway);
     proof.session = output.session.clone();
-    match cannot_run(settings, &launch, &output) {
+    proof.unserved = unserved(harness, &output);
+    match (cannot_run(settings, &launch, &output), proof.unserved) {
         // The agent never ran: nothing it printed is a proof of anything.
-        Some(wall) => proof.walls.push(wall),
-        None => proof.walls.extend(
+        (Some(wall), _) => proof.walls.push(wall),
+        // The model never answered: nor is what the agent printed then.
+        (None, Some(unserved)) => proof.walls.push(unserved_wall(unserved, &output, harness)),
+        (None, None) => proof.walls.extend(
             harness
                 .read_proof(&output.stdout)?
                 .into_iter()
@@ -210,10 +238,11 @@ pub fn prove(
     }
     // The model API not answering is said by its own wall: the credential wall then
     // checks what the sandbox holds, not whether a request was authenticated.
-    let model_answered = !proof
-        .walls
-        .iter()
-        .any(|w| w.wall == stet_plugin_api::wall::PROOF_MODEL_API_UNREACHABLE && !w.held);
+    let model_answered = proof.unserved.is_none()
+        && !proof
+            .walls
+            .iter()
+            .any(|w| w.wall == stet_plugin_api::wall::PROOF_MODEL_API_UNREACHABLE && !w.held);
     let credential = credential.map(|mut check| {
         check.swaps_expected &= model_answered;
         check
@@ -229,6 +258,76 @@ pub fn prove(
     proof.walls.push(lane_git::prove(settings, runtime)?);
     call_profile.settle(harness, &profile)?;
     Ok(proof)
+}
+
+/// Why the model API did not serve the proof launch, read from the harness's typed outcome
+/// of its output (never from its words); `None` when it served it, or when the harness
+/// cannot read a proof's output as a call's.
+fn unserved(harness: &OpenHarness, output: &harness::LaunchOutput) -> Option<Unserved> {
+    let outcome = harness::outcome_of(harness, Role::Proof, output).ok()?;
+    match crate::receipts::Outcome::of_code(outcome.kind) {
+        crate::receipts::Outcome::RateLimited => Some(Unserved::UsageLimited {
+            resets_at_unix: outcome.retry_at_unix.into_option(),
+        }),
+        crate::receipts::Outcome::NotLoggedIn => Some(Unserved::LoginRefused),
+        crate::receipts::Outcome::ServiceUnavailable => Some(Unserved::Unreachable),
+        _ => None,
+    }
+}
+
+/// The wall that says why the model API did not serve the proof, with what the harness
+/// saw and what to do.
+fn unserved_wall(
+    unserved: Unserved,
+    output: &harness::LaunchOutput,
+    harness: &OpenHarness,
+) -> Wall {
+    let said = harness::outcome_of(harness, Role::Proof, output)
+        .map(|o| o.detail.to_string())
+        .unwrap_or_default();
+    let said = said
+        .trim()
+        .lines()
+        .next()
+        .unwrap_or("no answer")
+        .to_string();
+    let (wall, state, detail, remedy) = match unserved {
+        Unserved::UsageLimited { resets_at_unix } => (
+            PROOF_USAGE_LIMITED,
+            "usage-limited",
+            format!(
+                "the model API refused the proof launch: the login's usage limit{} ({said})",
+                match resets_at_unix {
+                    // (Clamped to the year 9999, the last RFC 3339 can write.)
+                    Some(at) => format!(
+                        ", which resets at {}",
+                        crate::printer::rfc3339_ms(at.clamp(0, 253_402_300_799) as u64 * 1000)
+                    ),
+                    None => String::new(),
+                }
+            ),
+            "wait for the reset (a drive waits for it when it is within --outage-limit), then run stet walls again".to_string(),
+        ),
+        Unserved::LoginRefused => (
+            PROOF_LOGIN_REFUSED,
+            "login-refused",
+            format!("the model API refused the profile's login ({said})"),
+            "log in again: stet profile login (see \"The walled agent\" in the README), then run stet walls again".to_string(),
+        ),
+        Unserved::Unreachable => (
+            stet_plugin_api::wall::PROOF_MODEL_API_UNREACHABLE,
+            "unreachable",
+            format!("the proof launch did not reach the model API: {said}"),
+            "check that the model API answers from the sandbox's network (its base URL, the network route), then run stet walls again".to_string(),
+        ),
+    };
+    Wall {
+        wall: wall.to_string(),
+        held: false,
+        state: state.to_string(),
+        detail,
+        remedy,
+    }
 }
 
 /// The proof launch's agent could not be started inside the sandbox (the shell's 126: not
@@ -292,13 +391,15 @@ fn cannot_run(
 }
 
 /// Whether every wall that did not hold is unproven rather than broken: the model API
-/// did not answer, or the agent cannot run where it must.
+/// did not serve the proof (a usage limit, a refused login, no answer), or the agent
+/// cannot run where it must.
 pub fn only_unproven(proof: &Proof) -> bool {
-    proof
-        .walls
-        .iter()
-        .filter(|w| !w.held)
-        .all(|w| w.state == "unreachable" || w.state == "cannot-run")
+    proof.walls.iter().filter(|w| !w.held).all(|w| {
+        matches!(
+            w.state.as_str(),
+            "unreachable" | "cannot-run" | "usage-limited" | "login-refused"
+        )
+    })
 }
 
 /// Prints a proof as lines.

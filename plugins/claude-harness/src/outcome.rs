@@ -98,11 +98,17 @@ pub fn outcome(t: &Transcript, exit: ExitStatus) -> Outcome {
         };
         return make(OutcomeKind::RateLimited, detail, t.limit_resets_at);
     }
+    // The model API refused the login the call was made with (a 401): the profile holds
+    // one (the host checks that before any call), which is expired or revoked.
     if t.api_errors.iter().any(|e| e == "authentication_failed") {
+        let said = if result_text.is_empty() {
+            "authentication failed".to_string()
+        } else {
+            result_text
+        };
         return make(
             OutcomeKind::NotLoggedIn,
-            "the profile has no login: run `claude` with CLAUDE_CONFIG_DIR set to it, then /login"
-                .into(),
+            format!("the model API refused the login: {said}"),
             None,
         );
     }

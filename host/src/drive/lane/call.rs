@@ -13,7 +13,8 @@ use crate::receipts::{self, CallContext};
 use crate::sandbox::{LaneAccess, LaneMounts, Plan};
 
 use super::super::ahead::PreparedCall;
-use super::super::worker::Worker;
+use super::super::state::ItemEnd;
+use super::super::worker::{first_line, Worker};
 
 /// How one agent call ended, as the drive needs it.
 pub(in crate::drive) struct Call {
@@ -35,10 +36,22 @@ impl Call {
     /// rule instead of counting toward the item's rounds.
     pub fn outage(&self) -> bool {
         self.not_run.as_ref().is_some_and(counts_toward_outage)
-            || matches!(
-                self.kind,
-                OutcomeCode::SERVICE_UNAVAILABLE | OutcomeCode::NOT_LOGGED_IN
-            )
+            || self.kind == OutcomeCode::SERVICE_UNAVAILABLE
+    }
+
+    /// How the lane's work ends for now when the call ended for a reason outside its
+    /// item — a usage limit, a login the model API refused, a call that could not be made
+    /// (`stage` names it) —, read from the harness's typed outcome. `None`: the agent
+    /// answered, in whatever shape, and that is its item's round.
+    pub fn outside_the_item(&self, stage: &str) -> Option<ItemEnd> {
+        match self.kind {
+            OutcomeCode::RATE_LIMITED => Some(ItemEnd::RateLimited(self.retry_at)),
+            OutcomeCode::NOT_LOGGED_IN => {
+                Some(ItemEnd::LoginRefused(first_line(&self.detail).to_string()))
+            }
+            _ if self.outage() => Some(ItemEnd::RunnerFailed(format!("{stage}: {}", self.detail))),
+            _ => None,
+        }
     }
 
     /// A call the harness could not launch: infrastructure; nothing ran, no receipt.
@@ -81,6 +94,22 @@ fn not_run(e: &Error, network: String) -> (LaunchOutput, CallOutcome) {
             usage: Default::default(),
         },
     )
+}
+
+/// The outcome of a call whose output the harness could not read: out of shape, saying
+/// why.
+fn unreadable(e: &Error) -> CallOutcome {
+    CallOutcome {
+        kind: OutcomeCode::OUT_OF_SHAPE,
+        detail: format!("the harness could not read the agent's output: {e}")
+            .lines()
+            .collect::<Vec<_>>()
+            .join("; ")
+            .into(),
+        retry_at_unix: ROption::RNone,
+        cost_usd: ROption::RNone,
+        usage: Default::default(),
+    }
 }
 
 impl Worker<'_, '_> {
@@ -388,7 +417,10 @@ impl Worker<'_, '_> {
             Some(ready) => walled.run_ready(ready, launched, watch, log),
             None => walled.run(launched, self.call_plan(role, lane), watch, log),
         }?;
-        let outcome = harness::outcome_of(&self.drive.harness, role, &output)?;
+        // Output the harness cannot read is the agent's answer out of shape — its item's
+        // round, with why —, not a call that could not be made.
+        let outcome = harness::outcome_of(&self.drive.harness, role, &output)
+            .unwrap_or_else(|e| unreadable(&e));
         Ok((output, outcome))
     }
 

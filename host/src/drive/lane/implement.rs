@@ -10,7 +10,7 @@ use crate::queue;
 use super::super::ahead::Ahead;
 use super::super::note;
 use super::super::state::ItemEnd;
-use super::super::worker::{first_line, Worker};
+use super::super::worker::{first_line, shown_words, tail, Worker};
 use super::call::Call;
 use super::Moved;
 impl Worker<'_, '_> {
@@ -50,8 +50,9 @@ impl Worker<'_, '_> {
     }
 
     /// Where an implementing call leaves the lane: a change moves it on to the check (or
-    /// the review); no change or a failed task counts the round and tells the next round
-    /// why; a call that could not be made, or a usage limit, ends the lane's work for now.
+    /// the review); no change, a failed task or an answer out of shape counts the round,
+    /// shows what the agent said and tells the next round; a call that could not be made,
+    /// a usage limit or a refused login ends the lane's work for now.
     pub(in crate::drive) fn after_implement(
         &self,
         item: &queue::Item,
@@ -63,19 +64,20 @@ impl Worker<'_, '_> {
         if let Some(why) = call.refused {
             return Ok(Moved::Fail(why));
         }
-        if call.kind == OutcomeCode::RATE_LIMITED {
-            return Ok(Moved::End(ItemEnd::RateLimited(call.retry_at)));
+        if let Some(end) = call.outside_the_item("implement") {
+            return Ok(Moved::End(end));
         }
-        if call.outage() {
-            return Ok(Moved::End(ItemEnd::RunnerFailed(format!(
-                "implement: {}",
-                call.detail
-            ))));
-        }
+        let said = call.detail.trim();
+        // What the agent said is shown unless the reason, in a line, already says all of it.
         let failed = |reason: String, feedback: String| {
+            let words = if said.is_empty() || said.lines().count() > 1 || !reason.contains(said) {
+                format!("; the agent said:\n{}", shown_words(said))
+            } else {
+                String::new()
+            };
             note!(
                 self.drive.progress,
-                "{}: round {round} of {}: {reason}",
+                "{}: round {round} of {}: {reason}{words}",
                 item.id,
                 self.drive.options.max_rounds
             );
@@ -90,10 +92,10 @@ impl Worker<'_, '_> {
             })
         };
         if call.kind != OutcomeCode::DONE {
-            let detail = first_line(&call.detail).to_string();
+            let detail = first_line(said).to_string();
             return Ok(failed(
                 format!("the implementing agent failed its task: {detail}"),
-                format!("Your previous attempt failed: {}", call.detail.trim()),
+                format!("Your previous attempt failed: {said}"),
             ));
         }
         let changed = {
@@ -101,19 +103,29 @@ impl Worker<'_, '_> {
             self.changed(lane)?
         };
         if !changed {
+            // Its words are why, as far as anyone can tell: the next round reads them.
             return Ok(failed(
                 "the agent changed nothing".to_string(),
-                "Your previous attempt changed nothing in the working copy; the work item \
-                 asks for a change."
-                    .to_string(),
+                format!(
+                    "Your previous attempt changed nothing in the working copy; the work item \
+                     asks for a change. Your answer then was:\n{}",
+                    if said.is_empty() {
+                        "(nothing)".to_string()
+                    } else {
+                        tail(said, 200, 16 * 1024)
+                    }
+                ),
             ));
         }
+        // The feedback was this call's to read: what comes next (a check, a review) is
+        // told of its own round's answers, never of the ones before.
         Ok(Moved::On(Checkpoint {
             next: if self.drive.options.check.is_some() {
                 Next::Check
             } else {
                 Next::Review
             },
+            feedback: None,
             receipt: Some(call.receipt),
             run: self.drive.run.clone(),
             ..at.clone()

@@ -27,11 +27,10 @@ use super::worker::{cannot_open, short, Worker};
 use call::Call;
 
 /// What a move did: the lane goes on from a new checkpoint, or its work ends here (for
-/// now), with a checkpoint to save first or none.
+/// now).
 pub(in crate::drive) enum Moved {
     On(Checkpoint),
     End(ItemEnd),
-    SaveThenEnd(Checkpoint, ItemEnd),
     /// The item fails here, for this reason (marked on the remote).
     Fail(String),
 }
@@ -196,9 +195,6 @@ impl Worker<'_, '_> {
                     }
                     had_checkpoint = true;
                     at = next;
-                }
-                Moved::SaveThenEnd(next, end) => {
-                    return Ok(self.save(lane, &next)?.unwrap_or(end));
                 }
                 Moved::End(end) => return Ok(end),
                 Moved::Fail(why) => {

@@ -7,7 +7,7 @@
 
 use stet_plugin_api::Role;
 
-use crate::checkpoints::Checkpoint;
+use crate::checkpoints::{Checkpoint, Next};
 use crate::error::Error;
 use crate::lanes::Lane;
 use crate::queue;
@@ -53,7 +53,14 @@ impl Worker<'_, '_> {
     ) -> Result<String, Error> {
         let brief = self.brief(lane);
         Ok(match role {
-            Role::Review => review_prompt(item, &self.base_of(lane)?, &brief),
+            // Only a review after a review has words for the reviewer (`after_review`).
+            Role::Review => review_prompt(
+                item,
+                &self.base_of(lane)?,
+                &brief,
+                at.filter(|a| a.next == Next::Review)
+                    .and_then(|a| a.feedback.as_deref()),
+            ),
             _ => implement_prompt(item, at.and_then(|a| a.feedback.as_deref()), &brief),
         })
     }
@@ -108,7 +115,14 @@ pub(in crate::drive) fn implement_prompt(
 /// The reviewing call's prompt: the item, the base the change is measured from, what the
 /// check said, the rules, and the answer's shape. (The last sentence naming `git diff
 /// BASE` is the one the example agent reads.)
-pub(in crate::drive) fn review_prompt(item: &queue::Item, base: &str, brief: &Brief<'_>) -> String {
+/// `feedback` is what the reviewer is told about its own answer before (a review out of
+/// shape), which only a review after one has.
+pub(in crate::drive) fn review_prompt(
+    item: &queue::Item,
+    base: &str,
+    brief: &Brief<'_>,
+    feedback: Option<&str>,
+) -> String {
     let mut prompt = format!(
         "You are reviewing a change made on its own branch for this work item:\n\n{}\n\n\
          The change is every commit since {base}, where the branch left its base: \
@@ -130,6 +144,9 @@ pub(in crate::drive) fn review_prompt(item: &queue::Item, base: &str, brief: &Br
          the change does what was asked and nothing else, or with REVISE on the first line \
          followed by what must change."
     ));
+    if let Some(feedback) = feedback {
+        prompt.push_str(&format!("\n\n{feedback}\n"));
+    }
     prompt
 }
 
@@ -177,7 +194,7 @@ mod tests {
             check: Some("make test"),
             rules: vec!["AGENTS.md"],
         };
-        let prompt = review_prompt(&item("Add a greeting."), "abc123", &brief);
+        let prompt = review_prompt(&item("Add a greeting."), "abc123", &brief, None);
         insta::assert_snapshot!(prompt, @r"
         You are reviewing a change made on its own branch for this work item:
 
@@ -189,7 +206,7 @@ mod tests {
 
         See the whole change with `git diff abc123`. Answer with LAND on the first line if the change does what was asked and nothing else, or with REVISE on the first line followed by what must change.
         ");
-        let unchecked = review_prompt(&item("x"), "abc123", &Brief::default());
+        let unchecked = review_prompt(&item("x"), "abc123", &Brief::default(), None);
         assert!(unchecked.contains("no check configured"), "{unchecked}");
     }
 }

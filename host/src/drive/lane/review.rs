@@ -10,7 +10,7 @@ use crate::queue;
 use super::super::ahead::Ahead;
 use super::super::note;
 use super::super::state::ItemEnd;
-use super::super::worker::{first_line, indent, tail, Worker};
+use super::super::worker::{first_line, indent, shown_words, tail, Worker};
 use super::call::Call;
 use super::Moved;
 /// What the reviewer answered.
@@ -77,20 +77,20 @@ impl Worker<'_, '_> {
     }
 
     /// Where a review leaves the lane: LAND moves on to the landing; REVISE counts the
-    /// round and gives the next implementing call the reviewer's words; a review that
-    /// failed or is out of shape is a judge failure: it counts the round too, and enters
-    /// the outage schedule.
+    /// round and gives the next implementing call the reviewer's words; a review out of
+    /// shape (no LAND or REVISE first, output the harness cannot read) or failed counts
+    /// the round too, shows what the reviewer said and asks for the review again with
+    /// those words (the implementing call's work stands). None of these is an outage:
+    /// only a usage limit, a refused login or a call that could not be made ends the
+    /// lane's work for now.
     pub(in crate::drive) fn after_review(
         &self,
         item: &queue::Item,
         at: &Checkpoint,
         call: Call,
     ) -> Moved {
-        if call.kind == OutcomeCode::RATE_LIMITED {
-            return Moved::End(ItemEnd::RateLimited(call.retry_at));
-        }
-        if call.outage() {
-            return Moved::End(ItemEnd::RunnerFailed(format!("review: {}", call.detail)));
+        if let Some(end) = call.outside_the_item("review") {
+            return Moved::End(end);
         }
         let answer = match call.kind {
             OutcomeCode::DONE => verdict(&call.detail),
@@ -132,18 +132,36 @@ impl Worker<'_, '_> {
                 ))
             }
             Verdict::OutOfShape => {
-                let why = format!("review: {}", first_line(&call.detail));
-                // Counted toward the rounds, and reviewed again (the implementing call's
-                // work stands): one item whose review always fails is given up.
-                Moved::SaveThenEnd(
-                    on(
-                        at.round + 1,
-                        Next::Review,
-                        at.feedback.clone(),
-                        format!("the review failed: {why}"),
+                let said = call.detail.trim();
+                let unread = "Your previous review could not be read: its first line must be \
+                              LAND, or REVISE followed by what must change. What was seen of it:";
+                let (why, feedback) = match call.kind {
+                    // The answer, read here: its first word is neither.
+                    OutcomeCode::DONE => ("the review began with neither LAND nor REVISE", unread),
+                    // The harness read the output, and says why it is not an answer.
+                    OutcomeCode::OUT_OF_SHAPE => ("the review was out of shape", unread),
+                    _ => (
+                        "the review did not finish",
+                        "Your previous review did not finish. What was seen of it:",
                     ),
-                    ItemEnd::JudgeFailed(why),
-                )
+                };
+                note!(
+                    self.drive.progress,
+                    "{}: round {} of {}: {why}; the reviewer said:\n{}",
+                    item.id,
+                    at.round,
+                    self.drive.options.max_rounds,
+                    shown_words(said)
+                );
+                // Counted toward the rounds, and reviewed again (the implementing call's
+                // work stands), the reviewer told what was wrong with its answer: one
+                // item whose review is never in shape is given up, and holds no one else.
+                Moved::On(on(
+                    at.round + 1,
+                    Next::Review,
+                    Some(format!("{feedback}\n{}", tail(said, 200, 16 * 1024))),
+                    format!("{why}: {}", first_line(said)),
+                ))
             }
         }
     }
