@@ -511,32 +511,7 @@ fn a_drive_lands_an_item_with_the_example_agent() {
     git(&c.world.work, &["push", "--quiet", "origin", "HEAD"]);
     let out = c.run(&["add", "write hello.txt: hi from the drive"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    // Pushed (a drive reads the queue from the remote), by the test's own user in the
-    // world already handed over: its git told (globally, which the remote's side reads
-    // too) that the person's directories are safe.
-    let global = c.world.root.path().join("test-gitconfig");
-    std::fs::write(&global, "[safe]\n\tdirectory = *\n").unwrap();
-    for args in [
-        &["add", ".stet"][..],
-        &["commit", "--quiet", "-m", "queue"],
-        &["push", "--quiet", "origin", "HEAD"],
-    ] {
-        let out = std::process::Command::new("git")
-            .args(args)
-            .current_dir(&c.world.work)
-            .env("GIT_CONFIG_GLOBAL", &global)
-            .env("GIT_AUTHOR_NAME", "test")
-            .env("GIT_AUTHOR_EMAIL", "test@localhost")
-            .env("GIT_COMMITTER_NAME", "test")
-            .env("GIT_COMMITTER_EMAIL", "test@localhost")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    push_queue(&c);
     let out = c.run(&["drive", "--yes", "--harness", "command"]);
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
 
@@ -621,6 +596,7 @@ fn a_reviewer_reads_the_lanes_diff_as_text_and_every_call_keeps_what_it_was_aske
     git(&c.world.work, &["push", "--quiet", "origin", "HEAD"]);
     let out = c.run(&["add", "write hello.txt: hi from the lane"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
+    push_queue(&c);
     let out = c.run(&["drive", "--yes", "--harness", "command"]);
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
 
@@ -682,6 +658,35 @@ fn a_reviewer_reads_the_lanes_diff_as_text_and_every_call_keeps_what_it_was_aske
     let out = c.run(&["show", item, "--prompt", "3"]);
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("there is no call 3"), "{}", out.stderr);
+}
+
+/// Pushes the queue (a drive reads it from the remote's base), by the test's own user in
+/// the world already handed over: its git told (globally, which the remote's side reads
+/// too) that the person's directories are safe.
+fn push_queue(c: &Cmd) {
+    let global = c.world.root.path().join("test-gitconfig");
+    std::fs::write(&global, "[safe]\n\tdirectory = *\n").unwrap();
+    for args in [
+        &["add", ".stet"][..],
+        &["commit", "--quiet", "-m", "queue"],
+        &["push", "--quiet", "origin", "HEAD"],
+    ] {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(&c.world.work)
+            .env("GIT_CONFIG_GLOBAL", &global)
+            .env("GIT_AUTHOR_NAME", "test")
+            .env("GIT_AUTHOR_EMAIL", "test@localhost")
+            .env("GIT_COMMITTER_NAME", "test")
+            .env("GIT_COMMITTER_EMAIL", "test@localhost")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
 
 /// The `Authorization` header of a request a recording service saw ("none" without one).
@@ -892,6 +897,7 @@ fn stoppable_drive_world() -> (Cmd, PathBuf) {
     git(&c.world.work, &["push", "--quiet", "origin", "HEAD"]);
     let out = c.run(&["add", "write hello.txt: hi from the drive"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
+    push_queue(&c);
     let tmp = c.world.root.path().join("tmp");
     std::fs::create_dir_all(&tmp).unwrap();
     (c, tmp)

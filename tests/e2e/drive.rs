@@ -375,7 +375,7 @@ fn a_login_refused_mid_drive_stops_the_drive_at_once_saying_to_log_in_again() {
         ..FIX
     });
     let world = drive_world(&api);
-    world.run_stet(&["add", "Add a FIXED.txt file"]);
+    world.add_pushed("Add a FIXED.txt file");
     let out = world.run_stet(&["drive", "--yes"]);
     assert_eq!(out.code, 3, "{}", out.stderr);
     assert!(
@@ -608,7 +608,7 @@ fn a_stop_during_the_proof_ends_the_drive_at_once_and_leaves_nothing() {
     let _serial = serial_drives();
     let api = model("LAND");
     let world = drive_world(&api);
-    world.run_stet(&["add", "Add a FIXED.txt file"]);
+    world.add_pushed("Add a FIXED.txt file");
     let tmp = world.root.path().join("tmp");
     std::fs::create_dir_all(&tmp).unwrap();
     let child = world

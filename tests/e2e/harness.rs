@@ -775,7 +775,7 @@ fn a_login_the_model_api_refuses_at_the_proof_is_named_with_how_to_log_in_again(
         !wall_names(&json).contains(&"proof-guard-refused-canary".to_string()),
         "no hook is blamed: {json:#}"
     );
-    world.run_stet(&["add", "Anything"]);
+    world.add_pushed("Anything");
     let drive = world.run_stet(&["drive", "--yes"]);
     assert_eq!(drive.code, 3, "{}", drive.stderr);
     assert!(
