@@ -295,6 +295,10 @@ pub enum Command {
         /// Which hook.
         #[arg(value_enum)]
         event: crate::walls::hooks::HookEvent,
+        /// For `rules`: the harness's own rules files at the top of the lane, handed after
+        /// `AGENTS.md` (plain names).
+        #[arg(value_name = "FILE")]
+        rules: Vec<String>,
     },
 
     /// Internal: the permission-prompt server of a walled agent (MCP on stdio).
@@ -836,9 +840,10 @@ pub fn main() -> ExitCode {
     match &cli.command {
         Command::ProbeWorker { manifest, config } => return probe::worker_main(manifest, config),
         Command::Net(command) => return net::main(command),
-        Command::Hook { event } => {
+        Command::Hook { event, rules } => {
             let code = crate::walls::hooks::hook(
                 *event,
+                rules,
                 &mut std::io::stdin().lock(),
                 &mut std::io::stdout().lock(),
                 &mut std::io::stderr().lock(),

@@ -45,11 +45,12 @@ fn role() -> String {
     std::env::var("STET_ROLE").unwrap_or_else(|_| "unknown".to_string())
 }
 
-/// Files at the top of the lane whose text is the repository's rules, in this order: the
-/// convention every agent reads (`AGENTS.md`) and Claude Code's own (`CLAUDE.md`). A walled
-/// Claude Code loads no instruction file itself (`CLAUDE_CODE_DISABLE_CLAUDE_MDS`): the
-/// rules hook hands it each that is there; the drive's prompts name them for every harness.
-pub const RULES_FILES: [&str; 2] = ["AGENTS.md", "CLAUDE.md"];
+/// Files at the top of the lane whose text is the repository's rules for every agent: the
+/// convention agents share (`AGENTS.md`). The drive's prompts name it for every harness; a
+/// harness whose agent has a rules file of its own names it to the rules hook
+/// (`stet hook rules NAME…`), which hands each that is there — a walled agent loading no
+/// instruction file itself.
+pub const RULES_FILES: [&str; 1] = ["AGENTS.md"];
 
 /// The most of one rules file handed to the agent.
 const MAX_RULES_BYTES: u64 = 64 << 10;
@@ -57,10 +58,15 @@ const MAX_RULES_BYTES: u64 = 64 << 10;
 /// The repository's rules in the lane at `cwd`, as the agent's session-start context: each
 /// of [`RULES_FILES`] that is a regular file (a FIFO or a device the lane's last agent left
 /// is not opened: reading it could block the session), read up to [`MAX_RULES_BYTES`].
-fn rules_in(cwd: &Path) -> Option<String> {
+fn rules_in(cwd: &Path, own: &[String]) -> Option<String> {
     use std::io::Read as _;
     let mut parts = Vec::new();
-    for name in RULES_FILES {
+    // A harness's own file is a plain name at the top of the lane: nothing else is read.
+    let own = own
+        .iter()
+        .map(String::as_str)
+        .filter(|n| !n.is_empty() && !n.contains('/') && *n != "." && *n != "..");
+    for name in RULES_FILES.into_iter().chain(own) {
         let path = cwd.join(name);
         if !std::fs::metadata(&path).is_ok_and(|m| m.is_file()) {
             continue;
@@ -90,6 +96,7 @@ fn rules_in(cwd: &Path) -> Option<String> {
 /// Runs one hook: reads its JSON from `input`, answers on `out`/`err`, returns the exit code.
 pub fn hook(
     event: HookEvent,
+    rules: &[String],
     input: &mut dyn std::io::Read,
     out: &mut dyn Write,
     err: &mut dyn Write,
@@ -142,7 +149,7 @@ pub fn hook(
         }
         HookEvent::Rules => {
             let cwd = payload["cwd"].as_str().unwrap_or(".");
-            if let Some(rules) = rules_in(Path::new(cwd)) {
+            if let Some(rules) = rules_in(Path::new(cwd), rules) {
                 let answer = json!({"hookSpecificOutput": {
                     "hookEventName": "SessionStart",
                     "additionalContext": rules
@@ -322,7 +329,13 @@ mod tests {
 
     fn run_hook(event: HookEvent, input: &str) -> (u8, String, String) {
         let (mut out, mut err) = (Vec::new(), Vec::new());
-        let code = hook(event, &mut input.as_bytes(), &mut out, &mut err);
+        let code = hook(
+            event,
+            &["CLAUDE.md".to_string()],
+            &mut input.as_bytes(),
+            &mut out,
+            &mut err,
+        );
         (
             code,
             String::from_utf8(out).unwrap(),

@@ -16,7 +16,7 @@ pub fn walled(stet: &str) -> String {
     let settings = json!({
         "hooks": {
             "PreToolUse": [{"matcher": "*", "hooks": [command("guard")]}],
-            "SessionStart": [{"hooks": [command("rules"), command("session-start")]}],
+            "SessionStart": [{"hooks": [command("rules CLAUDE.md"), command("session-start")]}],
             "SessionEnd": [{"hooks": [command("session-end")]}]
         }
     });
