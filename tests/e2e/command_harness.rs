@@ -61,6 +61,26 @@ impl Cmd {
         self.world.run(&mut command)
     }
 
+    /// Makes the world a clone of a fresh remote holding its configured stet.toml and
+    /// `files` (path, text), trusted, committed and pushed: where a drive starts. Returns
+    /// the remote.
+    fn on_fresh_remote(&self, files: &[(&str, &str)]) -> PathBuf {
+        let config = std::fs::read_to_string(self.world.work.join("stet.toml")).unwrap();
+        let remote = self.world.clone_of_fresh_remote();
+        std::fs::write(self.world.work.join("stet.toml"), config).unwrap();
+        for (path, text) in files {
+            std::fs::write(self.world.work.join(path), text).unwrap();
+        }
+        self.world.trust_in(&self.world.work);
+        git(&self.world.work, &["add", "--all"]);
+        git(
+            &self.world.work,
+            &["commit", "--quiet", "-m", "configure stet"],
+        );
+        git(&self.world.work, &["push", "--quiet", "origin", "HEAD"]);
+        remote
+    }
+
     /// A stand-in agent: a shell script at `<root>/bin/NAME`.
     fn stand_in(&self, name: &str, body: &str) -> PathBuf {
         let path = self.world.root.path().join("bin").join(name);
@@ -499,16 +519,7 @@ fn git_any_owner(dir: &Path, args: &[&str]) -> String {
 #[test]
 fn a_drive_lands_an_item_with_the_example_agent() {
     let c = Cmd::new(&implement(&example_agent()));
-    let config = std::fs::read_to_string(c.world.work.join("stet.toml")).unwrap();
-    let remote = c.world.clone_of_fresh_remote();
-    std::fs::write(c.world.work.join("stet.toml"), config).unwrap();
-    c.world.trust_in(&c.world.work);
-    git(&c.world.work, &["add", "stet.toml"]);
-    git(
-        &c.world.work,
-        &["commit", "--quiet", "-m", "configure stet"],
-    );
-    git(&c.world.work, &["push", "--quiet", "origin", "HEAD"]);
+    let remote = c.on_fresh_remote(&[]);
     let out = c.run(&["add", "write hello.txt: hi from the drive"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     push_queue(&c);
@@ -579,21 +590,10 @@ fn a_reviewer_reads_the_lanes_diff_as_text_and_every_call_keeps_what_it_was_aske
         example_agent().display(),
         reviewer.display()
     ));
-    let config = std::fs::read_to_string(c.world.work.join("stet.toml")).unwrap();
-    c.world.clone_of_fresh_remote();
-    std::fs::write(c.world.work.join("stet.toml"), config).unwrap();
-    std::fs::write(c.world.work.join(".gitattributes"), "* -diff filter=evil\n").unwrap();
-    std::fs::write(c.world.work.join("AGENTS.md"), "Greet politely.\n").unwrap();
-    c.world.trust_in(&c.world.work);
-    git(
-        &c.world.work,
-        &["add", "stet.toml", ".gitattributes", "AGENTS.md"],
-    );
-    git(
-        &c.world.work,
-        &["commit", "--quiet", "-m", "configure stet"],
-    );
-    git(&c.world.work, &["push", "--quiet", "origin", "HEAD"]);
+    c.on_fresh_remote(&[
+        (".gitattributes", "* -diff filter=evil\n"),
+        ("AGENTS.md", "Greet politely.\n"),
+    ]);
     let out = c.run(&["add", "write hello.txt: hi from the lane"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     push_queue(&c);
@@ -885,16 +885,7 @@ fn stoppable_drive_world() -> (Cmd, PathBuf) {
         ),
     );
     c.configure(&implement(&agent));
-    let config = std::fs::read_to_string(c.world.work.join("stet.toml")).unwrap();
-    c.world.clone_of_fresh_remote();
-    std::fs::write(c.world.work.join("stet.toml"), config).unwrap();
-    c.world.trust_in(&c.world.work);
-    git(&c.world.work, &["add", "stet.toml"]);
-    git(
-        &c.world.work,
-        &["commit", "--quiet", "-m", "configure stet"],
-    );
-    git(&c.world.work, &["push", "--quiet", "origin", "HEAD"]);
+    c.on_fresh_remote(&[]);
     let out = c.run(&["add", "write hello.txt: hi from the drive"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     push_queue(&c);

@@ -47,8 +47,9 @@ impl Worker<'_, '_> {
             ahead.check = Some(scope.spawn(move || self.check_sandbox(lane)));
         }
         if review && ahead.review.is_none() {
+            let at = at.clone();
             ahead.review = Some(scope.spawn(move || {
-                let prompt = self.prompt_for(Role::Review, item, lane, None)?;
+                let prompt = self.prompt_for(Role::Review, item, lane, Some(&at))?;
                 self.prepare_call(lane, Role::Review, &prompt)
             }));
         }

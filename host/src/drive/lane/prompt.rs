@@ -1,9 +1,9 @@
 //! What each call of a lane is told: the item, and what a colleague would add — the
 //! repository's rules, its check, and for a reviewer the base and the check's result.
 //!
-//! A prompt is built from the item, the settings and the lane's last commit, never from
-//! the working tree a sandbox wrote: the same lane at the same commit gets the same prompt,
-//! so a call made ahead fits the call made now (`ahead.rs`).
+//! A prompt is built from the item, the settings, the checkpoint and the lane's last
+//! commit, never from the working tree a sandbox wrote: a call made ahead (`ahead.rs`) is
+//! prepared with the prompt it is then given.
 
 use stet_plugin_api::Role;
 
