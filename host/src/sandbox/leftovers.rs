@@ -254,4 +254,39 @@ mod tests {
         assert_eq!(removed.len(), 1);
         assert!(!own.exists());
     }
+
+    /// A profile copy is mounted in the agent's sandbox: what the agent planted there —
+    /// links to the host's files and directories, at the top as the directory itself — is
+    /// removed as links; nothing they point to is read into the size or removed.
+    #[test]
+    fn reaping_a_dead_stets_directory_follows_no_link_an_agent_planted_in_it() {
+        let root = tempfile::tempdir().unwrap();
+        let host = tempfile::tempdir().unwrap();
+        let secret = host.path().join("secret");
+        std::fs::write(&secret, "x".repeat(1 << 20)).unwrap();
+        let kept_dir = host.path().join("dir");
+        std::fs::create_dir(&kept_dir).unwrap();
+        std::fs::write(kept_dir.join("f"), "kept").unwrap();
+        let copy = root.path().join("stet-call-profile-4194999.12-AbC123");
+        std::fs::create_dir(&copy).unwrap();
+        std::os::unix::fs::symlink(&secret, copy.join("to-a-file")).unwrap();
+        std::os::unix::fs::symlink(&kept_dir, copy.join("to-a-dir")).unwrap();
+        // A link named as one of stet's directories, at the top: not a directory of ours.
+        let named_link = root.path().join("stet-proof-4194999.12-XyZ987");
+        std::os::unix::fs::symlink(&kept_dir, &named_link).unwrap();
+        let removed = reap_temp_dirs(Some(root.path()), false, |_| false, false);
+        assert_eq!(removed.len(), 1, "{removed:?}");
+        assert_eq!(removed[0].path, copy);
+        assert!(
+            removed[0].bytes < 1 << 20,
+            "a link's target was counted: {removed:?}"
+        );
+        assert!(!copy.exists());
+        assert_eq!(std::fs::read(&secret).unwrap().len(), 1 << 20);
+        assert_eq!(std::fs::read_to_string(kept_dir.join("f")).unwrap(), "kept");
+        assert!(
+            named_link.symlink_metadata().is_ok(),
+            "the top-level link is left alone"
+        );
+    }
 }
