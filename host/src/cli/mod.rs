@@ -17,6 +17,7 @@ mod ask;
 mod doctor;
 mod drive;
 mod gc;
+mod help;
 mod init;
 mod net;
 mod plugins_conformance;
@@ -799,8 +800,14 @@ fn usage_error(e: clap::Error) -> ExitCode {
     }
 }
 
+pub use help::command;
+
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    use clap::FromArgMatches;
+    let cli = match command()
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m))
+    {
         Ok(cli) => cli,
         Err(e) => return usage_error(e),
     };
@@ -822,8 +829,7 @@ pub fn main() -> ExitCode {
         Command::Status(args) => Some(receipts::status(args, printer)),
         Command::Trust(args) => Some(trust::run(args, printer)),
         Command::Completions { shell } => {
-            use clap::CommandFactory;
-            clap_complete::generate(*shell, &mut Cli::command(), "stet", &mut std::io::stdout());
+            clap_complete::generate(*shell, &mut command(), "stet", &mut std::io::stdout());
             Some(Ok(Exit::Success))
         }
         _ => None,
