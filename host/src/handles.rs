@@ -68,7 +68,15 @@ enum Claimed {
 /// Claims `handle` for item `id`: a push that creates the ref, refused when it exists.
 fn claim(remote: &Remote<'_>, handle: &str, id: &str) -> Claimed {
     let reference = format!("{PREFIX}{handle}");
-    let oid = match remote.note_commit(&format!("handle {handle} of item {id}")) {
+    // A random word in the claim: two clones adding one title at the same millisecond make
+    // the same id, and a claim of the same bytes would be the same commit, which a second
+    // push would find already there and call a success for both.
+    let mut nonce = [0u8; 8];
+    if let Err(e) = getrandom::fill(&mut nonce) {
+        return Claimed::Unreachable(remote.unreachable(format!("no random source: {e}")));
+    }
+    let nonce: String = nonce.iter().map(|b| format!("{b:02x}")).collect();
+    let oid = match remote.note_commit(&format!("handle {handle} of item {id} ({nonce})")) {
         Ok(oid) => oid,
         Err(e) => return Claimed::Unreachable(e),
     };
@@ -294,6 +302,42 @@ mod tests {
             ids(resolve(&items, "20261130-06")),
             ["20261130-060000-000-fix-typo"]
         );
+    }
+
+    #[test]
+    fn two_clones_adding_one_title_at_the_same_instant_never_share_a_handle() {
+        let (root, bare, a) = crate::git::testing::clone_of_fresh_remote();
+        let b = root.path().join("b");
+        crate::git::run(
+            root.path(),
+            &[
+                "clone",
+                "--quiet",
+                bare.to_str().unwrap(),
+                b.to_str().unwrap(),
+            ],
+        )
+        .unwrap();
+        // Both list the claims before either pushes, often: then the later push is refused
+        // by the remote and that clone takes the next handle.
+        for round in 0..6 {
+            let title = format!("Round {round} of the race");
+            let (x, y) = std::thread::scope(|scope| {
+                let x = scope.spawn(|| add(&a, "origin", &title).unwrap());
+                let y = scope.spawn(|| add(&b, "origin", &title).unwrap());
+                (x.join().unwrap(), y.join().unwrap())
+            });
+            assert_eq!((&x.claim, &y.claim), (&Claim::Claimed, &Claim::Claimed));
+            let mut got = [x.item.handle, y.item.handle];
+            got.sort();
+            assert_eq!(
+                got,
+                [
+                    format!("round-{round}-race"),
+                    format!("round-{round}-race-2")
+                ]
+            );
+        }
     }
 
     #[test]
