@@ -74,8 +74,7 @@ pub struct GlobalArgs {
     #[arg(short, long, global = true, conflicts_with = "verbose")]
     pub quiet: bool,
 
-    /// Run as if stet was started in DIR (as git's -C: paths given to the command are then
-    /// taken from DIR too; several are taken in turn, each from the one before).
+    /// Run as if started in DIR, as git -C does (paths given are then taken from DIR too).
     #[arg(short = 'C', value_name = "DIR", global = true)]
     pub directory: Vec<PathBuf>,
 }
