@@ -19,12 +19,17 @@ pub fn run(args: &ReceiptsArgs, printer: Printer) -> Result<Exit, CliError> {
     }
     if let Some(given) = &args.item {
         let (items, _) = crate::queue::read(&repo);
-        // An item of the queue by any unique start of its id; else a receipt's item as
-        // given (an item whose file is gone).
+        // An item of the queue by its handle, id or a unique start of either; else a
+        // receipt's item by its id or handle as given (an item whose file is gone).
+        let gone: std::collections::BTreeSet<&str> = all
+            .iter()
+            .filter(|r| r.item == *given || crate::queue::handle_of(&r.item) == given)
+            .map(|r| r.item.as_str())
+            .collect();
         let id = match super::queue::resolve(&items, given) {
             Ok(item) => item.id.clone(),
-            Err(e) if !all.iter().any(|r| r.item == *given) => return Err(e),
-            Err(_) => given.clone(),
+            Err(_) if gone.len() == 1 => gone.iter().map(|id| id.to_string()).collect(),
+            Err(e) => return Err(e),
         };
         all.retain(|r| r.item == id);
     }
