@@ -324,10 +324,7 @@ fn a_drive_refuses_before_any_call_when_the_image_lacks_the_checks_program_or_th
             })
             .unwrap_or(0);
         assert_eq!(written, 0, "no receipt is written");
-        let refs = git(
-            &world.root.path().join("remote.git"),
-            &["for-each-ref", "refs/stet"],
-        );
+        let refs = stet_e2e::drive_records(&world.root.path().join("remote.git"));
         assert!(refs.is_empty(), "nothing reserved: {refs}");
     };
     let out = world.run_stet(&["drive", "--yes"]);
