@@ -17,6 +17,7 @@ pub mod drive;
 pub mod error;
 pub mod files;
 pub mod git;
+pub mod handles;
 pub mod harness;
 pub mod init;
 pub mod land;

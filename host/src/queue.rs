@@ -40,6 +40,8 @@ const MAX_ITEM_BYTES: u64 = 64 * 1024;
 pub struct Item {
     /// The item's id (its file name without `.md`).
     pub id: String,
+    /// What a person types for it: the id without its time ([`handle_of`]).
+    pub handle: String,
     /// The first non-empty line.
     pub title: String,
     /// The whole text.
@@ -455,15 +457,16 @@ pub fn parse_item(id: &str, path: &Path, bytes: Vec<u8>) -> Result<Item, String>
         .to_string();
     Ok(Item {
         id: id.to_string(),
+        handle: handle_of(id).to_string(),
         title,
         text,
         path: path.to_path_buf(),
     })
 }
 
-/// Adds an item with `text`; its id is the current time (to the millisecond) and a slug of
-/// the title.
-pub fn add(repo: &Path, text: &str) -> Result<Item, String> {
+/// An item's text checked before it is written: not empty, not too large. Returns its
+/// title (the first non-empty line).
+pub fn title_of(text: &str) -> Result<&str, String> {
     let title = text
         .lines()
         .map(str::trim)
@@ -472,58 +475,171 @@ pub fn add(repo: &Path, text: &str) -> Result<Item, String> {
     if text.len() as u64 > MAX_ITEM_BYTES {
         return Err(format!("the item is larger than {MAX_ITEM_BYTES} bytes"));
     }
+    Ok(title)
+}
+
+/// Writes a new item `id` with `text` in the working copy's queue; `None` when a file of
+/// that id is there already (never overwritten: two `stet add`s at the same instant each
+/// keep their own).
+pub fn create(repo: &Path, id: &str, text: &str) -> Result<Option<Item>, String> {
+    title_of(text)?;
+    if !valid_id(id) {
+        return Err(format!("`{id}` is not a valid item id"));
+    }
     if let Err(m) = queue_dir(repo) {
         return Err(format!("{}: {}", m.path.display(), m.why));
     }
     let dir = repo.join(QUEUE_DIR);
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let stamp = utc_stamp(std::time::SystemTime::now());
-    let base = format!("{stamp}-{}", slug(title));
-    for n in 1..1000 {
-        let id = if n == 1 {
-            base.clone()
-        } else {
-            format!("{base}-{n}")
-        };
-        let path = dir.join(format!("{id}.md"));
-        let mut body = text.trim_end().to_string();
-        body.push('\n');
-        // create_new: two `stet add`s at the same second never overwrite each other.
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-        {
-            Ok(mut file) => {
-                use std::io::Write;
-                file.write_all(body.as_bytes())
-                    .and_then(|_| file.sync_all())
-                    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-                return read_item(&path, &format!("{id}.md"));
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(format!("cannot write {}: {e}", path.display())),
+    let path = dir.join(format!("{id}.md"));
+    let mut body = text.trim_end().to_string();
+    body.push('\n');
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)
+    {
+        Ok(mut file) => {
+            use std::io::Write;
+            file.write_all(body.as_bytes())
+                .and_then(|_| file.sync_all())
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            read_item(&path, &format!("{id}.md")).map(Some)
         }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(None),
+        Err(e) => Err(format!("cannot write {}: {e}", path.display())),
     }
-    Err("too many items with the same title this second".to_string())
 }
 
-/// At most six words of the title, lowercase, joined by `-`.
-fn slug(title: &str) -> String {
+/// Adds an item with `text` without asking the remote: its id is the current time (to the
+/// millisecond) and the first handle of its title no item of the working copy has
+/// (`handles::add` also asks the remote, and claims the handle there).
+pub fn add(repo: &Path, text: &str) -> Result<Item, String> {
+    let wanted = handle_from_title(title_of(text)?);
+    let stamp = stamp_now();
+    let (here, _) = scan(repo);
+    for n in 1..1000 {
+        let handle = numbered(&wanted, n);
+        if here.iter().any(|e| handle_of(&e.id) == handle) {
+            continue;
+        }
+        if let Some(item) = create(repo, &format!("{stamp}-{handle}"), text)? {
+            return Ok(item);
+        }
+    }
+    Err(format!(
+        "every handle from {wanted} to {wanted}-999 is taken"
+    ))
+}
+
+/// The longest handle `stet add` gives (an older item's may be longer, see [`handle_of`]).
+pub const MAX_HANDLE: usize = 24;
+
+/// Words a handle leaves out: they carry little of what an item is about.
+const STOP_WORDS: &[&str] = &[
+    "a", "an", "the", "to", "of", "in", "on", "for", "and", "with", "is", "are", "be", "at", "by",
+    "from", "as", "or", "into", "that", "this", "it", "its", "so",
+];
+
+/// An item's handle, from its title: its key words (stop words left out, unless there is
+/// nothing else), lowercase, joined by `-`, cut at a word boundary to at most
+/// [`MAX_HANDLE`] characters (`Fix the typo in the README` → `fix-typo-readme`).
+///
+/// A slug and not a number: it says what the item is (a person recognises
+/// `fix-typo-readme` in a list where `#41` says nothing), the shell completes it from its
+/// first letters, and it needs no counter: a counter is state that two clones adding at
+/// once would race on and that one of them would have to renumber, while two slugs only
+/// clash when two titles say the same thing — then the later takes `-2` (see [`numbered`]).
+pub fn handle_from_title(title: &str) -> String {
     let words: Vec<String> = title
         .split(|c: char| !c.is_ascii_alphanumeric())
         .filter(|w| !w.is_empty())
-        .take(6)
-        .map(|w| w.to_ascii_lowercase())
+        .map(str::to_ascii_lowercase)
         .collect();
-    let slug = words.join("-");
-    let slug: String = slug.chars().take(48).collect();
-    let slug = slug.trim_end_matches('-').to_string();
-    if slug.is_empty() {
+    let key: Vec<&str> = words
+        .iter()
+        .map(String::as_str)
+        .filter(|w| !STOP_WORDS.contains(w))
+        .collect();
+    let chosen = if key.is_empty() {
+        words.iter().map(String::as_str).collect()
+    } else {
+        key
+    };
+    let handle = cut_at_word(&chosen, MAX_HANDLE);
+    if handle.is_empty() {
         "item".to_string()
     } else {
-        slug
+        handle
     }
+}
+
+/// `words` joined by `-`, as many whole words as fit in `max` characters (the first word
+/// cut when it alone is longer).
+fn cut_at_word(words: &[&str], max: usize) -> String {
+    let mut out = String::new();
+    for word in words {
+        let grown = if out.is_empty() {
+            word.len()
+        } else {
+            out.len().saturating_add(1).saturating_add(word.len())
+        };
+        if grown > max {
+            if out.is_empty() {
+                out = word.chars().take(max).collect();
+            }
+            break;
+        }
+        if !out.is_empty() {
+            out.push('-');
+        }
+        out.push_str(word);
+    }
+    out
+}
+
+/// The `n`-th choice of a handle `wanted` (1: itself; then `-2`, `-3`, …), still at most
+/// [`MAX_HANDLE`] characters: the words that no longer fit before the number are left
+/// out.
+pub fn numbered(wanted: &str, n: u32) -> String {
+    if n <= 1 {
+        return wanted.to_string();
+    }
+    let suffix = format!("-{n}");
+    let room = MAX_HANDLE.saturating_sub(suffix.len());
+    let words: Vec<&str> = wanted.split('-').filter(|w| !w.is_empty()).collect();
+    format!("{}{suffix}", cut_at_word(&words, room))
+}
+
+/// The handle of item `id`: the id without the time `stet add` starts it with
+/// (`20261130-053012-123-fix-typo-readme` → `fix-typo-readme`); a file named by hand,
+/// without that time, is its own handle. Derived from the id alone, so any clone knows an
+/// item's handle without asking anyone. Items added before handles keep their ids, so
+/// theirs is the longer slug of up to six words after the time (up to 48 characters).
+pub fn handle_of(id: &str) -> &str {
+    let bytes = id.as_bytes();
+    let stamped = bytes.len() > STAMP_LEN.saturating_add(1)
+        && bytes
+            .iter()
+            .take(STAMP_LEN.saturating_add(1))
+            .enumerate()
+            .all(|(i, b)| match i {
+                8 | 15 | 19 => *b == b'-',
+                _ => b.is_ascii_digit(),
+            });
+    if stamped {
+        id.get(STAMP_LEN.saturating_add(1)..).unwrap_or(id)
+    } else {
+        id
+    }
+}
+
+/// The length of [`utc_stamp`]'s `20261130-053012-123`.
+const STAMP_LEN: usize = 19;
+
+/// The stamp of now, as new ids start.
+pub fn stamp_now() -> String {
+    utc_stamp(std::time::SystemTime::now())
 }
 
 /// `20261130-053012-123` (milliseconds last), in UTC: items added one after the other sort
@@ -561,11 +677,10 @@ mod tests {
         let repo = tempfile::tempdir().unwrap();
         let first = add(repo.path(), "Fix the typo in README\n\nIt says teh.").unwrap();
         let second = add(repo.path(), "Fix the typo in README").unwrap();
-        assert!(
-            first.id.ends_with("-fix-the-typo-in-readme"),
-            "{}",
-            first.id
-        );
+        assert!(first.id.ends_with("-fix-typo-readme"), "{}", first.id);
+        assert_eq!(first.handle, "fix-typo-readme");
+        // The same title again: the next handle, not the same one.
+        assert_eq!(second.handle, "fix-typo-readme-2");
         assert!(second.id > first.id, "{} then {}", first.id, second.id);
         let dir = repo.path().join(QUEUE_DIR);
         std::fs::write(dir.join("Bad Name.md"), "x").unwrap();
@@ -704,6 +819,67 @@ mod tests {
         assert!(malformed[0].why.contains("symbolic link"), "{malformed:?}");
         // No queue in the commit: nothing, and nothing wrong.
         assert_eq!(scan_at(&work, "HEAD~1"), (Vec::new(), Vec::new()));
+    }
+
+    #[test]
+    fn handles_are_the_key_words_of_the_title_cut_at_a_word() {
+        for (title, handle) in [
+            ("Fix the typo in the README", "fix-typo-readme"),
+            ("Add a CHANGELOG", "add-changelog"),
+            (
+                "write hello.txt: hi from the drive",
+                "write-hello-txt-hi-drive",
+            ),
+            // Cut at a word boundary, never inside a word, at most 24 characters.
+            (
+                "Refactor the configuration loader and its tests",
+                "refactor-configuration",
+            ),
+            // One word longer than a handle: cut inside it, there being no boundary.
+            (
+                "Supercalifragilisticexpialidocious",
+                "supercalifragilisticexpi",
+            ),
+            // Nothing but stop words: they are kept rather than nothing.
+            ("To be, or to be", "to-be-or-to-be"),
+            ("  ### Émigré ", "migr"),
+            ("¿?", "item"),
+            ("UPPER case 42", "upper-case-42"),
+        ] {
+            let got = handle_from_title(title);
+            assert_eq!(got, handle, "{title}");
+            assert!(got.len() <= MAX_HANDLE && valid_id(&got), "{got}");
+        }
+        assert_eq!(numbered("fix-typo-readme", 1), "fix-typo-readme");
+        assert_eq!(numbered("fix-typo-readme", 2), "fix-typo-readme-2");
+        // The number fits in 24 characters: the words that no longer fit are left out.
+        assert_eq!(numbered("refactor-configuration", 12), "refactor-12");
+        assert_eq!(
+            numbered("supercalifragilisticexpi", 3),
+            "supercalifragilisticex-3"
+        );
+    }
+
+    #[test]
+    fn the_handle_of_an_id_is_the_id_without_its_time() {
+        assert_eq!(
+            handle_of("20261130-053012-123-fix-typo-readme"),
+            "fix-typo-readme"
+        );
+        // An item added before handles: its longer slug, as it is.
+        assert_eq!(
+            handle_of("20261130-053012-123-fix-the-typo-in-readme"),
+            "fix-the-typo-in-readme"
+        );
+        // Named by hand: its own handle.
+        for id in [
+            "fix-typo",
+            "20261130-fix-typo",
+            "20261130-053012-123",
+            "2026113x-053012-123-a",
+        ] {
+            assert_eq!(handle_of(id), id);
+        }
     }
 
     #[test]

@@ -13,6 +13,8 @@ use crate::reservations::{Remote, ReservationError};
 #[derive(Serialize)]
 pub struct Row {
     pub id: String,
+    /// What a person types for it (`handles.rs`).
+    pub handle: String,
     pub title: String,
     /// `open`, `reserved`, `lapsed`, `landed`, `failed`, `cancelled` or `unknown`.
     pub state: String,
@@ -127,6 +129,7 @@ pub fn states(
             let reserved = matches!(state, "reserved" | "lapsed");
             Row {
                 id: item.id.clone(),
+                handle: item.handle.clone(),
                 title: item.title.clone(),
                 state: state.to_string(),
                 holder: held

@@ -324,10 +324,7 @@ fn a_drive_refuses_before_any_call_when_the_image_lacks_the_checks_program_or_th
             })
             .unwrap_or(0);
         assert_eq!(written, 0, "no receipt is written");
-        let refs = git(
-            &world.root.path().join("remote.git"),
-            &["for-each-ref", "refs/stet"],
-        );
+        let refs = stet_e2e::drive_records(&world.root.path().join("remote.git"));
         assert!(refs.is_empty(), "nothing reserved: {refs}");
     };
     let out = world.run_stet(&["drive", "--yes"]);
@@ -620,16 +617,9 @@ fn waiting_for_go(world: &World, id: &str) {
 fn queue(world: &World, items: &[&str]) -> Vec<String> {
     let mut ids = Vec::new();
     for item in items {
-        let added = world.run_stet(&["add", item]);
+        let added = world.run_stet(&["add", "--json", item]);
         assert_eq!(added.code, 0, "{}", added.stderr);
-        let id = added
-            .stdout
-            .strip_prefix("added ")
-            .unwrap()
-            .split(':')
-            .next()
-            .unwrap();
-        ids.push(id.to_string());
+        ids.push(added.json()["id"].as_str().unwrap().to_string());
         stet_e2e::next_millisecond();
     }
     git(&world.work, &["add", "-A"]);
@@ -671,7 +661,7 @@ fn show_tells_an_items_story_round_by_round_by_any_unique_start_of_its_id() {
     assert_eq!(ambiguous.code, 2, "{}", ambiguous.stderr);
     assert!(
         ambiguous.stderr.contains(&format!(
-            "`{common}` starts 2 item ids: {}, {}",
+            "`{common}` names 2 items: say-twice ({}), another ({})",
             ids[0], ids[1]
         )),
         "{}",
@@ -683,7 +673,7 @@ fn show_tells_an_items_story_round_by_round_by_any_unique_start_of_its_id() {
     let shown = &text.stdout;
     assert!(
         shown.starts_with(&format!(
-            "{}  Say it twice\nstate: landed — stet/{}\n",
+            "{}  Say it twice\nhandle: say-twice\nstate: landed — stet/{}\n",
             ids[0], ids[0]
         )),
         "{shown}"
@@ -822,7 +812,9 @@ fn rm_cancels_an_item_for_every_clone_and_stops_a_lane_working_it_at_its_next_mo
     );
     let listed = world.run_stet(&["queue"]);
     assert!(
-        listed.stdout.contains(&format!("cancelled {}", ids[1])),
+        listed
+            .stdout
+            .contains(&format!("cancelled never-mind  {}", ids[1])),
         "{}",
         listed.stdout
     );
@@ -1047,7 +1039,11 @@ fn output_people_read_headers_newest_first_colour_on_a_terminal_only_quiet_and_v
 
     // Headers; colour only when asked for a terminal's sake, never in a pipe.
     let plain = world.run_stet(&["queue"]);
-    assert!(plain.stdout.starts_with("STATE     ID"), "{}", plain.stdout);
+    assert!(
+        plain.stdout.starts_with("STATE     HANDLE "),
+        "{}",
+        plain.stdout
+    );
     assert!(!plain.stdout.contains('\u{1b}'), "{:?}", plain.stdout);
     let mut forced = world.stet(&["queue"]);
     forced.env("CLICOLOR_FORCE", "1");
@@ -1126,7 +1122,8 @@ fn output_people_read_headers_newest_first_colour_on_a_terminal_only_quiet_and_v
     assert!(world
         .run_stet(&["queue"])
         .stdout
-        .contains(&format!("landed    {}", ids[0])));
+        .lines()
+        .any(|l| l.starts_with("landed    third-thing ") && l.contains(&ids[0])));
 }
 
 /// Two finished items that did not land: one given up (marked failed after its one
@@ -1258,19 +1255,13 @@ fn lanes_branch_from_the_remotes_base_and_items_only_here_are_named_not_driven()
     let ids = queue(&world, &["Pushed\n\nfile: PUSHED"]);
     // A local commit, not pushed, with an item in it; and an item not even committed.
     std::fs::write(world.work.join("LOCAL_ONLY"), "not pushed\n").unwrap();
-    let committed = world.run_stet(&["add", "Committed here\n\nfile: COMMITTED"]);
+    let committed = world.run_stet(&["add", "--json", "Committed here\n\nfile: COMMITTED"]);
     assert_eq!(committed.code, 0, "{}", committed.stderr);
     git(&world.work, &["add", "--all"]);
     git(&world.work, &["commit", "--quiet", "-m", "local work"]);
     stet_e2e::next_millisecond();
-    let untracked = world.run_stet(&["add", "Untracked\n\nfile: UNTRACKED"]);
-    let id_of = |out: &stet_e2e::Output| {
-        out.stdout
-            .strip_prefix("added ")
-            .and_then(|s| s.split(':').next())
-            .unwrap()
-            .to_string()
-    };
+    let untracked = world.run_stet(&["add", "--json", "Untracked\n\nfile: UNTRACKED"]);
+    let id_of = |out: &stet_e2e::Output| out.json()["id"].as_str().unwrap().to_string();
     let (committed, untracked) = (id_of(&committed), id_of(&untracked));
     let base = git(&world.work, &["symbolic-ref", "--short", "HEAD"])
         .trim()

@@ -241,9 +241,7 @@ fn no_terminal_and_no_yes_refuses_before_reserving_anything() {
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("no consent"), "{}", out.stderr);
     let remote = world.root.path().join("remote.git");
-    assert!(git(&remote, &["for-each-ref", "refs/stet"])
-        .trim()
-        .is_empty());
+    assert!(stet_e2e::drive_records(&remote).is_empty());
 }
 
 #[test]
@@ -648,7 +646,5 @@ fn a_stop_during_the_proof_ends_the_drive_at_once_and_leaves_nothing() {
         .collect();
     assert!(left.is_empty(), "temporary directories left: {left:?}");
     let remote = world.root.path().join("remote.git");
-    assert!(git(&remote, &["for-each-ref", "refs/stet/"])
-        .trim()
-        .is_empty());
+    assert!(stet_e2e::drive_records(&remote).is_empty());
 }

@@ -175,13 +175,11 @@ fn queue_with_the_remote_unreachable() {
         &["remote", "set-url", "origin", "/nonexistent/remote.git"],
     );
     // The item's id carries the time it was added: shown as ID.
-    let id = added
-        .stdout
-        .trim()
-        .strip_prefix("added ")
-        .and_then(|s| s.split(':').next())
+    let id = std::fs::read_dir(world.work.join(".stet/queue"))
         .unwrap()
-        .to_string();
+        .filter_map(|e| e.unwrap().file_name().into_string().ok())
+        .find_map(|name| name.strip_suffix(".md").map(str::to_string))
+        .unwrap();
     insta::assert_snapshot!(refusal(&world, &world.work, &["queue"]).replace(&id, "[ID]"));
 }
 

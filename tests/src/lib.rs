@@ -406,6 +406,19 @@ impl World {
     }
 }
 
+/// The refs a drive writes on the bare remote `remote` (reservations, checkpoints, marks),
+/// one a line: every ref under `refs/stet/` but the handle claims `stet add` makes.
+pub fn drive_records(remote: &Path) -> String {
+    git(
+        remote,
+        &["for-each-ref", "--format=%(refname)", "refs/stet/"],
+    )
+    .lines()
+    .filter(|r| !r.starts_with("refs/stet/handles/"))
+    .map(|r| format!("{r}\n"))
+    .collect()
+}
+
 /// Runs git in `dir` (with a fixed identity), failing the test on error; returns stdout.
 pub fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")

@@ -74,6 +74,46 @@ pub struct GlobalArgs {
     /// Say less: no progress notes, only results, warnings and errors.
     #[arg(short, long, global = true, conflicts_with = "verbose")]
     pub quiet: bool,
+
+    /// Run as if started in DIR, as git -C does (paths given are then taken from DIR too).
+    #[arg(short = 'C', value_name = "DIR", global = true)]
+    pub directory: Vec<PathBuf>,
+}
+
+/// The shell's candidates for an item: the handles of the working copy's queue (read from
+/// file names and titles only: no remote is asked), each with its title.
+fn handle_candidates() -> clap_complete::engine::ArgValueCandidates {
+    clap_complete::engine::ArgValueCandidates::new(|| {
+        let dir = completion_dir();
+        crate::handles::candidates(&dir, "")
+            .into_iter()
+            .map(|(handle, title)| {
+                clap_complete::engine::CompletionCandidate::new(handle).help(Some(title.into()))
+            })
+            .collect()
+    })
+}
+
+/// Where the command line being completed runs: the shell's directory, moved by each
+/// `-C DIR` on the line (the engine hands candidates no parsed arguments).
+fn completion_dir() -> PathBuf {
+    let mut dir = std::env::current_dir().unwrap_or_default();
+    let args: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .skip_while(|a| a != "--")
+        .collect();
+    let mut words = args.iter().skip(1).peekable();
+    while let Some(word) = words.next() {
+        let given = match word.strip_prefix("-C") {
+            Some("") => words.next().cloned(),
+            Some(rest) if !word.starts_with("--") => Some(rest.to_string()),
+            _ => None,
+        };
+        if let Some(given) = given {
+            dir = dir.join(given);
+        }
+    }
+    dir
 }
 
 /// `stet net …`, run by stet inside a sandbox.
@@ -206,6 +246,15 @@ pub enum Command {
     Doctor(DoctorArgs),
 
     /// Add a work item to the queue (`.stet/queue/` in the repository).
+    ///
+    /// The item gets a handle to type in place of its id: its title's key words, at most 24
+    /// characters (`Fix the typo in the README` → fix-typo-readme). No item of this working
+    /// copy or of the remote's branch has it, and it is claimed on the remote
+    /// (refs/stet/handles/), so no other clone gives it to another item: a title whose
+    /// handle is taken gets the next (-2, -3, …), and says so. When the remote does not
+    /// answer the item is written all the same and its handle is not claimed (said in a
+    /// warning, and `"claimed": false` in --json). The file is then to be committed and
+    /// pushed: a drive reads the queue from the remote. Exit status: 0; 2 bad input.
     Add(AddArgs),
 
     /// Show the queue: each item and whether it is open (its lane pushed or not), in a lane
@@ -222,7 +271,7 @@ pub enum Command {
     /// The item's text, state and why; each round's calls and checks (role, outcome,
     /// duration, cost, receipt), the check's output tail, the reviewer's words, what the
     /// network wall refused; and the lane's change against its base (--diff: the whole
-    /// diff). ID is an item's id or any unique start of one.
+    /// diff). ID is an item's handle or id, or any unique start of either.
     Show(ShowArgs),
 
     /// Print the agent's output of an item's latest call (from its log on this clone).
@@ -268,6 +317,14 @@ pub enum Command {
 
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to standard
     /// output, e.g. `stet completions bash > ~/.local/share/bash-completion/completions/stet`.
+    ///
+    /// That script completes commands and options. To complete item handles too (`stet show
+    /// fix<TAB>`, read from the working copy's queue, no network), register stet's dynamic
+    /// completion instead, which asks stet itself at each TAB: in bash `source <(COMPLETE=bash
+    /// stet)` in ~/.bashrc; zsh `source <(COMPLETE=zsh stet)` in ~/.zshrc; fish `COMPLETE=fish
+    /// stet | source` in ~/.config/fish/config.fish; elvish `eval (E:COMPLETE=elvish stet |
+    /// slurp)`; PowerShell `$env:COMPLETE = "powershell"; stet | Out-String |
+    /// Invoke-Expression; Remove-Item Env:\COMPLETE`.
     Completions {
         /// The shell.
         #[arg(value_enum)]
@@ -528,6 +585,14 @@ pub struct AddArgs {
     /// What should be done; the first line is the title.
     #[arg(value_name = "TEXT")]
     pub text: Vec<String>,
+
+    /// The remote the item's handle is claimed on (and whose queue it must not repeat).
+    #[arg(long, default_value = "origin", value_name = "NAME")]
+    pub remote: String,
+
+    /// Print the new item as JSON (`id`, `handle`, `path`, `title`, `claimed`).
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -550,8 +615,8 @@ pub struct TrustRepoArgs {
 
 #[derive(Debug, Args)]
 pub struct ReceiptsArgs {
-    /// Only the receipts of this item (its id, or a unique start of it).
-    #[arg(long, value_name = "ID")]
+    /// Only the receipts of this item (its handle or id, or a unique start of either).
+    #[arg(long, value_name = "ID", add = handle_candidates())]
     pub item: Option<String>,
 
     /// Only the N newest.
@@ -583,8 +648,8 @@ pub struct QueueArgs {
 
 #[derive(Debug, Args)]
 pub struct ShowArgs {
-    /// The item's id, or a unique start of it.
-    #[arg(value_name = "ID")]
+    /// The item's handle or id, or a unique start of either.
+    #[arg(value_name = "ID", add = handle_candidates())]
     pub id: String,
 
     /// Print the lane's whole diff against its base instead of its stat.
@@ -607,8 +672,8 @@ pub struct ShowArgs {
 
 #[derive(Debug, Args)]
 pub struct LogArgs {
-    /// The item's id, or a unique start of it.
-    #[arg(value_name = "ID")]
+    /// The item's handle or id, or a unique start of either.
+    #[arg(value_name = "ID", add = handle_candidates())]
     pub id: String,
 
     /// Follow the item's calls while a drive on this clone works it.
@@ -618,8 +683,8 @@ pub struct LogArgs {
 
 #[derive(Debug, Args)]
 pub struct RmArgs {
-    /// The item's id, or a unique start of it.
-    #[arg(value_name = "ID")]
+    /// The item's handle or id, or a unique start of either.
+    #[arg(value_name = "ID", add = handle_candidates())]
     pub id: String,
 
     /// The remote that holds the marks.
@@ -644,8 +709,8 @@ pub struct CleanArgs {
 
 #[derive(Debug, Args)]
 pub struct RetryArgs {
-    /// The item's id (as `stet queue` shows it), or a unique start of it.
-    #[arg(value_name = "ID")]
+    /// The item's handle or id (as `stet queue` shows them), or a unique start of either.
+    #[arg(value_name = "ID", add = handle_candidates())]
     pub id: String,
 
     /// The remote that holds the marks.
@@ -803,6 +868,9 @@ fn usage_error(e: clap::Error) -> ExitCode {
 pub use help::command;
 
 pub fn main() -> ExitCode {
+    // `COMPLETE=<shell> stet …`: the shell asking for candidates (or for its registration
+    // script); answered and exited here, before anything else is written to stdout.
+    clap_complete::CompleteEnv::with_factory(command).complete();
     use clap::FromArgMatches;
     let cli = match command()
         .try_get_matches()
@@ -815,6 +883,14 @@ pub fn main() -> ExitCode {
         verbose: cli.global.verbose,
         quiet: cli.global.quiet,
     };
+    for dir in &cli.global.directory {
+        if let Err(e) = std::env::set_current_dir(dir) {
+            let error = CliError::usage(format!("cannot run in {}: {e}", dir.display()))
+                .hint("-C takes a directory that exists (as git's -C does)");
+            crate::printer::error(&error);
+            return error.exit.into();
+        }
+    }
     // Commands that read no configuration run before it is resolved, so that a broken
     // stet.toml never stops an agent's hook or the queue from being read.
     let early = match &cli.command {

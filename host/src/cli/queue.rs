@@ -54,10 +54,66 @@ pub fn add(args: &AddArgs, printer: Printer) -> Result<Exit, CliError> {
             ))
         }
     };
-    let item = queue::add(&repo, &text).map_err(CliError::usage)?;
-    printer.out(&format!("added {}: {}", item.id, item.title));
-    printer.detail(&format!("file: {}", item.path.display()));
+    let added = crate::handles::add(&repo, &args.remote, &text).map_err(CliError::usage)?;
+    let item = &added.item;
+    let claimed = added.claim == crate::handles::Claim::Claimed;
+    if args.json {
+        #[derive(Serialize)]
+        struct Added<'a> {
+            id: &'a str,
+            handle: &'a str,
+            path: &'a std::path::Path,
+            title: &'a str,
+            /// Whether the handle is claimed on the remote (no other clone's item gets it).
+            claimed: bool,
+            /// Why it is not, when it is not.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            not_claimed: Option<&'a str>,
+        }
+        printer.json(&Added {
+            id: &item.id,
+            handle: &item.handle,
+            path: &item.path,
+            title: &item.title,
+            claimed,
+            not_claimed: match &added.claim {
+                crate::handles::Claim::NotClaimed(why) => Some(why),
+                crate::handles::Claim::Claimed => None,
+            },
+        });
+    } else {
+        printer.out(&format!("added {}: {}", item.handle, item.title));
+        printer.detail(&format!("id:   {}", item.id));
+        printer.detail(&format!("file: {}", item.path.display()));
+    }
+    if let Some(wanted) = &added.wanted {
+        printer.warn(&format!(
+            "{wanted} is another item's handle already: this one is {}",
+            item.handle
+        ));
+    }
+    if let crate::handles::Claim::NotClaimed(why) = &added.claim {
+        printer.warn(&format!(
+            "the handle {} is not claimed on {}: {why}; another clone may give it to another \
+             item meanwhile (both then stay reachable by id)",
+            item.handle, args.remote
+        ));
+    }
+    printer.note(&format!(
+        "no drive takes it until it is on {}: git add {} && git commit -m 'queue {}' && git push",
+        args.remote,
+        relative(&repo, &item.path).display(),
+        item.handle
+    ));
     Ok(Exit::Success)
+}
+
+/// `path` as seen from the current directory when it is under it, else as it is.
+fn relative(repo: &std::path::Path, path: &std::path::Path) -> std::path::PathBuf {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| repo.to_path_buf());
+    path.strip_prefix(&cwd)
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_else(|_| path.to_path_buf())
 }
 
 pub fn list(args: &QueueArgs, printer: Printer) -> Result<Exit, CliError> {
@@ -91,13 +147,25 @@ pub fn list(args: &QueueArgs, printer: Printer) -> Result<Exit, CliError> {
         return Ok(exit);
     }
     let width = rows.iter().map(|r| r.id.len()).max().unwrap_or(2);
-    printer.out(&format!("{:<10}{:<width$}  TITLE", "STATE", "ID"));
+    let handles = rows
+        .iter()
+        .map(|r| r.handle.len())
+        .max()
+        .unwrap_or(6)
+        .max(6);
+    printer.out(&format!(
+        "{:<10}{:<handles$}  {:<width$}  TITLE",
+        "STATE", "HANDLE", "ID"
+    ));
     for row in &rows {
         let detail = detail_of(row);
         printer.out_state(
             &row.state,
             10,
-            &format!("{:<width$}  {}{detail}", row.id, row.title),
+            &format!(
+                "{:<handles$}  {:<width$}  {}{detail}",
+                row.handle, row.id, row.title
+            ),
         );
     }
     Ok(exit)
@@ -204,34 +272,29 @@ pub fn retry(args: &RetryArgs, printer: Printer) -> Result<Exit, CliError> {
     }
 }
 
-/// The item `given` names: its id, or the start of exactly one id.
+/// The item `given` names: its id, its handle, or a unique start of either
+/// (`handles::resolve`).
 pub(crate) fn resolve<'i>(
     items: &'i [queue::Item],
     given: &str,
 ) -> Result<&'i queue::Item, CliError> {
-    if let Some(item) = items.iter().find(|i| i.id == given) {
-        return Ok(item);
-    }
-    let starting: Vec<&queue::Item> = items
-        .iter()
-        .filter(|i| !given.is_empty() && i.id.starts_with(given))
-        .collect();
-    match starting.as_slice() {
-        [one] => Ok(one),
-        [] => Err(
-            CliError::usage(format!("there is no item {given} in the queue")).hint(
-                "stet queue lists the items and their ids (any unique start of an id will do)",
-            ),
-        ),
-        many => Err(CliError::usage(format!(
-            "`{given}` starts {} item ids: {}",
+    match crate::handles::resolve(items, given) {
+        crate::handles::Resolved::One(item) => Ok(item),
+        crate::handles::Resolved::None => Err(CliError::usage(format!(
+            "there is no item {given} in the queue"
+        ))
+        .hint(
+            "stet queue lists the items, their handles and ids (any unique start of either will do)",
+        )),
+        crate::handles::Resolved::Many(many) => Err(CliError::usage(format!(
+            "`{given}` names {} items: {}",
             many.len(),
             many.iter()
-                .map(|i| i.id.as_str())
+                .map(|i| format!("{} ({})", i.handle, i.id))
                 .collect::<Vec<_>>()
                 .join(", ")
         ))
-        .hint("give more of the id")),
+        .hint("give more of the handle, or the id")),
     }
 }
 
@@ -283,6 +346,7 @@ pub fn show(args: &super::ShowArgs, printer: Printer) -> Result<Exit, CliError> 
         });
     }
     printer.out(&format!("{}  {}", item.id, item.title));
+    printer.out(&format!("handle: {}", item.handle));
     printer.out(&format!("state: {}{}", row.state, detail_of(&row)));
     printer.out(&format!("file:  {}", item.path.display()));
     printer.out("");

@@ -19,12 +19,17 @@ pub fn run(args: &ReceiptsArgs, printer: Printer) -> Result<Exit, CliError> {
     }
     if let Some(given) = &args.item {
         let (items, _) = crate::queue::read(&repo);
-        // An item of the queue by any unique start of its id; else a receipt's item as
-        // given (an item whose file is gone).
+        // An item of the queue by its handle, id or a unique start of either; else a
+        // receipt's item by its id or handle as given (an item whose file is gone).
+        let gone: std::collections::BTreeSet<&str> = all
+            .iter()
+            .filter(|r| r.item == *given || crate::queue::handle_of(&r.item) == given)
+            .map(|r| r.item.as_str())
+            .collect();
         let id = match super::queue::resolve(&items, given) {
             Ok(item) => item.id.clone(),
-            Err(e) if !all.iter().any(|r| r.item == *given) => return Err(e),
-            Err(_) => given.clone(),
+            Err(_) if gone.len() == 1 => gone.iter().map(|id| id.to_string()).collect(),
+            Err(e) => return Err(e),
         };
         all.retain(|r| r.item == id);
     }
@@ -126,8 +131,17 @@ struct Status {
     outcomes: std::collections::BTreeMap<String, usize>,
     /// Cost reported by the agents, in US dollars.
     cost_usd: f64,
-    /// The last agent call.
-    last: Option<receipts::Receipt>,
+    /// The last agent call, with its item's handle.
+    last: Option<Last>,
+}
+
+/// The last agent call as `stet status --json` shows it.
+#[derive(serde::Serialize)]
+struct Last {
+    #[serde(flatten)]
+    receipt: receipts::Receipt,
+    /// The handle of its item (`handles.rs`), derived from the item's id.
+    handle: String,
 }
 
 pub fn status(args: &StatusArgs, printer: Printer) -> Result<Exit, CliError> {
@@ -163,7 +177,10 @@ pub fn status(args: &StatusArgs, printer: Printer) -> Result<Exit, CliError> {
             .iter()
             .filter_map(|r| r.cost_usd)
             .fold(0.0, |a, b| a + b),
-        last: all.last().cloned(),
+        last: all.last().map(|r| Last {
+            receipt: r.clone(),
+            handle: crate::queue::handle_of(&r.item).to_string(),
+        }),
     };
     if args.json {
         printer.json(&status);
@@ -203,14 +220,18 @@ pub fn status(args: &StatusArgs, printer: Printer) -> Result<Exit, CliError> {
         },
         status.cost_usd
     ));
-    if let Some(last) = &status.last {
+    if let Some(Last {
+        receipt: last,
+        handle,
+    }) = &status.last
+    {
         let when = humantime::format_rfc3339_seconds(
             std::time::UNIX_EPOCH + std::time::Duration::from_millis(last.ended_unix_ms),
         );
         let item = if last.item.is_empty() {
             "-"
         } else {
-            last.item.as_str()
+            handle.as_str()
         };
         printer.out(&format!(
             "last call: {when} {} {item}: {} — {}",

@@ -157,6 +157,7 @@ mod tests {
     fn item(text: &str) -> queue::Item {
         queue::Item {
             id: "i".into(),
+            handle: "i".into(),
             title: "t".into(),
             text: text.into(),
             path: "i.md".into(),
