@@ -123,6 +123,16 @@ impl Person {
 
     /// `stet args…` on a pseudo-terminal, typing each step's keys once its mark is shown.
     fn on_terminal(&self, args: &[&str], steps: &[(&str, &str)]) -> Output {
+        self.on_terminal_with(args, steps, &[])
+    }
+
+    /// [`Person::on_terminal`] with `env` set for stet too.
+    fn on_terminal_with(
+        &self,
+        args: &[&str],
+        steps: &[(&str, &str)],
+        env: &[(&str, &str)],
+    ) -> Output {
         let mut argv = vec![
             stet_e2e::artifacts().join("stet").display().to_string(),
             "--plugins-dir".to_string(),
@@ -141,6 +151,7 @@ impl Person {
             false,
         );
         command.env("TERM", "xterm");
+        command.envs(env.iter().copied());
         self.as_person(&mut command);
         self.world.run(&mut command)
     }
@@ -278,7 +289,10 @@ fn diff_of_a_landed_item_then_a_shell_whose_edits_stay_in_the_lane() {
                     "echo IN-$((6*7)) uid=$(id -u); test -e '{hidden}/stet.toml' && echo HOST-SEEN || echo HOST-UNSEEN\n"
                 ),
             ),
-            ("IN-42", "echo edited > edit.txt; echo more >> hello.txt; echo DONE-$((1+1))\n"),
+            (
+                "IN-42",
+                "echo edited > edit.txt; echo more >> hello.txt; printf 'esc \\033]0;owned\\007 end\\n' > esc.txt; echo DONE-$((1+1))\n",
+            ),
             ("DONE-2", "exit\n"),
         ],
     );
@@ -314,6 +328,34 @@ fn diff_of_a_landed_item_then_a_shell_whose_edits_stay_in_the_lane() {
             && after.stdout.contains("+hi from the drive\n+more\n"),
         "{}",
         after.stdout
+    );
+
+    // What the sandbox wrote reaches no terminal as an escape sequence.
+    assert!(
+        after.stdout.contains(r"+esc \x1b]0;owned\x07 end") && !after.stdout.contains('\x1b'),
+        "{}",
+        after.stdout
+    );
+
+    // On a terminal: stet's own colours, through the person's pager; none with NO_COLOR.
+    let pager = [("GIT_PAGER", "sed s/^/PAGED:/")];
+    let paged = p.on_terminal_with(&["diff", id], &[], &pager);
+    assert_eq!(paged.code, 0, "{}", paged.stdout);
+    assert!(
+        paged.stdout.contains("PAGED:\x1b[32m+edited\x1b[0m")
+            && paged.stdout.contains("PAGED:\x1b[36m@@"),
+        "{:?}",
+        paged.stdout
+    );
+    let plain = p.on_terminal_with(
+        &["diff", id],
+        &[],
+        &[("GIT_PAGER", "sed s/^/PAGED:/"), ("NO_COLOR", "1")],
+    );
+    assert!(
+        plain.stdout.contains("PAGED:+edited") && !plain.stdout.contains("\x1b[3"),
+        "{:?}",
+        plain.stdout
     );
 
     let show = p.run(&["show", id]);

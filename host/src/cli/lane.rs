@@ -30,7 +30,37 @@ pub fn shell(settings: &Settings, args: &ShellArgs, printer: Printer) -> Result<
         );
     }
     let repo = repo()?;
-    let id = item(&repo, &args.id)?;
+    let (items, _) = queue::read(&repo);
+    let item = resolve(&items, &args.id)?;
+    let id = item.id.clone();
+    // A lane a drive works now is the agent's: a shell there would race it, and the
+    // drive would commit the person's edits as the agent's work.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let (rows, unreachable) =
+        crate::story::states(&repo, std::slice::from_ref(item), &args.remote, now)?;
+    let state = rows.first().map(|r| r.state.clone()).unwrap_or_default();
+    if let Some(note) = unreachable {
+        printer.warn(&format!(
+            "{note}: whether a drive works {id} now is not known"
+        ));
+    }
+    if state == "reserved" {
+        let row = &rows[0];
+        return Err(CliError::new(
+            Exit::Unusable,
+            format!(
+                "a drive is working {id} now{}: a shell in its lane would race the agent",
+                row.holder
+                    .as_deref()
+                    .map(|h| format!(" (held by {h})"))
+                    .unwrap_or_default()
+            ),
+        )
+        .hint("wait until it is done with the item (stet queue shows its state), then run stet shell again"));
+    }
     let Some((lane, from)) = lanes::reopen(&repo, &args.remote, &id).map_err(git_failed)? else {
         return Err(CliError::usage(format!(
             "{id} has no lane on this clone and no branch {} here or on {}",
@@ -66,6 +96,11 @@ pub fn shell(settings: &Settings, args: &ShellArgs, printer: Printer) -> Result<
         "your edits are in {}; stet diff {id} shows them (nothing was committed or pushed)",
         lane.dir.display()
     ));
+    if state != "landed" {
+        printer.note(&format!(
+            "a drive that works {id} again starts from the lane's last commit: what is uncommitted there is removed"
+        ));
+    }
     Ok(super::run::passthrough(&status))
 }
 
