@@ -141,7 +141,7 @@ pub fn diff(args: &DiffArgs, _printer: Printer) -> Result<Exit, CliError> {
 }
 
 /// What a refusal to take a branch says.
-fn refused(e: TakeError, id: &str, command: &str) -> CliError {
+fn refused(e: TakeError, id: &str, command: &str, remote: &str) -> CliError {
     match e {
         TakeError::Dirty(lines) => CliError::usage(format!(
             "the working copy has uncommitted changes: {}",
@@ -155,9 +155,11 @@ fn refused(e: TakeError, id: &str, command: &str) -> CliError {
             "commit them, or put them aside with git stash, then run stet {command} {id} again"
         )),
         TakeError::NoBranch(branch) => CliError::usage(format!(
-            "{id} has no branch {branch} here or on the remote"
+            "{id} has no branch {branch} here or on {remote}"
         ))
-        .hint(format!("stet show {id} tells its state")),
+        .hint(format!(
+            "there is no work of it to take yet: stet show {id} tells its state"
+        )),
         TakeError::Elsewhere {
             branch,
             here,
@@ -187,8 +189,8 @@ fn short(commit: &str) -> &str {
 pub fn checkout(args: &CheckoutArgs, printer: Printer) -> Result<Exit, CliError> {
     let repo = repo()?;
     let id = item(&repo, &args.id)?;
-    let taken =
-        lanes::checkout(&repo, &args.remote, &id).map_err(|e| refused(e, &id, "checkout"))?;
+    let taken = lanes::checkout(&repo, &args.remote, &id)
+        .map_err(|e| refused(e, &id, "checkout", &args.remote))?;
     printer.out(&format!(
         "{} {} at {}",
         if taken.already {
@@ -206,7 +208,8 @@ pub fn checkout(args: &CheckoutArgs, printer: Printer) -> Result<Exit, CliError>
 pub fn merge(args: &MergeArgs, printer: Printer) -> Result<Exit, CliError> {
     let repo = repo()?;
     let id = item(&repo, &args.id)?;
-    let taken = lanes::merge(&repo, &args.remote, &id).map_err(|e| refused(e, &id, "merge"))?;
+    let taken = lanes::merge(&repo, &args.remote, &id)
+        .map_err(|e| refused(e, &id, "merge", &args.remote))?;
     printer.out(&if taken.already {
         format!(
             "{} at {} is merged already",

@@ -99,3 +99,86 @@ impl Change {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::git::run as git;
+
+    fn diff_of(repo: &Path, item: &str) -> String {
+        let change = change(repo, "origin", item).unwrap().expect("a change");
+        let mut text = Vec::new();
+        change
+            .stream(repo, &mut |piece| text.extend_from_slice(piece))
+            .unwrap();
+        String::from_utf8(text).unwrap()
+    }
+
+    #[test]
+    fn a_lanes_change_holds_its_commits_its_uncommitted_edits_and_new_files_and_a_link_as_a_link() {
+        let (root, _bare, work) = crate::git::testing::clone_of_fresh_remote();
+        let lane = super::super::open(&work, "origin", "item", "HEAD").unwrap();
+        std::fs::write(lane.dir.join("committed.txt"), "by the agent\n").unwrap();
+        lane.commit_all("the agent's work").unwrap();
+        std::fs::write(
+            lane.dir.join("committed.txt"),
+            "by the agent\nby a person\n",
+        )
+        .unwrap();
+        std::fs::write(lane.dir.join("new.txt"), "a new file\n").unwrap();
+        let secret = root.path().join("secret");
+        std::fs::write(&secret, "a host secret\n").unwrap();
+        std::os::unix::fs::symlink(&secret, lane.dir.join("link")).unwrap();
+        let index_before = std::fs::read(lane.git_dir.join("index")).unwrap();
+
+        let text = diff_of(&work, "item");
+        assert!(
+            text.contains("+by the agent\n+by a person\n"),
+            "the commits and the edit on them: {text}"
+        );
+        assert!(
+            text.contains("+++ b/new.txt\n@@ -0,0 +1 @@\n+a new file\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("new file mode 120000")
+                && text.contains(&format!("+{}", secret.display())),
+            "a link shows where it points: {text}"
+        );
+        assert!(
+            !text.contains("a host secret"),
+            "never what it points at: {text}"
+        );
+        assert!(!text.contains("README"), "only the lane's change: {text}");
+        assert_eq!(
+            std::fs::read(lane.git_dir.join("index")).unwrap(),
+            index_before,
+            "the lane's index is not written"
+        );
+        assert!(
+            std::fs::read_dir(stet_dir(&work)).unwrap().all(|e| !e
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".index")),
+            "no index of the host's is left"
+        );
+    }
+
+    #[test]
+    fn with_no_lane_here_the_branch_is_diffed_local_else_the_remotes_and_neither_is_none() {
+        let (_root, _bare, work) = crate::git::testing::clone_of_fresh_remote();
+        let lane = super::super::open(&work, "origin", "item", "HEAD").unwrap();
+        std::fs::write(lane.dir.join("landed.txt"), "landed\n").unwrap();
+        lane.commit_all("the agent's work").unwrap();
+        lane.push(&work, "origin").unwrap();
+        lane.remove();
+        assert!(diff_of(&work, "item").contains("+++ b/landed.txt\n@@ -0,0 +1 @@\n+landed\n"));
+        git(&work, &["branch", "-D", "stet/item"]).unwrap();
+        assert!(
+            diff_of(&work, "item").contains("+landed\n"),
+            "from the remote's branch"
+        );
+        assert!(change(&work, "origin", "nothing").unwrap().is_none());
+    }
+}

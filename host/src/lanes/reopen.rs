@@ -93,3 +93,44 @@ pub fn reopen(repo: &Path, remote: &str, item: &str) -> Result<Option<(Lane, Reo
     make(repo, &lane, &source)?;
     Ok(Some((lane, from)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lane_gone_is_opened_again_from_the_local_branch_else_the_remotes() {
+        let (_root, _bare, work) = crate::git::testing::clone_of_fresh_remote();
+        let lane = super::super::open(&work, "origin", "item", "HEAD").unwrap();
+        std::fs::write(lane.dir.join("work.txt"), "the agent's\n").unwrap();
+        lane.commit_all("the agent's work").unwrap();
+        lane.push(&work, "origin").unwrap();
+        let pushed = lane.head().unwrap();
+        std::fs::write(lane.dir.join("edit.txt"), "uncommitted\n").unwrap();
+
+        let (kept, from) = reopen(&work, "origin", "item").unwrap().unwrap();
+        assert_eq!(from, Reopened::Kept);
+        assert!(kept.dir.join("edit.txt").is_file(), "kept as it is");
+
+        lane.remove();
+        let (again, from) = reopen(&work, "origin", "item").unwrap().unwrap();
+        assert_eq!(from, Reopened::Local);
+        assert_eq!(again.head().unwrap(), pushed);
+        assert!(again.dir.join("work.txt").is_file());
+
+        again.remove();
+        git(&work, &["branch", "-D", "stet/item"]).unwrap();
+        let (remote, from) = reopen(&work, "origin", "item").unwrap().unwrap();
+        assert_eq!(from, Reopened::Remote);
+        assert_eq!(remote.head().unwrap(), pushed);
+
+        remote.remove();
+        git(
+            &work,
+            &["push", "--quiet", "origin", "--delete", "stet/item"],
+        )
+        .unwrap();
+        git(&work, &["update-ref", "-d", "refs/stet/pushed/item"]).unwrap();
+        assert!(reopen(&work, "origin", "item").unwrap().is_none());
+    }
+}

@@ -150,3 +150,54 @@ impl DiffOut {
         stdout.flush()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read;
+
+    use super::*;
+
+    /// The diff as written with colour into a file (the spool), read back.
+    fn coloured(diff: &str) -> String {
+        let mut out = DiffOut {
+            colour: true,
+            pager: None,
+            spool: Some(tempfile::tempfile().unwrap()),
+            pending: Vec::new(),
+            at_start: true,
+            style: anstyle::Style::new(),
+            in_hunk: false,
+        };
+        for line in diff.split_inclusive('\n') {
+            // A long line comes in pieces: the second half keeps the first's colour.
+            let (a, b) = line.split_at(line.len() / 2);
+            out.piece(a.as_bytes()).unwrap();
+            out.piece(b.as_bytes()).unwrap();
+        }
+        let mut file = out.spool.take().unwrap();
+        file.rewind().unwrap();
+        let mut text = String::new();
+        file.read_to_string(&mut text).unwrap();
+        text
+    }
+
+    #[test]
+    fn headers_hunks_and_lines_are_coloured_by_where_they_are_and_nothing_of_the_text_escapes() {
+        let text = coloured(
+            "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n--- a removed line\n+++ an added line\n context \x1b[2J\n",
+        );
+        let (bold, reset) = ("\x1b[1m", "\x1b[0m");
+        let (red, green, cyan) = ("\x1b[31m", "\x1b[32m", "\x1b[36m");
+        let expected = [
+            format!("{bold}diff --gi{reset}{bold}t a/x b/x{reset}\n"),
+            format!("{bold}--- {reset}{bold}a/x{reset}\n"),
+            format!("{bold}+++ {reset}{bold}b/x{reset}\n"),
+            format!("{cyan}@@ -1,2 {reset}{cyan}+1,2 @@{reset}\n"),
+            format!("{red}--- a rem{reset}{red}oved line{reset}\n"),
+            format!("{green}+++ an ad{reset}{green}ded line{reset}\n"),
+            " context \\x1b[2J\n".to_string(),
+        ]
+        .concat();
+        assert_eq!(text, expected);
+    }
+}
