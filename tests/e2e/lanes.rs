@@ -22,8 +22,9 @@ const FILTERS: &[(&str, &str)] = &[
 ];
 
 /// Drives `argv` on a new pseudo-terminal (python3's `pty`): for each step, waits until the
-/// output after the last step's mark holds the step's mark, then types its keys; then reads
-/// to the end. Prints what the terminal showed and exits with the program's exit code.
+/// output after the last step's mark holds the step's mark, then types its keys (`<close>`:
+/// closes the terminal, as a closed window does); then reads to the end. Prints what the
+/// terminal showed, then `pid N` (the program's), and exits with the program's exit code.
 /// Every wait is for output (bounded at two minutes, then it fails saying what it waited
 /// for), never for time.
 const PTY_DRIVER: &str = r#"
@@ -58,12 +59,17 @@ for mark, keys in steps:
             sys.exit(99)
         more(limit)
     at = seen.index(mark.encode(), at) + len(mark)
+    if keys == "<close>":
+        os.close(fd)
+        ended = True
+        break
     os.write(fd, keys.encode())
 limit = time.time() + 120
 while not ended and time.time() < limit:
     more(limit)
 _, status = os.waitpid(pid, 0)
 sys.stdout.write(seen.decode("utf-8", "replace"))
+sys.stdout.write("\npid %d\n" % pid)
 sys.exit(os.waitstatus_to_exitcode(status))
 "#;
 
@@ -390,6 +396,21 @@ fn run_on_a_terminal_is_interactive() {
     );
     assert_eq!(out.code, 3, "{}{}", out.stdout, out.stderr);
     assert!(out.stdout.contains("RUN-42"), "{}", out.stdout);
+
+    // The terminal closed under it: the command is killed and its sandbox removed.
+    let out = p.on_terminal(&["run", "--", "sh"], &[("$ ", "<close>")]);
+    assert_eq!(
+        out.code, 129,
+        "stopped by HUP: {}{}",
+        out.stdout, out.stderr
+    );
+    let pid: u32 = out
+        .stdout
+        .rsplit("pid ")
+        .next()
+        .and_then(|p| p.trim().parse().ok())
+        .expect("the driver names the pid");
+    assert_eq!(stet_e2e::sandboxes_owned_by(pid), 0);
 }
 
 /// Checkout and merge of a landed item's branch, their refusals on a dirty working copy,

@@ -91,7 +91,7 @@ pub fn shell(settings: &Settings, args: &ShellArgs, printer: Printer) -> Result<
         runtime.name,
         lane.dir.display()
     ));
-    let status = sandbox::shell::run(settings, &runtime, &lane)?;
+    let ended = sandbox::shell::run(settings, &runtime, &lane)?;
     printer.note(&format!(
         "your edits are in {}; stet diff {id} shows them (nothing was committed or pushed)",
         lane.dir.display()
@@ -101,7 +101,10 @@ pub fn shell(settings: &Settings, args: &ShellArgs, printer: Printer) -> Result<
             "a drive that works {id} again starts from the lane's last commit: what is uncommitted there is removed"
         ));
     }
-    Ok(super::run::passthrough(&status))
+    match ended.signal {
+        Some(signal) => Ok(Exit::Passthrough(128 + signal as u8)),
+        None => Ok(super::run::passthrough(&ended.status?)),
+    }
 }
 
 /// `stet diff ID`.

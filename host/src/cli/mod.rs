@@ -127,7 +127,9 @@ pub enum Command {
     ///
     /// Output streams live; the command's exit status is passed through (a signal death
     /// as 128 + the signal); the sandbox is removed afterwards, also on Ctrl-C. The
-    /// environment inside is built from scratch; the network is off unless --network.
+    /// environment inside is built from scratch; the network is off unless --network. On a
+    /// terminal (standard input and output both one) the command gets a terminal, as
+    /// `docker run -it` gives one: `stet run -- sh` is interactive, Ctrl-C goes to it.
     Run(RunArgs),
 
     /// Remove sandboxes that a crashed or killed stet left behind.

@@ -50,7 +50,8 @@ pub fn login(
     )?;
     let mut process = launch.process.clone();
     process.env.extend(walled.env());
-    let status = terminal::attach(&walled.sandbox.spawn_terminal(process, terminal::size())?)?;
+    let status =
+        terminal::attach(&walled.sandbox.spawn_terminal(process, terminal::size())?)?.status?;
     walled.finish(None);
     let logged_in = harness.profile().map(|p| p.logged_in).unwrap_or(false);
     printer.out("");

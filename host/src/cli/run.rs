@@ -63,8 +63,8 @@ pub fn run(settings: &Settings, args: &RunArgs, printer: Printer) -> Result<Exit
     printer.detail(&format!("limits: {}", limits.describe()));
 
     // On a terminal the command gets one (as `docker run -it`): keystrokes reach it as typed,
-    // Ctrl-C included.
-    if sandbox::terminal::on_terminal() && sandbox::shell::can_run_terminals(&runtime) {
+    // Ctrl-C included. With output redirected it runs as from a script.
+    if sandbox::terminal::interactive() && sandbox::shell::can_run_terminals(&runtime) {
         return on_terminal(&runtime, spec, args, printer);
     }
     // Signals are caught before the sandbox exists, so that no Ctrl-C can leave it behind.
@@ -161,9 +161,6 @@ fn on_terminal(
     args: &RunArgs,
     printer: Printer,
 ) -> Result<Exit, CliError> {
-    let mut signals = Signals::new([SIGTERM, SIGHUP])
-        .map_err(|e| CliError::failure(format!("cannot watch for signals: {e}")))?;
-    let signals_handle = signals.handle();
     let sandbox = Sandbox::create(runtime, spec)?;
     let env: Vec<stet_plugin_api::EnvVar> = sandbox::shell::terminal_type()
         .map(|t| stet_plugin_api::EnvVar::new("TERM", t))
@@ -178,29 +175,15 @@ fn on_terminal(
         },
         sandbox::terminal::size(),
     )?;
-    let received = Arc::new(AtomicI32::new(0));
-    let watcher = {
-        let terminal = terminal.clone();
-        let received = received.clone();
-        std::thread::spawn(move || {
-            for signal in signals.forever() {
-                received.store(signal, Ordering::SeqCst);
-                let _ = terminal.kill();
-            }
-        })
-    };
-    let status = sandbox::terminal::attach(&terminal);
-    signals_handle.close();
-    let _ = watcher.join();
+    let ended = sandbox::terminal::attach(&terminal)?;
     drop(sandbox);
-    let signal = received.load(Ordering::SeqCst);
-    if signal != 0 {
+    if let Some(signal) = ended.signal {
         printer.warn(&format!(
             "stopped by signal {signal}; the sandbox was removed"
         ));
         return Ok(Exit::Passthrough(128 + signal as u8));
     }
-    let status = status?;
+    let status = ended.status?;
     if status.out_of_memory {
         printer.warn("the command ran out of memory in its sandbox (raise --memory)");
     }

@@ -7,7 +7,7 @@
 //! Nothing is committed or pushed: what the person changed stays in the lane's working
 //! copy, for `stet diff` to show.
 
-use stet_plugin_api::{EnvVar, ExitStatus, ProcessSpec, ROption};
+use stet_plugin_api::{EnvVar, ProcessSpec, ROption};
 
 use super::{terminal, LaneAccess, LaneMounts, OpenRuntime, Plan, Sandbox};
 use crate::error::{Concept, Error};
@@ -42,7 +42,11 @@ pub fn terminal_type() -> Option<String> {
 
 /// Runs an interactive shell on `lane` in a fresh sandbox of `runtime`, on the person's
 /// terminal, until it ends; the sandbox is removed then.
-pub fn run(settings: &Settings, runtime: &OpenRuntime, lane: &Lane) -> Result<ExitStatus, Error> {
+pub fn run(
+    settings: &Settings,
+    runtime: &OpenRuntime,
+    lane: &Lane,
+) -> Result<terminal::Ended, Error> {
     if !can_run_terminals(runtime) {
         return Err(Concept::Sandbox
             .unusable(format!(
@@ -68,7 +72,7 @@ pub fn run(settings: &Settings, runtime: &OpenRuntime, lane: &Lane) -> Result<Ex
         },
         terminal::size(),
     )?;
-    let status = terminal::attach(&shell);
+    let ended = terminal::attach(&shell);
     drop(sandbox);
-    status
+    ended
 }

@@ -19,6 +19,13 @@ pub fn on_terminal() -> bool {
     std::io::stdin().is_terminal()
 }
 
+/// Whether standard input and output are both a terminal: where `stet run` hands its
+/// command one (with output redirected, the command's output and errors stay apart and
+/// unconverted, as a script reading them expects).
+pub fn interactive() -> bool {
+    on_terminal() && std::io::stdout().is_terminal()
+}
+
 /// Puts the terminal in raw mode for as long as it lives, so keystrokes reach the process
 /// one by one (Ctrl-C included, as a byte); restores it on every path out.
 struct RawMode(Termios);
@@ -64,10 +71,22 @@ pub fn size() -> TerminalSize {
     }
 }
 
+/// How a process on the person's terminal ended.
+pub struct Ended {
+    /// Its exit status (as the runtime reported it).
+    pub status: Result<ExitStatus, Error>,
+    /// The signal (TERM, HUP) that made stet kill it, if one did.
+    pub signal: Option<i32>,
+}
+
 /// Hands the person's terminal to `terminal` until its process ends: raw mode, keystrokes
-/// forwarded, output written to standard output, the window's size changes passed on.
-/// Returns how the process ended.
-pub fn attach(terminal: &Terminal) -> Result<ExitStatus, Error> {
+/// forwarded, output written to standard output, the window's size changes passed on. A
+/// TERM or HUP to stet (the terminal closed) kills the process, so that the caller removes
+/// its sandbox; Ctrl-C is a keystroke like any other.
+pub fn attach(terminal: &Terminal) -> Result<Ended, Error> {
+    use signal_hook::consts::{SIGHUP, SIGTERM, SIGWINCH};
+    let mut signals = signal_hook::iterator::Signals::new([SIGWINCH, SIGTERM, SIGHUP])
+        .map_err(|e| Concept::Sandbox.failure(format!("cannot watch for signals: {e}")))?;
     let _raw = RawMode::enter()?;
     let keys = terminal.clone();
     // Keystrokes are forwarded until the terminal's process ends; the reader thread is
@@ -82,25 +101,27 @@ pub fn attach(terminal: &Terminal) -> Result<ExitStatus, Error> {
             }
         }
     });
-    let resizes = signal_hook::iterator::Signals::new([signal_hook::consts::SIGWINCH]).ok();
-    let resizer = resizes.as_ref().map(|s| s.handle());
-    let watcher = resizes.map(|mut signals| {
+    let handle = signals.handle();
+    let watcher = {
         let terminal = terminal.clone();
         std::thread::spawn(move || {
-            for _ in signals.forever() {
-                let _ = terminal.resize(size());
+            let mut stopped_by = None;
+            for signal in signals.forever() {
+                if signal == SIGWINCH {
+                    let _ = terminal.resize(size());
+                } else {
+                    stopped_by = Some(signal);
+                    let _ = terminal.kill();
+                }
             }
+            stopped_by
         })
-    });
+    };
     let status = terminal.wait(&mut |_, bytes| {
         let mut out = std::io::stdout().lock();
         let _ = out.write_all(bytes).and_then(|_| out.flush());
     });
-    if let Some(handle) = resizer {
-        handle.close();
-    }
-    if let Some(watcher) = watcher {
-        let _ = watcher.join();
-    }
-    status
+    handle.close();
+    let signal = watcher.join().unwrap_or(None);
+    Ok(Ended { status, signal })
 }
