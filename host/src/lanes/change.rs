@@ -90,7 +90,9 @@ impl Change {
                         }
                     }
                     let git = lane.git().with_index(&index);
-                    git.run(&["add", "--intent-to-add", "--", "."])?;
+                    // A file git cannot index is left out, not the whole diff (git still
+                    // exits non-zero then: what it could add is added).
+                    git.output(&["add", "--intent-to-add", "--ignore-errors", "--", "."])?;
                     git.stream(&["diff", base], PIECE, on_line)
                 })();
                 let _ = std::fs::remove_file(&index);
