@@ -324,6 +324,13 @@ fn diff_of_a_landed_item_then_a_shell_whose_edits_stay_in_the_lane() {
         "edited\n"
     );
     assert_eq!(p.remote_branch(id), pushed, "the shell pushed nothing");
+    let lane_git = lane.parent().unwrap().join("git");
+    assert_eq!(
+        p.git(&["--git-dir", lane_git.to_str().unwrap(), "rev-parse", "HEAD"])
+            .trim(),
+        pushed,
+        "nor committed anything"
+    );
 
     let after = p.run(&["diff", id]);
     assert_eq!(after.code, 0, "{}", after.stderr);
