@@ -40,7 +40,7 @@ mod change;
 mod examine;
 mod reopen;
 mod take;
-pub use change::{base_of, change, Change};
+pub use change::{base_of, change, uncommitted, Change};
 pub use examine::{Removed, TooLarge};
 pub use reopen::{here, reopen, Reopened};
 pub use take::{checkout, dirty, merge, TakeError, Taken};

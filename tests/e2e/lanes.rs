@@ -371,6 +371,18 @@ fn diff_of_a_landed_item_then_a_shell_whose_edits_stay_in_the_lane() {
         plain.stdout
     );
 
+    // What the shell left is never cleaned away unseen.
+    let clean = p.run(&["clean"]);
+    assert_eq!(clean.code, 0, "{}", clean.stderr);
+    assert!(
+        clean.stdout.contains(&format!(
+            "the lane of {id} (landed): it holds edits never committed (stet diff {id} shows them)"
+        )),
+        "{}",
+        clean.stdout
+    );
+    assert!(lane.join("edit.txt").is_file());
+
     let show = p.run(&["show", id]);
     assert!(
         show.stdout.contains(&format!("lane:  {}", lane.display())),

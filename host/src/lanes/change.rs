@@ -68,6 +68,18 @@ pub fn change(repo: &Path, remote: &str, item: &str) -> Result<Option<Change>, G
     Ok(Some(Change::Branch { branch, base }))
 }
 
+/// What `lane`'s working tree holds that its last commit does not (`git status --short`
+/// lines): a person's edits from `stet shell` (a drive leaves none: it commits or restores
+/// around every call).
+pub fn uncommitted(lane: &Lane) -> Result<Vec<String>, GitError> {
+    Ok(lane
+        .git()
+        .run(&["status", "--porcelain", "--untracked-files=normal"])?
+        .lines()
+        .map(str::to_string)
+        .collect())
+}
+
 impl Change {
     /// Streams the diff to `on_line`, a line (or a piece of at most 64 KiB) at a time.
     pub fn stream(&self, repo: &Path, on_line: &mut dyn FnMut(&[u8])) -> Result<(), GitError> {
