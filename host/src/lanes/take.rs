@@ -83,9 +83,9 @@ fn commit_of(repo: &Path, name: &str) -> Result<String, GitError> {
 pub fn checkout(repo: &Path, remote: &str, item: &str) -> Result<Taken, TakeError> {
     let branch = branch_of(item);
     let local = format!("refs/heads/{branch}");
+    clean(repo)?;
     let (source, from) =
         branch_ref(repo, remote, item).ok_or_else(|| TakeError::NoBranch(branch.clone()))?;
-    clean(repo)?;
     let commit = commit_of(repo, &source)?;
     if from == Reopened::Local {
         // The local branch: refused when the remote's holds other work.
@@ -129,9 +129,9 @@ pub fn checkout(repo: &Path, remote: &str, item: &str) -> Result<Taken, TakeErro
 /// branch.
 pub fn merge(repo: &Path, remote: &str, item: &str) -> Result<Taken, TakeError> {
     let branch = branch_of(item);
+    clean(repo)?;
     let (source, _) =
         branch_ref(repo, remote, item).ok_or_else(|| TakeError::NoBranch(branch.clone()))?;
-    clean(repo)?;
     let commit = commit_of(repo, &source)?;
     if git(repo, &["merge-base", "--is-ancestor", &commit, "HEAD"]).is_ok() {
         return Ok(Taken {
