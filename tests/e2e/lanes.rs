@@ -82,6 +82,11 @@ struct Person {
 
 impl Person {
     fn new() -> Person {
+        Person::with_agent(&example_agent())
+    }
+
+    /// A person whose command harness implements with `agent`.
+    fn with_agent(agent: &Path) -> Person {
         let world = World::new();
         world.install("docker");
         world.install("command");
@@ -100,7 +105,7 @@ impl Person {
                 "[harness]\nprofiles = \"{}\"\n\n[sandbox]\nimage = \"{IMAGE}\"\n\n\
                  [plugins.command]\nimplement = [\"{}\"]\n",
                 profiles.display(),
-                example_agent().display()
+                agent.display()
             ),
         )
         .unwrap();
@@ -206,6 +211,14 @@ impl Person {
 
     /// Sets stet up, queues `items` and drives them; returns their ids.
     fn driven(&self, items: &[&str]) -> Vec<String> {
+        let ids = self.queued(items);
+        let drive = self.run(&["drive", "--yes", "--rounds", "1"]);
+        assert_eq!(drive.code, 0, "{}{}", drive.stdout, drive.stderr);
+        ids
+    }
+
+    /// Sets stet up and queues `items` (committed and pushed); returns their ids.
+    fn queued(&self, items: &[&str]) -> Vec<String> {
         let init = self.run(&["init"]);
         assert_eq!(init.code, 0, "{}{}", init.stdout, init.stderr);
         self.run(&["trust"]);
@@ -226,8 +239,6 @@ impl Person {
         self.git(&["add", "--all"]);
         self.git(&["commit", "--quiet", "-m", "set stet up and queue"]);
         self.git(&["push", "--quiet", "origin", "HEAD"]);
-        let drive = self.run(&["drive", "--yes", "--rounds", "1"]);
-        assert_eq!(drive.code, 0, "{}{}", drive.stdout, drive.stderr);
         ids
     }
 
@@ -499,5 +510,97 @@ fn checkout_and_merge_take_the_landed_work_and_refuse_what_would_lose_any() {
     assert_eq!(
         p.git(&["log", "-1", "--format=%an <%ae>"]).trim(),
         "A Person <person@example.com>"
+    );
+}
+
+/// A shell on an item a drive is working now is refused (it would race the agent, and the
+/// drive would commit the person's edits as the agent's), saying what to do.
+#[test]
+fn a_shell_on_an_item_a_drive_is_working_is_refused() {
+    require_image();
+    let _serial = serial_drives();
+    // An implementer that works until it is stopped; the wall proof's launch passes.
+    let root = tempfile::tempdir().unwrap();
+    let agent = root.path().join("slow-agent.sh");
+    let example = std::fs::read_to_string(example_agent()).unwrap();
+    let body = example.strip_prefix("#!/bin/sh\n").unwrap_or(&example);
+    stet_exec_support::write_executable(
+        &agent,
+        format!(
+            "#!/bin/sh\nif [ \"${{STET_ROLE:-implement}}\" = implement ]; then exec sleep 600; fi\n{body}"
+        )
+        .as_bytes(),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        root.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let p = Person::with_agent(&agent);
+    let ids = p.queued(&["write hello.txt: hi from the drive"]);
+    let id = &ids[0];
+    let mut drive = p.world.stet(&["drive", "--yes", "--rounds", "1"]);
+    drive
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    p.as_person(&mut drive);
+    let mut drive = drive.spawn().unwrap();
+    // The drive's lines, as they come (its stop is acknowledged there).
+    let (lines, said) = std::sync::mpsc::channel::<String>();
+    let stderr = drive.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = lines.send(line);
+        }
+    });
+    // Wait for the event: the implementing call's receipt, written before the agent starts.
+    let receipts = p.work().join(".git/stet/receipts");
+    let started = std::time::Instant::now();
+    while !std::fs::read_dir(&receipts).is_ok_and(|entries| {
+        entries
+            .filter_map(Result::ok)
+            .any(|e| std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains("\"running\"")))
+    }) {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(120),
+            "the implementing call never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+
+    let shell = p.on_terminal(&["shell", id], &[]);
+    // Stopped: a first Ctrl-C, acknowledged, then a second that kills the call at once.
+    let pid = nix::unistd::Pid::from_raw(drive.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    loop {
+        let line = said
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("the drive acknowledges the stop");
+        if line.contains("stopping after the") {
+            break;
+        }
+    }
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    drive.wait().unwrap();
+    assert_eq!(shell.code, 3, "{}", shell.stdout);
+    assert!(
+        shell
+            .stdout
+            .contains(&format!("error: a drive is working {id} now (held by ")),
+        "{}",
+        shell.stdout
+    );
+    assert!(
+        shell
+            .stdout
+            .contains("hint: wait until it is done with the item"),
+        "{}",
+        shell.stdout
     );
 }
