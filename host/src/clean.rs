@@ -84,6 +84,16 @@ pub fn clean(
             )));
             continue;
         }
+        // What a person's shell left there is theirs: never removed unseen.
+        if let Some(lane) = crate::lanes::here(repo, &item) {
+            if crate::lanes::uncommitted(&lane).is_ok_and(|edits| !edits.is_empty()) {
+                done.push(kept(format!(
+                    "the lane of {item} ({how}): it holds edits never committed (stet diff {item} shows them); take what you want, then delete {}",
+                    lane.dir.parent().unwrap_or(&lane.dir).display()
+                )));
+                continue;
+            }
+        }
         let root = crate::git::git_dir(repo).join("stet/lanes").join(&item);
         let bytes = crate::files::tree_size(&root, u64::MAX);
         match std::fs::remove_dir_all(&root) {

@@ -302,6 +302,8 @@ pub struct Inert {
     lane: Option<(PathBuf, PathBuf)>,
     /// When a command is killed.
     deadline: std::time::Duration,
+    /// `GIT_INDEX_FILE`: an index of the host's own instead of the lane's (`stet diff`).
+    index: Option<PathBuf>,
 }
 
 /// How long an inert git command on what a sandbox wrote may take before its process group
@@ -330,6 +332,7 @@ impl Inert {
             dir: work_tree.to_path_buf(),
             lane: Some((git_dir.to_path_buf(), work_tree.to_path_buf())),
             deadline: LANE_GIT_DEADLINE,
+            index: None,
         }
     }
 
@@ -339,6 +342,7 @@ impl Inert {
             dir: dir.to_path_buf(),
             lane: None,
             deadline: LANE_GIT_DEADLINE,
+            index: None,
         }
     }
 
@@ -367,6 +371,9 @@ impl Inert {
             command
                 .env("GIT_DIR", git_dir)
                 .env("GIT_WORK_TREE", work_tree);
+        }
+        if let Some(index) = &self.index {
+            command.env("GIT_INDEX_FILE", index);
         }
         let config = INERT_CONFIG
             .iter()
@@ -422,6 +429,12 @@ impl Inert {
             dir: self.dir.display().to_string(),
             detail: e.to_string(),
         })
+    }
+
+    /// The same git on another index file.
+    pub fn with_index(mut self, index: &Path) -> Inert {
+        self.index = Some(index.to_path_buf());
+        self
     }
 
     /// The same git with another deadline.

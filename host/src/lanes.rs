@@ -36,8 +36,14 @@ use std::path::{Path, PathBuf};
 use crate::git::git_dir;
 use crate::git::Inert;
 
+mod change;
 mod examine;
+mod reopen;
+mod take;
+pub use change::{base_of, change, uncommitted, Change};
 pub use examine::{Removed, TooLarge};
+pub use reopen::{here, reopen, Reopened};
+pub use take::{checkout, dirty, merge, TakeError, Taken};
 
 pub use crate::settings::MAX_FILE;
 
@@ -178,16 +184,25 @@ fn open_held(repo: &Path, remote: &str, item: &str, base: &str) -> Result<Lane, 
     } else {
         base.to_string()
     };
+    make(repo, &lane, &source)?;
+    Ok(lane)
+}
+
+/// Makes `lane` (nothing of it on this clone) at `source`, a ref of the repository: from a
+/// pooled copy when one fits, else afresh.
+fn make(repo: &Path, lane: &Lane, source: &str) -> Result<(), GitError> {
+    let (item, branch) = (lane.item.as_str(), lane.branch.as_str());
+    let root = lanes_dir(repo).join(item);
     let partial = root.with_extension("partial");
     if partial.exists() {
         discard(&stet_dir(repo), &partial).map_err(|e| io_error("remove", &partial, e))?;
     }
     sweep(repo);
     if let Some(pooled) = take_pooled(repo, &partial) {
-        match reuse(repo, &pooled, item, &source) {
+        match reuse(repo, &pooled, item, source) {
             Ok(()) => {
                 std::fs::rename(&partial, &root).map_err(|e| io_error("rename", &root, e))?;
-                return Ok(lane);
+                return Ok(());
             }
             // A pooled copy that cannot be reset (the last agent left what git cannot
             // remove) is thrown away; the lane is made afresh.
@@ -198,7 +213,7 @@ fn open_held(repo: &Path, remote: &str, item: &str, base: &str) -> Result<Lane, 
     }
     let made = lay_out(&partial, item)?;
     let git = made.git();
-    fill(repo, &made, source.as_str(), &branch)?;
+    fill(repo, &made, source, branch)?;
     // A new lane holds nothing a sandbox wrote yet: its first checkout, as long as a large
     // repository's takes, is not held to the deadline of git on a sandbox's files.
     git.clone()
@@ -206,7 +221,7 @@ fn open_held(repo: &Path, remote: &str, item: &str, base: &str) -> Result<Lane, 
         .run(&["reset", "--quiet", "--hard"])?;
     made.forget_host_traces();
     std::fs::rename(&partial, &root).map_err(|e| io_error("rename", &root, e))?;
-    Ok(lane)
+    Ok(())
 }
 
 /// Fills a new lane's git directory with what `source` (a ref of the repository) reaches,

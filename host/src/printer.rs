@@ -12,6 +12,8 @@
 
 use std::io::Write;
 
+pub mod diff;
+
 use crate::text::inert;
 
 /// Where a command writes.

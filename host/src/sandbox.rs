@@ -6,6 +6,8 @@ use std::sync::Arc;
 
 pub mod git_dirs;
 pub mod leftovers;
+pub mod shell;
+pub mod terminal;
 
 use stet_plugin_api::abi::v1_1::ProcessBox;
 use stet_plugin_api::abi::v1_2::TerminalBox;
@@ -420,6 +422,16 @@ impl Terminal {
     /// Closes the input.
     pub fn close_input(&self) -> Result<(), PluginError> {
         self.inner.close_input().into()
+    }
+
+    /// Tells the process its terminal changed size.
+    pub fn resize(&self, size: TerminalSize) -> Result<(), PluginError> {
+        self.inner.resize(size).into()
+    }
+
+    /// Kills the process (idempotent, from any thread).
+    pub fn kill(&self) -> Result<(), PluginError> {
+        self.inner.kill().into()
     }
 }
 

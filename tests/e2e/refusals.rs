@@ -227,3 +227,25 @@ fn gc_with_no_runtime_that_answers() {
     assert_eq!(trusted.code, 0, "{}", trusted.stderr);
     insta::assert_snapshot!(refusal(&world, &world.work, &["gc"]));
 }
+
+/// The lane commands on an item no drive has worked: no lane, no branch, nothing to show or
+/// take.
+#[test]
+fn lane_commands_on_an_item_never_worked() {
+    let world = world();
+    let added = world.add_pushed("Fix the typo");
+    assert_eq!(added.code, 0, "{}", added.stderr);
+    let id = added
+        .stdout
+        .trim()
+        .strip_prefix("added ")
+        .and_then(|s| s.split(':').next())
+        .unwrap()
+        .to_string();
+    for command in ["diff", "checkout", "merge"] {
+        insta::assert_snapshot!(
+            format!("{command}_of_an_item_never_worked"),
+            refusal(&world, &world.work, &[command, &id]).replace(&id, "[ID]")
+        );
+    }
+}

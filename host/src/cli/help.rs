@@ -25,6 +25,11 @@ const GROUPS: &[(&str, &[&str], &str)] = &[
         "stet show fix-typo-readme",
     ),
     (
+        "Into a lane",
+        &["shell", "diff", "checkout", "merge"],
+        "stet diff fix-typo-readme && stet merge fix-typo-readme",
+    ),
+    (
         "Set up",
         &["init", "trust", "profile", "completions"],
         "stet init && stet profile login",

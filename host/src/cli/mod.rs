@@ -19,6 +19,7 @@ mod drive;
 mod gc;
 mod help;
 mod init;
+mod lane;
 mod net;
 mod plugins_conformance;
 mod plugins_install;
@@ -166,7 +167,9 @@ pub enum Command {
     ///
     /// Output streams live; the command's exit status is passed through (a signal death
     /// as 128 + the signal); the sandbox is removed afterwards, also on Ctrl-C. The
-    /// environment inside is built from scratch; the network is off unless --network.
+    /// environment inside is built from scratch; the network is off unless --network. On a
+    /// terminal (standard input and output both one) the command gets a terminal, as
+    /// `docker run -it` gives one: `stet run -- sh` is interactive, Ctrl-C goes to it.
     Run(RunArgs),
 
     /// Remove sandboxes that a crashed or killed stet left behind.
@@ -280,6 +283,38 @@ pub enum Command {
     /// item, while a drive on this clone works it; it ends when the item's lane is done
     /// here (landed) or the drive is gone. The output is made inert for the terminal.
     Log(LogArgs),
+
+    /// Open an interactive shell in a fresh sandbox on an item's lane.
+    ///
+    /// The sandbox is walled in as the agent's: its environment built from scratch, only the
+    /// lane's working copy writable (its git directory read-only), no network, running as
+    /// you, on the runtime a drive selects. An item whose lane is gone from this clone
+    /// (landed, cleaned) gets it opened again from its branch (the local `stet/<id>`, else
+    /// the remote's). What you change stays in the lane's working copy, never committed or
+    /// pushed by stet: `stet diff ID` shows it. Needs a terminal. Exit status: the shell's.
+    Shell(ShellArgs),
+
+    /// Print an item's change alone: its lane against the base it branched from.
+    ///
+    /// With the lane on this clone, its working copy as it is (uncommitted edits and new
+    /// files a shell left included); else its branch, local or the remote's. The diff is
+    /// the agent's work, shown by git that runs none of its drivers, every line made inert;
+    /// coloured and paged (GIT_PAGER, PAGER, else `less -FRX`) only on a terminal, without
+    /// colour when NO_COLOR is set.
+    Diff(DiffArgs),
+
+    /// Switch to a local branch of an item's work, named as its lane's branch (`stet/<id>`).
+    ///
+    /// Made from the remote's branch when there is no local one. Refuses when the working
+    /// copy has uncommitted changes, and when a local branch of that name is at another
+    /// commit than the remote's.
+    Checkout(CheckoutArgs),
+
+    /// Merge an item's branch (local `stet/<id>`, else the remote's) into the current branch.
+    ///
+    /// Refuses when the working copy has uncommitted changes; a merge that stops on
+    /// conflicts names the files and exits 1.
+    Merge(MergeArgs),
 
     /// Cancel an item: a mark on the remote every clone sees; no drive takes it, and a
     /// drive working it stops at its next move (its branch and checkpoint are kept). The
@@ -682,6 +717,51 @@ pub struct LogArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct ShellArgs {
+    /// The item's id, or a unique start of it.
+    #[arg(value_name = "ID")]
+    pub id: String,
+
+    /// The remote whose branch a lane gone from this clone is opened again from.
+    #[arg(long, default_value = "origin", value_name = "NAME")]
+    pub remote: String,
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The item's id, or a unique start of it.
+    #[arg(value_name = "ID")]
+    pub id: String,
+
+    /// The remote whose base the change is against (and whose branch is read when there is
+    /// no lane or local branch).
+    #[arg(long, default_value = "origin", value_name = "NAME")]
+    pub remote: String,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckoutArgs {
+    /// The item's id, or a unique start of it.
+    #[arg(value_name = "ID")]
+    pub id: String,
+
+    /// The remote whose branch is checked out when there is no local one.
+    #[arg(long, default_value = "origin", value_name = "NAME")]
+    pub remote: String,
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The item's id, or a unique start of it.
+    #[arg(value_name = "ID")]
+    pub id: String,
+
+    /// The remote whose branch is merged when there is no local one.
+    #[arg(long, default_value = "origin", value_name = "NAME")]
+    pub remote: String,
+}
+
+#[derive(Debug, Args)]
 pub struct RmArgs {
     /// The item's handle or id, or a unique start of either.
     #[arg(value_name = "ID", add = handle_candidates())]
@@ -899,6 +979,9 @@ pub fn main() -> ExitCode {
         Command::Retry(args) => Some(queue::retry(args, printer)),
         Command::Show(args) => Some(queue::show(args, printer)),
         Command::Log(args) => Some(queue::log(args, printer)),
+        Command::Diff(args) => Some(lane::diff(args, printer)),
+        Command::Checkout(args) => Some(lane::checkout(args, printer)),
+        Command::Merge(args) => Some(lane::merge(args, printer)),
         Command::Rm(args) => Some(queue::rm(args, printer)),
         Command::Clean(args) => Some(queue::clean(args, printer)),
         Command::Receipts(args) => Some(receipts::run(args, printer)),
@@ -965,6 +1048,7 @@ fn run(cli: Cli, printer: Printer) -> Result<Exit, CliError> {
     }
     match cli.command {
         Command::Run(args) => run::run(&settings, &args, printer),
+        Command::Shell(args) => lane::shell(&settings, &args, printer),
         Command::Ask(args) => ask::run(&settings, &args, printer),
         Command::Drive(args) => drive::run(&settings, &args, printer),
         Command::Init => init::run(&settings, printer),
@@ -999,6 +1083,9 @@ fn run(cli: Cli, printer: Printer) -> Result<Exit, CliError> {
         | Command::Retry(_)
         | Command::Show(_)
         | Command::Log(_)
+        | Command::Diff(_)
+        | Command::Checkout(_)
+        | Command::Merge(_)
         | Command::Rm(_)
         | Command::Clean(_)
         | Command::Receipts(_)

@@ -2,68 +2,20 @@
 //! the walled profile mounted, so the login lands in the profile, written by the agent
 //! itself. stet forwards keystrokes and output and never reads what is written.
 
-use std::io::{IsTerminal, Read, Write};
-use std::os::fd::AsFd;
-
-use nix::sys::termios::{self, SetArg, Termios};
-use stet_plugin_api::TerminalSize;
-
 use super::error::{CliError, Exit};
 use crate::harness;
 use crate::printer::Printer;
-use crate::sandbox::Plan;
+use crate::sandbox::{terminal, Plan};
 use crate::settings::Settings;
 
 use super::ProfileLoginArgs;
-
-/// Puts the terminal in raw mode for as long as it lives, so keystrokes reach the agent
-/// one by one; restores it on every path out.
-struct RawMode(Termios);
-
-impl RawMode {
-    fn enter() -> Result<RawMode, CliError> {
-        let stdin = std::io::stdin();
-        let saved = termios::tcgetattr(stdin.as_fd())
-            .map_err(|e| CliError::failure(format!("cannot read the terminal's settings: {e}")))?;
-        let mut raw = saved.clone();
-        termios::cfmakeraw(&mut raw);
-        termios::tcsetattr(stdin.as_fd(), SetArg::TCSANOW, &raw)
-            .map_err(|e| CliError::failure(format!("cannot set the terminal to raw mode: {e}")))?;
-        Ok(RawMode(saved))
-    }
-}
-
-impl Drop for RawMode {
-    fn drop(&mut self) {
-        let _ = termios::tcsetattr(std::io::stdin().as_fd(), SetArg::TCSANOW, &self.0);
-    }
-}
-
-fn terminal_size() -> TerminalSize {
-    let mut size = nix::libc::winsize {
-        ws_row: 0,
-        ws_col: 0,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
-    };
-    // SAFETY: TIOCGWINSZ writes one `winsize` into the pointer given; fd 0 is open.
-    let rc = unsafe { nix::libc::ioctl(0, nix::libc::TIOCGWINSZ, &mut size) };
-    if rc == 0 && size.ws_row > 0 && size.ws_col > 0 {
-        TerminalSize {
-            rows: size.ws_row,
-            cols: size.ws_col,
-        }
-    } else {
-        TerminalSize { rows: 24, cols: 80 }
-    }
-}
 
 pub fn login(
     settings: &Settings,
     _args: &ProfileLoginArgs,
     printer: Printer,
 ) -> Result<Exit, CliError> {
-    if !std::io::stdin().is_terminal() {
+    if !terminal::on_terminal() {
         return Err(CliError::usage("stet profile login needs a terminal")
             .hint("run it in your own shell, not from a script or a pipe"));
     }
@@ -98,27 +50,8 @@ pub fn login(
     )?;
     let mut process = launch.process.clone();
     process.env.extend(walled.env());
-    let terminal = walled.sandbox.spawn_terminal(process, terminal_size())?;
-    let status = {
-        let _raw = RawMode::enter()?;
-        let keys = terminal.clone();
-        // Keystrokes are forwarded until the terminal's process ends; the reader thread is
-        // left blocked on stdin then, and ends with the process.
-        std::thread::spawn(move || {
-            let mut buffer = [0u8; 1024];
-            let mut stdin = std::io::stdin().lock();
-            while let Ok(n) = stdin.read(&mut buffer) {
-                if n == 0 || keys.write(&buffer[..n]).is_err() {
-                    let _ = keys.close_input();
-                    break;
-                }
-            }
-        });
-        terminal.wait(&mut |_, bytes| {
-            let mut out = std::io::stdout().lock();
-            let _ = out.write_all(bytes).and_then(|_| out.flush());
-        })?
-    };
+    let status =
+        terminal::attach(&walled.sandbox.spawn_terminal(process, terminal::size())?)?.status?;
     walled.finish(None);
     let logged_in = harness.profile().map(|p| p.logged_in).unwrap_or(false);
     printer.out("");

@@ -13,7 +13,7 @@ use crate::story::{self, Row};
 
 use super::{AddArgs, QueueArgs, RetryArgs};
 
-fn repo() -> Result<std::path::PathBuf, CliError> {
+pub(super) fn repo() -> Result<std::path::PathBuf, CliError> {
     let cwd = std::env::current_dir()
         .map_err(|e| CliError::failure(format!("cannot resolve the current directory: {e}")))?;
     repository_root(&cwd).ok_or_else(|| {
@@ -308,6 +308,9 @@ struct Shown<'a> {
     diff_stat: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     diff: Option<String>,
+    /// The lane's working copy, when it is on this clone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lane_path: Option<std::path::PathBuf>,
 }
 
 /// `stet show ID`: an item's story on this clone and the remote.
@@ -331,6 +334,7 @@ pub fn show(args: &super::ShowArgs, printer: Printer) -> Result<Exit, CliError> 
     } else {
         None
     };
+    let lane_path = crate::lanes::here(&repo, &item.id).map(|lane| lane.dir);
     if args.json {
         printer.json(&Shown {
             row: &row,
@@ -338,6 +342,7 @@ pub fn show(args: &super::ShowArgs, printer: Printer) -> Result<Exit, CliError> 
             rounds,
             diff_stat,
             diff,
+            lane_path: lane_path.clone(),
         });
         return Ok(if remote_note.is_some() {
             Exit::Unusable
@@ -349,6 +354,13 @@ pub fn show(args: &super::ShowArgs, printer: Printer) -> Result<Exit, CliError> 
     printer.out(&format!("handle: {}", item.handle));
     printer.out(&format!("state: {}{}", row.state, detail_of(&row)));
     printer.out(&format!("file:  {}", item.path.display()));
+    if let Some(path) = &lane_path {
+        printer.out(&format!(
+            "lane:  {} (stet shell {} opens a shell there)",
+            path.display(),
+            item.id
+        ));
+    }
     printer.out("");
     for line in item.text.trim_end().lines() {
         printer.out(&format!("  {line}"));

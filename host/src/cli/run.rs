@@ -62,6 +62,11 @@ pub fn run(settings: &Settings, args: &RunArgs, printer: Printer) -> Result<Exit
     let spec = plan.spec(settings);
     printer.detail(&format!("limits: {}", limits.describe()));
 
+    // On a terminal the command gets one (as `docker run -it`): keystrokes reach it as typed,
+    // Ctrl-C included. With output redirected it runs as from a script.
+    if sandbox::terminal::interactive() && sandbox::shell::can_run_terminals(&runtime) {
+        return on_terminal(&runtime, spec, args, printer);
+    }
     // Signals are caught before the sandbox exists, so that no Ctrl-C can leave it behind.
     let mut signals = Signals::new([SIGINT, SIGTERM, SIGHUP])
         .map_err(|e| CliError::failure(format!("cannot watch for signals: {e}")))?;
@@ -135,11 +140,54 @@ pub fn run(settings: &Settings, args: &RunArgs, printer: Printer) -> Result<Exit
     if status.out_of_memory {
         printer.warn("the command ran out of memory in its sandbox (raise --memory)");
     }
-    Ok(Exit::Passthrough(match (status.code, status.signal) {
+    Ok(passthrough(&status))
+}
+
+/// The exit code that passes `status` through (a signal death as 128 + the signal).
+pub(super) fn passthrough(status: &stet_plugin_api::ExitStatus) -> Exit {
+    Exit::Passthrough(match (status.code, status.signal) {
         (ROption::RSome(code), _) => code.clamp(0, 255) as u8,
         (_, ROption::RSome(signal)) => 128 + signal.clamp(0, 127) as u8,
         _ => 1,
-    }))
+    })
+}
+
+/// `stet run` on the person's terminal: the command on a terminal in the sandbox (its
+/// output and errors on that one terminal, as `docker run -it` gives them). A TERM or HUP
+/// to stet kills it; the sandbox is removed either way.
+fn on_terminal(
+    runtime: &sandbox::OpenRuntime,
+    spec: stet_plugin_api::SandboxSpec,
+    args: &RunArgs,
+    printer: Printer,
+) -> Result<Exit, CliError> {
+    let sandbox = Sandbox::create(runtime, spec)?;
+    let env: Vec<stet_plugin_api::EnvVar> = sandbox::shell::terminal_type()
+        .map(|t| stet_plugin_api::EnvVar::new("TERM", t))
+        .into_iter()
+        .collect();
+    let terminal = sandbox.spawn_terminal(
+        ProcessSpec {
+            argv: args.command.iter().map(|a| a.as_str().into()).collect(),
+            env: env.into(),
+            workdir: ROption::RNone,
+            stdin: Default::default(),
+        },
+        sandbox::terminal::size(),
+    )?;
+    let ended = sandbox::terminal::attach(&terminal)?;
+    drop(sandbox);
+    if let Some(signal) = ended.signal {
+        printer.warn(&format!(
+            "stopped by signal {signal}; the sandbox was removed"
+        ));
+        return Ok(Exit::Passthrough(128 + signal as u8));
+    }
+    let status = ended.status?;
+    if status.out_of_memory {
+        printer.warn("the command ran out of memory in its sandbox (raise --memory)");
+    }
+    Ok(passthrough(&status))
 }
 
 fn read_stdin() -> Result<Vec<u8>, CliError> {

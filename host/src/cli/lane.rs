@@ -1,0 +1,230 @@
+//! Into and out of an item's lane: `stet shell` (a shell in a sandbox on it), `stet diff`
+//! (its change alone), `stet checkout` and `stet merge` (its branch in the person's own
+//! working copy).
+
+use super::error::{CliError, Exit};
+use super::queue::{repo, resolve};
+use super::{CheckoutArgs, DiffArgs, MergeArgs, ShellArgs};
+use crate::lanes::{self, Reopened, TakeError};
+use crate::printer::Printer;
+use crate::queue;
+use crate::sandbox;
+use crate::settings::Settings;
+
+/// The item `given` names, by the queue of the repository here.
+fn item(repo: &std::path::Path, given: &str) -> Result<String, CliError> {
+    let (items, _) = queue::read(repo);
+    Ok(resolve(&items, given)?.id.clone())
+}
+
+fn git_failed(e: lanes::GitError) -> CliError {
+    CliError::failure("git failed").caused_by(e.to_string())
+}
+
+/// `stet shell ID`.
+pub fn shell(settings: &Settings, args: &ShellArgs, printer: Printer) -> Result<Exit, CliError> {
+    if !sandbox::terminal::on_terminal() {
+        return Err(
+            CliError::usage("stet shell needs a terminal: standard input is not one")
+                .hint("run it in your own terminal; from a script, stet run -- CMD runs a command in a sandbox"),
+        );
+    }
+    let repo = repo()?;
+    let (items, _) = queue::read(&repo);
+    let item = resolve(&items, &args.id)?;
+    let id = item.id.clone();
+    // A lane a drive works now is the agent's: a shell there would race it, and the
+    // drive would commit the person's edits as the agent's work.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let (rows, unreachable) =
+        crate::story::states(&repo, std::slice::from_ref(item), &args.remote, now)?;
+    let state = rows.first().map(|r| r.state.clone()).unwrap_or_default();
+    if let Some(note) = unreachable {
+        printer.warn(&format!(
+            "{note}: whether a drive works {id} now is not known"
+        ));
+    }
+    if state == "reserved" {
+        let row = &rows[0];
+        return Err(CliError::new(
+            Exit::Unusable,
+            format!(
+                "a drive is working {id} now{}: a shell in its lane would race the agent",
+                row.holder
+                    .as_deref()
+                    .map(|h| format!(" (held by {h})"))
+                    .unwrap_or_default()
+            ),
+        )
+        .hint("wait until it is done with the item (stet queue shows its state), then run stet shell again"));
+    }
+    let Some((lane, from)) = lanes::reopen(&repo, &args.remote, &id).map_err(git_failed)? else {
+        return Err(CliError::usage(format!(
+            "{id} has no lane on this clone and no branch {} here or on {}",
+            lanes::branch_of(&id),
+            args.remote
+        ))
+        .hint(format!(
+            "no drive has worked it yet: stet drive takes it up (stet show {id} tells its state)"
+        )));
+    };
+    match from {
+        Reopened::Kept => {}
+        Reopened::Local => printer.note(&format!(
+            "opened {id}'s lane again from the local branch {}",
+            lane.branch
+        )),
+        Reopened::Remote => printer.note(&format!(
+            "opened {id}'s lane again from {}'s branch {}",
+            args.remote, lane.branch
+        )),
+    }
+    let runtime = sandbox::open_runtime(settings)?;
+    for line in runtime.selection.lines() {
+        printer.detail(&line);
+    }
+    printer.note(&format!(
+        "a shell in a fresh {} sandbox on {} (only the lane writable, no network); exit to leave",
+        runtime.name,
+        lane.dir.display()
+    ));
+    let ended = sandbox::shell::run(settings, &runtime, &lane)?;
+    printer.note(&format!(
+        "your edits are in {}; stet diff {id} shows them (nothing was committed or pushed)",
+        lane.dir.display()
+    ));
+    if state != "landed" {
+        printer.note(&format!(
+            "a drive that works {id} again starts from the lane's last commit: what is uncommitted there is removed"
+        ));
+    }
+    match ended.signal {
+        Some(signal) => Ok(Exit::Passthrough(128 + signal as u8)),
+        None => Ok(super::run::passthrough(&ended.status?)),
+    }
+}
+
+/// `stet diff ID`.
+pub fn diff(args: &DiffArgs, _printer: Printer) -> Result<Exit, CliError> {
+    let repo = repo()?;
+    let id = item(&repo, &args.id)?;
+    let Some(change) = lanes::change(&repo, &args.remote, &id).map_err(git_failed)? else {
+        return Err(CliError::usage(format!(
+            "{id} has no lane on this clone and no branch {} here or on {}",
+            lanes::branch_of(&id),
+            args.remote
+        ))
+        .hint(format!(
+            "there is no change yet: stet show {id} tells its state"
+        )));
+    };
+    let mut out = crate::printer::diff::DiffOut::open();
+    let mut write_error = None;
+    change
+        .stream(&repo, &mut |piece| {
+            if write_error.is_none() {
+                if let Err(e) = out.piece(piece) {
+                    write_error = Some(e);
+                }
+            }
+        })
+        .map_err(git_failed)?;
+    match write_error {
+        // A reader that left (`stet diff ID | head`) ends the output quietly.
+        Some(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(Exit::Success),
+        Some(e) => Err(CliError::failure(format!("cannot write the diff: {e}"))),
+        None => {
+            let _ = out.finish();
+            Ok(Exit::Success)
+        }
+    }
+}
+
+/// What a refusal to take a branch says.
+fn refused(e: TakeError, id: &str, command: &str, remote: &str) -> CliError {
+    match e {
+        TakeError::Dirty(lines) => CliError::usage(format!(
+            "the working copy has uncommitted changes: {}",
+            lines
+                .iter()
+                .map(|l| l.trim())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+        .hint(format!(
+            "commit them, or put them aside with git stash, then run stet {command} {id} again"
+        )),
+        TakeError::NoBranch(branch) => CliError::usage(format!(
+            "{id} has no branch {branch} here or on {remote}"
+        ))
+        .hint(format!(
+            "there is no work of it to take yet: stet show {id} tells its state"
+        )),
+        TakeError::Elsewhere {
+            branch,
+            here,
+            there,
+        } => CliError::usage(format!(
+            "a local branch {branch} exists at {}, and the remote's is at {}",
+            short(&here),
+            short(&there)
+        ))
+        .hint(format!(
+            "git switch {branch} to use the local one, or git branch -m {branch} OTHER-NAME to keep it and run stet {command} {id} again"
+        )),
+        TakeError::Conflict(files) => CliError::new(
+            Exit::Failure,
+            format!("the merge of {} stopped on conflicts in: {}", lanes::branch_of(id), files.join(", ")),
+        )
+        .hint("resolve them and git commit, or git merge --abort to go back"),
+        TakeError::Git(e) => git_failed(e),
+    }
+}
+
+fn short(commit: &str) -> &str {
+    &commit[..commit.len().min(12)]
+}
+
+/// `stet checkout ID`.
+pub fn checkout(args: &CheckoutArgs, printer: Printer) -> Result<Exit, CliError> {
+    let repo = repo()?;
+    let id = item(&repo, &args.id)?;
+    let taken = lanes::checkout(&repo, &args.remote, &id)
+        .map_err(|e| refused(e, &id, "checkout", &args.remote))?;
+    printer.out(&format!(
+        "{} {} at {}",
+        if taken.already {
+            "already on"
+        } else {
+            "switched to"
+        },
+        taken.branch,
+        short(&taken.commit)
+    ));
+    Ok(Exit::Success)
+}
+
+/// `stet merge ID`.
+pub fn merge(args: &MergeArgs, printer: Printer) -> Result<Exit, CliError> {
+    let repo = repo()?;
+    let id = item(&repo, &args.id)?;
+    let taken = lanes::merge(&repo, &args.remote, &id)
+        .map_err(|e| refused(e, &id, "merge", &args.remote))?;
+    printer.out(&if taken.already {
+        format!(
+            "{} at {} is merged already",
+            taken.branch,
+            short(&taken.commit)
+        )
+    } else {
+        format!(
+            "merged {} at {} into the current branch",
+            taken.branch,
+            short(&taken.commit)
+        )
+    });
+    Ok(Exit::Success)
+}
