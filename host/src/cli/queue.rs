@@ -628,8 +628,6 @@ fn log_json(
     renderer: Option<crate::transcript::Renderer>,
     printer: Printer,
 ) -> Result<Exit, CliError> {
-    /// At most this much of the call's standard error is in the JSON.
-    const STDERR_AT_MOST: u64 = 1 << 20;
     #[derive(Serialize)]
     struct Transcript<'a> {
         item: &'a str,
@@ -656,12 +654,9 @@ fn log_json(
     entries.extend(renderer.feed(&[], true));
     let stderr_log = crate::harness::stderr_log_of(&call.log);
     let stderr_bytes = std::fs::metadata(&stderr_log).map(|m| m.len()).unwrap_or(0);
-    let stderr = crate::files::read_untrusted(&stderr_log, u64::MAX)
-        .map(|b| {
-            let b = &b[..b.len().min(STDERR_AT_MOST as usize)];
-            String::from_utf8_lossy(b).into_owned()
-        })
-        .unwrap_or_default();
+    // Its first MiB: a call's standard error is a few lines; the rest is in its log.
+    let stderr =
+        String::from_utf8_lossy(&crate::transcript::Tail::of(&stderr_log).more()).into_owned();
     printer.json(&Transcript {
         item: &call.item,
         receipt: &call.id,
