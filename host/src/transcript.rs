@@ -300,6 +300,74 @@ impl Tail {
 mod tests {
     use super::*;
 
+    fn receipt(id: &str, role: &str, round: u32, started: u64) -> Receipt {
+        let plugin = serde_json::json!({"name": "gone", "version": "1", "library_sha256": "00"});
+        serde_json::from_value(serde_json::json!({
+            "id": id, "run": "r", "item": "item", "lane": "stet/item", "role": role,
+            "round": round, "runtime": plugin, "runtime_reason": "", "harness": plugin,
+            "image": "i", "network": "none", "started_unix_ms": started,
+            "ended_unix_ms": started, "exit_code": 0, "exit_signal": null, "outcome": "done",
+            "detail": "", "retry_at_unix": null, "cost_usd": null, "usage": [],
+            "commit_before": "", "commit_after": "", "log": "/x.log", "session": [],
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_call_shown_is_the_latest_of_the_role_and_round_asked_for() {
+        let all = || {
+            vec![
+                receipt("i1", "implement", 1, 1),
+                receipt("c1", "check", 1, 2),
+                receipt("r1", "review", 1, 3),
+                receipt("i2", "implement", 2, 4),
+                receipt("c2", "check", 2, 5),
+            ]
+        };
+        let id = |r: Option<Receipt>| r.map(|r| r.id);
+        assert_eq!(id(pick(all(), "item", None, None)).as_deref(), Some("i2"));
+        let review = CallRole::Review;
+        assert_eq!(
+            id(pick(all(), "item", Some(&review), None)).as_deref(),
+            Some("r1")
+        );
+        assert_eq!(
+            id(pick(all(), "item", None, Some(1))).as_deref(),
+            Some("r1")
+        );
+        assert_eq!(id(pick(all(), "item", Some(&review), Some(2))), None);
+        assert_eq!(id(pick(all(), "other", None, None)), None);
+    }
+
+    #[test]
+    fn a_harness_not_installed_or_unreadable_settings_leave_the_output_as_it_is() {
+        let plugins = PluginSettings {
+            search_path: Vec::new(),
+            probe_timeout: std::time::Duration::from_secs(1),
+            plugin_config: Default::default(),
+            plugin_origin: Default::default(),
+        };
+        let call = receipt("i1", "implement", 1, 1);
+        let r = Renderer::open(Ok(&plugins), &call);
+        assert_eq!(
+            r.why_raw.as_deref(),
+            Some("harness gone is not installed here")
+        );
+        let r = Renderer::open(Err("line 3: bad".into()), &call);
+        assert_eq!(
+            r.why_raw.as_deref(),
+            Some(
+                "the settings could not be read, so harness gone was not looked for (line 3: bad)"
+            )
+        );
+        let check = receipt("c1", "check", 1, 1);
+        let r = Renderer::open(Ok(&plugins), &check);
+        assert_eq!(
+            r.why_raw.as_deref(),
+            Some("a check call has no harness to render it")
+        );
+    }
+
     #[test]
     fn raw_output_comes_in_whole_lines_and_the_rest_at_the_end() {
         let mut r = Renderer::raw("for a test");
