@@ -506,13 +506,7 @@ pub fn log(
         let mut tail = transcript::Tail::of(&call.log);
         let next = loop {
             // What is there now, all of it, before looking at the call's state.
-            loop {
-                let bytes = tail.more();
-                if bytes.is_empty() {
-                    break;
-                }
-                shown.show(&mut out, printer, &bytes, false);
-            }
+            shown.show_all(&mut tail, &mut out, printer);
             if !args.follow {
                 break None;
             }
@@ -523,15 +517,12 @@ pub fn log(
                 Some(next) if next.id != call.id => break Some(next),
                 // Running, or ended with the drive still on the item: watch for more.
                 Some(now) if working => call = now,
-                _ => {
-                    // One last read of what the call wrote before it ended.
-                    let rest = tail.more();
-                    shown.show(&mut out, printer, &rest, false);
-                    break None;
-                }
+                _ => break None,
             }
             std::thread::sleep(FOLLOW_EVERY);
         };
+        // One last read of what the call wrote before it ended, then its end.
+        shown.show_all(&mut tail, &mut out, printer);
         shown.show(&mut out, printer, &[], true);
         call_stderr(&call.log, printer);
         match next {
@@ -561,6 +552,22 @@ impl LogView {
         match self {
             LogView::Rendered(r) => r.why_raw.as_deref(),
             LogView::Raw(_) => None,
+        }
+    }
+
+    /// Shows what the log holds now beyond what was shown, all of it.
+    fn show_all(
+        &mut self,
+        tail: &mut crate::transcript::Tail,
+        out: &mut impl std::io::Write,
+        printer: Printer,
+    ) {
+        loop {
+            let bytes = tail.more();
+            if bytes.is_empty() {
+                return;
+            }
+            self.show(out, printer, &bytes, false);
         }
     }
 
