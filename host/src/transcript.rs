@@ -239,7 +239,7 @@ impl Renderer {
                 }
                 Err(e) => {
                     self.handle = None;
-                    self.why_raw = Some(format!("the harness could not render it: {e}"));
+                    self.why_raw = Some(format!("the harness could not render it: {}", e.message));
                     continue;
                 }
             }
@@ -366,6 +366,121 @@ mod tests {
             r.why_raw.as_deref(),
             Some("a check call has no harness to render it")
         );
+    }
+
+    /// A harness rendering each line as text, refusing a line that says `refuse`.
+    struct Lines;
+
+    impl stet_plugin_api::HarnessPlugin for Lines {
+        fn probe(&self) -> Result<stet_plugin_api::ProbeReport, stet_plugin_api::PluginError> {
+            unreachable!()
+        }
+        fn profile(
+            &self,
+            _: &stet_plugin_api::HarnessContext,
+        ) -> Result<stet_plugin_api::Profile, stet_plugin_api::PluginError> {
+            unreachable!()
+        }
+        fn write_settings(
+            &self,
+            _: &stet_plugin_api::HarnessContext,
+            _: &stet_plugin_api::Profile,
+        ) -> Result<String, stet_plugin_api::PluginError> {
+            unreachable!()
+        }
+        fn check_walls(
+            &self,
+            _: &stet_plugin_api::HarnessContext,
+            _: &stet_plugin_api::Profile,
+        ) -> Result<Vec<stet_plugin_api::WallCheck>, stet_plugin_api::PluginError> {
+            unreachable!()
+        }
+        fn launch(
+            &self,
+            _: &stet_plugin_api::RoleRequest,
+        ) -> Result<stet_plugin_api::Launch, stet_plugin_api::PluginError> {
+            unreachable!()
+        }
+        fn read_proof(
+            &self,
+            _: &[u8],
+        ) -> Result<Vec<stet_plugin_api::WallCheck>, stet_plugin_api::PluginError> {
+            unreachable!()
+        }
+        fn read_outcome(
+            &self,
+            _: Role,
+            _: &[u8],
+            _: stet_plugin_api::ExitStatus,
+        ) -> Result<stet_plugin_api::Outcome, stet_plugin_api::PluginError> {
+            unreachable!()
+        }
+        fn render_transcript(
+            &self,
+            _: Role,
+            output: &[u8],
+            end: bool,
+        ) -> Result<stet_plugin_api::Rendered, stet_plugin_api::PluginError> {
+            if output.starts_with(b"refuse") {
+                return Err(stet_plugin_api::PluginError::backend("cannot read it"));
+            }
+            Ok(stet_plugin_api::render_lines(
+                output,
+                end,
+                |line, entries| {
+                    entries.push(stet_plugin_api::TranscriptEntry::new(
+                        EntryKind::TEXT,
+                        format!("said {}", String::from_utf8_lossy(line)),
+                    ))
+                },
+            ))
+        }
+    }
+
+    fn lines() -> Renderer {
+        let handle =
+            stet_plugin_api::__private::new_harness(stet_plugin_api::RStr::from_str(""), |_| {
+                Ok(Lines)
+            })
+            .unwrap();
+        Renderer {
+            handle: Some(HarnessHandle::V1(handle)),
+            why_raw: None,
+            role: Role::Implement,
+            held: Vec::new(),
+        }
+    }
+
+    fn texts(entries: Vec<Entry>) -> Vec<String> {
+        entries
+            .into_iter()
+            .map(|e| format!("{}: {}", e.kind, e.text))
+            .collect()
+    }
+
+    #[test]
+    fn the_harness_renders_whole_lines_and_an_unfinished_one_comes_again_longer() {
+        let mut r = lines();
+        assert_eq!(texts(r.feed(b"one\ntw", false)), ["text: said one"]);
+        assert_eq!(texts(r.feed(b"", false)), Vec::<String>::new());
+        assert_eq!(texts(r.feed(b"o\nthr", false)), ["text: said two"]);
+        assert_eq!(texts(r.feed(b"ee", true)), ["text: said three"]);
+        assert!(r.why_raw.is_none());
+    }
+
+    #[test]
+    fn a_harness_that_fails_leaves_the_rest_as_it_is_and_says_why() {
+        let mut r = lines();
+        assert_eq!(texts(r.feed(b"one\n", false)), ["text: said one"]);
+        assert_eq!(
+            texts(r.feed(b"refuse this\nand this\nhalf", false)),
+            ["raw: refuse this\nand this"]
+        );
+        assert_eq!(
+            r.why_raw.as_deref(),
+            Some("the harness could not render it: cannot read it")
+        );
+        assert_eq!(texts(r.feed(b"", true)), ["raw: half"]);
     }
 
     #[test]
