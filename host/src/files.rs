@@ -18,6 +18,31 @@ pub fn lock_exclusive(path: &Path) -> std::io::Result<nix::fcntl::Flock<std::fs:
         .map_err(|(_, e)| std::io::Error::from(e))
 }
 
+/// Takes a shared advisory lock (flock) on `path`, creating it and its directory when
+/// missing: many may hold it at once; [`locked_by_another`] sees it held. Released when the
+/// returned value is dropped or the process ends.
+pub fn lock_shared(path: &Path) -> std::io::Result<nix::fcntl::Flock<std::fs::File>> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)?;
+    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockShared)
+        .map_err(|(_, e)| std::io::Error::from(e))
+}
+
+/// Whether some process holds a lock on `path` (an exclusive lock cannot be taken at
+/// once); a missing file is held by nobody. Takes nothing: a lock it gets is let go.
+pub fn locked_by_another(path: &Path) -> bool {
+    let Ok(file) = std::fs::File::open(path) else {
+        return false;
+    };
+    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock).is_err()
+}
+
 /// Reads a file a sandbox (or whoever can commit) may have written, as data and no more:
 /// a symbolic link is not followed, a FIFO or device is not waited on or touched (it is
 /// opened non-blocking and refused unless it is a regular file), and more than `limit`

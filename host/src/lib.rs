@@ -34,5 +34,6 @@ pub mod scan;
 pub mod settings;
 pub mod story;
 pub mod text;
+pub mod transcript;
 pub mod trust;
 pub mod walls;

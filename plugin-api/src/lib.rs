@@ -84,15 +84,16 @@ pub use export::__private;
 pub use abi_stable::std_types::{RBox, ROption, RResult, RSlice, RStr, RString, RVec};
 pub use error::{ErrorCode, PluginError};
 pub use sdk::{
-    guard, host_sink, start_by_spawning, HarnessPlugin, ProcessPlugin, RuntimePlugin, Sink,
-    SocketForwarding, TerminalPlugin,
+    guard, host_sink, render_lines, start_by_spawning, HarnessPlugin, ProcessPlugin, RuntimePlugin,
+    Sink, SocketForwarding, TerminalPlugin,
 };
 pub use types::{
-    CallOutcome, CredentialDecl, CredentialSource, CredentialSource_NE, EnvVar, ExitStatus, Fact,
-    ForwardedSocket, HarnessContext, ImageStatus, Label, Launch, LimitCounters, Limits, Mount,
-    Network, Outcome, OutcomeCode, OutcomeKind, PluginIdentity, PluginKind, ProbeReport,
-    ProcessSpec, Profile, Role, RoleRequest, SandboxInfo, SandboxOption, SandboxOption_NE,
-    SandboxSpec, Stream, TerminalSize, UserIds, WallCheck, WallReport, WallState,
+    CallOutcome, CredentialDecl, CredentialSource, CredentialSource_NE, EntryKind, EnvVar,
+    ExitStatus, Fact, ForwardedSocket, HarnessContext, ImageStatus, Label, Launch, LimitCounters,
+    Limits, Mount, Network, Outcome, OutcomeCode, OutcomeKind, PluginIdentity, PluginKind,
+    ProbeReport, ProcessSpec, Profile, Rendered, Role, RoleRequest, SandboxInfo, SandboxOption,
+    SandboxOption_NE, SandboxSpec, Stream, TerminalSize, TranscriptEntry, UserIds, WallCheck,
+    WallReport, WallState,
 };
 
 /// The command every guard refuses: the live wall proof asks the agent to run it and

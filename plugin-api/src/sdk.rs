@@ -11,9 +11,9 @@ use abi_stable::{
 use crate::abi::{v1, v1_0, v1_1, v1_2};
 use crate::{
     CallOutcome, CredentialDecl, ErrorCode, ExitStatus, HarnessContext, ImageStatus, Label, Launch,
-    LimitCounters, Outcome, PluginError, ProbeReport, ProcessSpec, Profile, Role, RoleRequest,
-    SandboxInfo, SandboxOption, SandboxOption_NE, SandboxSpec, Stream, TerminalSize, WallCheck,
-    WallReport,
+    LimitCounters, Outcome, PluginError, ProbeReport, ProcessSpec, Profile, Rendered, Role,
+    RoleRequest, SandboxInfo, SandboxOption, SandboxOption_NE, SandboxSpec, Stream, TerminalSize,
+    TranscriptEntry, WallCheck, WallReport,
 };
 
 /// Where a running process's output goes: the host's sink, seen from the plugin.
@@ -394,6 +394,70 @@ pub trait HarnessPlugin: Send + Sync + 'static {
         Err(PluginError::unsupported(
             "this harness cannot renew its login",
         ))
+    }
+
+    /// Renders a piece of `role`'s output (what its launch printed on standard output, as
+    /// the host kept it in the call's log) as a transcript a person can read: the agent's
+    /// words, each tool call with its arguments, tool results shortened, how the call
+    /// ended. The host never reads the agent's format itself; this is where it is read.
+    ///
+    /// **When**: by `stet log` (and what shows a call later), after the call or while it
+    /// runs, on the thread that asks; never during a drive's calls. The host passes the
+    /// output in pieces, in order, each starting where the last answer's
+    /// [`Rendered::consumed`] ended: answer the entries of the whole units (lines) at the
+    /// piece's start and how many bytes they cover; an unfinished unit at its end is left
+    /// unconsumed and comes again, longer. When `end` is true nothing follows the piece
+    /// (or the host will not hold a longer one, about 16 MiB): render all of it.
+    /// [`render_lines`] does this bookkeeping for line-based output.
+    ///
+    /// **Input is hostile**: the agent wrote it. Never panic on it, show what cannot be read
+    /// as [`EntryKind::RAW`](crate::EntryKind::RAW) (shortened), keep memory bounded by
+    /// the piece (no state between calls: each piece stands alone). Entries' text is made
+    /// inert by the host before a terminal sees it. It must not block; a panic becomes
+    /// [`ErrorCode::PANICKED`] and an error of any kind makes the host show the output as
+    /// it is, with a note saying why. Since API 1.7; the default answers
+    /// [`ErrorCode::UNSUPPORTED`] (the host then shows the output as it is).
+    fn render_transcript(
+        &self,
+        role: Role,
+        output: &[u8],
+        end: bool,
+    ) -> Result<Rendered, PluginError> {
+        let _ = (role, output, end);
+        Err(PluginError::unsupported(
+            "this harness renders no transcript",
+        ))
+    }
+}
+
+/// [`HarnessPlugin::render_transcript`] for output made of lines: calls `render` with each
+/// whole line of `output` (without its line end; an unfinished last line too when `end`),
+/// in order, and answers the entries it pushed and the bytes those lines cover. Empty
+/// lines are passed too (`render` may skip them).
+pub fn render_lines(
+    output: &[u8],
+    end: bool,
+    mut render: impl FnMut(&[u8], &mut Vec<TranscriptEntry>),
+) -> Rendered {
+    let mut entries = Vec::new();
+    let whole = if end {
+        output.len()
+    } else {
+        output
+            .iter()
+            .rposition(|b| *b == b'\n')
+            .map_or(0, |at| at.saturating_add(1))
+    };
+    let lines = output.get(..whole).unwrap_or_default();
+    if !lines.is_empty() {
+        let lines = lines.strip_suffix(b"\n").unwrap_or(lines);
+        for line in lines.split(|b| *b == b'\n') {
+            render(line.strip_suffix(b"\r").unwrap_or(line), &mut entries);
+        }
+    }
+    Rendered {
+        entries: entries.into(),
+        consumed: whole as u64,
     }
 }
 
@@ -796,6 +860,17 @@ impl<T: HarnessPlugin> v1::Harness for HarnessAdapter<T> {
             self.0.settle_refresh(&context, &profile, work_dir.as_str())
         })
     }
+
+    fn render_transcript(
+        &self,
+        role: Role,
+        output: RSlice<'_, u8>,
+        end: bool,
+    ) -> RResult<Rendered, PluginError> {
+        guard("render_transcript", || {
+            self.0.render_transcript(role, output.as_slice(), end)
+        })
+    }
 }
 
 impl<T: HarnessPlugin> v1_2::Harness for HarnessAdapter<T> {
@@ -1166,5 +1241,140 @@ mod tests {
         ));
         std::fs::create_dir_all(&dir).unwrap();
         dir
+    }
+
+    /// A harness whose every method is out of reach but rendering, which it does (or, for
+    /// `Panics`, panics in, or for `Old`, never learnt: the default).
+    enum Renders {
+        Lines,
+        Panics,
+        Old,
+    }
+
+    impl HarnessPlugin for Renders {
+        fn probe(&self) -> Result<ProbeReport, PluginError> {
+            unreachable!()
+        }
+        fn profile(&self, _: &HarnessContext) -> Result<Profile, PluginError> {
+            unreachable!()
+        }
+        fn write_settings(&self, _: &HarnessContext, _: &Profile) -> Result<String, PluginError> {
+            unreachable!()
+        }
+        fn check_walls(
+            &self,
+            _: &HarnessContext,
+            _: &Profile,
+        ) -> Result<Vec<WallCheck>, PluginError> {
+            unreachable!()
+        }
+        fn launch(&self, _: &RoleRequest) -> Result<Launch, PluginError> {
+            unreachable!()
+        }
+        fn read_proof(&self, _: &[u8]) -> Result<Vec<WallCheck>, PluginError> {
+            unreachable!()
+        }
+        fn read_outcome(&self, _: Role, _: &[u8], _: ExitStatus) -> Result<Outcome, PluginError> {
+            unreachable!()
+        }
+        fn render_transcript(
+            &self,
+            role: Role,
+            output: &[u8],
+            end: bool,
+        ) -> Result<Rendered, PluginError> {
+            match self {
+                Renders::Lines => Ok(render_lines(output, end, |line, entries| {
+                    entries.push(TranscriptEntry::new(
+                        crate::EntryKind::TEXT,
+                        format!("{role:?}: {}", String::from_utf8_lossy(line)),
+                    ))
+                })),
+                Renders::Panics => panic!("a line too strange"),
+                Renders::Old => Err(PluginError::unsupported(
+                    "unreachable: the default is not this",
+                )),
+            }
+        }
+    }
+
+    fn harness(h: Renders) -> abi::v1::HarnessBox {
+        abi::v1::Harness_TO::from_value(HarnessAdapter(h), TD_Opaque)
+    }
+
+    #[test]
+    fn a_transcript_crosses_the_boundary_line_by_line_and_a_panic_in_it_is_named() {
+        let h = harness(Renders::Lines);
+        let piece = b"one\r\ntwo\nthr";
+        let r = ok(h.render_transcript(Role::Review, piece.as_slice().into(), false));
+        let texts: Vec<&str> = r.entries.iter().map(|e| e.text.as_str()).collect();
+        assert_eq!(texts, ["Review: one", "Review: two"]);
+        assert_eq!(r.consumed, 9);
+        let r = ok(h.render_transcript(Role::Review, b"three".as_slice().into(), true));
+        assert_eq!(r.entries[0].text.as_str(), "Review: three");
+        assert_eq!(r.consumed, 5);
+        // Nothing whole: nothing consumed, no entry; an empty end renders nothing.
+        let r = ok(h.render_transcript(Role::Review, b"th".as_slice().into(), false));
+        assert_eq!((r.consumed, r.entries.len()), (0, 0));
+        let r = ok(h.render_transcript(Role::Review, b"".as_slice().into(), true));
+        assert_eq!((r.consumed, r.entries.len()), (0, 0));
+
+        let e = err(harness(Renders::Panics).render_transcript(
+            Role::Implement,
+            b"x".as_slice().into(),
+            true,
+        ));
+        assert_eq!(e.code, ErrorCode::PANICKED);
+        assert!(
+            e.message
+                .contains("render_transcript panicked: a line too strange"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_harness_that_renders_nothing_answers_unsupported_by_default() {
+        struct Plain(Renders);
+        impl HarnessPlugin for Plain {
+            fn probe(&self) -> Result<ProbeReport, PluginError> {
+                self.0.probe()
+            }
+            fn profile(&self, c: &HarnessContext) -> Result<Profile, PluginError> {
+                self.0.profile(c)
+            }
+            fn write_settings(
+                &self,
+                c: &HarnessContext,
+                p: &Profile,
+            ) -> Result<String, PluginError> {
+                self.0.write_settings(c, p)
+            }
+            fn check_walls(
+                &self,
+                c: &HarnessContext,
+                p: &Profile,
+            ) -> Result<Vec<WallCheck>, PluginError> {
+                self.0.check_walls(c, p)
+            }
+            fn launch(&self, r: &RoleRequest) -> Result<Launch, PluginError> {
+                self.0.launch(r)
+            }
+            fn read_proof(&self, o: &[u8]) -> Result<Vec<WallCheck>, PluginError> {
+                self.0.read_proof(o)
+            }
+            fn read_outcome(
+                &self,
+                r: Role,
+                o: &[u8],
+                e: ExitStatus,
+            ) -> Result<Outcome, PluginError> {
+                self.0.read_outcome(r, o, e)
+            }
+        }
+        let h: abi::v1::HarnessBox =
+            abi::v1::Harness_TO::from_value(HarnessAdapter(Plain(Renders::Old)), TD_Opaque);
+        let e = err(h.render_transcript(Role::Implement, b"x\n".as_slice().into(), true));
+        assert_eq!(e.code, ErrorCode::UNSUPPORTED);
+        assert!(e.message.contains("renders no transcript"), "{e}");
     }
 }

@@ -280,6 +280,96 @@ pub struct LimitCounters {
     pub oom_kills: u64,
 }
 
+/// What one entry of a rendered transcript is (new in 1.7): an integer code with named
+/// constants, so that a newer harness's new kind is never undefined behaviour (a host shows
+/// an unknown kind's text as it is).
+#[repr(transparent)]
+#[derive(StableAbi, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct EntryKind(pub u32);
+
+impl EntryKind {
+    /// The agent's own words.
+    pub const TEXT: EntryKind = EntryKind(0);
+    /// A tool the agent called: `label` its name, `text` its arguments, compact.
+    pub const TOOL_CALL: EntryKind = EntryKind(1);
+    /// What a tool answered, shortened: `label` is `error` when the tool failed; what was
+    /// left out is in `cut_lines` and `cut_bytes`.
+    pub const TOOL_RESULT: EntryKind = EntryKind(2);
+    /// How the call ended, in words (`text`) and figures (`facts`: `cost_usd`, `turns`,
+    /// `duration_ms`, `is_error`, as the harness knows them).
+    pub const RESULT: EntryKind = EntryKind(3);
+    /// What the harness says about the session itself (its start: model, tools).
+    pub const NOTE: EntryKind = EntryKind(4);
+    /// Output the harness could not read, as it is (shortened when long).
+    pub const RAW: EntryKind = EntryKind(5);
+
+    /// A short lowercase name (`text`, `tool-call`, `tool-result`, `result`, `note`,
+    /// `raw`), or `None` for a code this version does not know.
+    pub fn name(self) -> Option<&'static str> {
+        Some(match self {
+            Self::TEXT => "text",
+            Self::TOOL_CALL => "tool-call",
+            Self::TOOL_RESULT => "tool-result",
+            Self::RESULT => "result",
+            Self::NOTE => "note",
+            Self::RAW => "raw",
+            _ => return None,
+        })
+    }
+}
+
+/// One entry of a call's transcript as its harness renders it (new in 1.7). Typed rather
+/// than formatted, so that each place that shows it — a terminal, `--json`, a web page —
+/// lays it out its own way, and the host never reads the agent's own format.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub struct TranscriptEntry {
+    /// What it is.
+    pub kind: EntryKind,
+    /// A tool's name for a tool call, `error` for a failed tool's result; else empty.
+    pub label: RString,
+    /// The text, one or more lines. Text from the agent: the host makes it inert.
+    pub text: RString,
+    /// Lines of the original left out of `text` (a shortened tool result or raw line).
+    pub cut_lines: u64,
+    /// Bytes of the original left out of `text`.
+    pub cut_bytes: u64,
+    /// Figures, as `key: value` (see [`EntryKind::RESULT`]).
+    pub facts: RVec<Fact>,
+}
+
+impl TranscriptEntry {
+    /// An entry of `kind` with `text`, no label, nothing cut, no figures.
+    pub fn new(kind: EntryKind, text: impl Into<String>) -> Self {
+        TranscriptEntry {
+            kind,
+            label: RString::new(),
+            text: text.into().into(),
+            cut_lines: 0,
+            cut_bytes: 0,
+            facts: RVec::new(),
+        }
+    }
+
+    /// The same entry with `label`.
+    pub fn labelled(mut self, label: impl Into<String>) -> Self {
+        self.label = label.into().into();
+        self
+    }
+}
+
+/// What [`crate::HarnessPlugin::render_transcript`] made of a piece of a call's output
+/// (new in 1.7): its entries, and how many bytes of the piece they cover (the rest, an
+/// unfinished unit such as a line still being written, comes again with what follows).
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq, Default)]
+pub struct Rendered {
+    /// The entries, in order.
+    pub entries: RVec<TranscriptEntry>,
+    /// Bytes of the piece rendered, from its start.
+    pub consumed: u64,
+}
+
 /// How a process ended.
 #[repr(C)]
 #[derive(StableAbi, Debug, Clone, Copy, PartialEq, Eq)]

@@ -791,6 +791,82 @@ fn log_prints_the_latest_call_and_follows_the_items_calls_while_a_drive_works_it
     assert_eq!(last.stdout.trim(), "LAND", "{}", last.stdout);
 }
 
+/// `log -f` on an item no call has reached yet waits while the drive on this clone works
+/// another, then follows the item's calls from its first; the call's standard error comes
+/// after its output, labelled, on standard error.
+#[test]
+fn log_follow_waits_for_an_items_first_call_while_a_drive_runs_here() {
+    let world = world();
+    let ids = queue(
+        &world,
+        &[
+            "Wait for it\n\nfile: WAITED\nimplement: until GO",
+            "Then this\n\nfile: THEN",
+        ],
+    );
+    let drive = world
+        .stet(&["drive", "--yes", "--jobs", "1"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The drive works the first item, which waits for GO: the second has no call yet.
+    waiting_for_go(&world, &ids[0]);
+    let mut follow = world
+        .stet(&["log", "-f", &ids[1]])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The follower says it waits (an event: its first line), and only then may the drive
+    // go on to the second item.
+    let mut stderr = std::io::BufReader::new(follow.stderr.take().unwrap());
+    let mut waiting = String::new();
+    std::io::BufRead::read_line(&mut stderr, &mut waiting).unwrap();
+    assert_eq!(
+        waiting,
+        format!(
+            "waiting for the first agent call of {} (a drive runs on this clone)\n",
+            ids[1]
+        )
+    );
+    std::fs::write(
+        world
+            .work
+            .join(format!(".git/stet/lanes/{}/work/GO", ids[0])),
+        "",
+    )
+    .unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    let followed = stet_e2e::Output::finish(follow);
+    let drove = stet_e2e::Output::finish(drive);
+    assert_eq!(drove.code, 0);
+    assert_eq!(followed.code, 0, "{rest}");
+    // The second item's calls, its implement call first; nothing of the first item's.
+    let out = &followed.stdout;
+    assert!(out.starts_with("wrote THEN\n"), "{out}");
+    assert!(out.contains("LAND"), "{out}");
+    assert!(!out.contains("WAITED"), "{out}");
+    assert!(
+        rest.starts_with(&format!("── {} · implement · round 1 · receipt ", ids[1])),
+        "{rest}"
+    );
+    assert!(
+        rest.contains("── the call's standard error (") && rest.contains("stand-in: call "),
+        "{rest}"
+    );
+    // With no drive on this clone, nothing is waited for.
+    let other = queue(&world, &["Never driven\n\nfile: NEVER"]);
+    let alone = world.run_stet(&["log", "-f", &other[0]]);
+    assert_eq!(alone.code, 2, "{}", alone.stderr);
+    assert!(
+        alone.stderr.contains("and no drive runs here to make one"),
+        "{}",
+        alone.stderr
+    );
+}
+
 #[test]
 fn rm_cancels_an_item_for_every_clone_and_stops_a_lane_working_it_at_its_next_move() {
     let world = world();

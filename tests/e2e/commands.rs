@@ -315,6 +315,14 @@ fn a_repository_from_init_through_a_drive_to_clean() {
     p.snap("show_json_of_a_failed_item", &["show", "--json", &failing]);
     p.snap("log", &["log", &landing]);
     p.snap("log_of_a_failed_item", &["log", &failing]);
+    p.snap("log_raw", &["log", "--raw", &landing]);
+    p.snap("log_of_a_role", &["log", &landing, "--role", "implement"]);
+    p.snap("log_json", &["log", "--json", &landing, "--round", "1"]);
+    p.snap(
+        "log_of_a_round_it_never_had",
+        &["log", &landing, "--round", "2"],
+    );
+    p.snap("log_follow_with_no_drive_here", &["log", "-f", &cancelled]);
     p.snap("receipts", &["receipts"]);
     p.snap("receipts_json", &["receipts", "--json"]);
     p.snap("receipts_of_one_item", &["receipts", "--item", &landing]);

@@ -184,6 +184,62 @@ fn two_items_are_driven_to_landings_on_the_remote() {
         "{}",
         status.stdout
     );
+    // The implement call's transcript, rendered by the harness that made it: the session
+    // summed up, the tool call with its command, the model's words, the cost at the end.
+    let item = receipts[0]["item"].as_str().unwrap();
+    let log = world.run_stet(&["log", item, "--role", "implement"]);
+    assert_eq!(log.code, 0, "{}", log.stderr);
+    let text = &log.stdout;
+    assert!(
+        text.starts_with("· session started · model "),
+        "{text}{}",
+        log.stderr
+    );
+    assert!(
+        text.contains("\n→ Bash printf 'fixed\\n' > FIXED.txt\n"),
+        "{text}"
+    );
+    assert!(text.contains("\nimplemented\n"), "{text}");
+    let end = text.lines().last().unwrap();
+    assert!(end.starts_with("■ finished · 2 turns · "), "{text}");
+    assert!(end.contains(" · $0."), "{text}");
+    assert!(
+        !text.contains("\"type\""),
+        "no stream-json line is left: {text}"
+    );
+    // --raw: the stream as the CLI wrote it.
+    let raw = world.run_stet(&["log", item, "--role", "implement", "--raw"]);
+    assert!(
+        raw.stdout.starts_with("{\"type\":\"system\",")
+            && raw.stdout.contains("\"subtype\":\"init\""),
+        "{}",
+        raw.stdout
+    );
+    // --json: the typed entries, the figures as facts.
+    let json = world
+        .run_stet(&["log", item, "--role", "implement", "--json"])
+        .json();
+    assert_eq!(json["harness"], "claude");
+    assert_eq!(json["rendered"], true);
+    let entries = json["entries"].as_array().unwrap();
+    assert!(
+        entries
+            .iter()
+            .any(|e| e["kind"] == "tool-call" && e["label"] == "Bash"),
+        "{json:#}"
+    );
+    let result = entries.last().unwrap();
+    assert_eq!(result["kind"], "result", "{json:#}");
+    assert_eq!(result["facts"]["turns"], "2", "{json:#}");
+    let cost: f64 = result["facts"]["cost_usd"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        (cost - receipts[0]["cost_usd"].as_f64().unwrap()).abs() < 1e-9,
+        "{json:#}"
+    );
     // A second drive finds nothing eligible.
     let again = world.run_stet(&["drive", "--yes"]);
     assert_eq!(again.code, 0);

@@ -1261,6 +1261,34 @@ fn escape_sequences_from_items_and_agents_reach_the_terminal_inert() {
         "{}",
         json.stdout
     );
+    // The call's transcript, rendered by its harness or as it is, reaches the terminal
+    // inert; its --json keeps the agent's text exact.
+    let id = json.json()["items"][0]["id"].as_str().unwrap().to_string();
+    for how in [
+        &["log", id.as_str(), "--role", "implement"][..],
+        &["log", id.as_str(), "--role", "implement", "--raw"][..],
+    ] {
+        let log = a.world.run_stet(how);
+        assert_eq!(log.code, 0, "{how:?}: {}", log.stderr);
+        assert!(
+            !log.stdout.contains('\u{1b}') && !log.stderr.contains('\u{1b}'),
+            "{how:?}: {:?}",
+            log.stdout
+        );
+        assert!(
+            log.stdout.contains("done \\x1b]0;pwned\\x07\\x1b[2J"),
+            "{how:?}: {}",
+            log.stdout
+        );
+    }
+    let log = a
+        .world
+        .run_stet(&["log", &id, "--role", "implement", "--json"]);
+    assert!(
+        log.stdout.contains("done \\u001b]0;pwned\\u0007\\u001b[2J"),
+        "{}",
+        log.stdout
+    );
 }
 
 #[test]

@@ -261,7 +261,7 @@ fn version_names_the_plugin_api_and_the_commit() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     let line = out.stdout.trim();
     let rest = line
-        .strip_prefix("stet 0.1.0 (plugin API 1.6.0, commit ")
+        .strip_prefix("stet 0.1.0 (plugin API 1.7.0, commit ")
         .unwrap_or_else(|| panic!("{line}"));
     let commit = rest.strip_suffix(')').unwrap();
     // Built from this checkout (the build script follows HEAD): its commit.

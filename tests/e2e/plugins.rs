@@ -24,7 +24,7 @@ fn real_plugins_are_listed_from_their_manifests() {
     for name in REAL {
         let p = plugin_entry(&json, name);
         assert_eq!(p["status"], "ok", "{p:#}");
-        assert_eq!(p["api"], "1.6.0");
+        assert_eq!(p["api"], "1.7.0");
         assert_eq!(p["found_in"], "flag");
     }
     assert_eq!(plugin_entry(&json, "docker")["kind"], "runtime");
@@ -104,7 +104,7 @@ fn broken_world() -> World {
         std::fs::create_dir_all(p.join(dir)).unwrap();
         std::fs::write(
             p.join(dir).join("plugin.toml"),
-            format!("name = \"{name}\"\nkind = \"runtime\"\nversion = \"0.1.0\"\napi = \"1.6.0\"\nlibrary = \"{library}\"\n"),
+            format!("name = \"{name}\"\nkind = \"runtime\"\nversion = \"0.1.0\"\napi = \"1.7.0\"\nlibrary = \"{library}\"\n"),
         )
         .unwrap();
     };
@@ -209,10 +209,10 @@ fn every_broken_plugin_gets_its_own_message_while_the_others_still_work() {
         "fixture-api-v2",
         &[
             "\"not-probed\"",
-            "built for plugin API 2.0.0; this stet speaks plugin API 1.6.0",
+            "built for plugin API 2.0.0; this stet speaks plugin API 1.7.0",
         ],
     );
-    expect("v2-in-disguise", &["\"failed\"", "plugin v2-in-disguise was built for plugin API 2.0.0; this stet speaks plugin API 1.6.0"]);
+    expect("v2-in-disguise", &["\"failed\"", "plugin v2-in-disguise was built for plugin API 2.0.0; this stet speaks plugin API 1.7.0"]);
     expect("text-file", &["is not a loadable shared library"]);
     expect("truncated", &["the file is truncated"]);
     expect(
@@ -597,7 +597,7 @@ fn newer_sdk() -> std::path::PathBuf {
         let current = stet_plugin_api_version();
         let manifest = std::fs::read_to_string(root.join("plugin-api/Cargo.toml"))
             .unwrap()
-            .replace(&format!("version = \"{current}\""), "version = \"1.7.0\"")
+            .replace(&format!("version = \"{current}\""), "version = \"1.8.0\"")
             .replace("edition.workspace = true", "edition = \"2021\"")
             .replace("rust-version.workspace = true\n", "")
             .replace("license.workspace = true\n", "")
@@ -605,7 +605,7 @@ fn newer_sdk() -> std::path::PathBuf {
                 "abi_stable.workspace = true",
                 "abi_stable = { version = \"=0.11.3\", default-features = false }",
             );
-        assert!(manifest.contains("version = \"1.7.0\""), "{manifest}");
+        assert!(manifest.contains("version = \"1.8.0\""), "{manifest}");
         std::fs::write(sdk.join("Cargo.toml"), format!("{manifest}\n[workspace]\n")).unwrap();
         // The next minor appends a method with a default to the runtime interface.
         let v1 = sdk.join("src/abi/v1.rs");
@@ -615,7 +615,7 @@ fn newer_sdk() -> std::path::PathBuf {
             .find(marker)
             .expect("the append marker of v1's Runtime");
         let appended =
-            "    /// A snapshot of a sandbox. New in 1.7 (the newer-minor fixture's SDK).\n    \
+            "    /// A snapshot of a sandbox. New in 1.8 (the newer-minor fixture's SDK).\n    \
              fn snapshot(&self, sandbox: RStr<'_>) -> RResult<RString, PluginError> {\n        \
              let _ = sandbox;\n        \
              RResult::RErr(PluginError::unsupported(\"no snapshots\"))\n    }\n";
@@ -679,9 +679,9 @@ fn a_newer_minor_plugin_that_needs_nothing_new_loads_and_answers() {
     let json = out.json();
     let p = plugin_entry(&json, "fixture-newer-minor");
     assert_eq!(p["status"], "available", "{p:#}");
-    assert_eq!(p["interface"], "1.7");
-    assert_eq!(p["identity"]["api_version"], "1.7.0");
-    assert_eq!(p["probe"]["backend_version"], "newer-minor backend 1.7");
+    assert_eq!(p["interface"], "1.8");
+    assert_eq!(p["identity"]["api_version"], "1.8.0");
+    assert_eq!(p["probe"]["backend_version"], "newer-minor backend 1.8");
 }
 
 #[test]
@@ -691,7 +691,7 @@ fn a_newer_minor_plugin_needing_what_this_host_lacks_is_refused_naming_both_vers
     let out = world.run_stet(&["plugins", "probe", "fixture-newer-minor-needy"]);
     assert_eq!(out.code, 3, "{}{}", out.stdout, out.stderr);
     let line = format!(
-        "plugin fixture-newer-minor-needy was built for plugin API 1.7.0 and needs `snapshots` of the host, which this stet (plugin API {}) does not have",
+        "plugin fixture-newer-minor-needy was built for plugin API 1.8.0 and needs `snapshots` of the host, which this stet (plugin API {}) does not have",
         stet_plugin_api_version()
     );
     assert!(

@@ -133,7 +133,7 @@ fn the_template_builds_out_of_tree_installs_and_loads_and_the_kit_names_what_it_
     let listed = plugin_entry(&list.json(), "example").clone();
     assert_eq!(listed["status"], "ok", "{listed:#}");
     assert_eq!(listed["kind"], "runtime");
-    assert_eq!(listed["api"], "1.6.0");
+    assert_eq!(listed["api"], "1.7.0");
 
     // It isolates nothing, so it is not available until the person says they know.
     let probe = world.run_stet_installed(&["plugins", "probe", "--json"]);

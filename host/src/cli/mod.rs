@@ -277,11 +277,19 @@ pub enum Command {
     /// diff). ID is an item's handle or id, or any unique start of either.
     Show(ShowArgs),
 
-    /// Print the agent's output of an item's latest call (from its log on this clone).
+    /// Print the transcript of an item's latest agent call (from its log on this clone).
+    ///
+    /// The harness that made the call renders it: the agent's words, each tool call with
+    /// its arguments, tool results shortened, how the call ended (turns, time, cost). Where
+    /// that harness is not installed or renders nothing, the output is shown as it is, with
+    /// a note. The call's standard error follows on stderr, labelled. --raw prints the
+    /// output as the agent wrote it; --role and --round choose another call; --json prints
+    /// the rendered entries. Everything from the agent is made inert for the terminal.
     ///
     /// With -f, keep following: the call's output as it comes, then each later call of the
     /// item, while a drive on this clone works it; it ends when the item's lane is done
-    /// here (landed) or the drive is gone. The output is made inert for the terminal.
+    /// here (landed) or the drive is gone. An item with no call yet is waited for while a
+    /// drive runs on this clone; with none running, it says so and exits.
     Log(LogArgs),
 
     /// Open an interactive shell in a fresh sandbox on an item's lane.
@@ -711,9 +719,34 @@ pub struct LogArgs {
     #[arg(value_name = "ID", add = handle_candidates())]
     pub id: String,
 
-    /// Follow the item's calls while a drive on this clone works it.
+    /// Follow the item's calls while a drive on this clone works it (waiting for its first).
     #[arg(short = 'f', long)]
     pub follow: bool,
+
+    /// Print the output as the agent wrote it, not rendered.
+    #[arg(long, conflicts_with = "json")]
+    pub raw: bool,
+
+    /// The latest call of this role.
+    #[arg(long, value_enum, value_name = "ROLE")]
+    pub role: Option<LogRole>,
+
+    /// The latest call of this round.
+    #[arg(long, value_name = "N")]
+    pub round: Option<u32>,
+
+    /// Print the rendered entries as JSON (a finished call: not with -f).
+    #[arg(long, conflicts_with = "follow")]
+    pub json: bool,
+}
+
+/// The agent role whose call `stet log` shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogRole {
+    /// The implementing agent.
+    Implement,
+    /// The reviewing agent.
+    Review,
 }
 
 #[derive(Debug, Args)]
@@ -978,7 +1011,7 @@ pub fn main() -> ExitCode {
         Command::Queue(args) => Some(queue::list(args, printer)),
         Command::Retry(args) => Some(queue::retry(args, printer)),
         Command::Show(args) => Some(queue::show(args, printer)),
-        Command::Log(args) => Some(queue::log(args, printer)),
+        Command::Log(args) => Some(queue::log(args, &cli.global.plugins_dirs, printer)),
         Command::Diff(args) => Some(lane::diff(args, printer)),
         Command::Checkout(args) => Some(lane::checkout(args, printer)),
         Command::Merge(args) => Some(lane::merge(args, printer)),

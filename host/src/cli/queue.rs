@@ -483,91 +483,275 @@ fn show_prompt(
     Ok(Exit::Success)
 }
 
-/// How often `stet log -f` looks for more output.
+/// How often `stet log -f` looks for more output, or for an item's first call.
 const FOLLOW_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
 
-/// `stet log ID [-f]`: the agent's output of the item's latest call; with `-f`, every call
-/// of the item after it too, as it comes, while a drive on this clone works the item.
-pub fn log(args: &super::LogArgs, printer: Printer) -> Result<Exit, CliError> {
-    use std::io::{Read, Seek, SeekFrom, Write};
+/// `stet log ID [-f] [--raw] [--role R] [--round N] [--json]`: the transcript of the item's
+/// latest agent call, rendered by its harness (or as it is); with `-f`, every call of the
+/// item after it too, as it comes, while a drive on this clone works the item.
+pub fn log(
+    args: &super::LogArgs,
+    plugins_dirs: &[std::path::PathBuf],
+    printer: Printer,
+) -> Result<Exit, CliError> {
+    use crate::receipts::CallRole;
+    use crate::transcript::{self, Renderer};
     let repo = repo()?;
     let (items, _) = queue::read(&repo);
     let item = resolve(&items, &args.id)?.id.clone();
+    let role = args.role.map(|r| match r {
+        super::LogRole::Implement => CallRole::Implement,
+        super::LogRole::Review => CallRole::Review,
+    });
     let latest = |repo: &std::path::Path| {
-        let (receipts, _) = crate::receipts::read_all(repo);
-        receipts
-            .into_iter()
-            .filter(|r| r.item == item && r.role != crate::receipts::CallRole::Check)
-            .max_by_key(|r| r.started_unix_ms)
+        transcript::pick(
+            crate::receipts::read_all(repo).0,
+            &item,
+            role.as_ref(),
+            args.round,
+        )
     };
-    let Some(mut call) = latest(&repo) else {
-        return Err(
-            CliError::usage(format!("{item} has no agent call on this clone yet"))
-                .hint(format!("stet show {item} tells what is known of it")),
-        );
+    let which = match (&role, args.round) {
+        (None, None) => "agent call".to_string(),
+        (Some(role), None) => format!("{role} call"),
+        (None, Some(n)) => format!("agent call in round {n}"),
+        (Some(role), Some(n)) => format!("{role} call in round {n}"),
     };
-    let mut out = std::io::stdout().lock();
-    let mut pending = Vec::new();
-    let mut offset = 0u64;
-    let mut shown_header = false;
-    loop {
-        if !shown_header {
-            printer.note(&format!(
-                "── {} · {} · round {} · receipt {}",
-                item,
-                call.role,
-                call.round.unwrap_or(1),
-                call.id
-            ));
-            shown_header = true;
-        }
-        // The log is the agent's output: shown inert (no terminal control gets through).
-        if let Ok(mut file) = std::fs::File::open(&call.log) {
-            if file.seek(SeekFrom::Start(offset)).is_ok() {
-                let mut chunk = Vec::new();
-                if let Ok(n) = file.take(1 << 20).read_to_end(&mut chunk) {
-                    offset += n as u64;
-                    let text = crate::text::inert_bytes(&mut pending, &chunk);
-                    let _ = out.write_all(text.as_bytes());
-                    let _ = out.flush();
+    let no_call = |why: &str| {
+        CliError::usage(format!("{item} has no {which} on this clone{why}"))
+            .hint(format!("stet show {item} tells what is known of it"))
+    };
+    let mut call = match latest(&repo) {
+        Some(call) => call,
+        None if !args.follow => return Err(no_call(" yet")),
+        None => {
+            // Waited for while a drive runs here; the drive's lock says so at once.
+            let mut said = false;
+            loop {
+                if let Some(call) = latest(&repo) {
+                    break call;
                 }
+                if !crate::drive::driving_here(&repo) {
+                    return Err(if said {
+                        no_call(": the drive here ended without one")
+                    } else {
+                        no_call(" yet, and no drive runs here to make one").hint(format!(
+                            "start stet drive on this clone, then stet log -f {item}; stet show {item} tells what is known of it"
+                        ))
+                    });
+                }
+                if !said {
+                    printer.note(&format!(
+                        "waiting for the first {which} of {item} (a drive runs on this clone)"
+                    ));
+                    said = true;
+                }
+                std::thread::sleep(FOLLOW_EVERY);
             }
         }
-        if !args.follow {
-            break;
+    };
+    // The settings are read for the plugins' search path alone: a broken configuration
+    // turns rendering off, never the reading of a log.
+    let settings = crate::settings::resolve(plugins_dirs, &Default::default());
+    let open = |call: &crate::receipts::Receipt| {
+        if args.raw {
+            return None;
         }
-        let working =
-            crate::sandbox::owner_alive(&call.owner) && crate::lanes::kept(&repo).contains(&item);
-        match latest(&repo) {
-            // A newer call of the item began: follow it from its start.
-            Some(next) if next.id != call.id => {
-                call = next;
-                offset = 0;
-                shown_header = false;
-                let _ = out.write_all(crate::text::inert_bytes(&mut pending, b"\n").as_bytes());
-                continue;
+        let plugins = match &settings {
+            Ok(s) => Ok(&s.plugins),
+            Err(e) => Err(e.message.clone()),
+        };
+        Some(Renderer::open(plugins, call))
+    };
+    if args.json {
+        return log_json(&call, open(&call), printer);
+    }
+    let mut out = std::io::stdout().lock();
+    loop {
+        printer.note(&format!(
+            "── {} · {} · round {} · receipt {}",
+            item,
+            call.role,
+            call.round.unwrap_or(1),
+            call.id
+        ));
+        let mut shown = LogView::new(open(&call));
+        if let Some(why) = shown.why_raw() {
+            printer.note(&format!("shown as the agent wrote it: {why}"));
+        }
+        let mut tail = transcript::Tail::of(&call.log);
+        let next = loop {
+            // What is there now, all of it, before looking at the call's state.
+            shown.show_all(&mut tail, &mut out, printer);
+            if !args.follow {
+                break None;
             }
-            // Running, or ended with the drive still on the item: watch for more.
-            Some(now) if working => call = now,
-            _ => {
-                // One last read of what the call wrote before it ended.
-                if let Ok(mut file) = std::fs::File::open(&call.log) {
-                    if file.seek(SeekFrom::Start(offset)).is_ok() {
-                        let mut rest = Vec::new();
-                        let _ = file.take(1 << 20).read_to_end(&mut rest);
-                        let _ =
-                            out.write_all(crate::text::inert_bytes(&mut pending, &rest).as_bytes());
+            let working = crate::sandbox::owner_alive(&call.owner)
+                && crate::lanes::kept(&repo).contains(&item);
+            match latest(&repo) {
+                // A newer call of the item began: this one is over.
+                Some(next) if next.id != call.id => break Some(next),
+                // Running, or ended with the drive still on the item: watch for more.
+                Some(now) if working => call = now,
+                _ => break None,
+            }
+            std::thread::sleep(FOLLOW_EVERY);
+        };
+        // One last read of what the call wrote before it ended, then its end.
+        shown.show_all(&mut tail, &mut out, printer);
+        shown.show(&mut out, printer, &[], true);
+        call_stderr(&call.log, printer);
+        match next {
+            Some(next) => call = next,
+            None => break,
+        }
+    }
+    Ok(Exit::Success)
+}
+
+/// How `stet log` shows a call's output: rendered (entries through the printer, inert), or
+/// as the agent wrote it (`--raw`: bytes made inert).
+enum LogView {
+    Rendered(crate::transcript::Renderer),
+    Raw(Vec<u8>),
+}
+
+impl LogView {
+    fn new(renderer: Option<crate::transcript::Renderer>) -> LogView {
+        match renderer {
+            Some(r) => LogView::Rendered(r),
+            None => LogView::Raw(Vec::new()),
+        }
+    }
+
+    fn why_raw(&self) -> Option<&str> {
+        match self {
+            LogView::Rendered(r) => r.why_raw.as_deref(),
+            LogView::Raw(_) => None,
+        }
+    }
+
+    /// Shows what the log holds now beyond what was shown, all of it.
+    fn show_all(
+        &mut self,
+        tail: &mut crate::transcript::Tail,
+        out: &mut impl std::io::Write,
+        printer: Printer,
+    ) {
+        loop {
+            let bytes = tail.more();
+            if bytes.is_empty() {
+                return;
+            }
+            self.show(out, printer, &bytes, false);
+        }
+    }
+
+    fn show(&mut self, out: &mut impl std::io::Write, printer: Printer, bytes: &[u8], end: bool) {
+        match self {
+            LogView::Rendered(r) => {
+                let was_rendered = r.why_raw.is_none();
+                let entries = r.feed(bytes, end);
+                for e in &entries {
+                    printer.out(&e.lines());
+                }
+                if was_rendered {
+                    if let Some(why) = &r.why_raw {
+                        printer.warn(&format!("the rest is shown as the agent wrote it: {why}"));
                     }
                 }
-                break;
+            }
+            LogView::Raw(pending) => {
+                let mut text = crate::text::inert_bytes(pending, bytes);
+                if end && !pending.is_empty() {
+                    text.push_str(&crate::text::inert(&String::from_utf8_lossy(pending)));
+                    pending.clear();
+                }
+                let _ = out.write_all(text.as_bytes());
             }
         }
-        std::thread::sleep(FOLLOW_EVERY);
+        let _ = out.flush();
     }
-    if !pending.is_empty() {
-        let _ = out.write_all(crate::text::inert(&String::from_utf8_lossy(&pending)).as_bytes());
+}
+
+/// The call's standard error, labelled, on standard error (made inert), when it wrote any.
+fn call_stderr(log: &std::path::Path, printer: Printer) {
+    use std::io::Write;
+    let path = crate::harness::stderr_log_of(log);
+    let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+    if size == 0 {
+        return;
     }
-    let _ = out.flush();
+    printer.note(&format!(
+        "── the call's standard error ({})",
+        crate::printer::size(size)
+    ));
+    let mut tail = crate::transcript::Tail::of(&path);
+    let mut pending = Vec::new();
+    let mut err = std::io::stderr().lock();
+    let mut last = b'\n';
+    loop {
+        let bytes = tail.more();
+        let Some(end) = bytes.last() else {
+            break;
+        };
+        last = *end;
+        let _ = err.write_all(crate::text::inert_bytes(&mut pending, &bytes).as_bytes());
+    }
+    let mut rest = crate::text::inert(&String::from_utf8_lossy(&pending)).into_owned();
+    if last != b'\n' {
+        rest.push('\n');
+    }
+    let _ = err.write_all(rest.as_bytes());
+}
+
+/// `stet log --json`: the call and its rendered entries.
+fn log_json(
+    call: &crate::receipts::Receipt,
+    renderer: Option<crate::transcript::Renderer>,
+    printer: Printer,
+) -> Result<Exit, CliError> {
+    #[derive(Serialize)]
+    struct Transcript<'a> {
+        item: &'a str,
+        receipt: &'a str,
+        role: &'a crate::receipts::CallRole,
+        round: Option<u32>,
+        harness: &'a str,
+        rendered: bool,
+        why_raw: Option<String>,
+        entries: Vec<crate::transcript::Entry>,
+        stderr: String,
+        stderr_bytes: u64,
+    }
+    let mut renderer = renderer.unwrap_or_else(|| crate::transcript::Renderer::raw("--raw"));
+    let mut tail = crate::transcript::Tail::of(&call.log);
+    let mut entries = Vec::new();
+    loop {
+        let bytes = tail.more();
+        if bytes.is_empty() {
+            break;
+        }
+        entries.extend(renderer.feed(&bytes, false));
+    }
+    entries.extend(renderer.feed(&[], true));
+    let stderr_log = crate::harness::stderr_log_of(&call.log);
+    let stderr_bytes = std::fs::metadata(&stderr_log).map(|m| m.len()).unwrap_or(0);
+    // Its first MiB: a call's standard error is a few lines; the rest is in its log.
+    let stderr =
+        String::from_utf8_lossy(&crate::transcript::Tail::of(&stderr_log).more()).into_owned();
+    printer.json(&Transcript {
+        item: &call.item,
+        receipt: &call.id,
+        role: &call.role,
+        round: call.round,
+        harness: &call.harness.name,
+        rendered: renderer.why_raw.is_none(),
+        why_raw: renderer.why_raw.clone(),
+        entries,
+        stderr,
+        stderr_bytes,
+    });
     Ok(Exit::Success)
 }
 

@@ -212,6 +212,14 @@ pub fn run(settings: &Settings, options: &DriveOptions, printer: Printer) -> Res
         return Err(Concept::Drive.usage(format!("the repository has no remote named {}", options.remote))
             .hint("lanes land as branches on a remote: add one (git remote add origin URL) or pass --remote"));
     }
+    // Held for the whole drive: `stet log -f` waits for an item's first call while some
+    // drive runs on this clone, and no longer.
+    let _driving = crate::files::lock_shared(&driving_lock(&repo)).map_err(|e| {
+        Concept::Drive.failure(format!(
+            "cannot take {}: {e}",
+            driving_lock(&repo).display()
+        ))
+    })?;
     // Watched from here on: a stop at any instant leaves nothing of this drive behind.
     let signals = signals::Signals::watch(repo.clone(), printer)?;
     // Said at once: the proof takes seconds, and a silent start looks hung.
@@ -612,6 +620,16 @@ fn remote_error(e: ReservationError) -> Error {
         .unusable("the remote cannot be reached")
         .caused_by(e.to_string())
         .hint("check the network and the remote; nothing was reserved")
+}
+
+/// The lock every drive on a clone holds (shared) while it runs.
+fn driving_lock(repo: &Path) -> std::path::PathBuf {
+    receipts::git_dir(repo).join("stet/driving.lock")
+}
+
+/// Whether a drive runs on the clone of `repo` now.
+pub fn driving_here(repo: &Path) -> bool {
+    crate::files::locked_by_another(&driving_lock(repo))
 }
 
 /// Who holds this drive's reservations: this host, this clone, this process. A drive on

@@ -687,6 +687,22 @@ impl HarnessHandle {
             .with_remedy("install a newer build of the harness plugin")),
         }
     }
+
+    /// See [`stet_plugin_api::HarnessPlugin::render_transcript`]; unsupported before 1.7
+    /// (the v1 line's default answers so for a plugin built before it).
+    pub fn render_transcript(
+        &self,
+        role: stet_plugin_api::Role,
+        output: &[u8],
+        end: bool,
+    ) -> Result<stet_plugin_api::Rendered, PluginError> {
+        match self {
+            HarnessHandle::V1(h) => h.render_transcript(role, output.into(), end).into(),
+            HarnessHandle::V1_1(_) => Err(PluginError::unsupported(
+                "this harness was built for plugin API 1.1 or older, which renders no transcript",
+            )),
+        }
+    }
 }
 
 /// A plugin object, ready for calls.

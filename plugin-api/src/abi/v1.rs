@@ -23,7 +23,7 @@
 //! [`Harness::read_proof_typed`], [`Harness::read_call`], [`Harness::credentials`],
 //! [`Harness::settle_profile`], [`StetPlugin::requires`]; 1.4 — [`Harness::login_expiry`],
 //! [`Harness::refresh_launch`], [`Harness::settle_refresh`]; 1.5 — [`Runtime::stop`];
-//! 1.6 — [`Runtime::limit_counters`].
+//! 1.6 — [`Runtime::limit_counters`]; 1.7 — [`Harness::render_transcript`].
 //!
 //! Plugin authors do not implement these traits directly: they implement
 //! [`RuntimePlugin`](crate::RuntimePlugin) or [`HarnessPlugin`](crate::HarnessPlugin) and
@@ -43,8 +43,9 @@ pub use super::v1_1::{OutputSink, OutputSink_TO, Process, ProcessBox, Process_TO
 pub use super::v1_2::{Terminal, TerminalBox, Terminal_TO};
 use crate::{
     CallOutcome, CredentialDecl, ExitStatus, HarnessContext, ImageStatus, Label, Launch,
-    LimitCounters, Outcome, PluginError, PluginIdentity, ProbeReport, ProcessSpec, Profile, Role,
-    RoleRequest, SandboxInfo, SandboxOption_NE, SandboxSpec, TerminalSize, WallCheck, WallReport,
+    LimitCounters, Outcome, PluginError, PluginIdentity, ProbeReport, ProcessSpec, Profile,
+    Rendered, Role, RoleRequest, SandboxInfo, SandboxOption_NE, SandboxSpec, TerminalSize,
+    WallCheck, WallReport,
 };
 
 /// A sandbox made by [`Runtime::start`]: the runtime's record of it, and the first process
@@ -263,6 +264,19 @@ pub trait Harness: Send + Sync {
     ) -> RResult<u64, PluginError> {
         let _ = (context, profile, work_dir);
         refuse("renewing a login".to_string())
+    }
+
+    /// A piece of a role's output rendered as typed transcript entries; `end`: nothing
+    /// follows the piece. New in 1.7; the default answers unsupported (the host then shows
+    /// the output as it is).
+    fn render_transcript(
+        &self,
+        role: Role,
+        output: RSlice<'_, u8>,
+        end: bool,
+    ) -> RResult<Rendered, PluginError> {
+        let _ = (role, output, end);
+        refuse("rendering a transcript".to_string())
     }
     // Next minor: append here, with a default body.
 }

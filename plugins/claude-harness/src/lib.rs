@@ -5,6 +5,7 @@
 //! - `launch.rs`: the walled launch for a role: environment from scratch, exact tools,
 //!   stet's approver as the only MCP server, prompt on stdin.
 //! - `stream.rs`, `outcome.rs`: reading stream-json output into wall checks and outcomes.
+//! - `transcript.rs`: stream-json rendered as a transcript a person reads (`stet log`).
 //!
 //! The login is read by state alone (`claude auth status`'s `loggedIn` and the method's
 //! kind): no account identifier, e-mail or organisation is copied out. The login's tokens
@@ -20,8 +21,8 @@ use serde::Deserialize;
 use stet_plugin_api::{
     export_plugin, wall as walls, CallOutcome, CredentialDecl, CredentialSource,
     CredentialSource_NE, ExitStatus, HarnessContext, HarnessPlugin, Launch, Outcome, PluginError,
-    ProbeReport, Profile, Role, RoleRequest, WallCheck, WallReport, WallState, SESSION_HOOK_MARKER,
-    WALL_CANARY,
+    ProbeReport, Profile, Rendered, Role, RoleRequest, WallCheck, WallReport, WallState,
+    SESSION_HOOK_MARKER, WALL_CANARY,
 };
 use stet_plugin_support::{find_on_path, run_bounded, CommandOutput};
 
@@ -31,6 +32,7 @@ mod outcome;
 mod profile;
 mod settings;
 mod stream;
+mod transcript;
 
 /// The readers of what the agent writes, for the fuzz targets (`fuzz/`) alone: built only
 /// under cargo-fuzz's `--cfg fuzzing`.
@@ -46,6 +48,8 @@ pub mod fuzzing {
         let _ = crate::outcome::call(&transcript, exit.clone());
         let _ = crate::outcome::outcome(&transcript, exit);
         let _ = role;
+        let _ = crate::transcript::render(output, false);
+        let _ = crate::transcript::render(output, true);
     }
 }
 
@@ -610,6 +614,15 @@ impl HarnessPlugin for ClaudeHarness {
         exit: ExitStatus,
     ) -> Result<CallOutcome, PluginError> {
         Ok(outcome::call(&stream::read(output), exit))
+    }
+
+    fn render_transcript(
+        &self,
+        _role: Role,
+        output: &[u8],
+        end: bool,
+    ) -> Result<Rendered, PluginError> {
+        Ok(transcript::render(output, end))
     }
 
     fn login_expiry(

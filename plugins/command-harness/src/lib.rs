@@ -83,9 +83,9 @@
 use std::path::{Path, PathBuf};
 
 use stet_plugin_api::{
-    export_plugin, CredentialDecl, CredentialSource, CredentialSource_NE, EnvVar, ExitStatus,
-    HarnessContext, HarnessPlugin, Launch, Outcome, PluginError, ProbeReport, Profile, Role,
-    RoleRequest, WallCheck,
+    export_plugin, CredentialDecl, CredentialSource, CredentialSource_NE, EntryKind, EnvVar,
+    ExitStatus, HarnessContext, HarnessPlugin, Launch, Outcome, PluginError, ProbeReport, Profile,
+    Rendered, Role, RoleRequest, TranscriptEntry, WallCheck,
 };
 
 mod config;
@@ -512,6 +512,26 @@ impl HarnessPlugin for CommandHarness {
         Ok(outcome::read(role, output, exit))
     }
 
+    /// The agent is any command: its output has no format this harness knows, so its
+    /// lines are shown as they are, as the agent's text (one entry per piece's whole lines).
+    fn render_transcript(
+        &self,
+        _role: Role,
+        output: &[u8],
+        end: bool,
+    ) -> Result<Rendered, PluginError> {
+        let mut lines = Vec::new();
+        let mut rendered = stet_plugin_api::render_lines(output, end, |line, _| {
+            lines.push(String::from_utf8_lossy(line).into_owned());
+        });
+        if !lines.is_empty() {
+            rendered
+                .entries
+                .push(TranscriptEntry::new(EntryKind::TEXT, lines.join("\n")));
+        }
+        Ok(rendered)
+    }
+
     fn login_launch(
         &self,
         _context: &HarnessContext,
@@ -861,5 +881,28 @@ mod tests {
         let out = out.replace("rw /lane\n", "rw /lane\nrw /opt/a/run\n");
         let walls = h.read_proof(out.as_bytes()).unwrap();
         assert!(!find(&walls, "mounts-read-only").held);
+    }
+
+    #[test]
+    fn a_transcript_is_the_output_s_lines_as_they_are_piece_by_piece() {
+        let h = harness(r#"{"implement":["/opt/a/run"]}"#);
+        let out = b"stet-usage: instructions=1\nwrote hello.txt\r\n\xff half";
+        // A piece that ends inside a line leaves that line for later.
+        let first = h.render_transcript(Role::Implement, out, false).unwrap();
+        assert_eq!(first.consumed, 44);
+        assert_eq!(first.entries.len(), 1);
+        assert_eq!(first.entries[0].kind, EntryKind::TEXT);
+        assert_eq!(
+            first.entries[0].text.as_str(),
+            "stet-usage: instructions=1\nwrote hello.txt"
+        );
+        let rest = h
+            .render_transcript(Role::Implement, &out[44..], true)
+            .unwrap();
+        assert_eq!(rest.consumed, 6);
+        assert_eq!(rest.entries[0].text.as_str(), "\u{fffd} half");
+        // Nothing whole yet: nothing consumed, no entry.
+        let none = h.render_transcript(Role::Review, b"LAN", false).unwrap();
+        assert_eq!((none.consumed, none.entries.len()), (0, 0));
     }
 }
