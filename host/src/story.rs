@@ -118,8 +118,10 @@ pub fn states(
             let state = match (&remote_note, held) {
                 (Some(_), _) => "unknown",
                 (None, _) if marks.landed.contains(&item.id) => "landed",
-                (None, _) if marks.failed.contains(&item.id) => "failed",
+                // A cancel is the person's latest word: an item failed and then
+                // cancelled is cancelled (`stet retry` clears both).
                 (None, _) if marks.cancelled.contains(&item.id) => "cancelled",
+                (None, _) if marks.failed.contains(&item.id) => "failed",
                 (None, None) => "open",
                 (None, Some(h)) if h.reservation.expires_at_unix > now => "reserved",
                 (None, Some(_)) => "lapsed",
@@ -308,14 +310,14 @@ pub enum Diff {
 
 /// The lane's change against where it branched off the base (the remote's branch lanes
 /// branch from, as this clone last fetched it: `base.rs`; the local HEAD when this clone
-/// knows none), as this clone has its branch (`None` when it is not here), bounded: what
-/// the agent committed may be large.
+/// knows none), as this clone has its branch or the remote's ([`lane_ref`]; `None` when
+/// neither has it), bounded: what the agent committed may be large.
 pub fn diff(repo: &std::path::Path, remote: &str, item: &str, which: Diff) -> Option<String> {
     /// The most of a diff `show` holds and prints.
     const SHOWN_DIFF: usize = 8 << 20;
     // The lane's branch as this clone has it; its content is the agent's, so diffed by git
     // that runs no driver, filter or textconv of its.
-    let branch = format!("refs/heads/{}", crate::lanes::branch_of(item));
+    let branch = lane_ref(repo, remote, item)?.0;
     let git = crate::git::Inert::at(repo);
     let from = crate::base::known(repo, remote).map_or_else(|| "HEAD".to_string(), |b| b.commit);
     let base = git.run(&["merge-base", &from, &branch]).ok();
@@ -349,4 +351,44 @@ pub fn diff(repo: &std::path::Path, remote: &str, item: &str, which: Diff) -> Op
         Diff::Stat => diff_of(&["--stat"]),
         Diff::Whole => diff_of(&[]),
     }
+}
+
+/// Where this clone reads `item`'s lane branch: the local `stet/<item>`, else the remote's
+/// (`<remote>/stet/<item>`, fetched when the remote has it and this clone has not: after
+/// `stet clean` removed the local branch). The ref, and its name as a person writes it.
+pub fn lane_ref(repo: &std::path::Path, remote: &str, item: &str) -> Option<(String, String)> {
+    let branch = crate::lanes::branch_of(item);
+    let local = format!("refs/heads/{branch}");
+    let tracking = format!("refs/remotes/{remote}/{branch}");
+    let have = |r: &str| {
+        crate::git::run(
+            repo,
+            &[
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                &format!("{r}^{{commit}}"),
+            ],
+        )
+        .is_ok()
+    };
+    if have(&local) {
+        return Some((local, branch));
+    }
+    if !have(&tracking) {
+        // What `git fetch <remote> stet/<item>` makes: the remote's branch, as a
+        // remote-tracking ref (objects only; nothing of it runs).
+        crate::git::run(
+            repo,
+            &[
+                "fetch",
+                "--quiet",
+                "--no-tags",
+                remote,
+                &format!("+refs/heads/{branch}:{tracking}"),
+            ],
+        )
+        .ok()?;
+    }
+    have(&tracking).then(|| (tracking, format!("{remote}/{branch}")))
 }

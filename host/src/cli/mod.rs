@@ -246,8 +246,10 @@ pub enum Command {
     /// mark is never removed: nothing but stet retry makes such an item eligible again.
     Clean(CleanArgs),
 
-    /// Take a failed or cancelled item up again: clears its mark on the remote, so the next
-    /// drive works it (resuming its lane when one was pushed).
+    /// Take a failed or cancelled item up again: clears its failed and cancelled marks on the
+    /// remote (un-cancelling it), so the next drive works it (resuming its lane when one was
+    /// pushed). Of an item neither failed nor cancelled it says so and exits 0, as `stet rm`
+    /// does of one cancelled already; a landed item is refused (exit 2).
     Retry(RetryArgs),
 
     /// Summarise this clone: the queue, lanes kept here, the receipts by outcome, the last
@@ -567,6 +569,10 @@ pub struct StatusArgs {
     /// Print JSON instead of lines.
     #[arg(long)]
     pub json: bool,
+
+    /// The remote whose marks and reservations say what becomes of the lanes here.
+    #[arg(long, default_value = "origin", value_name = "NAME")]
+    pub remote: String,
 }
 
 #[derive(Debug, Args)]

@@ -87,19 +87,18 @@ pub fn list(args: &QueueArgs, printer: Printer) -> Result<Exit, CliError> {
         return Ok(exit);
     }
     if rows.is_empty() {
-        printer.out("the queue is empty (add an item: stet add \"what to do\")");
+        printer.out("the queue is empty: stet add \"what to do\" adds an item (then commit and push .stet/queue)");
         return Ok(exit);
     }
-    let width = rows.iter().map(|r| r.id.len()).max().unwrap_or(2);
-    printer.out(&format!("{:<10}{:<width$}  TITLE", "STATE", "ID"));
+    let mut table = crate::printer::Table::new(&["STATE", "ID", "TITLE"]).coloured(0);
     for row in &rows {
-        let detail = detail_of(row);
-        printer.out_state(
-            &row.state,
-            10,
-            &format!("{:<width$}  {}{detail}", row.id, row.title),
-        );
+        table.row(vec![
+            row.state.clone(),
+            row.id.clone(),
+            format!("{}{}", row.title, detail_of(row)),
+        ]);
     }
+    table.print();
     Ok(exit)
 }
 
@@ -192,10 +191,27 @@ pub fn retry(args: &RetryArgs, printer: Printer) -> Result<Exit, CliError> {
             ));
             Ok(Exit::Success)
         }
-        Ok(_) => Err(CliError::usage(format!(
-            "{id} has not failed and is not cancelled"
-        ))
-        .hint("only a failed or cancelled item can be retried; stet queue shows each item's state")),
+        // Asked twice, or of an item no mark keeps off a drive: already so, as `stet rm`
+        // of a cancelled item is (a landed item alone is refused: nothing undoes a landing).
+        Ok(_) => match remote.marks_for(&id) {
+            Ok(marks) if marks.landed.contains(&id) => Err(CliError::usage(format!(
+                "{id} has landed; there is nothing to retry"
+            ))
+            .hint(format!(
+                "stet show {id} tells where it landed; add a new item for more work on it"
+            ))),
+            Ok(_) => {
+                printer.out(&format!(
+                    "{id} is neither failed nor cancelled already: the next stet drive takes it up"
+                ));
+                Ok(Exit::Success)
+            }
+            Err(e) => Err(
+                CliError::new(Exit::Unusable, "the remote cannot be reached")
+                    .caused_by(e.to_string())
+                    .hint("check the network and the remote, then run stet retry again"),
+            ),
+        },
         Err(e) => Err(
             CliError::new(Exit::Unusable, "the remote cannot be reached")
                 .caused_by(e.to_string())
@@ -282,6 +298,33 @@ pub fn show(args: &super::ShowArgs, printer: Printer) -> Result<Exit, CliError> 
             Exit::Success
         });
     }
+    // --diff asks for the change alone (to read, or to pipe to `git apply`): the story is
+    // what `stet show` without it prints.
+    if args.diff {
+        match &diff {
+            Some(diff) if !diff.is_empty() => printer.out(diff),
+            Some(_) => printer.note(&format!(
+                "{} holds no change against its base",
+                crate::lanes::branch_of(&item.id)
+            )),
+            None => {
+                return Err(CliError::usage(format!(
+                    "the lane's branch {} is neither on this clone nor on {}",
+                    crate::lanes::branch_of(&item.id),
+                    args.remote
+                ))
+                .hint(format!(
+                    "stet show {} tells where the item is; a lane has a branch once a drive pushed its work",
+                    item.id
+                )))
+            }
+        }
+        return Ok(if remote_note.is_some() {
+            Exit::Unusable
+        } else {
+            Exit::Success
+        });
+    }
     printer.out(&format!("{}  {}", item.id, item.title));
     printer.out(&format!("state: {}{}", row.state, detail_of(&row)));
     printer.out(&format!("file:  {}", item.path.display()));
@@ -337,31 +380,23 @@ pub fn show(args: &super::ShowArgs, printer: Printer) -> Result<Exit, CliError> 
         }
     }
     printer.out("");
-    match (&diff_stat, &diff) {
-        (_, Some(diff)) => printer.out(diff),
-        (Some(stat), None) if !stat.is_empty() => {
+    // The branch as this clone reads it: its own, or the remote's after `stet clean`.
+    let shown = story::lane_ref(&repo, &args.remote, &item.id)
+        .map(|(_, name)| name)
+        .unwrap_or_else(|| crate::lanes::branch_of(&item.id));
+    match &diff_stat {
+        Some(stat) if !stat.is_empty() => {
             printer.out(&format!(
-                "{} against its base:",
-                crate::lanes::branch_of(&item.id)
+                "{shown} against its base (stet show --diff {} prints the whole diff):",
+                item.id
             ));
             printer.out(stat);
         }
-        (Some(_), None) => printer.out(&format!(
-            "{} holds no change against its base",
-            crate::lanes::branch_of(&item.id)
-        )),
-        (None, _) => printer.out(&format!(
-            "the lane's branch {} is not on this clone{}",
+        Some(_) => printer.out(&format!("{shown} holds no change against its base")),
+        None => printer.out(&format!(
+            "the lane's branch {} is neither on this clone nor on {}: no drive pushed a change of it yet",
             crate::lanes::branch_of(&item.id),
-            if row.lane.is_some() {
-                format!(
-                    " (it is on the remote: git fetch {} {})",
-                    args.remote,
-                    crate::lanes::branch_of(&item.id)
-                )
-            } else {
-                String::new()
-            }
+            args.remote
         )),
     }
     Ok(if remote_note.is_some() {
