@@ -397,6 +397,40 @@ impl Remote<'_> {
         note.map(|n| n.trim().to_string()).filter(|n| !n.is_empty())
     }
 
+    /// What the ledger records of each of `items` that it holds: the note its landing wrote
+    /// (where it landed, and what its land step did: `land.rs`), at most 4 KiB of it (anyone
+    /// who can push wrote it). An item marked by an older drive's ref of its own has none.
+    pub fn landed_notes(
+        &self,
+        items: &[&str],
+    ) -> Result<std::collections::HashMap<String, String>, ReservationError> {
+        const MOST: usize = 4 << 10;
+        let mut notes = std::collections::HashMap::new();
+        let Some(ledger) = self.ledger_now()? else {
+            return Ok(notes);
+        };
+        self.have_ledger(&ledger)?;
+        for (item, meta) in self.ledger_entries(&ledger)? {
+            if !items.contains(&item.as_str()) {
+                continue;
+            }
+            let Some(oid) = meta.rsplit(' ').next() else {
+                continue;
+            };
+            let size = self
+                .git(&["cat-file", "-s", oid])
+                .ok()
+                .and_then(|s| s.trim().parse::<usize>().ok());
+            if size.is_none_or(|s| s > MOST) {
+                continue;
+            }
+            if let Ok(note) = self.git(&["cat-file", "blob", oid]) {
+                notes.insert(item, note);
+            }
+        }
+        Ok(notes)
+    }
+
     /// Why each failed item failed, as its mark's message says.
     pub fn failure_reasons(
         &self,

@@ -34,6 +34,12 @@ pub struct Row {
     pub next: Option<&'static str>,
     /// Why its last round did not land, when one did not.
     pub reason: Option<String>,
+    /// The pull request its landing opened (or found open), as its landed record keeps it.
+    pub pull_request: Option<String>,
+    /// Why its land step failed, for `landed`: `pull request not opened: …` (`stet land ID`
+    /// makes it again).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub land_failed: Option<String>,
     /// What stet's proxy refused its calls on this clone (from their receipts): each
     /// host:port and how often.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -85,6 +91,23 @@ pub fn states(
         ),
         Err(e) => return Err(Concept::Drive.failure(e.to_string())),
     };
+    // What the landed ones' records say of their land step (a pull request, or why not).
+    let landed_here: Vec<&str> = items
+        .iter()
+        .map(|i| i.id.as_str())
+        .filter(|id| marks.landed.contains(*id))
+        .collect();
+    let records: std::collections::HashMap<String, crate::land::Recorded> =
+        if landed_here.is_empty() {
+            Default::default()
+        } else {
+            remote
+                .landed_notes(&landed_here)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(item, note)| (item, crate::land::recorded(&note)))
+                .collect()
+        };
     // What the network wall refused each item's calls, as this clone's receipts say.
     let mut blocked: std::collections::BTreeMap<String, std::collections::BTreeMap<String, u64>> =
         Default::default();
@@ -153,6 +176,14 @@ pub fn states(
                 round: checkpoints.get(&item.id).map(|c| c.round),
                 next: checkpoints.get(&item.id).map(|c| c.next.word()),
                 reason: checkpoints.get(&item.id).and_then(|c| c.reason.clone()),
+                pull_request: records
+                    .get(&item.id)
+                    .filter(|_| state == "landed")
+                    .and_then(|r| r.pull_request.clone()),
+                land_failed: records
+                    .get(&item.id)
+                    .filter(|_| state == "landed")
+                    .and_then(|r| r.failed.clone()),
                 blocked: blocked
                     .get(&item.id)
                     .map(|b| b.iter().map(|(t, n)| (t.clone(), *n)).collect())

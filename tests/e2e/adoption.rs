@@ -598,6 +598,199 @@ fn landing_on_github_opens_a_pull_request_once_and_commits_are_the_persons() {
     );
 }
 
+/// A world whose drives land on GitHub through the stand-in `gh`, with `drive_extra` in
+/// the person's `[drive]` section; one item queued and pushed, its id returned.
+fn github_world(drive_extra: &str) -> (World, String) {
+    let mut world = world();
+    world
+        .path_prefix
+        .push(Path::new(env!("CARGO_MANIFEST_DIR")).join("stand-ins"));
+    std::fs::write(
+        world.root.path().join("home/.config/stet/config.toml"),
+        format!(
+            "[plugins.command]\nimplement = [\"{}\"]\n\n[drive]\nland = \"github\"\n{drive_extra}",
+            stand_in().display()
+        ),
+    )
+    .unwrap();
+    let added = world.run_stet(&["add", "Fix the thing\n\nfile: FIXED"]);
+    assert_eq!(added.code, 0, "{}", added.stderr);
+    git(&world.work, &["add", ".stet"]);
+    git(&world.work, &["commit", "--quiet", "-m", "queue"]);
+    git(&world.work, &["push", "--quiet", "origin", "HEAD"]);
+    let id = world.run_stet(&["queue", "--json"]).json()["items"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    (world, id)
+}
+
+#[test]
+fn a_pull_request_not_opened_fails_the_land_step_visibly_and_stet_land_opens_it() {
+    let (world, id) = github_world("");
+    let state = world.root.path().join("home/gh-stand-in");
+    std::fs::create_dir_all(&state).unwrap();
+    // gh's own words when the login may not open pull requests.
+    std::fs::write(
+        state.join("fail"),
+        "pull request create failed: GraphQL: Resource not accessible by integration (createPullRequest)\n",
+    )
+    .unwrap();
+    // doctor checks gh's login, and says what to do when it is not.
+    let doctor = world.run_stet(&["doctor", "--json"]).json();
+    assert_eq!(check(&doctor, "pull requests")["ok"], true, "{doctor:#}");
+    std::fs::write(state.join("logged-out"), "").unwrap();
+    let doctor = world.run_stet(&["doctor", "--json"]).json();
+    let gh = check(&doctor, "pull requests");
+    assert_eq!(gh["ok"], false, "{doctor:#}");
+    assert!(
+        gh["detail"].as_str().unwrap().contains("not logged in"),
+        "{doctor:#}"
+    );
+    assert!(
+        gh["remedy"].as_str().unwrap().contains("gh auth login"),
+        "{doctor:#}"
+    );
+    std::fs::remove_file(state.join("logged-out")).unwrap();
+
+    let out = world.run_stet(&["drive", "--yes"]);
+    // The consent screen said where pull requests go.
+    assert!(
+        out.stderr
+            .contains("  land:     a pull request per landed lane, opened with gh in "),
+        "{}",
+        out.stderr
+    );
+    // The work ran and is not done: 4, as for an item given up.
+    assert_eq!(out.code, 4, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(&format!(
+            "{id}: landed on origin as stet/{id}, pull request not opened: gh pr create failed (exit status: 1): pull request create failed: GraphQL: Resource not accessible by integration (createPullRequest); the branch is kept (stet land {id} makes the land step again)"
+        )),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr
+            .contains("landed 1, 1 item without its land step"),
+        "{}",
+        out.stderr
+    );
+    // The branch is kept on the remote; the item's record says why.
+    let remote = world.root.path().join("remote.git");
+    assert!(!git(
+        &remote,
+        &["rev-parse", "--verify", &format!("refs/heads/stet/{id}")]
+    )
+    .trim()
+    .is_empty());
+    let item = &world.run_stet(&["queue", "--json"]).json()["items"][0];
+    assert_eq!(item["state"], "landed", "{item:#}");
+    assert_eq!(item["pull_request"], serde_json::Value::Null, "{item:#}");
+    assert!(
+        item["land_failed"]
+            .as_str()
+            .unwrap()
+            .starts_with("pull request not opened: gh pr create failed"),
+        "{item:#}"
+    );
+    let shown = world.run_stet(&["show", &id]);
+    assert!(
+        shown.stdout.contains(&format!(
+            "state: landed — stet/{id}, pull request not opened: gh pr create failed"
+        )),
+        "{}",
+        shown.stdout
+    );
+
+    // Failing again: exit 4, the record still says why.
+    let again = world.run_stet(&["land", &id]);
+    assert_eq!(again.code, 4, "{}", again.stderr);
+    assert!(
+        again.stderr.contains("pull request not opened"),
+        "{}",
+        again.stderr
+    );
+    let create = gh_calls(&world)
+        .into_iter()
+        .rfind(|c| c[..2] == ["pr", "create"])
+        .unwrap();
+    assert_eq!(
+        after(&create, "--head"),
+        Some(format!("stet/{id}").as_str())
+    );
+    assert_eq!(after(&create, "--repo"), None);
+
+    // Mended: `stet land` opens it and the record keeps its address.
+    std::fs::remove_file(state.join("fail")).unwrap();
+    let landed = world.run_stet(&["land", &id]);
+    assert_eq!(landed.code, 0, "{}", landed.stderr);
+    let url = "https://github.test/owner/repo/pull/1";
+    assert_eq!(landed.stdout, format!("{id}: opened pull request {url}\n"));
+    let item = &world.run_stet(&["queue", "--json"]).json()["items"][0];
+    assert_eq!(item["pull_request"], url, "{item:#}");
+    assert!(item.get("land_failed").is_none(), "{item:#}");
+    assert_eq!(
+        world.run_stet(&["show", "--json", &id]).json()["pull_request"],
+        url
+    );
+    let queue = world.run_stet(&["queue"]);
+    assert!(
+        queue
+            .stdout
+            .contains(&format!("stet/{id}, pull request {url}")),
+        "{}",
+        queue.stdout
+    );
+    // Asked again: already so.
+    let twice = world.run_stet(&["land", &id]);
+    assert_eq!(twice.code, 0, "{}", twice.stderr);
+    assert_eq!(
+        twice.stdout,
+        format!("{id}: its pull request is {url} already\n")
+    );
+}
+
+#[test]
+fn a_forks_pull_request_is_opened_in_the_base_repository_with_an_owner_head() {
+    let (world, id) = github_world("pull_request_repo = \"upstream/project\"\n");
+    let out = world.run_stet(&["drive", "--yes"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("opened with gh in upstream/project (from the fork "),
+        "{}",
+        out.stderr
+    );
+    // The push remote's owner: the directory holding it, for a remote given by its path.
+    let owner = world
+        .root
+        .path()
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let calls = gh_calls(&world);
+    let list = calls.iter().find(|c| c[..2] == ["pr", "list"]).unwrap();
+    assert_eq!(after(list, "--repo"), Some("upstream/project"));
+    assert_eq!(after(list, "--head"), Some(format!("stet/{id}").as_str()));
+    let create = calls.iter().find(|c| c[..2] == ["pr", "create"]).unwrap();
+    assert_eq!(after(create, "--repo"), Some("upstream/project"));
+    assert_eq!(
+        after(create, "--head"),
+        Some(format!("{owner}:stet/{id}").as_str())
+    );
+    let item = &world.run_stet(&["queue", "--json"]).json()["items"][0];
+    assert_eq!(
+        item["pull_request"], "https://github.test/upstream/project/pull/1",
+        "{item:#}"
+    );
+    // A second landing of the same branch finds it by the fork's owner.
+    let land = world.run_stet(&["land", &id]);
+    assert_eq!(land.code, 0, "{}", land.stderr);
+    assert!(land.stdout.contains("already"), "{}", land.stdout);
+}
+
 /// Waits until the implement call of `id` (an item saying `implement: until GO`) runs and
 /// waits for its gate: its log says so. An event, not a time: the drive is at that point.
 fn waiting_for_go(world: &World, id: &str) {

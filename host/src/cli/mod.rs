@@ -173,7 +173,8 @@ pub enum Command {
     /// no temporary directory behind.
     ///
     /// Exit status: 0 when every item it took landed (or nothing was eligible); 4 when it
-    /// gave some up; 3 when nothing could run (the image lacks the check's program, the
+    /// gave some up, or landed some whose land step failed (a pull request not opened: the
+    /// work ran and is not done; stet land ID makes it again); 3 when nothing could run (the image lacks the check's program, the
     /// walls do not hold or cannot be proven, the model API refused the login: log in
     /// again, an outage lasted its limit, the remote stayed away, a usage limit resets later than
     /// --outage-limit from now: run stet drive again after the reset it names); 2 bad
@@ -251,6 +252,17 @@ pub enum Command {
     /// pushed). Of an item neither failed nor cancelled it says so and exits 0, as `stet rm`
     /// does of one cancelled already; a landed item is refused (exit 2).
     Retry(RetryArgs),
+
+    /// Make a landed item's land step again: the pull request (`[drive] land = "github"`)
+    /// or land command that failed when its drive landed it.
+    ///
+    /// The lane's branch stays pushed when its land step fails; the item shows "landed, pull
+    /// request not opened: why" until this succeeds. The land command runs with
+    /// STET_LAND_RETRY=1; an open pull request for the branch is reused. Of an item whose
+    /// pull request is recorded it says so and exits 0. Exit status: 0 when the land step
+    /// succeeded (or had already); 4 when it failed again (the item's record says why); 2
+    /// for an item not landed or no [drive] land set; 3 when the remote did not answer.
+    Land(LandArgs),
 
     /// Summarise this clone: the queue, lanes kept here, the receipts by outcome, the last
     /// agent call.
@@ -622,6 +634,17 @@ pub struct LogArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct LandArgs {
+    /// The item's id, or a unique start of it.
+    #[arg(value_name = "ID")]
+    pub id: String,
+
+    /// The remote the item's branch is pushed to and its marks live on.
+    #[arg(long, default_value = "origin", value_name = "NAME")]
+    pub remote: String,
+}
+
+#[derive(Debug, Args)]
 pub struct RmArgs {
     /// The item's id, or a unique start of it.
     #[arg(value_name = "ID")]
@@ -891,6 +914,7 @@ fn run(cli: Cli, printer: Printer) -> Result<Exit, CliError> {
         Command::Run(args) => run::run(&settings, &args, printer),
         Command::Ask(args) => ask::run(&settings, &args, printer),
         Command::Drive(args) => drive::run(&settings, &args, printer),
+        Command::Land(args) => queue::land(&settings, &args, printer),
         Command::Init => init::run(&settings, printer),
         Command::Doctor(args) => doctor::run(&settings, &args, printer),
         Command::Walls(args) => walls::run(&settings, &args, printer),

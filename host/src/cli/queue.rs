@@ -120,7 +120,18 @@ fn detail_of(row: &Row) -> String {
             row.why.as_deref().unwrap_or("no reason recorded"),
             row.id
         ),
-        ("landed", ..) => format!(" — {}", crate::lanes::branch_of(&row.id)),
+        ("landed", ..) => match (&row.pull_request, &row.land_failed) {
+            (Some(url), _) => format!(
+                " — {}, pull request {url}",
+                crate::lanes::branch_of(&row.id)
+            ),
+            (None, Some(why)) => format!(
+                " — {}, {why} (stet land {} makes it again)",
+                crate::lanes::branch_of(&row.id),
+                row.id
+            ),
+            (None, None) => format!(" — {}", crate::lanes::branch_of(&row.id)),
+        },
         ("cancelled", ..) => format!(
             " — no drive takes it until stet retry {} (stet clean removes what it left here)",
             row.id
@@ -629,4 +640,110 @@ pub fn clean(args: &super::CleanArgs, printer: Printer) -> Result<Exit, CliError
         );
     }
     Ok(Exit::Success)
+}
+
+/// `stet land ID`: makes a landed item's land step again (its pull request, or the land
+/// command), when its drive's failed; records what it did in the item's landed record.
+pub fn land(
+    settings: &crate::settings::Settings,
+    args: &super::LandArgs,
+    printer: Printer,
+) -> Result<Exit, CliError> {
+    let repo = repo()?;
+    let (items, _) = queue::read(&repo);
+    let item = resolve(&items, &args.id)?;
+    let id = item.id.clone();
+    let remote = Remote {
+        repo: &repo,
+        name: &args.remote,
+    };
+    let unreachable = |e: ReservationError| {
+        CliError::new(Exit::Unusable, "the remote cannot be reached")
+            .caused_by(e.to_string())
+            .hint("check the network and the remote, then run stet land again")
+    };
+    let Some(land) = settings.drive_land.as_deref() else {
+        return Err(CliError::usage("no land step is set: [drive] land is not in any configuration file")
+            .hint("set [drive] land = \"github\" (or a command) in your config.toml, or stet.toml once trusted"));
+    };
+    let how = crate::land::How::of(land, settings.drive_pull_request_repo.as_deref());
+    if !remote
+        .marks_for(&id)
+        .map_err(unreachable)?
+        .landed
+        .contains(&id)
+    {
+        return Err(CliError::usage(format!(
+            "{id} has not landed: there is no land step to make again"
+        ))
+        .hint("stet drive lands it (its land step runs then); stet queue shows its state"));
+    }
+    let note = remote
+        .landed_notes(&[id.as_str()])
+        .map_err(unreachable)?
+        .remove(&id)
+        .unwrap_or_default();
+    let before = crate::land::recorded(&note);
+    if let Some(url) = &before.pull_request {
+        printer.out(&format!("{id}: its pull request is {url} already"));
+        return Ok(Exit::Success);
+    }
+    let branch = crate::lanes::branch_of(&id);
+    let Some(base) = crate::base::known(&repo, &args.remote) else {
+        return Err(CliError::usage(format!(
+            "this clone knows no branch of {} that lanes branch from",
+            args.remote
+        ))
+        .hint(format!(
+            "git fetch {}, then run stet land again",
+            args.remote
+        )));
+    };
+    let (receipts, _) = crate::receipts::read_all(&repo);
+    let outcome = crate::land::land(
+        &crate::land::Landing {
+            repo: &repo,
+            item,
+            branch: &branch,
+            base: &base.branch,
+            remote: &args.remote,
+            again: true,
+        },
+        &how,
+        &receipts,
+    );
+    // The record's first line (where it landed) stays; what the land step did is new.
+    let landed = note
+        .lines()
+        .next()
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .unwrap_or_else(|| format!("landed {branch}"));
+    let record = crate::land::record(&landed, &outcome, Some(&how));
+    remote.mark_landed(&id, &record).map_err(unreachable)?;
+    match outcome {
+        Ok(Some(pr)) if pr.reused => {
+            printer.out(&format!(
+                "{id}: pull request {} was open for {branch} already",
+                pr.url
+            ));
+            Ok(Exit::Success)
+        }
+        Ok(Some(pr)) => {
+            printer.out(&format!("{id}: opened pull request {}", pr.url));
+            Ok(Exit::Success)
+        }
+        Ok(None) => {
+            printer.out(&format!("{id}: the land command succeeded"));
+            Ok(Exit::Success)
+        }
+        Err(why) => Err(CliError::new(
+            Exit::GaveUp,
+            format!(
+                "{id}: {}; the branch {branch} stays pushed",
+                crate::land::recorded(&record).failed.unwrap_or(why)
+            ),
+        )
+        .hint(format!("fix what it says, then run stet land {id} again"))),
+    }
 }
