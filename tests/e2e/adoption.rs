@@ -968,6 +968,20 @@ fn log_prints_the_latest_call_and_follows_the_items_calls_while_a_drive_works_it
     // The implement call is running (it waits for GO): its receipt exists and says so.
     let gate = world.work.join(format!(".git/stet/lanes/{id}/work/GO"));
     waiting_for_go(&world, id);
+    // While the drive works it, status says so (not that a next drive takes it up).
+    let status = world.run_stet(&["status"]);
+    assert!(
+        status
+            .stdout
+            .contains(&format!("  stet/{id} — being worked by ")),
+        "{}",
+        status.stdout
+    );
+    assert!(
+        !status.stdout.contains("next stet drive"),
+        "{}",
+        status.stdout
+    );
     let mut follow = world
         .stet(&["log", &id[..12], "-f"])
         .stdout(std::process::Stdio::piped())
@@ -1021,7 +1035,10 @@ fn rm_cancels_an_item_for_every_clone_and_stops_a_lane_working_it_at_its_next_mo
     );
     let listed = world.run_stet(&["queue"]);
     assert!(
-        listed.stdout.contains(&format!("cancelled {}", ids[1])),
+        listed.stdout.lines().any(|l| l
+            .split_whitespace()
+            .take(2)
+            .eq(["cancelled", ids[1].as_str()])),
         "{}",
         listed.stdout
     );
@@ -1246,7 +1263,15 @@ fn output_people_read_headers_newest_first_colour_on_a_terminal_only_quiet_and_v
 
     // Headers; colour only when asked for a terminal's sake, never in a pipe.
     let plain = world.run_stet(&["queue"]);
-    assert!(plain.stdout.starts_with("STATE     ID"), "{}", plain.stdout);
+    assert!(plain.stdout.starts_with("STATE   ID"), "{}", plain.stdout);
+    // Every row's columns start where the header's do (widths by the widest cell).
+    let header = plain.stdout.lines().next().unwrap();
+    let (id_at, title_at) = (header.find("ID").unwrap(), header.find("TITLE").unwrap());
+    for (row, id) in plain.stdout.lines().skip(1).zip(&ids) {
+        assert_eq!(row.find(id.as_str()), Some(id_at), "{}", plain.stdout);
+        assert_eq!(&row[title_at - 2..title_at], "  ", "{}", plain.stdout);
+        assert_ne!(&row[title_at..title_at + 1], " ", "{}", plain.stdout);
+    }
     assert!(!plain.stdout.contains('\u{1b}'), "{:?}", plain.stdout);
     let mut forced = world.stet(&["queue"]);
     forced.env("CLICOLOR_FORCE", "1");
@@ -1325,7 +1350,8 @@ fn output_people_read_headers_newest_first_colour_on_a_terminal_only_quiet_and_v
     assert!(world
         .run_stet(&["queue"])
         .stdout
-        .contains(&format!("landed    {}", ids[0])));
+        .lines()
+        .any(|l| l.split_whitespace().take(2).eq(["landed", ids[0].as_str()])));
 }
 
 /// Two finished items that did not land: one given up (marked failed after its one

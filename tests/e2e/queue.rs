@@ -62,7 +62,7 @@ fn an_unreachable_remote_leaves_states_unknown_and_says_so() {
     let out = world.run_stet(&["queue"]);
     assert_eq!(out.code, 3, "nothing could be learnt: {}", out.stderr);
     let row = out.stdout.lines().nth(1).unwrap_or_default();
-    assert!(out.stdout.starts_with("STATE     ID"), "{}", out.stdout);
+    assert!(out.stdout.starts_with("STATE    ID"), "{}", out.stdout);
     assert!(row.starts_with("unknown "), "{}", out.stdout);
     assert!(
         out.stderr.contains("the remote origin did not answer"),
