@@ -247,10 +247,12 @@ pub enum Command {
     /// mark is never removed: nothing but stet retry makes such an item eligible again.
     Clean(CleanArgs),
 
-    /// Take a failed or cancelled item up again: clears its failed and cancelled marks on the
-    /// remote (un-cancelling it), so the next drive works it (resuming its lane when one was
-    /// pushed). Of an item neither failed nor cancelled it says so and exits 0, as `stet rm`
-    /// does of one cancelled already; a landed item is refused (exit 2).
+    /// Take a failed or cancelled item up again: clears its mark on the remote, so the next
+    /// drive works it (resuming its lane when one was pushed).
+    ///
+    /// Clears a failed mark and a cancelled one alike (it un-cancels). Of an item neither
+    /// failed nor cancelled it says so and exits 0, as `stet rm` does of one cancelled
+    /// already; a landed item is refused (exit 2).
     Retry(RetryArgs),
 
     /// Make a landed item's land step again: the pull request (`[drive] land = "github"`)
