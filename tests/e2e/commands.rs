@@ -310,6 +310,7 @@ fn a_repository_from_init_through_a_drive_to_clean() {
     p.snap("receipts_last_json", &["receipts", "--last", "1", "--json"]);
     p.snap("receipts_verbose", &["-v", "receipts", "--last", "1"]);
     p.snap("receipts_last_0", &["receipts", "--last", "0"]);
+    p.snap("land_without_a_land_step", &["land", &landing]);
     p.snap("status", &["status"]);
     p.snap("status_json", &["status", "--json"]);
     // Failed, then cancelled: the person's latest word shows, and retry clears both.

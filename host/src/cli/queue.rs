@@ -663,8 +663,8 @@ pub fn land(
             .hint("check the network and the remote, then run stet land again")
     };
     let Some(land) = settings.drive_land.as_deref() else {
-        return Err(CliError::usage("no land step is set: [drive] land is not in any configuration file")
-            .hint("set [drive] land = \"github\" (or a command) in your config.toml, or stet.toml once trusted"));
+        return Err(CliError::usage("no land step is set: no configuration file stet acts on sets [drive] land")
+            .hint("set [drive] land = \"github\" (or a command) in your config.toml, or in stet.toml and stet trust it"));
     };
     let how = crate::land::How::of(land, settings.drive_pull_request_repo.as_deref());
     if !remote
