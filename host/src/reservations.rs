@@ -58,6 +58,9 @@ pub struct Marks {
     pub lanes: std::collections::HashSet<String>,
     /// Items cancelled (`stet rm`).
     pub cancelled: std::collections::HashSet<String>,
+    /// The ledger's commit as the remote listed it with these marks, if it has one (what
+    /// [`Remote::landed_notes`] reads, with no second round trip).
+    pub ledger: Option<String>,
 }
 
 impl Marks {
@@ -329,6 +332,7 @@ impl Remote<'_> {
         ])?;
         if let Some(ledger) = ledger {
             marks.landed.extend(self.ledger_items(&ledger)?);
+            marks.ledger = Some(ledger);
         }
         Ok(marks)
     }
@@ -400,13 +404,19 @@ impl Remote<'_> {
     /// What the ledger records of each of `items` that it holds: the note its landing wrote
     /// (where it landed, and what its land step did: `land.rs`), at most 4 KiB of it (anyone
     /// who can push wrote it). An item marked by an older drive's ref of its own has none.
+    /// `ledger` is the ledger's commit as [`Marks::ledger`] holds it; `None` asks the remote.
     pub fn landed_notes(
         &self,
         items: &[&str],
+        ledger: Option<&str>,
     ) -> Result<std::collections::HashMap<String, String>, ReservationError> {
         const MOST: usize = 4 << 10;
         let mut notes = std::collections::HashMap::new();
-        let Some(ledger) = self.ledger_now()? else {
+        let ledger = match ledger {
+            Some(ledger) => Some(ledger.to_string()),
+            None => self.ledger_now()?,
+        };
+        let Some(ledger) = ledger else {
             return Ok(notes);
         };
         self.have_ledger(&ledger)?;

@@ -102,7 +102,7 @@ pub fn states(
             Default::default()
         } else {
             remote
-                .landed_notes(&landed_here)
+                .landed_notes(&landed_here, marks.ledger.as_deref())
                 .unwrap_or_default()
                 .into_iter()
                 .map(|(item, note)| (item, crate::land::recorded(&note)))

@@ -679,7 +679,7 @@ pub fn land(
         .hint("stet drive lands it (its land step runs then); stet queue shows its state"));
     }
     let note = remote
-        .landed_notes(&[id.as_str()])
+        .landed_notes(&[id.as_str()], None)
         .map_err(unreachable)?
         .remove(&id)
         .unwrap_or_default();

@@ -1078,7 +1078,7 @@ fn a_failing_land_command_lands_the_item_saying_why_and_ends_the_drive_not_done(
     assert_eq!(exit, Ended::GaveUp, "{lines:#?}");
     // Landed all the same: its branch pushed, its record saying what failed.
     assert_eq!(world.landed(), ["item"]);
-    let notes = world.origin().landed_notes(&["item"]).unwrap();
+    let notes = world.origin().landed_notes(&["item"], None).unwrap();
     assert_eq!(
         crate::land::recorded(&notes["item"]).failed.as_deref(),
         Some("land command failed: the land command `exit 3` failed (exit status: 3)")
