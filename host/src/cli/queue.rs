@@ -404,6 +404,11 @@ pub fn show(args: &super::ShowArgs, printer: Printer) -> Result<Exit, CliError> 
             printer.out(stat);
         }
         Some(_) => printer.out(&format!("{shown} holds no change against its base")),
+        None if remote_note.is_some() => printer.out(&format!(
+            "the lane's branch {} is not on this clone, and {} did not answer",
+            crate::lanes::branch_of(&item.id),
+            args.remote
+        )),
         None => printer.out(&format!(
             "the lane's branch {} is neither on this clone nor on {}: no drive pushed a change of it yet",
             crate::lanes::branch_of(&item.id),
