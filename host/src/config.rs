@@ -23,6 +23,7 @@
 //! check = "cargo test"                      # run in a sandbox on each lane before review
 //! jobs = 2                                  # items worked at once (--jobs)
 //! land = "gh pr create --fill --head $STET_BRANCH"   # on the host, after a lane lands
+//! pull_request_repo = "upstream/project"  # with land = "github": the repository a fork's pull requests go to
 //! secrets_allowed = ["tests/fixtures/"]     # where secret shapes are expected (not pushed
 //!                                           # otherwise; stet's own credentials never)
 //! max_file = "16MiB"                        # the largest file an agent may add or change
@@ -86,6 +87,9 @@ pub struct ConfigFile {
     pub drive_check: Option<String>,
     /// `[drive] land`: run on the host after a lane's branch is pushed.
     pub drive_land: Option<String>,
+    /// `[drive] pull_request_repo`: the repository (`OWNER/REPO`) pull requests are opened
+    /// in, when the push remote is a fork of it.
+    pub drive_pull_request_repo: Option<String>,
     /// `[drive] secrets_allowed`: paths where secret shapes are expected.
     pub drive_secrets_allowed: Vec<String>,
     /// `[drive] jobs`: how many items a drive works at once.
@@ -170,6 +174,7 @@ struct RawHarness {
 struct RawDrive {
     check: Option<String>,
     land: Option<String>,
+    pull_request_repo: Option<Spanned<String>>,
     jobs: Option<Spanned<i64>>,
     secrets_allowed: Option<Vec<String>>,
     max_file: Option<Spanned<String>>,
@@ -493,6 +498,33 @@ pub fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
             });
         }
     }
+    let drive_pull_request_repo = match raw
+        .drive
+        .as_ref()
+        .and_then(|d| d.pull_request_repo.as_ref())
+    {
+        Some(repo) => {
+            let valid = repo.get_ref().split_once('/').is_some_and(|(owner, name)| {
+                [owner, name].iter().all(|part| {
+                    !part.is_empty()
+                        && part
+                            .chars()
+                            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+                })
+            });
+            if !valid {
+                return Err(error(
+                    Some(repo.span().start),
+                    format!(
+                        "key `drive.pull_request_repo`: `{}` is not OWNER/REPO, like \"upstream-org/project\"",
+                        repo.get_ref()
+                    ),
+                ));
+            }
+            Some(repo.get_ref().clone())
+        }
+        None => None,
+    };
     Ok(ConfigFile {
         path: path.to_path_buf(),
         from_repository: false,
@@ -508,6 +540,7 @@ pub fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
         limits,
         drive_check: raw.drive.as_ref().and_then(|d| d.check.clone()),
         drive_land: raw.drive.as_ref().and_then(|d| d.land.clone()),
+        drive_pull_request_repo,
         drive_secrets_allowed: raw
             .drive
             .and_then(|d| d.secrets_allowed)

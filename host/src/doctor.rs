@@ -149,6 +149,36 @@ pub fn repository(cwd: &Path, remote: &str) -> (Vec<Check>, Option<std::path::Pa
     (checks, Some(repo))
 }
 
+/// With `[drive] land = "github"`: `gh` is there and logged in (`gh auth status`, run as the
+/// landing runs it: its environment built from scratch; what it prints is not shown, only
+/// whether it succeeded and its last line, which names no token).
+pub fn pull_requests(settings: &Settings, repo: &Path) -> Option<Check> {
+    if settings.drive_land.as_deref() != Some(crate::land::GITHUB) {
+        return None;
+    }
+    let into = settings
+        .drive_pull_request_repo
+        .as_deref()
+        .map(|r| format!(" (pull requests go to {r})"))
+        .unwrap_or_default();
+    Some(match crate::land::gh(repo, &["auth", "status"]) {
+        Ok(_) => Check::ok(
+            "pull requests",
+            format!("gh is logged in: a landed lane opens a pull request{into}"),
+        ),
+        Err(why) if why.starts_with("cannot run gh") => Check::fail(
+            "pull requests",
+            format!("[drive] land = \"github\" opens pull requests with gh: {why}"),
+            "install GitHub's CLI (https://cli.github.com), then gh auth login",
+        ),
+        Err(why) => Check::fail(
+            "pull requests",
+            format!("[drive] land = \"github\" opens pull requests with gh, not logged in: {why}"),
+            "gh auth login (then stet doctor again)",
+        ),
+    })
+}
+
 /// The free space where lanes are made (the repository's git directory).
 pub fn disk(settings: &Settings, repo: &Path) -> Check {
     let git_dir = repo.join(".git");

@@ -87,6 +87,107 @@ impl Printer {
     }
 }
 
+/// A table for standard output: a header and rows of cells, each column as wide as its
+/// widest cell (counted in characters, after the cell is made inert), two spaces between
+/// columns, the last column unpadded. The one way a command prints a table, so every table
+/// aligns alike; a column of states is coloured after it is padded, so colour never moves a
+/// column.
+pub struct Table {
+    header: Vec<String>,
+    right: Vec<bool>,
+    coloured: Option<usize>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    /// A table with these column headers.
+    pub fn new(header: &[&str]) -> Table {
+        Table {
+            header: header.iter().map(|h| h.to_string()).collect(),
+            right: vec![false; header.len()],
+            coloured: None,
+            rows: Vec::new(),
+        }
+    }
+
+    /// Aligns `column` to the right (numbers, durations, costs).
+    pub fn right(mut self, column: usize) -> Table {
+        if let Some(r) = self.right.get_mut(column) {
+            *r = true;
+        }
+        self
+    }
+
+    /// Colours `column` by the state each cell names (on a terminal).
+    pub fn coloured(mut self, column: usize) -> Table {
+        self.coloured = Some(column);
+        self
+    }
+
+    /// Adds a row (missing cells are empty).
+    pub fn row(&mut self, cells: Vec<String>) {
+        self.rows
+            .push(cells.into_iter().map(|c| inert(&c).into_owned()).collect());
+    }
+
+    /// The table's lines, the header first; its state column coloured when `colour`.
+    fn render(&self, colour: bool) -> Vec<String> {
+        let columns = self.header.len();
+        let cell = |row: &[String], i: usize| row.get(i).cloned().unwrap_or_default();
+        let widths: Vec<usize> = (0..columns)
+            .map(|i| {
+                std::iter::once(&self.header)
+                    .chain(&self.rows)
+                    .map(|r| cell(r, i).chars().count())
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let line = |row: &[String], colour: bool| {
+            let mut out = String::new();
+            for (i, width) in widths.iter().enumerate() {
+                let text = cell(row, i);
+                let last = i + 1 == columns;
+                let pad = " ".repeat(width.saturating_sub(text.chars().count()));
+                let padded = match (self.right.get(i).copied().unwrap_or(false), last) {
+                    (true, _) => format!("{pad}{text}"),
+                    (false, true) => text.clone(),
+                    (false, false) => format!("{text}{pad}"),
+                };
+                if colour && self.coloured == Some(i) {
+                    let style = style_of(&text);
+                    out.push_str(&format!("{style}{padded}{style:#}"));
+                } else {
+                    out.push_str(&padded);
+                }
+                if !last {
+                    out.push_str("  ");
+                }
+            }
+            out.trim_end().to_string()
+        };
+        std::iter::once(line(&self.header, false))
+            .chain(self.rows.iter().map(|r| line(r, colour)))
+            .collect()
+    }
+
+    /// Prints the table to standard output (colour through anstream: on a terminal only);
+    /// after each row `after(i)` runs (to print a detail of row `i` on standard error).
+    pub fn print_with(&self, mut after: impl FnMut(usize)) {
+        for (i, line) in self.render(true).iter().enumerate() {
+            let _ = writeln!(anstream::stdout().lock(), "{line}");
+            if let Some(row) = i.checked_sub(1) {
+                after(row);
+            }
+        }
+    }
+
+    /// Prints the table to standard output.
+    pub fn print(&self) {
+        self.print_with(|_| {});
+    }
+}
+
 /// Reports a command's error on standard error, made inert like every other line.
 pub fn error(error: &dyn std::fmt::Display) {
     let _ = writeln!(std::io::stderr().lock(), "{}", inert(&error.to_string()));
@@ -166,6 +267,45 @@ mod tests {
         assert_eq!(duration(125.0), "2 min 05 s");
         assert_eq!(duration(3720.0), "1 h 02 min");
         assert_eq!(duration(f64::NAN), "0.00 s");
+    }
+
+    #[test]
+    fn a_table_aligns_every_column_by_its_widest_cell_and_colour_moves_none() {
+        let mut table = super::Table::new(&["STATE", "N", "LAST"])
+            .right(1)
+            .coloured(0);
+        table.row(vec!["landed".into(), "7".into(), "x".into()]);
+        table.row(vec!["é".into(), "1234567".into(), "a longer tail".into()]);
+        table.row(vec!["cancelled".into(), "".into(), "".into()]);
+        assert_eq!(
+            table.render(false),
+            [
+                "STATE            N  LAST",
+                "landed           7  x",
+                "é          1234567  a longer tail",
+                "cancelled",
+            ]
+        );
+        // Coloured, the same text between the escapes: padding is inside the colour.
+        let plain = |line: &str| {
+            let mut out = String::new();
+            let mut escape = false;
+            for c in line.chars() {
+                match (escape, c) {
+                    (_, '\x1b') => escape = true,
+                    (true, 'm') => escape = false,
+                    (true, _) => {}
+                    (false, c) => out.push(c),
+                }
+            }
+            out
+        };
+        let coloured = table.render(true);
+        assert_ne!(coloured, table.render(false));
+        assert_eq!(
+            coloured.iter().map(|l| plain(l)).collect::<Vec<_>>(),
+            table.render(false)
+        );
     }
 
     #[test]

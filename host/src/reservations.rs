@@ -58,6 +58,9 @@ pub struct Marks {
     pub lanes: std::collections::HashSet<String>,
     /// Items cancelled (`stet rm`).
     pub cancelled: std::collections::HashSet<String>,
+    /// The ledger's commit as the remote listed it with these marks, if it has one (what
+    /// [`Remote::landed_notes`] reads, with no second round trip).
+    pub ledger: Option<String>,
 }
 
 impl Marks {
@@ -329,6 +332,7 @@ impl Remote<'_> {
         ])?;
         if let Some(ledger) = ledger {
             marks.landed.extend(self.ledger_items(&ledger)?);
+            marks.ledger = Some(ledger);
         }
         Ok(marks)
     }
@@ -395,6 +399,46 @@ impl Remote<'_> {
         let note = self.git(&["log", "-1", "--format=%s", &seen]).ok();
         let _ = self.git(&["update-ref", "-d", &seen]);
         note.map(|n| n.trim().to_string()).filter(|n| !n.is_empty())
+    }
+
+    /// What the ledger records of each of `items` that it holds: the note its landing wrote
+    /// (where it landed, and what its land step did: `land.rs`), at most 4 KiB of it (anyone
+    /// who can push wrote it). An item marked by an older drive's ref of its own has none.
+    /// `ledger` is the ledger's commit as [`Marks::ledger`] holds it; `None` asks the remote.
+    pub fn landed_notes(
+        &self,
+        items: &[&str],
+        ledger: Option<&str>,
+    ) -> Result<std::collections::HashMap<String, String>, ReservationError> {
+        const MOST: usize = 4 << 10;
+        let mut notes = std::collections::HashMap::new();
+        let ledger = match ledger {
+            Some(ledger) => Some(ledger.to_string()),
+            None => self.ledger_now()?,
+        };
+        let Some(ledger) = ledger else {
+            return Ok(notes);
+        };
+        self.have_ledger(&ledger)?;
+        for (item, meta) in self.ledger_entries(&ledger)? {
+            if !items.contains(&item.as_str()) {
+                continue;
+            }
+            let Some(oid) = meta.rsplit(' ').next() else {
+                continue;
+            };
+            let size = self
+                .git(&["cat-file", "-s", oid])
+                .ok()
+                .and_then(|s| s.trim().parse::<usize>().ok());
+            if size.is_none_or(|s| s > MOST) {
+                continue;
+            }
+            if let Ok(note) = self.git(&["cat-file", "blob", oid]) {
+                notes.insert(item, note);
+            }
+        }
+        Ok(notes)
     }
 
     /// Why each failed item failed, as its mark's message says.

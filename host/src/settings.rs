@@ -76,6 +76,9 @@ pub struct Settings {
     pub drive_check: Option<String>,
     /// The command run on the host after a lane lands (`[drive] land`).
     pub drive_land: Option<String>,
+    /// With `land = "github"`, the repository (`OWNER/REPO`) pull requests are opened in
+    /// when the push remote is a fork of it (`[drive] pull_request_repo`).
+    pub drive_pull_request_repo: Option<String>,
     /// Paths of a lane where secret shapes are expected (`[drive] secrets_allowed`).
     pub secrets_allowed: Vec<String>,
     /// How many items a drive works at once (`[drive] jobs`), when a file says.
@@ -302,6 +305,10 @@ pub fn resolve(plugins_dirs: &[PathBuf], overrides: &Overrides) -> Result<Settin
 
     let drive_check = files.iter().rev().find_map(|f| f.drive_check.clone());
     let drive_land = files.iter().rev().find_map(|f| f.drive_land.clone());
+    let drive_pull_request_repo = files
+        .iter()
+        .rev()
+        .find_map(|f| f.drive_pull_request_repo.clone());
     let drive_jobs = files.iter().rev().find_map(|f| f.drive_jobs);
     let max_file = files
         .iter()
@@ -337,6 +344,7 @@ pub fn resolve(plugins_dirs: &[PathBuf], overrides: &Overrides) -> Result<Settin
         repository_config,
         drive_check,
         drive_land,
+        drive_pull_request_repo,
         drive_jobs,
         max_file,
         secrets_allowed,
@@ -398,6 +406,10 @@ fn narrow_only(repo: &mut ConfigFile, persons: &[ConfigFile]) -> Vec<String> {
     }
     if repo.drive_land.take().is_some() {
         ignored.push("[drive] land".to_string());
+    }
+    // Where pull requests go is the person's word, as the land command is.
+    if repo.drive_pull_request_repo.take().is_some() {
+        ignored.push("[drive] pull_request_repo".to_string());
     }
     // More lanes is more agents at once, each with the sandbox limits: only fewer.
     let their_jobs = persons

@@ -36,6 +36,12 @@ pub struct Row {
     pub next: Option<&'static str>,
     /// Why its last round did not land, when one did not.
     pub reason: Option<String>,
+    /// The pull request its landing opened (or found open), as its landed record keeps it.
+    pub pull_request: Option<String>,
+    /// Why its land step failed, for `landed`: `pull request not opened: …` (`stet land ID`
+    /// makes it again).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub land_failed: Option<String>,
     /// What stet's proxy refused its calls on this clone (from their receipts): each
     /// host:port and how often.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -87,6 +93,23 @@ pub fn states(
         ),
         Err(e) => return Err(Concept::Drive.failure(e.to_string())),
     };
+    // What the landed ones' records say of their land step (a pull request, or why not).
+    let landed_here: Vec<&str> = items
+        .iter()
+        .map(|i| i.id.as_str())
+        .filter(|id| marks.landed.contains(*id))
+        .collect();
+    let records: std::collections::HashMap<String, crate::land::Recorded> =
+        if landed_here.is_empty() {
+            Default::default()
+        } else {
+            remote
+                .landed_notes(&landed_here, marks.ledger.as_deref())
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(item, note)| (item, crate::land::recorded(&note)))
+                .collect()
+        };
     // What the network wall refused each item's calls, as this clone's receipts say.
     let mut blocked: std::collections::BTreeMap<String, std::collections::BTreeMap<String, u64>> =
         Default::default();
@@ -120,8 +143,10 @@ pub fn states(
             let state = match (&remote_note, held) {
                 (Some(_), _) => "unknown",
                 (None, _) if marks.landed.contains(&item.id) => "landed",
-                (None, _) if marks.failed.contains(&item.id) => "failed",
+                // A cancel is the person's latest word: an item failed and then
+                // cancelled is cancelled (`stet retry` clears both).
                 (None, _) if marks.cancelled.contains(&item.id) => "cancelled",
+                (None, _) if marks.failed.contains(&item.id) => "failed",
                 (None, None) => "open",
                 (None, Some(h)) if h.reservation.expires_at_unix > now => "reserved",
                 (None, Some(_)) => "lapsed",
@@ -154,6 +179,14 @@ pub fn states(
                 round: checkpoints.get(&item.id).map(|c| c.round),
                 next: checkpoints.get(&item.id).map(|c| c.next.word()),
                 reason: checkpoints.get(&item.id).and_then(|c| c.reason.clone()),
+                pull_request: records
+                    .get(&item.id)
+                    .filter(|_| state == "landed")
+                    .and_then(|r| r.pull_request.clone()),
+                land_failed: records
+                    .get(&item.id)
+                    .filter(|_| state == "landed")
+                    .and_then(|r| r.failed.clone()),
                 blocked: blocked
                     .get(&item.id)
                     .map(|b| b.iter().map(|(t, n)| (t.clone(), *n)).collect())
@@ -311,14 +344,14 @@ pub enum Diff {
 
 /// The lane's change against where it branched off the base (the remote's branch lanes
 /// branch from, as this clone last fetched it: `base.rs`; the local HEAD when this clone
-/// knows none), as this clone has its branch (`None` when it is not here), bounded: what
-/// the agent committed may be large.
+/// knows none), as this clone has its branch or the remote's ([`lane_ref`]; `None` when
+/// neither has it), bounded: what the agent committed may be large.
 pub fn diff(repo: &std::path::Path, remote: &str, item: &str, which: Diff) -> Option<String> {
     /// The most of a diff `show` holds and prints.
     const SHOWN_DIFF: usize = 8 << 20;
     // The lane's branch as this clone has it; its content is the agent's, so diffed by git
     // that runs no driver, filter or textconv of its.
-    let branch = format!("refs/heads/{}", crate::lanes::branch_of(item));
+    let branch = lane_ref(repo, remote, item)?.0;
     let git = crate::git::Inert::at(repo);
     let from = crate::base::known(repo, remote).map_or_else(|| "HEAD".to_string(), |b| b.commit);
     let base = git.run(&["merge-base", &from, &branch]).ok();
@@ -352,4 +385,44 @@ pub fn diff(repo: &std::path::Path, remote: &str, item: &str, which: Diff) -> Op
         Diff::Stat => diff_of(&["--stat"]),
         Diff::Whole => diff_of(&[]),
     }
+}
+
+/// Where this clone reads `item`'s lane branch: the local `stet/<item>`, else the remote's
+/// (`<remote>/stet/<item>`, fetched when the remote has it and this clone has not: after
+/// `stet clean` removed the local branch). The ref, and its name as a person writes it.
+pub fn lane_ref(repo: &std::path::Path, remote: &str, item: &str) -> Option<(String, String)> {
+    let branch = crate::lanes::branch_of(item);
+    let local = format!("refs/heads/{branch}");
+    let tracking = format!("refs/remotes/{remote}/{branch}");
+    let have = |r: &str| {
+        crate::git::run(
+            repo,
+            &[
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                &format!("{r}^{{commit}}"),
+            ],
+        )
+        .is_ok()
+    };
+    if have(&local) {
+        return Some((local, branch));
+    }
+    if !have(&tracking) {
+        // What `git fetch <remote> stet/<item>` makes: the remote's branch, as a
+        // remote-tracking ref (objects only; nothing of it runs).
+        crate::git::run(
+            repo,
+            &[
+                "fetch",
+                "--quiet",
+                "--no-tags",
+                remote,
+                &format!("+refs/heads/{branch}:{tracking}"),
+            ],
+        )
+        .ok()?;
+    }
+    have(&tracking).then(|| (tracking, format!("{remote}/{branch}")))
 }

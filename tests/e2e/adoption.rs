@@ -595,6 +595,199 @@ fn landing_on_github_opens_a_pull_request_once_and_commits_are_the_persons() {
     );
 }
 
+/// A world whose drives land on GitHub through the stand-in `gh`, with `drive_extra` in
+/// the person's `[drive]` section; one item queued and pushed, its id returned.
+fn github_world(drive_extra: &str) -> (World, String) {
+    let mut world = world();
+    world
+        .path_prefix
+        .push(Path::new(env!("CARGO_MANIFEST_DIR")).join("stand-ins"));
+    std::fs::write(
+        world.root.path().join("home/.config/stet/config.toml"),
+        format!(
+            "[plugins.command]\nimplement = [\"{}\"]\n\n[drive]\nland = \"github\"\n{drive_extra}",
+            stand_in().display()
+        ),
+    )
+    .unwrap();
+    let added = world.run_stet(&["add", "Fix the thing\n\nfile: FIXED"]);
+    assert_eq!(added.code, 0, "{}", added.stderr);
+    git(&world.work, &["add", ".stet"]);
+    git(&world.work, &["commit", "--quiet", "-m", "queue"]);
+    git(&world.work, &["push", "--quiet", "origin", "HEAD"]);
+    let id = world.run_stet(&["queue", "--json"]).json()["items"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    (world, id)
+}
+
+#[test]
+fn a_pull_request_not_opened_fails_the_land_step_visibly_and_stet_land_opens_it() {
+    let (world, id) = github_world("");
+    let state = world.root.path().join("home/gh-stand-in");
+    std::fs::create_dir_all(&state).unwrap();
+    // gh's own words when the login may not open pull requests.
+    std::fs::write(
+        state.join("fail"),
+        "pull request create failed: GraphQL: Resource not accessible by integration (createPullRequest)\n",
+    )
+    .unwrap();
+    // doctor checks gh's login, and says what to do when it is not.
+    let doctor = world.run_stet(&["doctor", "--json"]).json();
+    assert_eq!(check(&doctor, "pull requests")["ok"], true, "{doctor:#}");
+    std::fs::write(state.join("logged-out"), "").unwrap();
+    let doctor = world.run_stet(&["doctor", "--json"]).json();
+    let gh = check(&doctor, "pull requests");
+    assert_eq!(gh["ok"], false, "{doctor:#}");
+    assert!(
+        gh["detail"].as_str().unwrap().contains("not logged in"),
+        "{doctor:#}"
+    );
+    assert!(
+        gh["remedy"].as_str().unwrap().contains("gh auth login"),
+        "{doctor:#}"
+    );
+    std::fs::remove_file(state.join("logged-out")).unwrap();
+
+    let out = world.run_stet(&["drive", "--yes"]);
+    // The consent screen said where pull requests go.
+    assert!(
+        out.stderr
+            .contains("  land:     a pull request per landed lane, opened with gh in "),
+        "{}",
+        out.stderr
+    );
+    // The work ran and is not done: 4, as for an item given up.
+    assert_eq!(out.code, 4, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(&format!(
+            "{id}: landed on origin as stet/{id}, pull request not opened: gh pr create failed (exit status: 1): pull request create failed: GraphQL: Resource not accessible by integration (createPullRequest); the branch is kept (stet land {id} makes the land step again)"
+        )),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr
+            .contains("landed 1, 1 item without its land step"),
+        "{}",
+        out.stderr
+    );
+    // The branch is kept on the remote; the item's record says why.
+    let remote = world.root.path().join("remote.git");
+    assert!(!git(
+        &remote,
+        &["rev-parse", "--verify", &format!("refs/heads/stet/{id}")]
+    )
+    .trim()
+    .is_empty());
+    let item = &world.run_stet(&["queue", "--json"]).json()["items"][0];
+    assert_eq!(item["state"], "landed", "{item:#}");
+    assert_eq!(item["pull_request"], serde_json::Value::Null, "{item:#}");
+    assert!(
+        item["land_failed"]
+            .as_str()
+            .unwrap()
+            .starts_with("pull request not opened: gh pr create failed"),
+        "{item:#}"
+    );
+    let shown = world.run_stet(&["show", &id]);
+    assert!(
+        shown.stdout.contains(&format!(
+            "state: landed — stet/{id}, pull request not opened: gh pr create failed"
+        )),
+        "{}",
+        shown.stdout
+    );
+
+    // Failing again: exit 4, the record still says why.
+    let again = world.run_stet(&["land", &id]);
+    assert_eq!(again.code, 4, "{}", again.stderr);
+    assert!(
+        again.stderr.contains("pull request not opened"),
+        "{}",
+        again.stderr
+    );
+    let create = gh_calls(&world)
+        .into_iter()
+        .rfind(|c| c[..2] == ["pr", "create"])
+        .unwrap();
+    assert_eq!(
+        after(&create, "--head"),
+        Some(format!("stet/{id}").as_str())
+    );
+    assert_eq!(after(&create, "--repo"), None);
+
+    // Mended: `stet land` opens it and the record keeps its address.
+    std::fs::remove_file(state.join("fail")).unwrap();
+    let landed = world.run_stet(&["land", &id]);
+    assert_eq!(landed.code, 0, "{}", landed.stderr);
+    let url = "https://github.test/owner/repo/pull/1";
+    assert_eq!(landed.stdout, format!("{id}: opened pull request {url}\n"));
+    let item = &world.run_stet(&["queue", "--json"]).json()["items"][0];
+    assert_eq!(item["pull_request"], url, "{item:#}");
+    assert!(item.get("land_failed").is_none(), "{item:#}");
+    assert_eq!(
+        world.run_stet(&["show", "--json", &id]).json()["pull_request"],
+        url
+    );
+    let queue = world.run_stet(&["queue"]);
+    assert!(
+        queue
+            .stdout
+            .contains(&format!("stet/{id}, pull request {url}")),
+        "{}",
+        queue.stdout
+    );
+    // Asked again: already so.
+    let twice = world.run_stet(&["land", &id]);
+    assert_eq!(twice.code, 0, "{}", twice.stderr);
+    assert_eq!(
+        twice.stdout,
+        format!("{id}: its pull request is {url} already\n")
+    );
+}
+
+#[test]
+fn a_forks_pull_request_is_opened_in_the_base_repository_with_an_owner_head() {
+    let (world, id) = github_world("pull_request_repo = \"upstream/project\"\n");
+    let out = world.run_stet(&["drive", "--yes"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("opened with gh in upstream/project (from the fork "),
+        "{}",
+        out.stderr
+    );
+    // The push remote's owner: the directory holding it, for a remote given by its path.
+    let owner = world
+        .root
+        .path()
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let calls = gh_calls(&world);
+    let list = calls.iter().find(|c| c[..2] == ["pr", "list"]).unwrap();
+    assert_eq!(after(list, "--repo"), Some("upstream/project"));
+    assert_eq!(after(list, "--head"), Some(format!("stet/{id}").as_str()));
+    let create = calls.iter().find(|c| c[..2] == ["pr", "create"]).unwrap();
+    assert_eq!(after(create, "--repo"), Some("upstream/project"));
+    assert_eq!(
+        after(create, "--head"),
+        Some(format!("{owner}:stet/{id}").as_str())
+    );
+    let item = &world.run_stet(&["queue", "--json"]).json()["items"][0];
+    assert_eq!(
+        item["pull_request"], "https://github.test/upstream/project/pull/1",
+        "{item:#}"
+    );
+    // A second landing of the same branch finds it by the fork's owner.
+    let land = world.run_stet(&["land", &id]);
+    assert_eq!(land.code, 0, "{}", land.stderr);
+    assert!(land.stdout.contains("already"), "{}", land.stdout);
+}
+
 /// Waits until the implement call of `id` (an item saying `implement: until GO`) runs and
 /// waits for its gate: its log says so. An event, not a time: the drive is at that point.
 fn waiting_for_go(world: &World, id: &str) {
@@ -687,7 +880,10 @@ fn show_tells_an_items_story_round_by_round_by_any_unique_start_of_its_id() {
     );
     assert!(shown.contains("      │ checking TWICE"), "{shown}");
     assert!(
-        shown.contains(&format!("stet/{} against its base:\n", ids[0])),
+        shown.contains(&format!(
+            "stet/{} against its base (stet show --diff",
+            ids[0]
+        )),
         "{shown}"
     );
     assert!(shown.contains(" TWICE | 2 ++"), "{shown}");
@@ -716,7 +912,7 @@ fn show_tells_an_items_story_round_by_round_by_any_unique_start_of_its_id() {
     );
     assert!(
         other.stdout.contains(&format!(
-            "the lane's branch stet/{} is not on this clone",
+            "the lane's branch stet/{} is neither on this clone nor on origin",
             ids[1]
         )),
         "{}",
@@ -724,11 +920,14 @@ fn show_tells_an_items_story_round_by_round_by_any_unique_start_of_its_id() {
     );
     // Retry takes a start of an id too.
     let retry = world.run_stet(&["retry", &ids[1][..common.len() + 1]]);
-    assert_eq!(retry.code, 2, "{}", retry.stderr);
+    assert_eq!(retry.code, 0, "{}", retry.stderr);
     assert!(
-        retry.stderr.contains(&format!("{} has not failed", ids[1])),
+        retry.stdout.contains(&format!(
+            "{} is neither failed nor cancelled already",
+            ids[1]
+        )),
         "{}",
-        retry.stderr
+        retry.stdout
     );
 }
 
@@ -759,6 +958,20 @@ fn log_prints_the_latest_call_and_follows_the_items_calls_while_a_drive_works_it
     // The implement call is running (it waits for GO): its receipt exists and says so.
     let gate = world.work.join(format!(".git/stet/lanes/{id}/work/GO"));
     waiting_for_go(&world, id);
+    // While the drive works it, status says so (not that a next drive takes it up).
+    let status = world.run_stet(&["status"]);
+    assert!(
+        status
+            .stdout
+            .contains(&format!("  stet/{id} — being worked by ")),
+        "{}",
+        status.stdout
+    );
+    assert!(
+        !status.stdout.contains("next stet drive"),
+        "{}",
+        status.stdout
+    );
     let mut follow = world
         .stet(&["log", &id[..12], "-f"])
         .stdout(std::process::Stdio::piped())
@@ -890,7 +1103,11 @@ fn rm_cancels_an_item_for_every_clone_and_stops_a_lane_working_it_at_its_next_mo
     assert!(
         listed
             .stdout
-            .contains(&format!("cancelled never-mind  {}", ids[1])),
+            .lines()
+            .any(|l| l
+                .split_whitespace()
+                .take(3)
+                .eq(["cancelled", "never-mind", ids[1].as_str()])),
         "{}",
         listed.stdout
     );
@@ -1116,10 +1333,25 @@ fn output_people_read_headers_newest_first_colour_on_a_terminal_only_quiet_and_v
     // Headers; colour only when asked for a terminal's sake, never in a pipe.
     let plain = world.run_stet(&["queue"]);
     assert!(
-        plain.stdout.starts_with("STATE     HANDLE "),
+        plain
+            .stdout
+            .split_whitespace()
+            .take(4)
+            .eq(["STATE", "HANDLE", "ID", "TITLE"]),
         "{}",
         plain.stdout
     );
+    // Every row's columns start where the header's do (widths by the widest cell).
+    let header = plain.stdout.lines().next().unwrap();
+    let (id_at, title_at) = (
+        header.find(" ID").unwrap() + 1,
+        header.find("TITLE").unwrap(),
+    );
+    for (row, id) in plain.stdout.lines().skip(1).zip(&ids) {
+        assert_eq!(row.find(id.as_str()), Some(id_at), "{}", plain.stdout);
+        assert_eq!(&row[title_at - 2..title_at], "  ", "{}", plain.stdout);
+        assert_ne!(&row[title_at..title_at + 1], " ", "{}", plain.stdout);
+    }
     assert!(!plain.stdout.contains('\u{1b}'), "{:?}", plain.stdout);
     let mut forced = world.stet(&["queue"]);
     forced.env("CLICOLOR_FORCE", "1");
@@ -1199,7 +1431,10 @@ fn output_people_read_headers_newest_first_colour_on_a_terminal_only_quiet_and_v
         .run_stet(&["queue"])
         .stdout
         .lines()
-        .any(|l| l.starts_with("landed    third-thing ") && l.contains(&ids[0])));
+        .any(|l| l
+            .split_whitespace()
+            .take(3)
+            .eq(["landed", "third-thing", ids[0].as_str()])));
 }
 
 /// Two finished items that did not land: one given up (marked failed after its one

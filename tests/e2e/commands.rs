@@ -328,13 +328,24 @@ fn a_repository_from_init_through_a_drive_to_clean() {
     p.snap("receipts_of_one_item", &["receipts", "--item", &landing]);
     p.snap("receipts_last_json", &["receipts", "--last", "1", "--json"]);
     p.snap("receipts_verbose", &["-v", "receipts", "--last", "1"]);
+    p.snap("receipts_last_0", &["receipts", "--last", "0"]);
+    p.snap("land_without_a_land_step", &["land", &landing]);
     p.snap("status", &["status"]);
     p.snap("status_json", &["status", "--json"]);
+    // Failed, then cancelled: the person's latest word shows, and retry clears both.
+    p.snap("rm_of_a_failed_item", &["rm", &failing]);
+    p.snap("rm_again", &["rm", &failing]);
+    p.snap("show_a_failed_then_cancelled_item", &["show", &failing]);
+    p.snap("status_of_a_cancelled_lane", &["status"]);
     p.snap("retry", &["retry", &failing]);
+    p.snap("retry_again", &["retry", &failing]);
     p.snap("queue_json_after_retry", &["queue", "--json"]);
     p.snap("drive_quiet", &["-q", "drive", "--yes", "--rounds", "1"]);
     p.snap("clean_json", &["clean", "--json"]);
     p.snap("clean_with_nothing_left", &["clean"]);
+    // The local branch is gone: show reads the remote's.
+    p.snap("show_after_clean", &["show", &landing]);
+    p.snap("show_diff_after_clean", &["show", "--diff", &landing]);
     p.snap("trust_revoke", &["trust", "--revoke"]);
 }
 

@@ -36,6 +36,7 @@ pub fn run(settings: &Settings, args: &DoctorArgs, printer: Printer) -> Result<E
     checks.extend(doctor::harness(&harness));
     if let Some(repo) = &repo {
         checks.push(doctor::disk(settings, repo));
+        checks.extend(doctor::pull_requests(settings, repo));
     }
     let ready = checks.iter().all(|c| c.ok);
     if args.json {

@@ -57,7 +57,10 @@ pub fn run(settings: &Settings, args: &DriveArgs, printer: Printer) -> Result<Ex
             .as_secs()
             .max(1),
         follow: args.follow,
-        land: settings.drive_land.clone(),
+        land: settings
+            .drive_land
+            .as_deref()
+            .map(|land| crate::land::How::of(land, settings.drive_pull_request_repo.as_deref())),
     };
     Ok(drive::run(settings, &options, printer)?.into())
 }

@@ -21,7 +21,9 @@ pub enum Exit {
     /// walls not holding, a drive's usage limit that resets later than its outage limit.
     Unusable,
     /// 4: the work ran and was not done: a drive gave some items up (each is marked failed
-    /// on the remote with why; `stet queue` shows it), or `ask`'s agent failed its task.
+    /// on the remote with why; `stet queue` shows it) or landed some whose land step failed
+    /// (a pull request not opened: `stet land ID`, which exits 4 too when it fails again),
+    /// or `ask`'s agent failed its task.
     GaveUp,
     /// 128+N: the command stopped because of signal N (130 for Ctrl-C).
     Signal(i32),

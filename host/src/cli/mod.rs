@@ -217,7 +217,8 @@ pub enum Command {
     /// no temporary directory behind.
     ///
     /// Exit status: 0 when every item it took landed (or nothing was eligible); 4 when it
-    /// gave some up; 3 when nothing could run (the image lacks the check's program, the
+    /// gave some up, or landed some whose land step failed (a pull request not opened: the
+    /// work ran and is not done; stet land ID makes it again); 3 when nothing could run (the image lacks the check's program, the
     /// walls do not hold or cannot be proven, the model API refused the login: log in
     /// again, an outage lasted its limit, the remote stayed away, a usage limit resets later than
     /// --outage-limit from now: run stet drive again after the reset it names); 2 bad
@@ -341,7 +342,22 @@ pub enum Command {
 
     /// Take a failed or cancelled item up again: clears its mark on the remote, so the next
     /// drive works it (resuming its lane when one was pushed).
+    ///
+    /// Clears a failed mark and a cancelled one alike (it un-cancels). Of an item neither
+    /// failed nor cancelled it says so and exits 0, as `stet rm` does of one cancelled
+    /// already; a landed item is refused (exit 2).
     Retry(RetryArgs),
+
+    /// Make a landed item's land step again: the pull request (`[drive] land = "github"`)
+    /// or land command that failed when its drive landed it.
+    ///
+    /// The lane's branch stays pushed when its land step fails; the item shows "landed, pull
+    /// request not opened: why" until this succeeds. The land command runs with
+    /// STET_LAND_RETRY=1; an open pull request for the branch is reused. Of an item whose
+    /// pull request is recorded it says so and exits 0. Exit status: 0 when the land step
+    /// succeeded (or had already); 4 when it failed again (the item's record says why); 2
+    /// for an item not landed or no [drive] land set; 3 when the remote did not answer.
+    Land(LandArgs),
 
     /// Summarise this clone: the queue, lanes kept here, the receipts by outcome, the last
     /// agent call.
@@ -676,6 +692,10 @@ pub struct StatusArgs {
     /// Print JSON instead of lines.
     #[arg(long)]
     pub json: bool,
+
+    /// The remote whose marks and reservations say what becomes of the lanes here.
+    #[arg(long, default_value = "origin", value_name = "NAME")]
+    pub remote: String,
 }
 
 #[derive(Debug, Args)]
@@ -790,6 +810,17 @@ pub struct MergeArgs {
     pub id: String,
 
     /// The remote whose branch is merged when there is no local one.
+    #[arg(long, default_value = "origin", value_name = "NAME")]
+    pub remote: String,
+}
+
+#[derive(Debug, Args)]
+pub struct LandArgs {
+    /// The item's id, or a unique start of it.
+    #[arg(value_name = "ID")]
+    pub id: String,
+
+    /// The remote the item's branch is pushed to and its marks live on.
     #[arg(long, default_value = "origin", value_name = "NAME")]
     pub remote: String,
 }
@@ -1084,6 +1115,7 @@ fn run(cli: Cli, printer: Printer) -> Result<Exit, CliError> {
         Command::Shell(args) => lane::shell(&settings, &args, printer),
         Command::Ask(args) => ask::run(&settings, &args, printer),
         Command::Drive(args) => drive::run(&settings, &args, printer),
+        Command::Land(args) => queue::land(&settings, &args, printer),
         Command::Init => init::run(&settings, printer),
         Command::Doctor(args) => doctor::run(&settings, &args, printer),
         Command::Walls(args) => walls::run(&settings, &args, printer),

@@ -47,7 +47,7 @@ pub fn run(settings: &Settings, args: &ListArgs, printer: Printer) -> Result<Exi
     if entries.is_empty() {
         return Err(discovery::none_found(&settings.plugins.search_path).into());
     }
-    printer.out(&table(&entries));
+    print_table(printer, &entries);
     printer.out("");
     printer.out("searched, in order:");
     for dir in &settings.plugins.search_path {
@@ -102,45 +102,24 @@ fn entry(found: &Found, host: &semver::Version) -> Entry {
     }
 }
 
-fn table(entries: &[Entry]) -> String {
-    let rows: Vec<[String; 6]> = entries
-        .iter()
-        .map(|e| {
-            [
-                e.name.clone(),
-                e.kind.unwrap_or("-").to_string(),
-                e.version.clone().unwrap_or_else(|| "-".into()),
-                e.api.clone().unwrap_or_else(|| "-".into()),
-                e.status.to_string(),
-                e.dir.clone(),
-            ]
-        })
-        .collect();
-    let header = ["NAME", "KIND", "VERSION", "API", "STATUS", "PATH"].map(String::from);
-    let widths: Vec<usize> = (0..6)
-        .map(|i| {
-            rows.iter()
-                .chain([&header])
-                .map(|r| r[i].len())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let line = |row: &[String; 6]| {
-        row.iter()
-            .zip(&widths)
-            .map(|(cell, w)| format!("{cell:<w$}"))
-            .collect::<Vec<_>>()
-            .join("  ")
-            .trim_end()
-            .to_string()
-    };
-    let mut out = vec![line(&header)];
-    for (row, entry) in rows.iter().zip(entries) {
-        out.push(line(row));
-        if let Some(detail) = &entry.detail {
-            out.push(format!("  └ {detail}"));
-        }
+/// The table of plugins, through the one table printer; a refused plugin's detail under
+/// its row.
+fn print_table(printer: Printer, entries: &[Entry]) {
+    let mut table =
+        crate::printer::Table::new(&["NAME", "KIND", "VERSION", "API", "STATUS", "PATH"]);
+    for e in entries {
+        table.row(vec![
+            e.name.clone(),
+            e.kind.unwrap_or("-").to_string(),
+            e.version.clone().unwrap_or_else(|| "-".into()),
+            e.api.clone().unwrap_or_else(|| "-".into()),
+            e.status.to_string(),
+            e.dir.clone(),
+        ]);
     }
-    out.join("\n")
+    table.print_with(|i| {
+        if let Some(detail) = entries.get(i).and_then(|e| e.detail.as_ref()) {
+            printer.out(&format!("  └ {detail}"));
+        }
+    });
 }

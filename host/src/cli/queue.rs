@@ -143,31 +143,19 @@ pub fn list(args: &QueueArgs, printer: Printer) -> Result<Exit, CliError> {
         return Ok(exit);
     }
     if rows.is_empty() {
-        printer.out("the queue is empty (add an item: stet add \"what to do\")");
+        printer.out("the queue is empty: stet add \"what to do\" adds an item (then commit and push .stet/queue)");
         return Ok(exit);
     }
-    let width = rows.iter().map(|r| r.id.len()).max().unwrap_or(2);
-    let handles = rows
-        .iter()
-        .map(|r| r.handle.len())
-        .max()
-        .unwrap_or(6)
-        .max(6);
-    printer.out(&format!(
-        "{:<10}{:<handles$}  {:<width$}  TITLE",
-        "STATE", "HANDLE", "ID"
-    ));
+    let mut table = crate::printer::Table::new(&["STATE", "HANDLE", "ID", "TITLE"]).coloured(0);
     for row in &rows {
-        let detail = detail_of(row);
-        printer.out_state(
-            &row.state,
-            10,
-            &format!(
-                "{:<handles$}  {:<width$}  {}{detail}",
-                row.handle, row.id, row.title
-            ),
-        );
+        table.row(vec![
+            row.state.clone(),
+            row.handle.clone(),
+            row.id.clone(),
+            format!("{}{}", row.title, detail_of(row)),
+        ]);
     }
+    table.print();
     Ok(exit)
 }
 
@@ -189,7 +177,18 @@ fn detail_of(row: &Row) -> String {
             row.why.as_deref().unwrap_or("no reason recorded"),
             row.id
         ),
-        ("landed", ..) => format!(" — {}", crate::lanes::branch_of(&row.id)),
+        ("landed", ..) => match (&row.pull_request, &row.land_failed) {
+            (Some(url), _) => format!(
+                " — {}, pull request {url}",
+                crate::lanes::branch_of(&row.id)
+            ),
+            (None, Some(why)) => format!(
+                " — {}, {why} (stet land {} makes it again)",
+                crate::lanes::branch_of(&row.id),
+                row.id
+            ),
+            (None, None) => format!(" — {}", crate::lanes::branch_of(&row.id)),
+        },
         ("cancelled", ..) => format!(
             " — no drive takes it until stet retry {} (stet clean removes what it left here)",
             row.id
@@ -260,10 +259,27 @@ pub fn retry(args: &RetryArgs, printer: Printer) -> Result<Exit, CliError> {
             ));
             Ok(Exit::Success)
         }
-        Ok(_) => Err(CliError::usage(format!(
-            "{id} has not failed and is not cancelled"
-        ))
-        .hint("only a failed or cancelled item can be retried; stet queue shows each item's state")),
+        // Asked twice, or of an item no mark keeps off a drive: already so, as `stet rm`
+        // of a cancelled item is (a landed item alone is refused: nothing undoes a landing).
+        Ok(_) => match remote.marks_for(&id) {
+            Ok(marks) if marks.landed.contains(&id) => Err(CliError::usage(format!(
+                "{id} has landed; there is nothing to retry"
+            ))
+            .hint(format!(
+                "stet show {id} tells where it landed; add a new item for more work on it"
+            ))),
+            Ok(_) => {
+                printer.out(&format!(
+                    "{id} is neither failed nor cancelled already: the next stet drive takes it up"
+                ));
+                Ok(Exit::Success)
+            }
+            Err(e) => Err(
+                CliError::new(Exit::Unusable, "the remote cannot be reached")
+                    .caused_by(e.to_string())
+                    .hint("check the network and the remote, then run stet retry again"),
+            ),
+        },
         Err(e) => Err(
             CliError::new(Exit::Unusable, "the remote cannot be reached")
                 .caused_by(e.to_string())
@@ -350,6 +366,33 @@ pub fn show(args: &super::ShowArgs, printer: Printer) -> Result<Exit, CliError> 
             Exit::Success
         });
     }
+    // --diff asks for the change alone (to read, or to pipe to `git apply`): the story is
+    // what `stet show` without it prints.
+    if args.diff {
+        match &diff {
+            Some(diff) if !diff.is_empty() => printer.out(diff),
+            Some(_) => printer.note(&format!(
+                "{} holds no change against its base",
+                crate::lanes::branch_of(&item.id)
+            )),
+            None => {
+                return Err(CliError::usage(format!(
+                    "the lane's branch {} is neither on this clone nor on {}",
+                    crate::lanes::branch_of(&item.id),
+                    args.remote
+                ))
+                .hint(format!(
+                    "stet show {} tells where the item is; a lane has a branch once a drive pushed its work",
+                    item.id
+                )))
+            }
+        }
+        return Ok(if remote_note.is_some() {
+            Exit::Unusable
+        } else {
+            Exit::Success
+        });
+    }
     printer.out(&format!("{}  {}", item.id, item.title));
     printer.out(&format!("handle: {}", item.handle));
     printer.out(&format!("state: {}{}", row.state, detail_of(&row)));
@@ -413,31 +456,28 @@ pub fn show(args: &super::ShowArgs, printer: Printer) -> Result<Exit, CliError> 
         }
     }
     printer.out("");
-    match (&diff_stat, &diff) {
-        (_, Some(diff)) => printer.out(diff),
-        (Some(stat), None) if !stat.is_empty() => {
+    // The branch as this clone reads it: its own, or the remote's after `stet clean`.
+    let shown = story::lane_ref(&repo, &args.remote, &item.id)
+        .map(|(_, name)| name)
+        .unwrap_or_else(|| crate::lanes::branch_of(&item.id));
+    match &diff_stat {
+        Some(stat) if !stat.is_empty() => {
             printer.out(&format!(
-                "{} against its base:",
-                crate::lanes::branch_of(&item.id)
+                "{shown} against its base (stet show --diff {} prints the whole diff):",
+                item.id
             ));
             printer.out(stat);
         }
-        (Some(_), None) => printer.out(&format!(
-            "{} holds no change against its base",
-            crate::lanes::branch_of(&item.id)
-        )),
-        (None, _) => printer.out(&format!(
-            "the lane's branch {} is not on this clone{}",
+        Some(_) => printer.out(&format!("{shown} holds no change against its base")),
+        None if remote_note.is_some() => printer.out(&format!(
+            "the lane's branch {} is not on this clone, and {} did not answer",
             crate::lanes::branch_of(&item.id),
-            if row.lane.is_some() {
-                format!(
-                    " (it is on the remote: git fetch {} {})",
-                    args.remote,
-                    crate::lanes::branch_of(&item.id)
-                )
-            } else {
-                String::new()
-            }
+            args.remote
+        )),
+        None => printer.out(&format!(
+            "the lane's branch {} is neither on this clone nor on {}: no drive pushed a change of it yet",
+            crate::lanes::branch_of(&item.id),
+            args.remote
         )),
     }
     Ok(if remote_note.is_some() {
@@ -854,4 +894,110 @@ pub fn clean(args: &super::CleanArgs, printer: Printer) -> Result<Exit, CliError
         );
     }
     Ok(Exit::Success)
+}
+
+/// `stet land ID`: makes a landed item's land step again (its pull request, or the land
+/// command), when its drive's failed; records what it did in the item's landed record.
+pub fn land(
+    settings: &crate::settings::Settings,
+    args: &super::LandArgs,
+    printer: Printer,
+) -> Result<Exit, CliError> {
+    let repo = repo()?;
+    let (items, _) = queue::read(&repo);
+    let item = resolve(&items, &args.id)?;
+    let id = item.id.clone();
+    let remote = Remote {
+        repo: &repo,
+        name: &args.remote,
+    };
+    let unreachable = |e: ReservationError| {
+        CliError::new(Exit::Unusable, "the remote cannot be reached")
+            .caused_by(e.to_string())
+            .hint("check the network and the remote, then run stet land again")
+    };
+    let Some(land) = settings.drive_land.as_deref() else {
+        return Err(CliError::usage("no land step is set: no configuration file stet acts on sets [drive] land")
+            .hint("set [drive] land = \"github\" (or a command) in your config.toml, or in stet.toml and stet trust it"));
+    };
+    let how = crate::land::How::of(land, settings.drive_pull_request_repo.as_deref());
+    if !remote
+        .marks_for(&id)
+        .map_err(unreachable)?
+        .landed
+        .contains(&id)
+    {
+        return Err(CliError::usage(format!(
+            "{id} has not landed: there is no land step to make again"
+        ))
+        .hint("stet drive lands it (its land step runs then); stet queue shows its state"));
+    }
+    let note = remote
+        .landed_notes(&[id.as_str()], None)
+        .map_err(unreachable)?
+        .remove(&id)
+        .unwrap_or_default();
+    let before = crate::land::recorded(&note);
+    if let Some(url) = &before.pull_request {
+        printer.out(&format!("{id}: its pull request is {url} already"));
+        return Ok(Exit::Success);
+    }
+    let branch = crate::lanes::branch_of(&id);
+    let Some(base) = crate::base::known(&repo, &args.remote) else {
+        return Err(CliError::usage(format!(
+            "this clone knows no branch of {} that lanes branch from",
+            args.remote
+        ))
+        .hint(format!(
+            "git fetch {}, then run stet land again",
+            args.remote
+        )));
+    };
+    let (receipts, _) = crate::receipts::read_all(&repo);
+    let outcome = crate::land::land(
+        &crate::land::Landing {
+            repo: &repo,
+            item,
+            branch: &branch,
+            base: &base.branch,
+            remote: &args.remote,
+            again: true,
+        },
+        &how,
+        &receipts,
+    );
+    // The record's first line (where it landed) stays; what the land step did is new.
+    let landed = note
+        .lines()
+        .next()
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .unwrap_or_else(|| format!("landed {branch}"));
+    let record = crate::land::record(&landed, &outcome, Some(&how));
+    remote.mark_landed(&id, &record).map_err(unreachable)?;
+    match outcome {
+        Ok(Some(pr)) if pr.reused => {
+            printer.out(&format!(
+                "{id}: pull request {} was open for {branch} already",
+                pr.url
+            ));
+            Ok(Exit::Success)
+        }
+        Ok(Some(pr)) => {
+            printer.out(&format!("{id}: opened pull request {}", pr.url));
+            Ok(Exit::Success)
+        }
+        Ok(None) => {
+            printer.out(&format!("{id}: the land command succeeded"));
+            Ok(Exit::Success)
+        }
+        Err(why) => Err(CliError::new(
+            Exit::GaveUp,
+            format!(
+                "{id}: {}; the branch {branch} stays pushed",
+                crate::land::recorded(&record).failed.unwrap_or(why)
+            ),
+        )
+        .hint(format!("fix what it says, then run stet land {id} again"))),
+    }
 }

@@ -52,37 +52,54 @@ pub fn run(args: &ReceiptsArgs, printer: Printer) -> Result<Exit, CliError> {
         return Ok(Exit::Success);
     }
     if all.is_empty() {
-        printer.out(if args.item.is_some() {
-            "no receipts of that item in this clone"
-        } else {
-            "no receipts yet in this clone"
+        // Said as what would fill the listing: no receipt was asked for, or none is here yet.
+        printer.out(match (args.last, &args.item) {
+            (Some(0), _) => "no receipts shown: --last 0 asks for none (--last N shows the newest N)",
+            (_, Some(_)) => "no receipts of that item in this clone: a drive on this clone makes them as it works it",
+            (_, None) => "no receipts yet in this clone: stet drive (or stet ask) makes one per agent call and check",
         });
         return Ok(Exit::Success);
     }
-    printer.out(&format!(
-        "{:<20}  {:<9} {:<13} {:>10} {:>9}  ITEM  RUNTIME/HARNESS",
-        "STARTED", "ROLE", "OUTCOME", "TIME", "COST"
-    ));
+    let mut table = crate::printer::Table::new(&[
+        "STARTED",
+        "ROLE",
+        "OUTCOME",
+        "TIME",
+        "COST",
+        "ITEM",
+        "RUNTIME/HARNESS",
+    ])
+    .right(3)
+    .right(4)
+    .coloured(2);
     for r in &all {
-        let when = crate::printer::rfc3339_ms(r.started_unix_ms);
         let cost = r
             .cost_usd
             .map(|c| format!("${c:.4}"))
             .unwrap_or_else(|| "-".into());
         let item = if r.item.is_empty() {
-            "-"
+            "-".to_string()
         } else {
-            r.item.as_str()
+            r.item.clone()
         };
         let time = crate::printer::duration(
             r.ended_unix_ms.saturating_sub(r.started_unix_ms) as f64 / 1000.0,
         );
-        printer.out(&format!(
-            "{when:<20}  {:<9} {:<13} {time:>10} {cost:>9}  {item}  {}/{}",
-            r.role, r.outcome, r.runtime.name, r.harness.name
-        ));
-        printer.detail(&format!("    {} — log {}", r.detail, r.log.display()));
+        table.row(vec![
+            crate::printer::rfc3339_ms(r.started_unix_ms),
+            r.role.to_string(),
+            r.outcome.to_string(),
+            time,
+            cost,
+            item,
+            format!("{}/{}", r.runtime.name, r.harness.name),
+        ]);
     }
+    table.print_with(|i| {
+        if let Some(r) = all.get(i) {
+            printer.detail(&format!("    {} — log {}", r.detail, r.log.display()));
+        }
+    });
     Ok(Exit::Success)
 }
 
@@ -199,10 +216,10 @@ pub fn status(args: &StatusArgs, printer: Printer) -> Result<Exit, CliError> {
         }
     ));
     if !status.lanes_here.is_empty() {
-        printer.out(&format!(
-            "lanes on this clone: {} — the next `stet drive` takes them up",
-            status.lanes_here.join(", ")
-        ));
+        printer.out("lanes on this clone:");
+        for line in lanes_here_now(&repo, &args.remote) {
+            printer.out(&format!("  {line}"));
+        }
     }
     let tally: Vec<String> = status
         .outcomes
@@ -239,4 +256,57 @@ pub fn status(args: &StatusArgs, printer: Printer) -> Result<Exit, CliError> {
         ));
     }
     Ok(Exit::Success)
+}
+
+/// Each lane kept on this clone with what becomes of it, by its item's state as the remote
+/// says (a drive takes up only an open or lapsed item; a failed or cancelled one waits for
+/// `stet retry`; a reserved one is being worked now).
+fn lanes_here_now(repo: &std::path::Path, remote: &str) -> Vec<String> {
+    let kept = crate::lanes::kept(repo);
+    let (items, _) = crate::queue::read(repo);
+    let ours: Vec<crate::queue::Item> =
+        items.into_iter().filter(|i| kept.contains(&i.id)).collect();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let rows = crate::story::states(repo, &ours, remote, now)
+        .map(|(rows, _)| rows)
+        .unwrap_or_default();
+    kept.iter()
+        .map(|id| {
+            let branch = crate::lanes::branch_of(id);
+            let Some(row) = rows.iter().find(|r| r.id == *id) else {
+                return format!(
+                    "{branch} — its item's file is not in the queue here; stet clean removes the lane once the remote marks it finished"
+                );
+            };
+            let what = match row.state.as_str() {
+                "reserved" => format!(
+                    "being worked by {}{} — stet log -f {id} follows it",
+                    row.holder.as_deref().unwrap_or("a drive"),
+                    row.stage
+                        .as_deref()
+                        .map(|s| format!(" at {s}"))
+                        .unwrap_or_default()
+                ),
+                "lapsed" => {
+                    "left by a drive that stopped; the next stet drive takes it up".to_string()
+                }
+                "open" => "waiting; the next stet drive takes it up".to_string(),
+                "failed" => format!(
+                    "failed ({}); stet retry {id} takes it up again",
+                    row.why.as_deref().unwrap_or("no reason recorded")
+                ),
+                "cancelled" => format!(
+                    "cancelled; stet retry {id} takes it up again, stet clean removes the lane"
+                ),
+                "landed" => "landed; stet clean removes the lane".to_string(),
+                _ => format!(
+                    "state unknown: {remote} did not answer (stet queue tells once it does)"
+                ),
+            };
+            format!("{branch} — {what}")
+        })
+        .collect()
 }

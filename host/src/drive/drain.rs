@@ -123,7 +123,7 @@ impl Drive<'_> {
             Ended::Unusable
         } else if self.stop.requested() {
             self.stopped_exit()
-        } else if tally.gave_up.is_empty() {
+        } else if tally.gave_up.is_empty() && tally.land_failed.is_empty() {
             Ended::Done
         } else {
             Ended::GaveUp
@@ -164,6 +164,12 @@ impl Drive<'_> {
             .filter_map(|r| r.cost_usd)
             .fold(0.0, |a, b| a + b);
         let mut counts = vec![format!("landed {}", tally.landed.len())];
+        if !tally.land_failed.is_empty() {
+            counts.push(format!(
+                "{} without its land step",
+                crate::printer::count(tally.land_failed.len(), "item", "items")
+            ));
+        }
         if !tally.gave_up.is_empty() {
             counts.push(format!("gave up on {}", tally.gave_up.len()));
         }
@@ -182,6 +188,11 @@ impl Drive<'_> {
                 "landed:   ",
                 &tally.landed,
                 "stet show ID tells each one's story",
+            ),
+            (
+                "land step failed:",
+                &tally.land_failed,
+                "stet land ID makes it again; stet show ID says why",
             ),
             (
                 "given up: ",
@@ -307,7 +318,7 @@ impl Worker<'_, '_> {
             // Only a landed item is followed by the one made ahead: any other end keeps
             // the queue's order (the item may be taken again), and a wait would hold the
             // next one's sandbox idle.
-            if !matches!(end, ItemEnd::Landed) {
+            if !matches!(end, ItemEnd::Landed | ItemEnd::LandFailed(_)) {
                 if let Some(made) = pending.take() {
                     next.let_go(made);
                 }
@@ -412,6 +423,21 @@ impl Worker<'_, '_> {
                     crate::lanes::branch_of(&item.id)
                 );
                 self.drive.show_overall();
+            }
+            ItemEnd::LandFailed(why) => {
+                {
+                    let mut tally = self.drive.tally();
+                    tally.landed.push(item.id.clone());
+                    tally.land_failed.push(item.id.clone());
+                    tally.done.insert(item.id.clone());
+                }
+                self.drive.progress.warn(&format!(
+                    "{}: landed on {} as {}, {why}; the branch is kept (stet land {} makes the land step again)",
+                    item.id,
+                    self.drive.options.remote,
+                    crate::lanes::branch_of(&item.id),
+                    item.id
+                ));
             }
             ItemEnd::GaveUp(why) => {
                 // Marked failed on the remote, with why, by the lane.

@@ -63,7 +63,8 @@ use crate::walls;
 pub enum Ended {
     /// Every item taken landed (or there was nothing to take).
     Done,
-    /// The work ran and some items were given up (each marked failed on the remote).
+    /// The work ran and some items were given up (each marked failed on the remote), or
+    /// landed without their land step (a pull request not opened: `stet land ID`).
     GaveUp,
     /// The drive could not go on: an outage or an unreachable remote past its limit, a
     /// usage limit that resets too far away, walls that stopped holding.
@@ -102,8 +103,9 @@ pub struct DriveOptions {
     pub call_limit_secs: u64,
     /// Stream the agent's output to standard error.
     pub follow: bool,
-    /// Run on the host after a lane's branch is pushed (e.g. to open a pull request).
-    pub land: Option<String>,
+    /// What runs on the host after a lane's branch is pushed: a pull request opened with
+    /// `gh`, or the person's land command.
+    pub land: Option<crate::land::How>,
 }
 
 /// A line in the drive's log, through its display (or a printer, before it exists).
@@ -378,6 +380,32 @@ pub fn run(settings: &Settings, options: &DriveOptions, printer: Printer) -> Res
         proof.route,
         proof.network.clone().unwrap_or_default()
     );
+    match &options.land {
+        Some(crate::land::How::PullRequest { repo: into }) => {
+            // Where they will be opened: the repository named, else the push remote's.
+            let at = match into {
+                Some(into) => format!(
+                    "{into} (from the fork {})",
+                    crate::git::run(&repo, &["remote", "get-url", "--push", &options.remote])
+                        .map(|u| crate::land::without_credentials(&u))
+                        .unwrap_or_else(|_| options.remote.clone())
+                ),
+                None => crate::git::run(&repo, &["remote", "get-url", "--push", &options.remote])
+                    .map(|u| crate::land::without_credentials(&u))
+                    .unwrap_or_else(|_| options.remote.clone()),
+            };
+            note!(
+                printer,
+                "  land:     a pull request per landed lane, opened with gh in {at}, into {}",
+                base.branch
+            );
+        }
+        Some(crate::land::How::Command(command)) => note!(
+            printer,
+            "  land:     `{command}` runs on this machine, as you, after each lane is pushed"
+        ),
+        None => {}
+    }
     note!(
         printer,
         "  limits:   {} per sandbox{}",

@@ -521,6 +521,7 @@ impl World {
             profiles_root: root.path().to_path_buf(),
             drive_check: None,
             drive_land: None,
+            drive_pull_request_repo: None,
             secrets_allowed: Vec::new(),
             drive_jobs: None,
             max_file: crate::lanes::MAX_FILE,
@@ -1038,10 +1039,10 @@ fn a_landing_cut_short_runs_the_land_command_again_with_the_retry_flag_and_nothi
         .unwrap();
     let log = world.root.path().join("land.log");
     let options = DriveOptions {
-        land: Some(format!(
+        land: Some(crate::land::How::Command(format!(
             "echo \"$STET_ITEM retry=${{STET_LAND_RETRY:-}}\" >> {}",
             log.display()
-        )),
+        ))),
         ..world.options()
     };
     let (exit, lines) = world.drive(&options, &Arc::new(FakeClock::new()));
@@ -1061,15 +1062,38 @@ fn the_land_command_runs_once_without_the_retry_flag_on_a_clean_landing() {
     let world = World::new(&["item"]);
     let log = world.root.path().join("land.log");
     let options = DriveOptions {
-        land: Some(format!(
+        land: Some(crate::land::How::Command(format!(
             "echo \"retry=${{STET_LAND_RETRY:-}}\" >> {}",
             log.display()
-        )),
+        ))),
         ..world.options()
     };
     let (exit, _) = world.drive(&options, &Arc::new(FakeClock::new()));
     assert_eq!(exit, Ended::Done);
     assert_eq!(std::fs::read_to_string(&log).unwrap(), "retry=\n");
+}
+
+#[test]
+fn a_failing_land_command_lands_the_item_saying_why_and_ends_the_drive_not_done() {
+    let world = World::new(&["item"]);
+    let options = DriveOptions {
+        land: Some(crate::land::How::Command("exit 3".into())),
+        ..world.options()
+    };
+    let (exit, lines) = world.drive(&options, &Arc::new(FakeClock::new()));
+    assert_eq!(exit, Ended::GaveUp, "{lines:#?}");
+    // Landed all the same: its branch pushed, its record saying what failed.
+    assert_eq!(world.landed(), ["item"]);
+    let notes = world.origin().landed_notes(&["item"], None).unwrap();
+    assert_eq!(
+        crate::land::recorded(&notes["item"]).failed.as_deref(),
+        Some("land command failed: the land command `exit 3` failed (exit status: 3)")
+    );
+    assert!(
+        shown(&lines, "stet land item makes the land step again"),
+        "{lines:#?}"
+    );
+    assert!(shown(&lines, "1 item without its land step"), "{lines:#?}");
 }
 
 #[test]

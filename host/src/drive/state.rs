@@ -6,6 +6,9 @@ use std::collections::HashSet;
 /// What became of one item's lane.
 pub(in crate::drive) enum ItemEnd {
     Landed,
+    /// Landed (its branch pushed and kept, the item marked landed) but its land step
+    /// failed, saying why (`pull request not opened: …`): `stet land ID` makes it again.
+    LandFailed(String),
     GaveUp(String),
     Stopped(String),
     RateLimited(Option<i64>),
@@ -81,6 +84,8 @@ impl Tally {
 #[derive(Default)]
 pub(in crate::drive) struct Tally {
     pub landed: Vec<String>,
+    /// Landed items whose land step failed (a subset of `landed`).
+    pub land_failed: Vec<String>,
     pub gave_up: Vec<String>,
     pub cancelled: Vec<String>,
     /// Items this run is done with (landed, given up, lost, cancelled, malformed): not

@@ -11,9 +11,10 @@ use super::super::state::ItemEnd;
 use super::super::worker::Worker;
 impl Worker<'_, '_> {
     /// Lands the lane: the checkpoint says the landing began (with the branch, pushed),
-    /// then the configured land command runs on the host — again, with `STET_LAND_RETRY=1`,
-    /// when a landing was cut short —, then the item is marked landed and the checkpoint
-    /// goes in one atomic push, and the working copy is removed.
+    /// then the configured land step runs on the host (a pull request, or the land command —
+    /// again, with `STET_LAND_RETRY=1`, when a landing was cut short), then the item is marked
+    /// landed, its record saying what the land step did (its pull request, or why it failed),
+    /// and the checkpoint goes in one atomic push, and the working copy is removed.
     pub(in crate::drive) fn land(
         &self,
         item: &queue::Item,
@@ -49,58 +50,47 @@ impl Worker<'_, '_> {
             }
         }
         let _lock = self.lock()?;
-        if self.drive.options.land.as_deref() == Some(crate::land::GITHUB) {
-            let (receipts, _) = receipts::read_all(&self.drive.repo);
-            match crate::land::pull_request(
-                &self.drive.repo,
-                item,
-                &lane.branch,
-                &self.drive.base.branch,
-                &receipts,
-            ) {
-                Ok(pr) if pr.reused => note!(
-                    self.drive.progress,
-                    "{}: pull request {} was open for {} already",
-                    item.id,
-                    pr.url,
-                    lane.branch
-                ),
-                Ok(pr) => note!(
-                    self.drive.progress,
-                    "{}: opened pull request {}",
-                    item.id,
-                    pr.url
-                ),
-                Err(why) => self.drive.progress.warn(&format!(
-                    "{}: no pull request: {why}; the branch {} is pushed",
-                    item.id, lane.branch
-                )),
-            }
-        } else if let Some(command) = &self.drive.options.land {
-            // The land command runs on the host, as the person: it is the one step that may
-            // need the person's own credentials (to open a pull request, say).
-            let mut land = std::process::Command::new("sh");
-            land.args(["-c", command])
-                .current_dir(&self.drive.repo)
-                .env("STET_ITEM", &item.id)
-                .env("STET_BRANCH", &lane.branch)
-                .env("STET_REMOTE", &self.drive.options.remote);
-            if again {
-                land.env("STET_LAND_RETRY", "1");
-            }
-            match land.status() {
-                Ok(s) if s.success() => {}
-                Ok(s) => self.drive.progress.warn(&format!(
-                    "{}: the land command `{command}` failed ({s}); the branch is pushed",
-                    item.id
-                )),
-                Err(e) => self.drive.progress.warn(&format!(
-                    "{}: cannot run the land command `{command}`: {e}; the branch is pushed",
-                    item.id
-                )),
-            }
-        }
         let landed = format!("landed {} by run {}", lane.branch, self.drive.run);
-        Ok(self.finish(lane, Mark::Landed, &landed, true))
+        let Some(how) = &self.drive.options.land else {
+            return Ok(self.finish(lane, Mark::Landed, &landed, true));
+        };
+        let (receipts, _) = receipts::read_all(&self.drive.repo);
+        let outcome = crate::land::land(
+            &crate::land::Landing {
+                repo: &self.drive.repo,
+                item,
+                branch: &lane.branch,
+                base: &self.drive.base.branch,
+                remote: &self.drive.options.remote,
+                again,
+            },
+            how,
+            &receipts,
+        );
+        match &outcome {
+            Ok(Some(pr)) if pr.reused => note!(
+                self.drive.progress,
+                "{}: pull request {} was open for {} already",
+                item.id,
+                pr.url,
+                lane.branch
+            ),
+            Ok(Some(pr)) => note!(
+                self.drive.progress,
+                "{}: opened pull request {}",
+                item.id,
+                pr.url
+            ),
+            Ok(None) | Err(_) => {}
+        }
+        // The branch is pushed and stays: the item is marked landed with what its land
+        // step did, a failure included (`stet land ID` makes it again), in the one push.
+        let record = crate::land::record(&landed, &outcome, Some(how));
+        match (self.finish(lane, Mark::Landed, &record, true), outcome) {
+            (ItemEnd::Landed, Err(_)) => Ok(ItemEnd::LandFailed(
+                crate::land::recorded(&record).failed.unwrap_or_default(),
+            )),
+            (end, _) => Ok(end),
+        }
     }
 }
