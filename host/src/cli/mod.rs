@@ -185,13 +185,17 @@ pub enum Command {
     /// The file names the harness and runtime found (as `stet plugins probe` would select
     /// them), the image, and the check command guessed from the repository's build files
     /// (Cargo.toml, package.json, pyproject.toml, go.mod, a Makefile), saying what it
-    /// guessed from; then what to commit and push (the queue must be on the remote for
-    /// every clone). The file is trusted as written, in this clone, as `stet trust` records
-    /// it: its harness and runtime preferences apply at once, and any later change makes it
-    /// untrusted again. Refuses to overwrite a stet.toml. Exit status: 0; 2 outside a
-    /// repository or over an existing file; 3 when no usable harness or runtime was found
-    /// (the file is written all the same, saying why).
-    Init,
+    /// guessed from, and a commented table for each installed harness. A check that needs a
+    /// toolchain the lane image lacks (cargo, npm, python, go, make) gets an image of its
+    /// own: .stet/Containerfile, the lane image plus that toolchain, and the command that
+    /// builds it. Then what a drive still lacks (a usable harness or runtime, the image:
+    /// `stet doctor` fails on each) and what to commit and push (the queue must be on the
+    /// remote for every clone). The file is trusted as written, in this clone, as `stet
+    /// trust` records it: its harness and runtime preferences apply at once, and any later
+    /// change makes it untrusted again. Refuses to overwrite a stet.toml. Exit status: 0
+    /// once written, what is still missing said; 2 outside a repository or over an
+    /// existing file.
+    Init(InitArgs),
 
     /// Check every precondition of a drive, a line each, with what to do.
     ///
@@ -541,10 +545,27 @@ pub struct DoctorArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct InitArgs {
+    /// Print what was written and what is missing as JSON (`schema`, `wrote`, `trusted`,
+    /// `harness`, `runtime`, `image`, `check`, `missing`).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
 pub struct TrustRepoArgs {
     /// Forget the trust instead.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "diff")]
     pub revoke: bool,
+
+    /// Show what changed in stet.toml since it was trusted (a unified diff), trusting
+    /// nothing.
+    #[arg(long)]
+    pub diff: bool,
+
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -885,7 +906,7 @@ fn run(cli: Cli, printer: Printer) -> Result<Exit, CliError> {
         Command::Run(args) => run::run(&settings, &args, printer),
         Command::Ask(args) => ask::run(&settings, &args, printer),
         Command::Drive(args) => drive::run(&settings, &args, printer),
-        Command::Init => init::run(&settings, printer),
+        Command::Init(args) => init::run(&settings, args.json, printer),
         Command::Doctor(args) => doctor::run(&settings, &args, printer),
         Command::Walls(args) => walls::run(&settings, &args, printer),
         Command::Gc(args) => gc::run(&settings, &args, printer),
