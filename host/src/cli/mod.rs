@@ -14,6 +14,7 @@ use crate::settings;
 use error::{CliError, Exit};
 
 mod ask;
+mod clean;
 mod doctor;
 mod drive;
 mod gc;
@@ -244,10 +245,13 @@ pub enum Command {
     ///
     /// Their lanes (working copies and git directories) and local `stet/*` branches (a
     /// branch only when the remote has it too); it says what it removed and the space
-    /// freed. With --remote, also their `stet/*` branches on the remote once merged into
-    /// the base the lanes branch from (never unmerged work), and a landed item's mark once
-    /// its file is gone from that base and this working copy. A failed or cancelled item's
-    /// mark is never removed: nothing but stet retry makes such an item eligible again.
+    /// freed. With --remote, also their `stet/*` branches on the remote once the base the
+    /// lanes branch from holds their change — merged, or squashed or rebased by a pull
+    /// request (never unmerged work) —, and a landed item's mark once its file is gone from
+    /// that base and this working copy. With --archive, landed items' files leave
+    /// .stet/queue/ in a commit on the current branch, which you push (the mark goes by a
+    /// later clean --remote). A failed or cancelled item's mark is never removed: nothing
+    /// but stet retry makes such an item eligible again. --dry-run says all this first.
     Clean(CleanArgs),
 
     /// Take a failed or cancelled item up again: clears its mark on the remote, so the next
@@ -649,9 +653,19 @@ pub struct RmArgs {
 
 #[derive(Debug, Args)]
 pub struct CleanArgs {
-    /// Also remove their merged branches and landed items' spent marks on the remote.
+    /// Also remove their branches on the remote once the base holds their change (merged,
+    /// or a pull request squashed or rebased into it), and landed items' spent marks.
     #[arg(long)]
     pub remote: bool,
+
+    /// Also remove landed items' files from .stet/queue/, in one commit on the current
+    /// branch (push it yourself); their text stays in git history, the commit naming each.
+    #[arg(long)]
+    pub archive: bool,
+
+    /// Say what would be removed, and remove nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 
     /// The remote that holds reservations, marks and lanes.
     #[arg(long, default_value = "origin", value_name = "NAME")]
@@ -838,7 +852,7 @@ pub fn main() -> ExitCode {
         Command::Show(args) => Some(queue::show(args, printer)),
         Command::Log(args) => Some(queue::log(args, printer)),
         Command::Rm(args) => Some(queue::rm(args, printer)),
-        Command::Clean(args) => Some(queue::clean(args, printer)),
+        Command::Clean(args) => Some(clean::run(args, printer)),
         Command::Receipts(args) => Some(receipts::run(args, printer)),
         Command::Status(args) => Some(receipts::status(args, printer)),
         Command::Trust(args) => Some(trust::run(args, printer)),
