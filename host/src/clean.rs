@@ -81,21 +81,6 @@ pub enum Kind {
     ItemFile,
 }
 
-impl Kind {
-    /// In words.
-    fn words(self) -> &'static str {
-        match self {
-            Kind::Lane => "the lane",
-            Kind::Pool => "the working copies kept for the next lanes",
-            Kind::TempDirs => "temporary directories",
-            Kind::LocalBranch => "the local branch",
-            Kind::RemoteBranch => "the branch",
-            Kind::LandedMark => "the landed mark",
-            Kind::ItemFile => "the item file",
-        }
-    }
-}
-
 /// One thing removed, that would be removed, or kept, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Entry {
@@ -112,6 +97,8 @@ pub struct Entry {
     /// A ref on the remote.
     #[serde(rename = "ref")]
     pub reference: Option<String>,
+    /// The remote, for what is on it.
+    pub remote: Option<String>,
     /// Bytes freed (or that would be) on this machine.
     pub bytes: u64,
     /// Why it was (or would be) removed, or kept.
@@ -130,6 +117,7 @@ impl Entry {
             path: None,
             branch: None,
             reference: None,
+            remote: None,
             bytes: 0,
             why: None,
             remedy: None,
@@ -152,6 +140,11 @@ impl Entry {
         self
     }
 
+    fn on(mut self, remote: &str) -> Entry {
+        self.remote = Some(remote.to_string());
+        self
+    }
+
     fn bytes(mut self, bytes: u64) -> Entry {
         self.bytes = bytes;
         self
@@ -169,23 +162,28 @@ impl Entry {
 
     /// The entry as one line: what, of what, why.
     pub fn line(&self) -> String {
-        let mut what = self.kind.words().to_string();
-        if let (Some(id), Kind::Lane | Kind::LandedMark | Kind::ItemFile) = (&self.id, self.kind) {
-            what = format!("{what} of {id}");
-        }
-        if let Some(branch) = &self.branch {
-            what = format!("{what} {branch}");
-        }
-        if let Some(state) = self.state {
-            what = format!("{what} ({state})");
-        }
-        if let Some(why) = &self.why {
-            what = format!("{what}: {why}");
-        }
+        let id = self.id.as_deref().unwrap_or("");
+        let branch = self.branch.as_deref().unwrap_or("");
+        let remote = self.remote.as_deref().unwrap_or("");
+        let state = self.state.map(|s| format!(" ({s})")).unwrap_or_default();
+        let what = match self.kind {
+            Kind::Lane => format!("the lane of {id}{state}"),
+            Kind::Pool => "the working copies kept for the next lanes".to_string(),
+            Kind::TempDirs => String::new(),
+            Kind::LocalBranch => format!("the local branch {branch}{state}"),
+            Kind::RemoteBranch => format!("{branch} on {remote}{state}"),
+            Kind::LandedMark => format!("the landed mark of {id} on {remote}"),
+            Kind::ItemFile => format!("the file of {id}{state}"),
+        };
+        let mut line = match (&self.why, what.is_empty()) {
+            (Some(why), true) => why.clone(),
+            (Some(why), false) => format!("{what}: {why}"),
+            (None, _) => what,
+        };
         if let Some(remedy) = &self.remedy {
-            what = format!("{what} ({remedy})");
+            line = format!("{line} ({remedy})");
         }
-        what
+        line
     }
 }
 
@@ -494,8 +492,9 @@ fn clean_remote(
         Err(none @ crate::base::BaseError::None { .. }) => {
             done.push(
                 Entry::new(Action::Kept, Kind::RemoteBranch)
-                    .branch("stet/*")
-                    .why(format!("every one on {}: {none}", remote.name)),
+                    .branch("every stet/* branch")
+                    .on(remote.name)
+                    .why(none.to_string()),
             );
             None
         }
@@ -541,7 +540,8 @@ fn clean_remote(
         let entry = |action| {
             let mut e = Entry::new(action, Kind::LandedMark)
                 .item(item, how)
-                .why(format!("on {}: its item file is gone", remote.name));
+                .on(remote.name)
+                .why("its item file is gone");
             e.reference = Some(format!("refs/stet/ledger ({item})"));
             e
         };
@@ -597,6 +597,7 @@ fn remove_if_merged(
         Entry::new(action, Kind::RemoteBranch)
             .item(item, how)
             .branch(&branch)
+            .on(remote.name)
     };
     // The branch here, fetched into a ref of stet's own (it is the agent's), to ask whether
     // the base has it.
@@ -613,12 +614,9 @@ fn remove_if_merged(
         .flatten();
     let _ = crate::git::run(repo, &["update-ref", "-d", &seen]);
     let Some(merged) = merged else {
-        return entry(Action::Kept).why(format!(
-            "on {}: not merged into {}",
-            remote.name, base.branch
-        ));
+        return entry(Action::Kept).why(format!("not merged into {}", base.branch));
     };
-    let why = format!("on {}: {merged} into {}", remote.name, base.branch);
+    let why = format!("{merged} into {}", base.branch);
     if options.dry_run {
         return entry(Action::WouldRemove).why(why);
     }
@@ -629,6 +627,6 @@ fn remove_if_merged(
         &format!(":refs/heads/{branch}"),
     ]) {
         Ok(_) => entry(Action::Removed).why(why),
-        Err(e) => entry(Action::Kept).why(format!("on {}: {e}", remote.name)),
+        Err(e) => entry(Action::Kept).why(e.to_string()),
     }
 }

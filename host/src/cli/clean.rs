@@ -54,13 +54,15 @@ pub fn run(args: &CleanArgs, printer: Printer) -> Result<Exit, CliError> {
     if entries.is_empty() {
         printer.out("nothing to clean: no landed, failed or cancelled item left anything here");
     }
+    // The column of what was done: as wide as its longest word here.
+    let width = if args.dry_run { 12 } else { 8 };
     for e in entries {
         let size = if e.bytes > 0 {
             format!(" — {}", crate::printer::size(e.bytes))
         } else {
             String::new()
         };
-        printer.out(&format!("{:<12} {}{size}", e.action.word(), e.line()));
+        printer.out(&format!("{:<width$} {}{size}", e.action.word(), e.line()));
     }
     if !entries.is_empty() {
         printer.out(&if args.dry_run {
