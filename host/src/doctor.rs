@@ -23,7 +23,8 @@ pub struct Check {
     pub ok: bool,
     /// What was seen.
     pub detail: String,
-    /// When not ok: what to do.
+    /// When not ok: what to do (`null` in JSON when there is nothing to say, never `""`).
+    #[serde(serialize_with = "crate::printer::empty_as_null")]
     pub remedy: String,
 }
 

@@ -2,7 +2,7 @@
 
 use super::error::{CliError, Exit};
 use crate::config::parse_duration;
-use crate::drive::{self, DriveOptions};
+use crate::drive::{self, DriveOptions, DryRun};
 use crate::printer::Printer;
 use crate::settings::Settings;
 
@@ -58,6 +58,11 @@ pub fn run(settings: &Settings, args: &DriveArgs, printer: Printer) -> Result<Ex
             .max(1),
         follow: args.follow,
         land: settings.drive_land.clone(),
+        dry_run: args.dry_run.then_some(if args.json {
+            DryRun::Json
+        } else {
+            DryRun::Lines
+        }),
     };
     Ok(drive::run(settings, &options, printer)?.into())
 }

@@ -19,6 +19,7 @@ mod doctor;
 mod drive;
 mod gc;
 mod init;
+mod item_json;
 mod net;
 mod plugins_conformance;
 mod plugins_install;
@@ -522,6 +523,16 @@ pub struct DriveArgs {
     #[arg(long)]
     pub follow: bool,
 
+    /// Say what the drive would take, in what order, with which runtime and harness, after
+    /// the checks that ask no agent (remote, base, plugins, image); reserve nothing, prove
+    /// no walls, ask no consent.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// With --dry-run: print the plan as JSON (docs/json.md).
+    #[arg(long, requires = "dry_run")]
+    pub json: bool,
+
     #[command(flatten)]
     pub choice: PluginChoice,
 }
@@ -649,6 +660,10 @@ pub struct RmArgs {
     /// The remote that holds the marks.
     #[arg(long, default_value = "origin", value_name = "NAME")]
     pub remote: String,
+
+    /// Print the item as it is afterwards, as JSON (docs/json.md); the lines go to stderr.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -685,6 +700,10 @@ pub struct RetryArgs {
     /// The remote that holds the marks.
     #[arg(long, default_value = "origin", value_name = "NAME")]
     pub remote: String,
+
+    /// Print the item as it is afterwards, as JSON (docs/json.md); the lines go to stderr.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -842,16 +861,29 @@ pub fn main() -> ExitCode {
     let printer = Printer {
         verbose: cli.global.verbose,
         quiet: cli.global.quiet,
+        lines_to_stderr: false,
     };
     // Commands that read no configuration run before it is resolved, so that a broken
     // stet.toml never stops an agent's hook or the queue from being read.
     let early = match &cli.command {
         Command::Add(args) => Some(queue::add(args, printer)),
         Command::Queue(args) => Some(queue::list(args, printer)),
-        Command::Retry(args) => Some(queue::retry(args, printer)),
+        Command::Retry(args) => Some(item_json::after(
+            args.json,
+            &args.id,
+            &args.remote,
+            printer,
+            |printer| queue::retry(args, printer),
+        )),
         Command::Show(args) => Some(queue::show(args, printer)),
         Command::Log(args) => Some(queue::log(args, printer)),
-        Command::Rm(args) => Some(queue::rm(args, printer)),
+        Command::Rm(args) => Some(item_json::after(
+            args.json,
+            &args.id,
+            &args.remote,
+            printer,
+            |printer| queue::rm(args, printer),
+        )),
         Command::Clean(args) => Some(clean::run(args, printer)),
         Command::Receipts(args) => Some(receipts::run(args, printer)),
         Command::Status(args) => Some(receipts::status(args, printer)),

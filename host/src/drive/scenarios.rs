@@ -556,6 +556,7 @@ impl World {
             call_limit_secs: 600,
             follow: false,
             land: None,
+            dry_run: None,
         }
     }
 
