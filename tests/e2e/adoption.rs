@@ -57,7 +57,11 @@ fn init_writes_a_commented_config_with_what_it_found_and_refuses_to_overwrite() 
         text.contains("# Found by stet init: docker 0.1.0"),
         "{text}"
     );
-    assert!(text.contains("image = \"stet-lane:1\""), "{text}");
+    // The check needs cargo, which the lane image lacks: an image made for it, never an
+    // image and a check that cannot run together.
+    assert!(text.contains("image = \"stet-lane-rust:1\""), "{text}");
+    let recipe = std::fs::read_to_string(world.work.join(".stet/Containerfile")).unwrap();
+    assert!(recipe.contains("\nFROM stet-lane:1\n"), "{recipe}");
     assert!(text.contains("Guessed from Cargo.toml"), "{text}");
     assert!(text.contains("check = \"cargo test\""), "{text}");
     assert!(world.work.join(".stet/queue/.gitkeep").is_file());
@@ -69,7 +73,7 @@ fn init_writes_a_commented_config_with_what_it_found_and_refuses_to_overwrite() 
     );
     assert!(
         out.stdout
-            .contains("git add stet.toml .stet/queue/.gitkeep && git commit"),
+            .contains("git add stet.toml .stet/queue/.gitkeep .stet/Containerfile && git commit"),
         "{}",
         out.stdout
     );

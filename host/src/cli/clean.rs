@@ -94,9 +94,10 @@ pub fn run(args: &CleanArgs, printer: Printer) -> Result<Exit, CliError> {
     }
     if report.archivable > 0 {
         printer.note(&format!(
-            "{} still in {}: stet clean --archive --dry-run says what a commit taking them out would do",
+            "{} still in {}: stet clean --archive --dry-run says what a commit taking {} out would do",
             crate::printer::count(report.archivable, "landed item's file is", "landed items' files are"),
-            crate::queue::QUEUE_DIR
+            crate::queue::QUEUE_DIR,
+            if report.archivable == 1 { "it" } else { "them" }
         ));
     }
     if !args.remote {

@@ -77,6 +77,8 @@ pub fn run(settings: &Settings, json: bool, printer: Printer) -> Result<Exit, Cl
                     _ => selection.reason.clone(),
                 },
             },
+            // The causes say why (each candidate's reason); the message only that none is.
+            Err(e) if !e.causes.is_empty() => Found::None(e.causes.join("; ")),
             Err(e) => Found::None(e.message.clone()),
         })
         .collect();
@@ -145,8 +147,8 @@ pub fn run(settings: &Settings, json: bool, printer: Printer) -> Result<Exit, Cl
     let keep = queue.join(".gitkeep");
     if std::fs::symlink_metadata(&keep).is_err() {
         write_new(&keep, b"")?;
+        wrote.push(format!("{QUEUE_DIR}/.gitkeep"));
     }
-    wrote.push(format!("{QUEUE_DIR}/.gitkeep"));
     let mut containerfile_kept = false;
     if let Some((guess, _, build)) = &toolchain_image {
         let file = root.join(init::CONTAINERFILE);
