@@ -322,6 +322,10 @@ fn a_repository_from_init_through_a_drive_to_clean() {
     p.snap("retry", &["retry", &failing]);
     p.snap("queue_json_after_retry", &["queue", "--json"]);
     p.snap("drive_quiet", &["-q", "drive", "--yes", "--rounds", "1"]);
+    p.snap(
+        "drive_json",
+        &["-q", "drive", "--yes", "--rounds", "1", "--json"],
+    );
     let lanes = p.work().join(".git/stet/lanes");
     let kept = std::fs::read_dir(&lanes).unwrap().count();
     p.snap("clean_dry_run", &["clean", "--dry-run"]);

@@ -529,8 +529,9 @@ pub struct DriveArgs {
     #[arg(long)]
     pub dry_run: bool,
 
-    /// With --dry-run: print the plan as JSON (docs/json.md).
-    #[arg(long, requires = "dry_run")]
+    /// Print JSON on stdout (docs/json.md): with --dry-run the plan; else, once the drive
+    /// ends, how it ended and every item as it then is (the drive's lines go to stderr).
+    #[arg(long)]
     pub json: bool,
 
     #[command(flatten)]
