@@ -96,18 +96,17 @@ fn diff(
     json: bool,
     printer: Printer,
 ) -> Result<Exit, CliError> {
-    let Some(then) = crate::trust::trusted_content(store, path) else {
-        let trusted_before = crate::trust::is_trusted(store, path, now);
-        return Err(CliError::usage(format!(
-            "{} was never trusted here{}, so there is nothing to compare it with",
-            path.display(),
-            if trusted_before {
-                " by a stet that kept its content"
-            } else {
-                ""
-            }
-        ))
-        .hint("read the whole file, then stet trust"));
+    let then = match crate::trust::trusted_content(store, path) {
+        Some(then) => then,
+        // Trusted by a stet that kept no copy: the content is the same, so nothing changed.
+        None if crate::trust::is_trusted(store, path, now) => now.to_vec(),
+        None => {
+            return Err(CliError::usage(format!(
+                "{} was never trusted here (or by a stet that kept no copy of it), so there is nothing to compare it with",
+                path.display()
+            ))
+            .hint("read the whole file, then stet trust"))
+        }
     };
     let (then, now) = (String::from_utf8_lossy(&then), String::from_utf8_lossy(now));
     let text = similar::TextDiff::from_lines(then.as_ref(), now.as_ref())
