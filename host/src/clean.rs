@@ -331,9 +331,17 @@ fn archive_landed(repo: &Path, marks: &Marks, options: &Options) -> (Archive, Ve
     for (item, _) in &landed {
         message.push_str(&format!("{}: {}\n", item.id, item.title));
     }
-    let mut rm = vec!["rm", "--quiet", "--"];
+    // Each path is a file name, never a pattern: an id is whatever its file is called.
+    let mut rm = vec!["--literal-pathspecs", "rm", "--quiet", "--"];
     rm.extend(&paths);
-    let mut commit = vec!["commit", "--quiet", "-m", &message, "--"];
+    let mut commit = vec![
+        "--literal-pathspecs",
+        "commit",
+        "--quiet",
+        "-m",
+        &message,
+        "--",
+    ];
     commit.extend(&paths);
     let made = crate::git::run(repo, &rm)
         .and_then(|_| crate::git::run(repo, &commit))
@@ -349,7 +357,7 @@ fn archive_landed(repo: &Path, marks: &Marks, options: &Options) -> (Archive, Ve
         }
         Err(e) => {
             // Put back what `git rm` took, so a refused commit loses nothing.
-            let mut restore = vec!["checkout", "HEAD", "--"];
+            let mut restore = vec!["--literal-pathspecs", "checkout", "HEAD", "--"];
             restore.extend(&paths);
             let _ = crate::git::run(repo, &restore);
             archive.items = 0;

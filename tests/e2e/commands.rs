@@ -415,7 +415,15 @@ fn plugins_and_housekeeping() {
         &["plugins", "install", "--json", command.to_str().unwrap()],
     );
     p.snap("plugins_trust", &["plugins", "trust", "docker"]);
+    p.snap(
+        "plugins_trust_json",
+        &["plugins", "trust", "--json", "docker"],
+    );
     p.snap("plugins_uninstall", &["plugins", "uninstall", "command"]);
+    p.snap(
+        "plugins_uninstall_json",
+        &["plugins", "uninstall", "--json", "docker"],
+    );
 
     p.snap("gc", &["gc"]);
     p.snap("gc_json", &["gc", "--json"]);

@@ -391,6 +391,10 @@ pub struct TrustArgs {
     /// The installed plugin's name.
     #[arg(value_name = "NAME")]
     pub name: String,
+
+    /// Print JSON instead of a line.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
