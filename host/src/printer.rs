@@ -161,6 +161,14 @@ pub fn empty_as_null<S: serde::Serializer>(text: &str, serializer: S) -> Result<
     }
 }
 
+/// Reads what [`empty_as_null`] wrote (and an empty text, as older records hold) back.
+pub fn null_as_empty<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<String, D::Error> {
+    use serde::Deserialize;
+    Ok(Option::<String>::deserialize(deserializer)?.unwrap_or_default())
+}
+
 /// The version of every `--json` shape: a consumer checks it before reading the rest.
 pub const SCHEMA: u32 = 1;
 
