@@ -312,13 +312,34 @@ fn archive_landed(repo: &Path, marks: &Marks, options: &Options) -> (Archive, Ve
         archive.items = 0;
         return (archive, entries);
     };
+    // A file that differs from HEAD here is the person's edit: kept, never taken with it.
+    let (landed, changed): (Vec<_>, Vec<_>) = landed.into_iter().partition(|(_, path)| {
+        crate::git::run(
+            repo,
+            &["--literal-pathspecs", "diff", "--quiet", "HEAD", "--", path],
+        )
+        .is_ok()
+    });
+    let mut entries: Vec<Entry> = changed
+        .iter()
+        .map(|(item, path)| {
+            entry(item, path, Action::Kept)
+                .why("it differs here from what HEAD holds")
+                .remedy("commit or stash your change to it, then stet clean --archive")
+        })
+        .collect();
+    archive.items = landed.len();
+    if landed.is_empty() {
+        return (archive, entries);
+    }
     let paths: Vec<&str> = landed.iter().map(|(_, p)| p.as_str()).collect();
     let why = format!("archived by a commit on {branch}; its text stays in git history");
     if options.dry_run {
-        let entries = landed
-            .iter()
-            .map(|(item, path)| entry(item, path, Action::WouldRemove).why(why.clone()))
-            .collect();
+        entries.extend(
+            landed
+                .iter()
+                .map(|(item, path)| entry(item, path, Action::WouldRemove).why(why.clone())),
+        );
         return (archive, entries);
     }
     let mut message = format!(
@@ -344,34 +365,37 @@ fn archive_landed(repo: &Path, marks: &Marks, options: &Options) -> (Archive, Ve
     ];
     commit.extend(&paths);
     let made = crate::git::run(repo, &rm)
-        .and_then(|_| crate::git::run(repo, &commit))
-        .and_then(|_| crate::git::run(repo, &["rev-parse", "HEAD"]));
+        .map_err(|e| (e, false))
+        .and_then(|_| {
+            crate::git::run(repo, &commit)
+                .and_then(|_| crate::git::run(repo, &["rev-parse", "HEAD"]))
+                .map_err(|e| (e, true))
+        });
     match made {
         Ok(head) => {
             archive.commit = Some(head.trim().to_string());
-            let entries = landed
-                .iter()
-                .map(|(item, path)| entry(item, path, Action::Removed).why(why.clone()))
-                .collect();
-            (archive, entries)
+            entries.extend(
+                landed
+                    .iter()
+                    .map(|(item, path)| entry(item, path, Action::Removed).why(why.clone())),
+            );
         }
-        Err(e) => {
-            // Put back what `git rm` took, so a refused commit loses nothing.
-            let mut restore = vec!["--literal-pathspecs", "checkout", "HEAD", "--"];
-            restore.extend(&paths);
-            let _ = crate::git::run(repo, &restore);
+        Err((e, removed)) => {
+            // Put back what `git rm` took (each file as HEAD holds it: it held nothing else),
+            // so a refused commit (a hook's, say) loses nothing.
+            if removed {
+                let mut restore = vec!["--literal-pathspecs", "checkout", "HEAD", "--"];
+                restore.extend(&paths);
+                let _ = crate::git::run(repo, &restore);
+            }
             archive.items = 0;
-            let entries = landed
-                .iter()
-                .map(|(item, path)| {
-                    entry(item, path, Action::Kept)
-                        .why(format!("the archive commit failed: {}", e.detail))
-                        .remedy("commit or stash your change to it, then stet clean --archive")
-                })
-                .collect();
-            (archive, entries)
+            entries.extend(landed.iter().map(|(item, path)| {
+                entry(item, path, Action::Kept)
+                    .why(format!("the archive commit was not made: {}", e.detail))
+            }));
         }
     }
+    (archive, entries)
 }
 
 /// What is on this machine and clone: lanes, the pool, temporary directories, local

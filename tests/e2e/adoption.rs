@@ -1418,8 +1418,8 @@ fn a_clone_of_an_empty_remote_drives_once_its_first_push_makes_a_base() {
 /// `stet clean --remote` still finds the branch's change in the base and removes it, and
 /// keeps a branch whose change the base lacks. `--dry-run` first removes nothing; then
 /// `--archive` takes the landed items' files out of the queue in a commit the person pushes,
-/// their text left in git history, after which `clean --remote` spends the merged items'
-/// marks.
+/// their text left in git history (a file the person edited is kept, with the edit), after
+/// which `clean --remote` spends the merged items' marks.
 #[test]
 fn clean_remote_removes_squashed_and_rebased_branches_keeps_unmerged_work_and_archives_landed_files(
 ) {
@@ -1534,18 +1534,33 @@ fn clean_remote_removes_squashed_and_rebased_branches_keeps_unmerged_work_and_ar
     assert!(ids.iter().all(|id| files(id).is_file()));
     assert_eq!(git(&world.work, &["rev-parse", "HEAD"]), head, "no commit");
     let remote_base = git(&remote, &["rev-parse", base]);
+    // The person's own edit of one file: that file is kept, with its edit.
+    let edited = format!(
+        "{}\nan edit of mine\n",
+        std::fs::read_to_string(files(&ids[2])).unwrap()
+    );
+    std::fs::write(files(&ids[2]), &edited).unwrap();
     let out = world.run_stet(&["clean", "--archive"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
         out.stdout.contains(&format!(
-            "on {base}: 3 landed items' files removed from .stet/queue; push it"
+            "on {base}: 2 landed items' files removed from .stet/queue; push it"
         )),
         "{}",
         out.stdout
     );
-    assert!(ids.iter().all(|id| !files(id).exists()));
+    assert!(
+        out.stdout.contains(&format!(
+            "kept     the file of {} (landed): it differs here from what HEAD holds",
+            ids[2]
+        )),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(std::fs::read_to_string(files(&ids[2])).unwrap(), edited);
+    assert!(!files(&ids[0]).exists() && !files(&ids[1]).exists());
     let message = git(&world.work, &["log", "-1", "--format=%B"]);
-    for (id, title) in ids.iter().zip(["Squash me", "Rebase me", "Leave me"]) {
+    for (id, title) in ids.iter().zip(["Squash me", "Rebase me"]) {
         assert!(message.contains(&format!("{id}: {title}")), "{message}");
         let text = git(
             &world.work,
@@ -1553,7 +1568,12 @@ fn clean_remote_removes_squashed_and_rebased_branches_keeps_unmerged_work_and_ar
         );
         assert!(text.starts_with(title), "its text stays in history: {text}");
     }
-    assert_eq!(git(&world.work, &["status", "--porcelain"]), "");
+    assert!(!message.contains(&ids[2]), "{message}");
+    assert_eq!(
+        git(&world.work, &["status", "--porcelain"]).trim(),
+        format!("M .stet/queue/{}.md", ids[2]),
+        "only the person's edit is left uncommitted"
+    );
     assert_eq!(
         git(&remote, &["rev-parse", base]),
         remote_base,
