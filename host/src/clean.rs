@@ -595,10 +595,18 @@ fn clean_remote(
 /// merged and changed since so that neither shows it, which keeps the branch (never
 /// removing unmerged work matters more than removing every merged one).
 fn merged_how(repo: &Path, branch: &str, base: &str) -> Option<&'static str> {
-    let git = |args: &[&str]| crate::git::run(repo, args);
-    if git(&["merge-base", "--is-ancestor", branch, base]).is_ok() {
+    if crate::git::run(repo, &["merge-base", "--is-ancestor", branch, base]).is_ok() {
         return Some("merged");
     }
+    // The branch's content is the agent's: what compares it obeys none of its attributes
+    // (read from the base's tree instead) nor any configuration but the repository's.
+    let attr_source = format!("--attr-source={base}");
+    let inert = crate::git::Inert::at(repo);
+    let git = |args: &[&str]| {
+        let mut all = vec![attr_source.as_str()];
+        all.extend(args);
+        inert.run(&all)
+    };
     // `git cherry`: a `-` for each commit whose patch the base has, a `+` for one it lacks.
     if let Ok(out) = git(&["cherry", base, branch]) {
         let lines: Vec<&str> = out.lines().filter(|l| !l.is_empty()).collect();
