@@ -165,6 +165,19 @@ pub fn fetch(repo: &Path, remote: &str) -> Result<Base, BaseError> {
         &["rev-parse", "--verify", &format!("{tracking}^{{commit}}")],
     )
     .map_err(unreachable)?;
+    if found == Found::Default {
+        // What `known` reads first: the remote's default branch as this fetch found it
+        // (a clone sets it once; a remote whose default changed since would else be read
+        // by its old one). Best effort: `known` falls back without it.
+        let _ = crate::git::run(
+            repo,
+            &[
+                "symbolic-ref",
+                &format!("refs/remotes/{remote}/HEAD"),
+                &tracking,
+            ],
+        );
+    }
     Ok(Base {
         name: format!("{remote}/{branch}"),
         branch,
@@ -303,6 +316,27 @@ mod tests {
         );
         assert_eq!(base.commit, run(&work, &["rev-parse", "HEAD"]).unwrap());
         assert_eq!(local_ahead(&work, &base), Some(0));
+    }
+
+    #[test]
+    fn what_a_drive_fetched_is_what_show_knows_after_the_remotes_default_branch_changed() {
+        let (_root, bare, work) = crate::git::testing::clone_of_fresh_remote();
+        let first = fetch(&work, "origin").unwrap();
+        // The remote's default becomes another branch, ahead of the first.
+        run(&work, &["checkout", "--quiet", "-b", "trunk"]).unwrap();
+        std::fs::write(work.join("t"), "on trunk\n").unwrap();
+        run(&work, &["add", "t"]).unwrap();
+        run(&work, &["commit", "--quiet", "-m", "trunk"]).unwrap();
+        run(&work, &["push", "--quiet", "origin", "trunk"]).unwrap();
+        run(&bare, &["symbolic-ref", "HEAD", "refs/heads/trunk"]).unwrap();
+        let moved = fetch(&work, "origin").unwrap();
+        assert_eq!(
+            (moved.branch.as_str(), moved.found),
+            ("trunk", Found::Default)
+        );
+        assert_ne!(moved.branch, first.branch);
+        let known = known(&work, "origin").unwrap();
+        assert_eq!((known.branch, known.commit), (moved.branch, moved.commit));
     }
 
     #[test]

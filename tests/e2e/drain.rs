@@ -1016,3 +1016,89 @@ fn a_landing_cut_short_by_kill_9_runs_the_land_command_again_with_the_retry_flag
     );
     assert_eq!(landed(&world).len(), 1, "{}", out.stderr);
 }
+
+/// On a terminal, with two lanes: the overall line and the lane lines are drawn live; a
+/// stop is said above them (not drawn over), and when the drive ends no copy of them is
+/// left on the screen — read through a terminal emulator, as a person would see it.
+#[test]
+fn on_a_terminal_a_stop_of_two_lanes_is_said_and_leaves_no_frozen_lines() {
+    use std::io::Read;
+    let _serial = serial_drives();
+    let world = world_with_items(&[
+        "One\n\nfile: 1.txt\nimplement: until GO",
+        "Two\n\nfile: 2.txt\nimplement: until GO",
+        "Three\n\nfile: 3.txt",
+    ]);
+    let size = nix::pty::Winsize {
+        ws_row: 200,
+        ws_col: 200,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    let pty = nix::pty::openpty(Some(&size), None).expect("a pseudo-terminal");
+    let mut command = world.stet(&["drive", "--yes", "--jobs", "2"]);
+    command
+        .env("TERM", "xterm-256color")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(pty.slave));
+    let mut child = command.spawn().expect("start stet drive");
+    // Dropped with the command: the terminal's far end is then the drive's alone, and
+    // reading it ends when the drive does.
+    drop(command);
+    let screen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let reader = {
+        let screen = screen.clone();
+        let mut master = std::fs::File::from(pty.master);
+        std::thread::spawn(move || {
+            let mut chunk = [0u8; 4096];
+            while let Ok(n) = master.read(&mut chunk) {
+                if n == 0 {
+                    break;
+                }
+                screen.lock().unwrap().extend_from_slice(&chunk[..n]);
+            }
+        })
+    };
+    let said = || String::from_utf8_lossy(&screen.lock().unwrap()).into_owned();
+    let mut waiting = Vec::new();
+    wait_for(
+        "two implementing calls at once, drawn live",
+        Duration::from_secs(120),
+        || {
+            waiting = lanes_waiting_for_go(&world.work);
+            waiting.len() == 2 && said().contains("drive: 0 of 3 done")
+        },
+    );
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    wait_for("the stop to be said", Duration::from_secs(60), || {
+        said().contains("stopping after the agent calls in flight")
+    });
+    for lane in &waiting {
+        std::fs::write(lane.join("GO"), "").unwrap();
+    }
+    let status = child.wait().unwrap();
+    reader.join().unwrap();
+    assert_eq!(status.code(), Some(130), "{}", said());
+    let nonzero = |n: u16| std::num::NonZeroU16::new(n).unwrap();
+    let mut terminal = vt100::Parser::new(nonzero(size.ws_row), nonzero(size.ws_col), 0);
+    terminal.process(&screen.lock().unwrap());
+    let seen = terminal.screen().contents();
+    assert!(
+        seen.contains("stopping after the agent calls in flight (press again to kill them)"),
+        "the stop is on the screen:\n{seen}"
+    );
+    assert!(seen.contains("resume with: stet drive"), "{seen}");
+    let frozen: Vec<&str> = seen
+        .lines()
+        .filter(|l| l.contains("move ") && l.contains(" · stet/") || l.contains(" of 3 done"))
+        .collect();
+    assert!(
+        frozen.is_empty(),
+        "live lines left on the screen: {frozen:#?}\n{seen}"
+    );
+}

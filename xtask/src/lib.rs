@@ -161,8 +161,7 @@ pub fn assemble_dist(built: &Path, out: &Path) -> std::io::Result<()> {
 
 /// The markdown command reference, generated from the CLI definition.
 pub fn cli_reference() -> String {
-    use clap::CommandFactory;
-    let mut command = stet::cli::Cli::command();
+    let mut command = stet::cli::command();
     command.build();
     let mut out = String::from(
         "# `stet` command reference\n\n\

@@ -18,6 +18,7 @@ mod clean;
 mod doctor;
 mod drive;
 mod gc;
+mod help;
 mod init;
 mod item_json;
 mod net;
@@ -858,8 +859,14 @@ fn usage_error(e: clap::Error) -> ExitCode {
     }
 }
 
+pub use help::command;
+
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    use clap::FromArgMatches;
+    let cli = match command()
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m))
+    {
         Ok(cli) => cli,
         Err(e) => return usage_error(e),
     };
@@ -894,8 +901,7 @@ pub fn main() -> ExitCode {
         Command::Status(args) => Some(receipts::status(args, printer)),
         Command::Trust(args) => Some(trust::run(args, printer)),
         Command::Completions { shell } => {
-            use clap::CommandFactory;
-            clap_complete::generate(*shell, &mut Cli::command(), "stet", &mut std::io::stdout());
+            clap_complete::generate(*shell, &mut command(), "stet", &mut std::io::stdout());
             Some(Ok(Exit::Success))
         }
         _ => None,

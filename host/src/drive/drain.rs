@@ -53,6 +53,9 @@ impl Drive<'_> {
     pub(in crate::drive) fn drain(&self, items: &[queue::Entry]) -> Result<Ended, Error> {
         self.release_leftovers();
         let began = self.clock.now();
+        self.began
+            .store(began, std::sync::atomic::Ordering::Relaxed);
+        self.show_overall();
         // Every sandbox the lanes retire is removed before the drive says how it ended.
         let ends: Vec<Result<Ended, Error>> =
             crate::sandbox::with_reaper(&self.runtime, |reaper| {
@@ -125,6 +128,30 @@ impl Drive<'_> {
         } else {
             Ended::GaveUp
         })
+    }
+
+    /// The overall line as the tally stands now (`progress::Overall`).
+    pub(in crate::drive) fn show_overall(&self) {
+        let overall = {
+            let tally = self.tally();
+            let landed = tally.landed.len();
+            let gave_up = tally.gave_up.len();
+            super::progress::Overall {
+                planned: self.planned,
+                landed,
+                gave_up,
+                other: tally
+                    .done
+                    .len()
+                    .saturating_sub(landed + gave_up)
+                    .min(self.planned.saturating_sub(landed + gave_up)),
+                cost_usd: tally.cost_usd,
+                elapsed_secs: self.clock.now()
+                    - self.began.load(std::sync::atomic::Ordering::Relaxed),
+                stopping: None,
+            }
+        };
+        self.progress.overall(&overall);
     }
 
     /// The closing summary: what became of each item taken, how long, what it cost, and
@@ -384,6 +411,7 @@ impl Worker<'_, '_> {
                     self.drive.options.remote,
                     crate::lanes::branch_of(&item.id)
                 );
+                self.drive.show_overall();
             }
             ItemEnd::GaveUp(why) => {
                 // Marked failed on the remote, with why, by the lane.
@@ -396,6 +424,8 @@ impl Worker<'_, '_> {
                 let mut tally = self.drive.tally();
                 tally.done.insert(item.id.clone());
                 tally.gave_up.push(item.id.clone());
+                drop(tally);
+                self.drive.show_overall();
             }
             ItemEnd::Lost(why) => {
                 note!(
@@ -404,10 +434,12 @@ impl Worker<'_, '_> {
                     item.id
                 );
                 self.drive.tally().done.insert(item.id.clone());
+                self.drive.show_overall();
             }
             ItemEnd::Left(why) => {
                 note!(self.drive.progress, "{}: left as it is: {why}", item.id);
                 self.drive.tally().done.insert(item.id.clone());
+                self.drive.show_overall();
             }
             ItemEnd::Cancelled(note) => {
                 note!(
@@ -418,6 +450,8 @@ impl Worker<'_, '_> {
                 let mut tally = self.drive.tally();
                 tally.done.insert(item.id.clone());
                 tally.cancelled.push(item.id.clone());
+                drop(tally);
+                self.drive.show_overall();
             }
             ItemEnd::Stopped(branch) => {
                 note!(

@@ -147,7 +147,12 @@ struct Drive<'a> {
     base: crate::base::Base,
     settings: &'a Settings,
     options: &'a DriveOptions,
-    progress: progress::Progress,
+    /// Shared with the stop signals, which speak through it too.
+    progress: Arc<progress::Progress>,
+    /// Items the drive means to take: the cap, or fewer when fewer are eligible.
+    planned: usize,
+    /// When the drain began (the drive's clock), for the overall line's pace.
+    began: std::sync::atomic::AtomicI64,
     harness: OpenHarness,
     runtime: Arc<OpenRuntime>,
     profile: stet_plugin_api::Profile,
@@ -414,15 +419,21 @@ pub fn run(settings: &Settings, options: &DriveOptions, printer: Printer) -> Res
     let slots: Vec<Slot> = (0..options.jobs)
         .map(|_| Slot::start(&repo, options, &clock))
         .collect();
+    let live = std::io::stderr().is_terminal();
+    let progress = Arc::new(progress::Progress::new(
+        printer,
+        live && !printer.quiet,
+        options.jobs,
+    ));
     signals.draining(
         slots
             .iter()
             .map(|s| (s.in_flight.clone(), s.keeper.clone()))
             .collect(),
+        progress.clone(),
     );
     let run = format!("drive-{}-{}", std::process::id(), clock.now_ms());
     let profile = harness.profile()?;
-    let live = std::io::stderr().is_terminal();
     let author = crate::git::Person::of_repository(&repo);
     if author.is_none() {
         note!(
@@ -440,7 +451,9 @@ pub fn run(settings: &Settings, options: &DriveOptions, printer: Printer) -> Res
         repo: repo.clone(),
         settings,
         options,
-        progress: progress::Progress::new(printer, live && !printer.quiet, options.jobs),
+        progress,
+        planned: options.cap.min(eligible),
+        began: Default::default(),
         harness,
         runtime,
         run,

@@ -1,10 +1,13 @@
 //! What a drive shows while it runs.
 //!
-//! On a terminal, a live line per lane under the log (`--jobs` of them): the move, the
-//! lane, the stage and how long it has run, or a wait with its reason and end time. Elsewhere (a pipe, a log file, CI),
-//! plain lines only, one per event, so that the output reads the same in a log as it did
-//! live. Every other line the drive prints goes through here too, so that the live line is
-//! never torn by one.
+//! On a terminal, an overall line (items landed, given up and left, cost so far, time left
+//! at the pace so far; a stop asked, when one is) above a live line per lane (`--jobs` of
+//! them): the move, the lane, the stage and how long it has run, or a wait with its reason
+//! and end time. Elsewhere (a pipe, a log file, CI), plain lines only, one per event (the
+//! overall line each time an item ends), so that the output reads the same in a log as it
+//! did live. Every other line the drive prints goes through here too, the stop signals'
+//! included, so that the live lines are never torn by one; they are cleared before the
+//! process ends, however it ends, so no frozen copy of them is left on the terminal.
 
 use std::io::Write;
 use std::time::Duration;
@@ -16,8 +19,10 @@ use crate::printer::Printer;
 /// The drive's display.
 pub struct Progress {
     printer: Printer,
-    /// The live lines, one per lane, when standard error is a terminal.
-    live: Option<(MultiProgress, Vec<ProgressBar>)>,
+    /// The live lines when standard error is a terminal: the overall line, and one per lane.
+    live: Option<(MultiProgress, ProgressBar, Vec<ProgressBar>)>,
+    /// The overall line as last shown, and a stop asked since, which every later one says.
+    last: std::sync::Mutex<Overall>,
     /// The end of the last followed chunk when it stopped inside a character.
     pending: std::sync::Mutex<Vec<u8>>,
     /// Every line shown, kept as well (the scenario tests read what the person saw).
@@ -32,22 +37,26 @@ impl Progress {
     pub fn new(printer: Printer, live: bool, lanes: usize) -> Progress {
         let live = (live && !ProgressDrawTarget::stderr().is_hidden()).then(|| {
             let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
+            let overall = multi.add(ProgressBar::new_spinner());
+            overall.set_style(ProgressStyle::with_template("{msg}").expect("a fixed template"));
             let bars = (0..lanes.max(1))
-                .map(|_| {
+                .map(|n| {
                     let bar = multi.add(ProgressBar::new_spinner());
                     bar.set_style(
                         ProgressStyle::with_template("{spinner} {msg} [{elapsed}]")
                             .expect("a fixed template"),
                     );
+                    bar.set_message(format!("lane {}: looking for an item", n + 1));
                     bar.enable_steady_tick(Duration::from_millis(250));
                     bar
                 })
                 .collect();
-            (multi, bars)
+            (multi, overall, bars)
         });
         Progress {
             printer,
             live,
+            last: Default::default(),
             pending: Default::default(),
             #[cfg(test)]
             seen: Default::default(),
@@ -57,7 +66,7 @@ impl Progress {
     /// Runs `f` with the live lines out of its way.
     fn above(&self, f: impl FnOnce()) {
         match &self.live {
-            Some((multi, _)) => multi.suspend(f),
+            Some((multi, ..)) => multi.suspend(f),
             None => f(),
         }
     }
@@ -66,7 +75,7 @@ impl Progress {
     fn show(&self, slot: usize, text: String) {
         self.keep(&text);
         match &self.live {
-            Some((_, bars)) => {
+            Some((_, _, bars)) => {
                 let bar = &bars[slot.min(bars.len() - 1)];
                 bar.reset_elapsed();
                 bar.set_message(text);
@@ -128,14 +137,107 @@ impl Progress {
         self.above(write);
     }
 
-    /// Removes the live lines (the drive is over).
+    /// The drive as a whole, at a glance: the overall line on a terminal, a plain line
+    /// elsewhere (said when an item ends, so a log gets one per item).
+    pub fn overall(&self, overall: &Overall) {
+        let text = {
+            let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+            let stopping = last.stopping.take();
+            *last = Overall {
+                stopping,
+                ..overall.clone()
+            };
+            last.to_string()
+        };
+        self.keep(&text);
+        match &self.live {
+            Some((_, line, _)) => line.set_message(text),
+            None => self.printer.note(&text),
+        }
+    }
+
+    /// A stop was asked: said in the log above the live lines (which would otherwise draw
+    /// over it), and on the overall line from now on.
+    pub fn stopping(&self, said: &str, waits_for: &str) {
+        self.note(said);
+        let text = {
+            let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+            last.stopping = Some(waits_for.to_string());
+            last.to_string()
+        };
+        if let Some((_, line, _)) = &self.live {
+            line.set_message(text);
+        }
+    }
+
+    /// Removes the live lines (the drive is over, or the process ends now). Idempotent.
     pub fn finish(&self) {
-        if let Some((multi, bars)) = &self.live {
+        if let Some((multi, overall, bars)) = &self.live {
+            overall.finish_and_clear();
             for bar in bars {
                 bar.finish_and_clear();
             }
             let _ = multi.clear();
         }
+    }
+}
+
+/// What the overall line says.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Overall {
+    /// Items the drive means to take (the cap, or fewer when fewer are eligible).
+    pub planned: usize,
+    pub landed: usize,
+    pub gave_up: usize,
+    /// Items cancelled, taken over by another drive or left as they were.
+    pub other: usize,
+    /// What the agent calls so far reported they cost.
+    pub cost_usd: f64,
+    /// Seconds since the drain began.
+    pub elapsed_secs: i64,
+    /// A stop was asked: what it waits for.
+    pub stopping: Option<String>,
+}
+
+impl Overall {
+    /// Items the drive is done with.
+    fn ended(&self) -> usize {
+        self.landed + self.gave_up + self.other
+    }
+
+    /// Seconds left at the pace so far (the time per item ended, times the items left);
+    /// none before the first item ends.
+    pub fn secs_left(&self) -> Option<i64> {
+        let ended = self.ended() as i64;
+        let left = self.planned.saturating_sub(self.ended()) as i64;
+        (ended > 0 && left > 0).then(|| self.elapsed_secs.max(0) * left / ended)
+    }
+}
+
+impl std::fmt::Display for Overall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let left = self.planned.saturating_sub(self.ended());
+        write!(f, "drive: {} of {} done", self.ended(), self.planned)?;
+        write!(f, " · landed {}", self.landed)?;
+        if self.gave_up > 0 {
+            write!(f, " · gave up on {}", self.gave_up)?;
+        }
+        if self.other > 0 {
+            write!(f, " · {} otherwise", self.other)?;
+        }
+        write!(f, " · {left} left · ${:.4} so far", self.cost_usd)?;
+        match self.secs_left() {
+            Some(secs) if self.stopping.is_none() => write!(
+                f,
+                " · about {} left at this pace",
+                crate::printer::duration(secs as f64)
+            )?,
+            _ => {}
+        }
+        if let Some(stopping) = &self.stopping {
+            write!(f, " · {stopping}")?;
+        }
+        Ok(())
     }
 }
 
@@ -158,6 +260,37 @@ pub fn utc(unix: i64) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::Overall;
+
+    #[test]
+    fn the_overall_line_counts_items_and_the_time_left_at_the_pace_so_far() {
+        let mut o = Overall {
+            planned: 10,
+            cost_usd: 0.25,
+            ..Default::default()
+        };
+        // Nothing ended yet: no pace to tell the time left by.
+        assert_eq!(o.secs_left(), None);
+        assert_eq!(
+            o.to_string(),
+            "drive: 0 of 10 done · landed 0 · 10 left · $0.2500 so far"
+        );
+        o.landed = 3;
+        o.gave_up = 1;
+        o.elapsed_secs = 400;
+        assert_eq!(o.secs_left(), Some(600));
+        assert_eq!(
+            o.to_string(),
+            "drive: 4 of 10 done · landed 3 · gave up on 1 · 6 left · $0.2500 so far · about 10 min 00 s left at this pace"
+        );
+        o.stopping = Some("stopping after the calls in flight".into());
+        assert!(o
+            .to_string()
+            .ends_with("so far · stopping after the calls in flight"));
+        o.landed = 9;
+        assert_eq!(o.secs_left(), None, "nothing left");
+    }
+
     #[test]
     fn a_time_reads_in_utc_and_one_past_the_year_9999_does_not_panic() {
         assert_eq!(super::utc(4_102_444_800), "2100-01-01 00:00:00 UTC");

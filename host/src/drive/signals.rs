@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::keeper;
-use super::progress::clock;
+use super::progress::{clock, Progress};
 use super::time::Stop;
 use crate::error::{Concept, Error};
 use crate::harness;
@@ -38,6 +38,9 @@ pub(super) struct Signals {
     runtime: Mutex<Option<Arc<OpenRuntime>>>,
     /// The lanes, once the drain runs; `None` while the drive starts.
     lanes: Mutex<Option<Vec<Lane>>>,
+    /// The drive's display once the drain runs: a stop speaks through it, so that its
+    /// lines are not drawn over by the live lines, and clears them before the end.
+    display: Mutex<Option<Arc<Progress>>>,
 }
 
 /// How long a stop waits for a sandbox or directory being made to be made (it is then
@@ -56,6 +59,7 @@ impl Signals {
             stop: Arc::new(Stop::default()),
             runtime: Mutex::new(None),
             lanes: Mutex::new(None),
+            display: Mutex::new(None),
         });
         let watcher = this.clone();
         std::thread::spawn(move || {
@@ -77,8 +81,16 @@ impl Signals {
     }
 
     /// The drain begins: from now on a first signal lets the calls in flight finish.
-    pub(super) fn draining(&self, lanes: Vec<Lane>) {
+    pub(super) fn draining(&self, lanes: Vec<Lane>, display: Arc<Progress>) {
+        *self.display.lock().unwrap_or_else(|p| p.into_inner()) = Some(display);
         *self.lanes.lock().unwrap_or_else(|p| p.into_inner()) = Some(lanes);
+    }
+
+    fn display(&self) -> Option<Arc<Progress>> {
+        self.display
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     fn answer(&self, signal: i32) {
@@ -94,12 +106,18 @@ impl Signals {
             // Host-side git in progress (on a lane a sandbox wrote) ends within seconds;
             // the agent calls in flight finish.
             crate::git::hurry_all();
-            super::note!(
-                self.printer,
-                "stopping after the agent {} in flight (press again to kill {})",
-                if lanes.len() > 1 { "calls" } else { "call" },
+            let calls = if lanes.len() > 1 { "calls" } else { "call" };
+            let said = format!(
+                "stopping after the agent {calls} in flight (press again to kill {})",
                 if lanes.len() > 1 { "them" } else { "it" }
             );
+            match self.display() {
+                Some(display) => display.stopping(
+                    &said,
+                    &format!("stopping after the {calls} in flight (again: kill)"),
+                ),
+                _ => super::note!(self.printer, "{said}"),
+            }
             return;
         }
         // Before the kill: a killed call's end is the stop's to record, not the call's.
@@ -132,6 +150,11 @@ impl Signals {
     fn end_now(&self, signal: i32, said: &str) -> ! {
         // The other threads' lines would only say what the stop broke: they wait, and the
         // process exits before they are written.
+        // The live lines first: cleared, not left frozen as they were (and before the lock:
+        // clearing them writes to standard error).
+        if let Some(display) = self.display() {
+            display.finish();
+        }
         let stderr = std::io::stderr();
         let _quiet = stderr.lock();
         crate::receipts::stopping();

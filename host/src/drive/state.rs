@@ -100,6 +100,8 @@ pub(in crate::drive) struct Tally {
     pub hold: Hold,
     /// A lane said that it stopped (so the closing line need not).
     pub said_stop: bool,
+    /// What the agent calls of this drive reported they cost, so far.
+    pub cost_usd: f64,
 }
 
 pub(in crate::drive) fn duration(secs: i64) -> humantime::FormattedDuration {

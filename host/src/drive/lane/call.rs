@@ -259,6 +259,10 @@ impl Worker<'_, '_> {
                 .warn(&format!("{}: {e}", item.id).replace('\n', "; ")),
         }
         let id = receipt.id.clone();
+        // The agent's report: a cost that is no amount is not added.
+        if let Some(cost) = end.cost_usd.filter(|c| c.is_finite() && *c >= 0.0) {
+            self.drive.tally().cost_usd += cost;
+        }
         receipts::record_end(&self.drive.repo, receipt, end)
             .map_err(|e| Concept::Drive.failure(format!("cannot record the receipt: {e}")))?;
         Ok(Call {
