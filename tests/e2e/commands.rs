@@ -23,6 +23,13 @@ use stet_e2e::{
 
 /// What changes from run to run, and what stands in for it in a snapshot. Applied in order.
 const FILTERS: &[(&str, &str)] = &[
+    // `stet gc --json` lists every stet sandbox on the engine, of other stets (other tests,
+    // other people's) too: redacted first, before what is in them is (a `[SHA256]` or
+    // `[RUN]` would end the list early).
+    (
+        r#""(removed|kept)": \[[^\]]*\]"#,
+        r#""$1": "[SANDBOXES ON THE ENGINE]""#,
+    ),
     // Item ids: the time they were added, to the millisecond, then a slug of the title.
     (r"\b\d{8}-\d{6}-\d{3}-", "[ITEM]-"),
     // Drive runs.
@@ -94,10 +101,6 @@ const FILTERS: &[(&str, &str)] = &[
     (
         r"(removed|would remove) \d+ sandbox(es)?, kept \d+",
         "$1 [N] sandboxes, kept [N]",
-    ),
-    (
-        r#""(removed|kept)": \[[^\]]*\]"#,
-        r#""$1": "[SANDBOXES ON THE ENGINE]""#,
     ),
     // The commit a drive's base was at (its time is in it).
     (r"(base: +\S+) at [0-9a-f]{12}", "$1 at [COMMIT]"),
