@@ -183,12 +183,14 @@ fn select_from(
     // cause to name, not what the plugin says it lacks (it never saw the table).
     for passed in &mut selection.unavailable {
         if let Some(file) = untrusted_tables.get(&passed.name) {
+            let said = passed.reason.clone();
             passed.reason = format!(
-                "{} — its [plugins.{}] in {} is not applied: that file is not trusted",
-                passed.reason,
+                "{said} — its [plugins.{}] in {} is not applied: that file is not trusted",
                 passed.name,
                 file.display()
             );
+            // An explicit choice's summary quotes the plugin's reason: the cause goes there too.
+            selection.reason = selection.reason.replace(&said, &passed.reason);
             passed.remedy = format!(
                 "read {}, then run `stet trust` in the repository to apply it",
                 file.display()
