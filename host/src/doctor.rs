@@ -23,7 +23,8 @@ pub struct Check {
     pub ok: bool,
     /// What was seen.
     pub detail: String,
-    /// When not ok: what to do.
+    /// When not ok: what to do (`null` in JSON when there is nothing to say, never `""`).
+    #[serde(serialize_with = "crate::printer::empty_as_null")]
     pub remedy: String,
 }
 
@@ -294,8 +295,20 @@ pub fn image(
     match runtime.handle.image_status(image) {
         Ok(status) if status.present => {}
         Ok(status) => {
+            // The recipe `stet init` wrote beside the repository's stet.toml, when there is one.
+            let recipe = settings
+                .repository_config
+                .as_ref()
+                .and_then(|r| r.path.parent())
+                .map(|root| root.join(crate::init::CONTAINERFILE))
+                .filter(|file| file.is_file());
             let remedy = if image == crate::settings::DEFAULT_IMAGE {
                 "build it: scripts/build-image.sh (no registry needed)".to_string()
+            } else if let Some(recipe) = recipe {
+                format!(
+                    "build it from {} (its first lines say how), or name another with [sandbox] image",
+                    recipe.display()
+                )
             } else {
                 format!(
                     "build or load {image} for {} ({}), or name another with [sandbox] image",

@@ -393,7 +393,8 @@ impl Inert {
     /// Filter drivers the repository's configuration defines, emptied: a `.gitattributes`
     /// line naming one then runs nothing. (Diff drivers and the external diff are kept off
     /// by `--no-ext-diff --no-textconv`, which [`Inert::output`] adds to every command that
-    /// shows a diff; stet never merges.)
+    /// shows a diff; stet merges only to compare, in `stet clean`'s `merge-tree`, with the
+    /// attributes of the base's tree.)
     fn filters_off(&self) -> Vec<(String, String)> {
         let mut command = self.command(&[]);
         command.args(["config", "--name-only", "--get-regexp", r"^filter\."]);

@@ -13,6 +13,77 @@ pub struct Guess {
     pub from: &'static str,
 }
 
+/// A toolchain a guessed check runs that stet's lane image (sh, coreutils, git: Debian
+/// bookworm, `scripts/build-image.sh`) lacks, and the Debian packages that bring it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Toolchain {
+    /// A short name, in the image's tag (`stet-lane-rust:1`).
+    pub name: &'static str,
+    /// What `apt-get install` adds to the lane image.
+    pub packages: &'static str,
+}
+
+impl Guess {
+    /// The toolchain the check needs beyond the lane image, by the file it was guessed from.
+    pub fn toolchain(&self) -> Toolchain {
+        let (name, packages) = match self.from {
+            "Cargo.toml" => ("rust", "cargo"),
+            "package.json" => ("node", "nodejs npm"),
+            "pyproject.toml" => ("python", "python3 python3-pytest"),
+            "go.mod" => ("go", "golang-go"),
+            _ => ("make", "make"),
+        };
+        Toolchain { name, packages }
+    }
+}
+
+/// Where `stet init` writes the recipe of the image a guessed check runs in, relative to the
+/// repository root. A file, not only a printed recipe: committed beside `stet.toml`, every
+/// clone builds the same image under the tag `stet.toml` names. A Containerfile (the name
+/// every OCI builder takes with `-f`) in `.stet/`, which is also the build context: the
+/// image needs nothing of the repository, whose files each lane mounts.
+pub const CONTAINERFILE: &str = ".stet/Containerfile";
+
+/// The image a check with `toolchain` runs in, made from `base` (stet's lane image): its tag.
+pub fn toolchain_tag(toolchain: &Toolchain) -> String {
+    format!("stet-lane-{}:1", toolchain.name)
+}
+
+/// The Containerfile of [`toolchain_tag`]: `base` plus the toolchain's Debian packages. No
+/// `USER`, `ENTRYPOINT` or environment: stet gives every process its own.
+pub fn containerfile(base: &str, guess: &Guess, build: &str) -> String {
+    let toolchain = guess.toolchain();
+    format!(
+        "# {CONTAINERFILE}: the image stet's sandboxes start from on this repository (stet.toml's\n\
+         # [sandbox] image): stet's lane image ({base}: sh, coreutils, git) with what the check\n\
+         # `{check}` runs (guessed by stet init from {from}). Add what your tests need.\n\
+         # Build it once on each machine that drives, from the repository root:\n\
+         #   {build}\n\
+         FROM {base}\n\
+         RUN apt-get update \\\n \
+         && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends {packages} \\\n \
+         && rm -rf /var/lib/apt/lists/*\n",
+        check = guess.command,
+        from = guess.from,
+        packages = toolchain.packages,
+    )
+}
+
+/// The command that builds `tag` from [`CONTAINERFILE`], by the runtime's template
+/// (`image_build` in its manifest), or in words when it gives none.
+pub fn build_command(template: &str, tag: &str) -> String {
+    let dir = CONTAINERFILE.rsplit_once('/').map_or(".", |(d, _)| d);
+    if template.is_empty() {
+        return format!(
+            "your runtime's image build, tagged {tag}, of {CONTAINERFILE} with {dir} as its context"
+        );
+    }
+    template
+        .replace("{tag}", tag)
+        .replace("{file}", CONTAINERFILE)
+        .replace("{dir}", dir)
+}
+
 /// The check command the repository's build files suggest, first match wins: Cargo.toml,
 /// package.json (only with a `test` script that is not npm's placeholder), pyproject.toml,
 /// go.mod, a Makefile with a `test` (else `check`) target.
@@ -84,6 +155,17 @@ pub enum Found {
     None(String),
 }
 
+/// An installed harness's starting table, from its manifest (`example`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HarnessExample {
+    /// The plugin's name.
+    pub name: String,
+    /// Its one line.
+    pub description: String,
+    /// Its `[plugins.<name>]` table as the person would start it (TOML text).
+    pub example: String,
+}
+
 /// What `stet init` writes.
 pub struct Setup<'a> {
     /// The harness found.
@@ -92,8 +174,12 @@ pub struct Setup<'a> {
     pub runtime: &'a Found,
     /// The image sandboxes start from.
     pub image: &'a str,
+    /// Why that image, when it is not the lane image as it is (one built for the check).
+    pub image_note: Option<&'a str>,
     /// The check command, when one was guessed.
     pub check: Option<&'a Guess>,
+    /// Every installed harness's starting table, written commented out.
+    pub harnesses: &'a [HarnessExample],
 }
 
 /// The commented `stet.toml`.
@@ -123,14 +209,32 @@ pub fn config_text(setup: &Setup<'_>) -> String {
     };
     plugin(&mut out, "harness", "harness", setup.harness);
     plugin(&mut out, "runtime", "runtime", setup.runtime);
-    out.push_str(&format!(
+    for harness in setup.harnesses {
+        // Commented out: a table names programs and hosts for the agent, the person's word.
+        out.push_str(&format!(
+            "\n# The {} harness: {}. Uncomment and fill in to use it:\n",
+            harness.name, harness.description
+        ));
+        for line in harness.example.trim().lines() {
+            if line.starts_with('#') {
+                out.push_str(&format!("#{line}\n"));
+            } else {
+                out.push_str(&format!("# {line}\n"));
+            }
+        }
+    }
+    out.push_str(
         "\n[sandbox]\n\
          # The image every sandbox starts from: it needs sh and git, and whatever the check\n\
          # runs. stet-lane:1 holds git only (scripts/build-image.sh); to use your own toolchain\n\
-         # image, see \"Your own image\" in docs/configuration.md.\n\
-         image = \"{}\"\n",
-        setup.image
-    ));
+         # image, see \"Your own image\" in docs/configuration.md.\n",
+    );
+    if let Some(note) = setup.image_note {
+        for line in note.lines() {
+            out.push_str(&format!("# {line}\n"));
+        }
+    }
+    out.push_str(&format!("image = \"{}\"\n", setup.image));
     out.push_str("\n[drive]\n");
     match setup.check {
         Some(guess) => out.push_str(&format!(
@@ -217,12 +321,23 @@ mod tests {
             command: "cargo test".into(),
             from: "Cargo.toml",
         };
+        let examples = [HarnessExample {
+            name: "an-agent".into(),
+            description: "any agent".into(),
+            example: "# Say how.\n[plugins.an-agent]\nimplement = [\"./agent\"]\n".into(),
+        }];
         let text = config_text(&Setup {
             harness: &harness,
             runtime: &runtime,
-            image: "stet-lane:1",
+            image: "stet-lane-rust:1",
+            image_note: Some("built from .stet/Containerfile"),
             check: Some(&check),
+            harnesses: &examples,
         });
+        assert!(
+            text.contains("\n## Say how.\n# [plugins.an-agent]\n# implement = [\"./agent\"]\n"),
+            "each harness's table is written commented out: {text}"
+        );
         assert!(
             text.contains(
                 "# Found by stet init: an-agent 0.1.0 (highest priority).\nprefer = [\"an-agent\"]"
@@ -235,6 +350,30 @@ mod tests {
         assert_eq!(parsed.drive_check.as_deref(), Some("cargo test"));
         assert_eq!(parsed.harness_prefer, Some(vec!["an-agent".to_string()]));
         assert_eq!(parsed.runtime_prefer, None);
-        assert_eq!(parsed.sandbox_image.as_deref(), Some("stet-lane:1"));
+        assert_eq!(parsed.sandbox_image.as_deref(), Some("stet-lane-rust:1"));
+        assert!(parsed.plugins.is_empty(), "no harness table is live");
+    }
+
+    #[test]
+    fn a_check_that_needs_a_toolchain_gets_an_image_made_for_it_from_the_lane_image() {
+        let guess = Guess {
+            command: "cargo test".into(),
+            from: "Cargo.toml",
+        };
+        let tag = toolchain_tag(&guess.toolchain());
+        assert_eq!(tag, "stet-lane-rust:1");
+        let build = build_command("builder build -t {tag} -f {file} {dir}", &tag);
+        assert_eq!(
+            build,
+            "builder build -t stet-lane-rust:1 -f .stet/Containerfile .stet"
+        );
+        let text = containerfile("stet-lane:1", &guess, &build);
+        assert!(text.contains("\nFROM stet-lane:1\n"), "{text}");
+        assert!(
+            text.contains("--no-install-recommends cargo \\\n"),
+            "{text}"
+        );
+        assert!(text.contains(&format!("#   {build}\n")), "{text}");
+        assert!(build_command("", &tag).contains("tagged stet-lane-rust:1"));
     }
 }

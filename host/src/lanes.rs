@@ -481,6 +481,16 @@ fn sweep(repo: &Path) {
     }
 }
 
+/// What [`clear_pool`] would free, removing nothing (`stet clean --dry-run`).
+pub fn pool_size(repo: &Path) -> u64 {
+    let stet = stet_dir(repo);
+    [pool_dir(&stet), trash_dir(&stet)]
+        .iter()
+        .filter(|dir| dir.exists())
+        .map(|dir| crate::files::tree_size(dir, u64::MAX))
+        .sum()
+}
+
 /// Removes the pooled copies and the trash of `repo` now; returns what they held, in
 /// bytes (`stet clean`).
 pub fn clear_pool(repo: &Path) -> std::io::Result<u64> {

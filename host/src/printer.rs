@@ -23,13 +23,28 @@ pub struct Printer {
     pub verbose: bool,
     /// Whether `-q` was given: no notes, no details.
     pub quiet: bool,
+    /// Whether the command's lines go to standard error, as notes: with `--json`, where
+    /// standard output carries the JSON alone.
+    pub lines_to_stderr: bool,
 }
 
 impl Printer {
     /// Writes `text` (and a newline) to standard output.
     pub fn out(&self, text: &str) {
+        if self.lines_to_stderr {
+            return self.note(text);
+        }
         let mut stdout = std::io::stdout().lock();
         let _ = writeln!(stdout, "{}", inert(text));
+    }
+
+    /// This printer, its lines (`out`) sent to standard error: for a command whose
+    /// standard output is JSON made elsewhere.
+    pub fn lines_as_notes(self) -> Printer {
+        Printer {
+            lines_to_stderr: true,
+            ..self
+        }
     }
 
     /// Writes `value` (an object) as pretty JSON to standard output, with `"schema"`
@@ -57,6 +72,9 @@ impl Printer {
     /// Writes `state` coloured by what it means (on a terminal), then `rest`, as one line
     /// of standard output. Both are made inert first; the colour is stet's own.
     pub fn out_state(&self, state: &str, width: usize, rest: &str) {
+        if self.lines_to_stderr {
+            return self.note(&format!("{state:<width$}{rest}"));
+        }
         let style = style_of(state);
         let mut stdout = anstream::stdout().lock();
         let _ = writeln!(
@@ -234,6 +252,24 @@ pub fn size(bytes: u64) -> String {
         }
     }
     bytesize::ByteSize::b(bytes).display().iec().to_string()
+}
+
+/// Serialises an empty text as `null`: every `--json` shape says "nothing to say" one way
+/// (docs/json.md).
+pub fn empty_as_null<S: serde::Serializer>(text: &str, serializer: S) -> Result<S::Ok, S::Error> {
+    if text.is_empty() {
+        serializer.serialize_none()
+    } else {
+        serializer.serialize_some(text)
+    }
+}
+
+/// Reads what [`empty_as_null`] wrote (and an empty text, as older records hold) back.
+pub fn null_as_empty<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<String, D::Error> {
+    use serde::Deserialize;
+    Ok(Option::<String>::deserialize(deserializer)?.unwrap_or_default())
 }
 
 /// The version of every `--json` shape: a consumer checks it before reading the rest.

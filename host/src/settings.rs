@@ -179,6 +179,8 @@ pub struct RepositoryConfig {
     pub trusted: bool,
     /// The settings it holds that were not applied, because the file is untrusted.
     pub ignored: Vec<String>,
+    /// Of those, the plugins whose `[plugins.<name>]` table was not applied.
+    pub ignored_tables: Vec<String>,
 }
 
 impl RepositoryConfig {
@@ -268,6 +270,15 @@ pub fn resolve(plugins_dirs: &[PathBuf], overrides: &Overrides) -> Result<Settin
         }
     }
 
+    // The tables an untrusted repository file holds, of plugins no file of the person's
+    // configures: the cause, when such a plugin is unusable without its table.
+    let untrusted_tables = repository_config
+        .iter()
+        .flat_map(|r| r.ignored_tables.iter().map(|name| (name, &r.path)))
+        .filter(|(name, _)| !plugin_config.contains_key(*name))
+        .map(|(name, path)| (name.clone(), path.clone()))
+        .collect();
+
     let user_data = xdg
         .as_ref()
         .map(|x| x.data_dir().join("stet").join("plugins"));
@@ -356,6 +367,7 @@ pub fn resolve(plugins_dirs: &[PathBuf], overrides: &Overrides) -> Result<Settin
             probe_timeout,
             plugin_config,
             plugin_origin,
+            untrusted_tables,
         },
         runtime,
         harness,
@@ -376,15 +388,17 @@ fn untrusted_narrow_only(
     }
     let trusted =
         store.is_some_and(|store| crate::trust::is_trusted(store, &repo.path, &repo.content));
-    let ignored = if trusted {
-        Vec::new()
+    let (ignored, ignored_tables) = if trusted {
+        (Vec::new(), Vec::new())
     } else {
-        narrow_only(repo, persons)
+        let tables = repo.plugins.keys().cloned().collect();
+        (narrow_only(repo, persons), tables)
     };
     Some(RepositoryConfig {
         path: repo.path.clone(),
         trusted,
         ignored,
+        ignored_tables,
     })
 }
 

@@ -9,8 +9,7 @@ use crate::error::{Concept, Error};
 use crate::queue;
 use crate::reservations::{Remote, ReservationError};
 
-/// One item as `stet queue` shows it.
-#[derive(Serialize)]
+/// One item as `stet queue` shows it. Its `--json` form is [`ItemJson`].
 pub struct Row {
     pub id: String,
     /// What a person types for it (`handles.rs`).
@@ -40,20 +39,91 @@ pub struct Row {
     pub pull_request: Option<String>,
     /// Why its land step failed, for `landed`: `pull request not opened: …` (`stet land ID`
     /// makes it again).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub land_failed: Option<String>,
     /// What stet's proxy refused its calls on this clone (from their receipts): each
     /// host:port and how often.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub blocked: Vec<(String, u64)>,
     /// Whether a drive takes the item as this working copy has it: `only-here` when the
     /// base (the remote's branch lanes branch from, as last fetched) lacks its file,
     /// `changed-here` when it holds other text (the base's is driven); absent otherwise.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub here: Option<&'static str>,
     /// The base that is, by its remote-tracking name (`origin/main`), with `here`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub base: Option<String>,
+}
+
+/// An item as every `--json` shape describes it (docs/json.md): `id`, `state`, `why` (why
+/// it is in that state: a failure, or why its last round did not land) and `remedy` (what
+/// the person can do about it), each `null` when there is nothing to say, never `""`; then
+/// what else is known. The one place this shape is made: a field added here (a handle) is
+/// in every command's output.
+#[derive(Serialize)]
+pub struct ItemJson<'a> {
+    pub id: &'a str,
+    pub handle: &'a str,
+    pub title: &'a str,
+    pub state: &'a str,
+    pub why: Option<&'a str>,
+    pub remedy: Option<String>,
+    pub holder: Option<&'a str>,
+    pub stage: Option<&'a str>,
+    pub until_unix: Option<i64>,
+    pub until: Option<&'a str>,
+    pub lane: Option<&'a str>,
+    pub round: Option<u32>,
+    pub next: Option<&'static str>,
+    /// The pull request its landing opened, `null` when none is recorded.
+    pub pull_request: Option<&'a str>,
+    /// Why its land step failed, for a landed item whose land step did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub land_failed: Option<&'a str>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub blocked: &'a [(String, u64)],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub here: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base: Option<&'a str>,
+}
+
+impl Row {
+    /// Its `--json` form.
+    pub fn json(&self) -> ItemJson<'_> {
+        let remedy = match self.state.as_str() {
+            "failed" | "cancelled" => Some(format!("stet retry {}", self.handle)),
+            "landed" if self.land_failed.is_some() => Some(format!("stet land {}", self.handle)),
+            "lapsed" => Some("the next stet drive takes it over".to_string()),
+            _ => None,
+        };
+        ItemJson {
+            id: &self.id,
+            handle: &self.handle,
+            title: &self.title,
+            state: &self.state,
+            why: self
+                .why
+                .as_deref()
+                .or(self.reason.as_deref())
+                .filter(|w| !w.is_empty()),
+            remedy,
+            holder: self.holder.as_deref(),
+            stage: self.stage.as_deref(),
+            until_unix: self.until_unix,
+            until: self.until.as_deref(),
+            lane: self.lane.as_deref(),
+            round: self.round,
+            next: self.next,
+            pull_request: self.pull_request.as_deref(),
+            land_failed: self.land_failed.as_deref(),
+            blocked: &self.blocked,
+            here: self.here,
+            base: self.base.as_deref(),
+        }
+    }
+}
+
+impl Serialize for Row {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.json().serialize(serializer)
+    }
 }
 
 /// Every item of `items` with its state as the remote says (and a note when the remote

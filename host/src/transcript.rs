@@ -346,6 +346,7 @@ mod tests {
             probe_timeout: std::time::Duration::from_secs(1),
             plugin_config: Default::default(),
             plugin_origin: Default::default(),
+            untrusted_tables: Default::default(),
         };
         let call = receipt("i1", "implement", 1, 1);
         let r = Renderer::open(Ok(&plugins), &call);

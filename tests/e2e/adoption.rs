@@ -57,7 +57,11 @@ fn init_writes_a_commented_config_with_what_it_found_and_refuses_to_overwrite() 
         text.contains("# Found by stet init: docker 0.1.0"),
         "{text}"
     );
-    assert!(text.contains("image = \"stet-lane:1\""), "{text}");
+    // The check needs cargo, which the lane image lacks: an image made for it, never an
+    // image and a check that cannot run together.
+    assert!(text.contains("image = \"stet-lane-rust:1\""), "{text}");
+    let recipe = std::fs::read_to_string(world.work.join(".stet/Containerfile")).unwrap();
+    assert!(recipe.contains("\nFROM stet-lane:1\n"), "{recipe}");
     assert!(text.contains("Guessed from Cargo.toml"), "{text}");
     assert!(text.contains("check = \"cargo test\""), "{text}");
     assert!(world.work.join(".stet/queue/.gitkeep").is_file());
@@ -69,7 +73,7 @@ fn init_writes_a_commented_config_with_what_it_found_and_refuses_to_overwrite() 
     );
     assert!(
         out.stdout
-            .contains("git add stet.toml .stet/queue/.gitkeep && git commit"),
+            .contains("git add stet.toml .stet/queue/.gitkeep .stet/Containerfile && git commit"),
         "{}",
         out.stdout
     );
@@ -1252,7 +1256,7 @@ fn clean_removes_finished_items_leftovers_and_on_the_remote_only_merged_work_and
     let out = world.run_stet(&["clean", "--remote"]);
     assert!(
         out.stdout.contains(&format!(
-            "removed  stet/{} on origin (merged into {})",
+            "removed  stet/{} on origin (landed): merged into {}",
             ids[0],
             base.trim()
         )),
@@ -1284,7 +1288,7 @@ fn clean_removes_finished_items_leftovers_and_on_the_remote_only_merged_work_and
     let out = world.run_stet(&["clean", "--remote"]);
     assert!(
         out.stdout.contains(&format!(
-            "removed  the landed mark of {} on origin (its item file is gone)",
+            "removed  the landed mark of {} on origin: its item file is gone",
             ids[0]
         )),
         "{}",
@@ -1710,4 +1714,185 @@ fn a_clone_of_an_empty_remote_drives_once_its_first_push_makes_a_base() {
     assert_eq!(landed.len(), 1, "{}", out.stderr);
     let lane = files_on(&bare, &format!("stet/{}", landed[0]));
     assert!(lane.contains(&"FIRST".to_string()), "{lane:?}");
+}
+
+/// A pull request merged by squash or by rebase leaves its branch off the base's history:
+/// `stet clean --remote` still finds the branch's change in the base and removes it, and
+/// keeps a branch whose change the base lacks. `--dry-run` first removes nothing; then
+/// `--archive` takes the landed items' files out of the queue in a commit the person pushes,
+/// their text left in git history (a file the person edited is kept, with the edit), after
+/// which `clean --remote` spends the merged items' marks.
+#[test]
+fn clean_remote_removes_squashed_and_rebased_branches_keeps_unmerged_work_and_archives_landed_files(
+) {
+    let world = world();
+    let remote = world.root.path().join("remote.git");
+    let ids = queue(
+        &world,
+        &[
+            "Squash me\n\nfile: SQUASHED",
+            "Rebase me\n\nfile: REBASED",
+            "Leave me\n\nfile: UNMERGED",
+        ],
+    );
+    let drove = world.run_stet(&["drive", "--yes", "--rounds", "1"]);
+    assert_eq!(drove.code, 0, "{}", drove.stderr);
+    let base = git(&world.work, &["symbolic-ref", "--short", "HEAD"]);
+    let base = base.trim();
+    git(
+        &world.work,
+        &["pull", "--quiet", "--ff-only", "origin", base],
+    );
+    // Squashed, with a fixup of the reviewer's in the same commit (its patch is not the
+    // lane's), as a pull request's "squash and merge" makes it.
+    git(
+        &world.work,
+        &["fetch", "--quiet", "origin", &format!("stet/{}", ids[0])],
+    );
+    git(&world.work, &["merge", "--quiet", "--squash", "FETCH_HEAD"]);
+    std::fs::write(world.work.join("NOTES"), "reviewed\n").unwrap();
+    git(&world.work, &["add", "NOTES"]);
+    git(&world.work, &["commit", "--quiet", "-m", "Squash me (#1)"]);
+    // Rebased: each of the lane's commits applied anew on the base.
+    git(
+        &world.work,
+        &["fetch", "--quiet", "origin", &format!("stet/{}", ids[1])],
+    );
+    let fork = git(&world.work, &["merge-base", "HEAD", "FETCH_HEAD"]);
+    git(
+        &world.work,
+        &[
+            "cherry-pick",
+            "--allow-empty",
+            &format!("{}..FETCH_HEAD", fork.trim()),
+        ],
+    );
+    git(&world.work, &["push", "--quiet", "origin", "HEAD"]);
+    let branches = || git(&remote, &["for-each-ref", "refs/heads/stet/"]);
+    let refs_before = git(&remote, &["for-each-ref"]);
+
+    let dry = world.run_stet(&["clean", "--remote", "--dry-run"]);
+    assert_eq!(dry.code, 0, "{}", dry.stderr);
+    for line in [
+        format!(
+            "would remove stet/{} on origin (landed): squashed into {base}",
+            ids[0]
+        ),
+        format!(
+            "would remove stet/{} on origin (landed): rebased into {base}",
+            ids[1]
+        ),
+        format!(
+            "kept         stet/{} on origin (landed): not merged into {base}",
+            ids[2]
+        ),
+    ] {
+        assert!(dry.stdout.contains(&line), "{line}\n{}", dry.stdout);
+    }
+    assert!(dry.stdout.contains("nothing was removed"), "{}", dry.stdout);
+    assert_eq!(
+        git(&remote, &["for-each-ref"]),
+        refs_before,
+        "a dry run removes nothing"
+    );
+    let json = world
+        .run_stet(&["clean", "--remote", "--dry-run", "--json"])
+        .json();
+    let entry = json["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["kind"] == "remote-branch" && e["id"] == ids[0].as_str())
+        .unwrap_or_else(|| panic!("{json:#}"));
+    assert_eq!(entry["action"], "would-remove", "{json:#}");
+    assert_eq!(entry["branch"], format!("stet/{}", ids[0]), "{json:#}");
+    assert_eq!(entry["why"], format!("squashed into {base}"), "{json:#}");
+    assert_eq!(entry["remedy"], serde_json::Value::Null, "{json:#}");
+    assert_eq!(json["schema"], 1, "{json:#}");
+
+    let out = world.run_stet(&["clean", "--remote"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let left = branches();
+    assert!(!left.contains(&ids[0]) && !left.contains(&ids[1]), "{left}");
+    assert!(left.contains(&ids[2]), "unmerged work is kept: {left}");
+    assert!(
+        out.stderr
+            .contains("3 landed items' files are still in .stet/queue: stet clean --archive"),
+        "{}",
+        out.stderr
+    );
+
+    // Archiving: said first, then one commit on the current branch, not pushed by stet.
+    let files = |id: &str| world.work.join(format!(".stet/queue/{id}.md"));
+    let head = git(&world.work, &["rev-parse", "HEAD"]);
+    let dry = world.run_stet(&["clean", "--archive", "--dry-run"]);
+    assert_eq!(dry.code, 0, "{}", dry.stderr);
+    assert!(
+        dry.stdout
+            .contains(&format!("would remove the file of {} (landed)", ids[2])),
+        "{}",
+        dry.stdout
+    );
+    assert!(ids.iter().all(|id| files(id).is_file()));
+    assert_eq!(git(&world.work, &["rev-parse", "HEAD"]), head, "no commit");
+    let remote_base = git(&remote, &["rev-parse", base]);
+    // The person's own edit of one file: that file is kept, with its edit.
+    let edited = format!(
+        "{}\nan edit of mine\n",
+        std::fs::read_to_string(files(&ids[2])).unwrap()
+    );
+    std::fs::write(files(&ids[2]), &edited).unwrap();
+    let out = world.run_stet(&["clean", "--archive"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains(&format!(
+            "on {base}: 2 landed items' files removed from .stet/queue; push it"
+        )),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains(&format!(
+            "kept     the file of {} (landed): it differs here from what HEAD holds",
+            ids[2]
+        )),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(std::fs::read_to_string(files(&ids[2])).unwrap(), edited);
+    assert!(!files(&ids[0]).exists() && !files(&ids[1]).exists());
+    let message = git(&world.work, &["log", "-1", "--format=%B"]);
+    for (id, title) in ids.iter().zip(["Squash me", "Rebase me"]) {
+        assert!(message.contains(&format!("{id}: {title}")), "{message}");
+        let text = git(
+            &world.work,
+            &["show", &format!("HEAD^:.stet/queue/{id}.md")],
+        );
+        assert!(text.starts_with(title), "its text stays in history: {text}");
+    }
+    assert!(!message.contains(&ids[2]), "{message}");
+    assert_eq!(
+        git(&world.work, &["status", "--porcelain"]).trim(),
+        format!("M .stet/queue/{}.md", ids[2]),
+        "only the person's edit is left uncommitted"
+    );
+    assert_eq!(
+        git(&remote, &["rev-parse", base]),
+        remote_base,
+        "stet pushes nothing: the person does"
+    );
+    git(&world.work, &["push", "--quiet", "origin", "HEAD"]);
+    let out = world.run_stet(&["clean", "--remote"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let landed = stet_e2e::landed_on(&remote);
+    assert!(
+        !landed.contains(&ids[0]) && !landed.contains(&ids[1]),
+        "the merged items' marks are spent: {}",
+        out.stdout
+    );
+    assert!(
+        landed.contains(&ids[2]),
+        "an unmerged branch's mark stays with it: {}",
+        out.stdout
+    );
 }

@@ -23,6 +23,13 @@ use stet_e2e::{
 
 /// What changes from run to run, and what stands in for it in a snapshot. Applied in order.
 const FILTERS: &[(&str, &str)] = &[
+    // `stet gc --json` lists every stet sandbox on the engine, of other stets (other tests,
+    // other people's) too: redacted first, before what is in them is (a `[SHA256]` or
+    // `[RUN]` would end the list early).
+    (
+        r#""(removed|kept)": \[[^\]]*\]"#,
+        r#""$1": "[SANDBOXES ON THE ENGINE]""#,
+    ),
     // Item ids: the time they were added, to the millisecond, then a slug of the title.
     (r"\b\d{8}-\d{6}-\d{3}-", "[ITEM]-"),
     // Drive runs (`drive-<pid>-<ms>`: digits only, so an item's handle ending in "drive"
@@ -95,10 +102,6 @@ const FILTERS: &[(&str, &str)] = &[
     (
         r"(removed|would remove) \d+ sandbox(es)?, kept \d+",
         "$1 [N] sandboxes, kept [N]",
-    ),
-    (
-        r#""(removed|kept)": \[[^\]]*\]"#,
-        r#""$1": "[SANDBOXES ON THE ENGINE]""#,
     ),
     // The commit a drive's base was at (its time is in it).
     (r"(base: +\S+) at [0-9a-f]{12}", "$1 at [COMMIT]"),
@@ -302,6 +305,14 @@ fn a_repository_from_init_through_a_drive_to_clean() {
     p.snap("show_an_open_item", &["show", &landing]);
     p.snap("rm", &["rm", &cancelled]);
 
+    // A dry run first: what the drive would take, reserving nothing on the remote.
+    let remote = p.world.root.path().join("remote.git");
+    let refs = || stet_e2e::git(&remote, &["-c", "safe.directory=*", "for-each-ref"]);
+    let before = refs();
+    p.snap("drive_dry_run", &["drive", "--dry-run"]);
+    p.snap("drive_dry_run_json", &["drive", "--dry-run", "--json"]);
+    assert_eq!(refs(), before, "a dry run changes nothing on the remote");
+
     p.snap("drive", &["drive", "--yes", "--rounds", "1"]);
 
     p.snap("queue", &["queue"]);
@@ -341,6 +352,18 @@ fn a_repository_from_init_through_a_drive_to_clean() {
     p.snap("retry_again", &["retry", &failing]);
     p.snap("queue_json_after_retry", &["queue", "--json"]);
     p.snap("drive_quiet", &["-q", "drive", "--yes", "--rounds", "1"]);
+    p.snap(
+        "drive_json",
+        &["-q", "drive", "--yes", "--rounds", "1", "--json"],
+    );
+    let lanes = p.work().join(".git/stet/lanes");
+    let kept = std::fs::read_dir(&lanes).unwrap().count();
+    p.snap("clean_dry_run", &["clean", "--dry-run"]);
+    assert_eq!(
+        std::fs::read_dir(&lanes).unwrap().count(),
+        kept,
+        "a dry run removes nothing"
+    );
     p.snap("clean_json", &["clean", "--json"]);
     p.snap("clean_with_nothing_left", &["clean"]);
     // The local branch is gone: show reads the remote's.
@@ -425,11 +448,81 @@ fn plugins_and_housekeeping() {
         &["plugins", "install", "--json", command.to_str().unwrap()],
     );
     p.snap("plugins_trust", &["plugins", "trust", "docker"]);
+    p.snap(
+        "plugins_trust_json",
+        &["plugins", "trust", "--json", "docker"],
+    );
     p.snap("plugins_uninstall", &["plugins", "uninstall", "command"]);
+    p.snap(
+        "plugins_uninstall_json",
+        &["plugins", "uninstall", "--json", "docker"],
+    );
 
     p.snap("gc", &["gc"]);
     p.snap("gc_json", &["gc", "--json"]);
     p.snap("gc_dry_run", &["gc", "--dry-run"]);
     p.snap("completions_fish", &["completions", "fish"]);
     p.snap("version", &["--version"]);
+}
+
+/// A set-up that works the first time, from a fresh repository with a Rust project and no
+/// harness configured: `init` exits 0, writes an image recipe for the check's toolchain and
+/// says what is still missing, on which `doctor` fails; an untrusted edit is named as the
+/// cause where its setting is ignored, and `trust --diff` shows it; the item commands'
+/// `--json`.
+#[test]
+fn a_set_up_from_a_fresh_repository_says_what_is_missing_until_a_drive_can_start() {
+    require_image();
+    let _serial = serial_drives();
+    let p = Person::new();
+    p.world.clone_of_fresh_remote();
+    // The person's own settings: where the walled profiles are; no harness configured.
+    let dir = p.world.root.path().join("home/.config/stet");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::create_dir_all(p.profiles()).unwrap();
+    std::fs::write(
+        dir.join("config.toml"),
+        format!("[harness]\nprofiles = \"{}\"\n", p.profiles().display()),
+    )
+    .unwrap();
+    std::fs::write(
+        p.work().join("Cargo.toml"),
+        "[package]\nname = \"x\"\nversion = \"0.1.0\"\n",
+    )
+    .unwrap();
+
+    let init = p.snap("init_in_a_fresh_repository", &["init"]);
+    assert_eq!(init.code, 0, "{}", init.stderr);
+    let file = |path: &str| std::fs::read_to_string(p.work().join(path)).unwrap();
+    let filters: Vec<(&str, &str)> = FILTERS.to_vec();
+    insta::with_settings!({ filters => filters }, {
+        insta::assert_snapshot!("init_stet_toml", p.world.redact(&file("stet.toml")));
+        insta::assert_snapshot!("init_containerfile", file(".stet/Containerfile"));
+    });
+    let doctor = p.snap("doctor_after_init", &["doctor"]);
+    assert_eq!(doctor.code, 3, "doctor fails on what init said is missing");
+
+    // A table the person adds is untrusted until `stet trust`: named as the cause.
+    let mut text = file("stet.toml");
+    text.push_str(&format!(
+        "\n[plugins.command]\nimplement = [\"{}\"]\n",
+        example_agent().display()
+    ));
+    std::fs::write(p.work().join("stet.toml"), text).unwrap();
+    p.snap("doctor_with_an_untrusted_table", &["doctor"]);
+    p.snap("trust_diff", &["trust", "--diff"]);
+    p.snap("trust_json", &["trust", "--json"]);
+    p.snap("trust_diff_when_unchanged", &["trust", "--diff"]);
+
+    // The item commands that act on one item, for scripts.
+    let id = added_id(&p.run(&["add", "write a.txt: a"]));
+    p.git(&["add", "--all"]);
+    p.git(&["commit", "--quiet", "-m", "set up"]);
+    p.git(&["push", "--quiet", "origin", "HEAD"]);
+    p.snap("rm_json", &["rm", "--json", &id]);
+    p.snap("retry_json", &["retry", "--json", &id]);
+
+    // init --json, where there is no stet.toml (its Containerfile kept as it is).
+    std::fs::remove_file(p.work().join("stet.toml")).unwrap();
+    p.snap("init_json", &["init", "--json"]);
 }

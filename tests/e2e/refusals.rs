@@ -77,6 +77,24 @@ fn drive_with_a_harness_that_is_not_configured() {
     ));
 }
 
+/// The harness's table is in the repository's stet.toml, which nobody trusted: the refusal
+/// names that as the cause, and `stet trust` as the remedy, not the setting it holds.
+#[test]
+fn drive_with_the_harness_configured_in_an_untrusted_stet_toml() {
+    require_image();
+    let world = world();
+    std::fs::write(
+        world.work.join("stet.toml"),
+        "[plugins.command]\nimplement = [\"/opt/agent/agent.sh\"]\n",
+    )
+    .unwrap();
+    insta::assert_snapshot!(refusal(
+        &world,
+        &world.work,
+        &["drive", "--yes", "--harness", "command"]
+    ));
+}
+
 #[test]
 fn drive_with_no_lanes() {
     let world = world();

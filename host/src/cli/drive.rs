@@ -2,7 +2,7 @@
 
 use super::error::{CliError, Exit};
 use crate::config::parse_duration;
-use crate::drive::{self, DriveOptions};
+use crate::drive::{self, DriveOptions, DryRun};
 use crate::printer::Printer;
 use crate::settings::Settings;
 
@@ -61,6 +61,52 @@ pub fn run(settings: &Settings, args: &DriveArgs, printer: Printer) -> Result<Ex
             .drive_land
             .as_deref()
             .map(|land| crate::land::How::of(land, settings.drive_pull_request_repo.as_deref())),
+        dry_run: args.dry_run.then_some(if args.json {
+            DryRun::Json
+        } else {
+            DryRun::Lines
+        }),
     };
-    Ok(drive::run(settings, &options, printer)?.into())
+    if !args.json || args.dry_run {
+        return Ok(drive::run(settings, &options, printer)?.into());
+    }
+    // --json: the drive as it runs without it (its lines on stderr), then how it ended and
+    // every item as it now is, in the one item shape.
+    let ended = drive::run(settings, &options, printer.lines_as_notes())?;
+    outcome_json(&ended, &args.remote, printer)?;
+    Ok(ended.into())
+}
+
+/// How a drive ended, and the queue's items as the remote now says they are.
+fn outcome_json(ended: &drive::Ended, remote: &str, printer: Printer) -> Result<(), CliError> {
+    #[derive(serde::Serialize)]
+    struct Outcome<'a> {
+        /// `done`, `gave-up`, `unusable` or `stopped`.
+        ended: &'static str,
+        /// The signal that stopped it, when one did.
+        signal: Option<i32>,
+        items: &'a [crate::story::Row],
+    }
+    let (word, signal) = match ended {
+        drive::Ended::Done => ("done", None),
+        drive::Ended::GaveUp => ("gave-up", None),
+        drive::Ended::Unusable => ("unusable", None),
+        drive::Ended::Stopped(n) => ("stopped", Some(*n)),
+    };
+    let repo = super::queue::repo()?;
+    let (items, _) = crate::queue::read(&repo);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let (rows, note) = crate::story::states(&repo, &items, remote, now)?;
+    if let Some(note) = note {
+        printer.warn(&note);
+    }
+    printer.json(&Outcome {
+        ended: word,
+        signal,
+        items: &rows,
+    });
+    Ok(())
 }

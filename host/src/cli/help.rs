@@ -12,11 +12,11 @@ const GROUPS: &[(&str, &[&str], &str)] = &[
     (
         "Queue work",
         &["add", "queue", "rm", "retry", "clean"],
-        "stet add 'Fix the typo in README.md' && git add .stet && git commit -m 'queue: typo' && git push",
+        "stet add 'Fix the typo in the README' && git add .stet && git commit -m 'queue: typo' && git push",
     ),
     (
         "Drive",
-        &["drive", "doctor", "walls", "ask", "run", "gc"],
+        &["drive", "land", "doctor", "walls", "ask", "run", "gc"],
         "stet doctor && stet drive --jobs 2",
     ),
     (

@@ -1,20 +1,46 @@
 //! `stet init`: a commented `stet.toml` and the queue directory, in the repository at hand;
 //! the file is trusted as written (`trust.rs`), so a fresh set-up works the first time.
+//! It exits 0 once it wrote them, and says what a drive still lacks (a usable harness or
+//! runtime, the image), which `stet doctor` then fails on.
 
 use std::io::Write;
 use std::path::Path;
 
+use serde::Serialize;
 use stet_plugin_api::PluginKind;
 
 use super::error::{CliError, Exit};
 use crate::config::REPO_CONFIG_FILE;
-use crate::init::{self, Found, Setup};
-use crate::plugins::survey;
+use crate::init::{self, Found, HarnessExample, Setup};
+use crate::plugins::{discovery, survey, version::host_api};
 use crate::printer::Printer;
 use crate::queue::QUEUE_DIR;
 use crate::settings::Settings;
 
-pub fn run(settings: &Settings, printer: Printer) -> Result<Exit, CliError> {
+/// What `stet init --json` prints.
+#[derive(Serialize)]
+struct Report<'a> {
+    /// The files written (relative to the repository root).
+    wrote: Vec<String>,
+    /// Whether the written `stet.toml` counts as trusted.
+    trusted: bool,
+    harness: Option<&'a str>,
+    runtime: Option<&'a str>,
+    image: &'a str,
+    check: Option<&'a str>,
+    /// What a drive still lacks here, each with what to do.
+    missing: &'a [Missing],
+}
+
+/// Something a drive still lacks after `stet init`.
+#[derive(Serialize)]
+struct Missing {
+    what: String,
+    why: String,
+    remedy: Option<String>,
+}
+
+pub fn run(settings: &Settings, json: bool, printer: Printer) -> Result<Exit, CliError> {
     let cwd = std::env::current_dir()
         .map_err(|e| CliError::failure(format!("cannot resolve the current directory: {e}")))?;
     let root = crate::config::repository_root(&cwd).ok_or_else(|| {
@@ -29,14 +55,16 @@ pub fn run(settings: &Settings, printer: Printer) -> Result<Exit, CliError> {
         ))
         .hint("edit it (docs/configuration.md describes every key), or remove it and run stet init again"));
     }
-    let chosen = survey::choose_each(
+    let mut chosen = survey::choose_each(
         &settings.plugins,
         &[
             (PluginKind::Harness, &settings.harness),
             (PluginKind::Runtime, &settings.runtime),
         ],
     );
-    let found: Vec<Found> = chosen
+    let runtime_choice = chosen.pop().expect("asked for a runtime");
+    let harness_choice = chosen.pop().expect("asked for a harness");
+    let found: Vec<Found> = [&harness_choice, &runtime_choice]
         .into_iter()
         .map(|answer| match answer {
             Ok((probed, selection)) => Found::Chosen {
@@ -46,20 +74,64 @@ pub fn run(settings: &Settings, printer: Printer) -> Result<Exit, CliError> {
                     Some(probe) if !probe.backend_version.is_empty() => {
                         format!("{}; {}", selection.reason, probe.backend_version)
                     }
-                    _ => selection.reason,
+                    _ => selection.reason.clone(),
                 },
             },
+            // The causes say why (each candidate's reason); the message only that none is.
+            Err(e) if !e.causes.is_empty() => Found::None(e.causes.join("; ")),
             Err(e) => Found::None(e.message.clone()),
         })
         .collect();
+    // Every installed harness's starting table, from its manifest: the person uncomments one.
+    let installed = discovery::discover(&settings.plugins.search_path, &host_api());
+    let harnesses: Vec<HarnessExample> = installed
+        .iter()
+        .filter_map(discovery::Found::usable)
+        .filter(|m| m.kind == PluginKind::Harness && !m.example.trim().is_empty())
+        .map(|m| HarnessExample {
+            name: m.name.clone(),
+            description: m.description.clone(),
+            example: m.example.clone(),
+        })
+        .collect();
     let check = init::guess_check(&root);
+    let runtime_manifest = runtime_choice.as_ref().ok().map(|(p, _)| &p.manifest);
+    // A check that needs a toolchain the lane image lacks runs in an image made for it, from
+    // the lane image: never an image and a check that cannot run together. An image the
+    // person chose themselves is theirs to fill (doctor checks it holds the check).
+    let toolchain_image = check
+        .as_ref()
+        .filter(|_| settings.image == crate::settings::DEFAULT_IMAGE)
+        .map(|guess| {
+            let tag = init::toolchain_tag(&guess.toolchain());
+            let build = init::build_command(
+                runtime_manifest.map_or("", |m| m.image_build.as_str()),
+                &tag,
+            );
+            (guess, tag, build)
+        });
+    let image = toolchain_image
+        .as_ref()
+        .map_or(settings.image.clone(), |(_, tag, _)| tag.clone());
+    let image_note = toolchain_image.as_ref().map(|(guess, tag, build)| {
+        format!(
+            "{tag}: {} with what `{}` runs, made from {} ({}); build it once\non each machine that drives: {build}",
+            settings.image,
+            guess.command,
+            init::CONTAINERFILE,
+            guess.toolchain().packages
+        )
+    });
     let text = init::config_text(&Setup {
         harness: &found[0],
         runtime: &found[1],
-        image: &settings.image,
+        image: &image,
+        image_note: image_note.as_deref(),
         check: check.as_ref(),
+        harnesses: &harnesses,
     });
     write_new(&path, text.as_bytes())?;
+    let mut wrote = vec![REPO_CONFIG_FILE.to_string()];
     // The person's own command chose this content: trusted as written, in this clone, as
     // `stet trust` would record it; any later change is untrusted again.
     let trusted = crate::trust::persons_store().and_then(|store| {
@@ -75,12 +147,50 @@ pub fn run(settings: &Settings, printer: Printer) -> Result<Exit, CliError> {
     let keep = queue.join(".gitkeep");
     if std::fs::symlink_metadata(&keep).is_err() {
         write_new(&keep, b"")?;
+        wrote.push(format!("{QUEUE_DIR}/.gitkeep"));
+    }
+    let mut containerfile_kept = false;
+    if let Some((guess, _, build)) = &toolchain_image {
+        let file = root.join(init::CONTAINERFILE);
+        if std::fs::symlink_metadata(&file).is_ok() {
+            containerfile_kept = true;
+        } else {
+            write_new(
+                &file,
+                init::containerfile(&settings.image, guess, build).as_bytes(),
+            )?;
+            wrote.push(init::CONTAINERFILE.to_string());
+        }
     }
 
+    let missing = still_missing(
+        settings,
+        &harness_choice,
+        &runtime_choice,
+        &image,
+        toolchain_image.as_ref().map(|(_, _, build)| build.as_str()),
+    );
+    if json {
+        let name = |f: &Found| match f {
+            Found::Chosen { name, .. } => Some(name.clone()),
+            Found::None(_) => None,
+        };
+        let (harness, runtime) = (name(&found[0]), name(&found[1]));
+        printer.json(&Report {
+            wrote,
+            trusted: trusted.is_ok(),
+            harness: harness.as_deref(),
+            runtime: runtime.as_deref(),
+            image: &image,
+            check: check.as_ref().map(|g| g.command.as_str()),
+            missing: &missing,
+        });
+        return Ok(Exit::Success);
+    }
     printer.out(&format!("wrote {}", path.display()));
     match &trusted {
         Ok(store) => printer.out(&format!(
-            "  trusted as written (sha256 recorded in {}); a change to it is untrusted again until stet trust",
+            "  trusted as written (recorded in {}); a change to it is untrusted again until stet trust",
             store.display()
         )),
         Err(why) => printer.warn(&format!(
@@ -91,35 +201,142 @@ pub fn run(settings: &Settings, printer: Printer) -> Result<Exit, CliError> {
     for (kind, found) in [("harness", &found[0]), ("runtime", &found[1])] {
         printer.out(&match found {
             Found::Chosen { name, version, .. } => format!("  {kind}: {name} {version}"),
-            Found::None(why) => {
-                format!("  {kind}: none usable ({why}); stet plugins probe says why")
-            }
+            Found::None(_) => format!("  {kind}: none usable yet"),
         });
     }
-    printer.out(&format!("  image: {}", settings.image));
+    printer.out(&format!("  image: {image}"));
     printer.out(&match &check {
         Some(guess) => format!("  check: {} (guessed from {})", guess.command, guess.from),
         None => "  check: none guessed; set [drive] check to what proves a change here".to_string(),
     });
+    if !harnesses.is_empty() {
+        let names: Vec<&str> = harnesses.iter().map(|h| h.name.as_str()).collect();
+        printer.out(&format!(
+            "  a commented [plugins.*] table for each harness installed: {}",
+            names.join(", ")
+        ));
+    }
     printer.out(&format!("made {}/", queue.display()));
+    if let Some((_, tag, _)) = &toolchain_image {
+        printer.out(&if containerfile_kept {
+            format!(
+                "kept {} as it was (it is yours): build {tag} from it",
+                root.join(init::CONTAINERFILE).display()
+            )
+        } else {
+            format!(
+                "wrote {}: the recipe of {tag}, the lane image with the check's toolchain",
+                root.join(init::CONTAINERFILE).display()
+            )
+        });
+    }
+    printer.out("");
+    if missing.is_empty() {
+        printer.out("Nothing is missing for a drive here.");
+    } else {
+        printer.out(&format!(
+            "Still missing before a drive can start ({}):",
+            crate::printer::count(missing.len(), "thing", "things")
+        ));
+        for m in &missing {
+            printer.out(&format!("  {}: {}", m.what, m.why));
+            if let Some(remedy) = &m.remedy {
+                printer.out(&format!("    → {remedy}"));
+            }
+        }
+    }
     printer.out("");
     printer.out(
-        "Commit and push both: the queue lives on the remote, so every clone's drive sees it:",
+        "Commit and push the set-up: the queue lives on the remote, so every clone's drive sees it:",
     );
+    let containerfile = if wrote.iter().any(|w| w == init::CONTAINERFILE) {
+        format!(" {}", init::CONTAINERFILE)
+    } else {
+        String::new()
+    };
     printer.out(&format!(
-        "  git add {REPO_CONFIG_FILE} {QUEUE_DIR}/.gitkeep && git commit -m \"Set up stet\" && git push"
+        "  git add {REPO_CONFIG_FILE} {QUEUE_DIR}/.gitkeep{containerfile} && git commit -m \"Set up stet\" && git push"
     ));
     printer
         .out("Then: stet doctor (is everything a drive needs here?), stet add \"...\", stet drive");
-    Ok(if found.iter().all(|f| matches!(f, Found::Chosen { .. })) {
-        Exit::Success
-    } else {
-        Exit::Unusable
-    })
+    Ok(Exit::Success)
 }
 
-/// Writes a file that must not exist yet (never over one made meanwhile).
+/// A plugin chosen for a kind, or why none.
+type Choice = Result<
+    (
+        crate::plugins::probe::Probed,
+        crate::plugins::selection::Selection,
+    ),
+    crate::error::Error,
+>;
+
+/// What a drive still lacks: a usable harness and runtime, and the image present for the
+/// runtime (`build`: how to make the one init wrote the recipe of).
+fn still_missing(
+    settings: &Settings,
+    harness: &Choice,
+    runtime: &Choice,
+    image: &str,
+    build: Option<&str>,
+) -> Vec<Missing> {
+    let mut missing = Vec::new();
+    let plugin = |kind: &str, e: &crate::error::Error| Missing {
+        what: kind.to_string(),
+        why: if e.causes.is_empty() {
+            e.message.clone()
+        } else {
+            format!("{} ({})", e.message, e.causes.join("; "))
+        },
+        remedy: e.hint.clone().filter(|h| !h.is_empty()),
+    };
+    if let Err(e) = harness {
+        missing.push(plugin("harness", e));
+    }
+    match runtime {
+        Err(e) => missing.push(plugin("runtime", e)),
+        Ok((probed, selection)) => {
+            let status = crate::sandbox::open_probed(settings, probed, selection.clone())
+                .map_err(|e| e.message)
+                .and_then(|r| {
+                    r.handle
+                        .image_status(image)
+                        .map_err(|e| e.message.to_string())
+                });
+            match status {
+                Ok(s) if s.present => {}
+                Ok(s) => missing.push(Missing {
+                    what: "image".to_string(),
+                    why: format!("{image} is not built yet"),
+                    remedy: Some(match build {
+                        Some(build) => format!(
+                            "{build} (from {}; it needs {} first)",
+                            init::CONTAINERFILE,
+                            settings.image
+                        ),
+                        None if image == crate::settings::DEFAULT_IMAGE => {
+                            "build it: scripts/build-image.sh (no registry needed)".to_string()
+                        }
+                        None => s.remedy.to_string(),
+                    }),
+                }),
+                Err(why) => missing.push(Missing {
+                    what: "image".to_string(),
+                    why: format!("cannot look {image} up: {why}"),
+                    remedy: None,
+                }),
+            }
+        }
+    }
+    missing
+}
+
+/// Writes a file that must not exist yet (never over one made meanwhile), making its
+/// directory.
 fn write_new(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
     std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)

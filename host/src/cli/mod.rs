@@ -14,11 +14,13 @@ use crate::settings;
 use error::{CliError, Exit};
 
 mod ask;
+mod clean;
 mod doctor;
 mod drive;
 mod gc;
 mod help;
 mod init;
+mod item_json;
 mod lane;
 mod net;
 mod plugins_conformance;
@@ -230,13 +232,17 @@ pub enum Command {
     /// The file names the harness and runtime found (as `stet plugins probe` would select
     /// them), the image, and the check command guessed from the repository's build files
     /// (Cargo.toml, package.json, pyproject.toml, go.mod, a Makefile), saying what it
-    /// guessed from; then what to commit and push (the queue must be on the remote for
-    /// every clone). The file is trusted as written, in this clone, as `stet trust` records
-    /// it: its harness and runtime preferences apply at once, and any later change makes it
-    /// untrusted again. Refuses to overwrite a stet.toml. Exit status: 0; 2 outside a
-    /// repository or over an existing file; 3 when no usable harness or runtime was found
-    /// (the file is written all the same, saying why).
-    Init,
+    /// guessed from, and a commented table for each installed harness. A check that needs a
+    /// toolchain the lane image lacks (cargo, npm, python, go, make) gets an image of its
+    /// own: .stet/Containerfile, the lane image plus that toolchain, and the command that
+    /// builds it. Then what a drive still lacks (a usable harness or runtime, the image:
+    /// `stet doctor` fails on each) and what to commit and push (the queue must be on the
+    /// remote for every clone). The file is trusted as written, in this clone, as `stet
+    /// trust` records it: its harness and runtime preferences apply at once, and any later
+    /// change makes it untrusted again. Refuses to overwrite a stet.toml. Exit status: 0
+    /// once written, what is still missing said; 2 outside a repository or over an
+    /// existing file.
+    Init(InitArgs),
 
     /// Check every precondition of a drive, a line each, with what to do.
     ///
@@ -334,10 +340,13 @@ pub enum Command {
     ///
     /// Their lanes (working copies and git directories) and local `stet/*` branches (a
     /// branch only when the remote has it too); it says what it removed and the space
-    /// freed. With --remote, also their `stet/*` branches on the remote once merged into
-    /// the base the lanes branch from (never unmerged work), and a landed item's mark once
-    /// its file is gone from that base and this working copy. A failed or cancelled item's
-    /// mark is never removed: nothing but stet retry makes such an item eligible again.
+    /// freed. With --remote, also their `stet/*` branches on the remote once the base the
+    /// lanes branch from holds their change — merged, or squashed or rebased by a pull
+    /// request (never unmerged work) —, and a landed item's mark once its file is gone from
+    /// that base and this working copy. With --archive, landed items' files leave
+    /// .stet/queue/ in a commit on the current branch, which you push (the mark goes by a
+    /// later clean --remote). A failed or cancelled item's mark is never removed: nothing
+    /// but stet retry makes such an item eligible again. --dry-run says all this first.
     Clean(CleanArgs),
 
     /// Take a failed or cancelled item up again: clears its mark on the remote, so the next
@@ -499,6 +508,10 @@ pub struct TrustArgs {
     /// The installed plugin's name.
     #[arg(value_name = "NAME")]
     pub name: String,
+
+    /// Print JSON instead of a line.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -631,6 +644,17 @@ pub struct DriveArgs {
     #[arg(long)]
     pub follow: bool,
 
+    /// Say what the drive would take, in what order, with which runtime and harness, after
+    /// the checks that ask no agent (remote, base, plugins, image); reserve nothing, prove
+    /// no walls, ask no consent.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Print JSON on stdout (docs/json.md): with --dry-run the plan; else, once the drive
+    /// ends, how it ended and every item as it then is (the drive's lines go to stderr).
+    #[arg(long)]
+    pub json: bool,
+
     #[command(flatten)]
     pub choice: PluginChoice,
 }
@@ -666,10 +690,27 @@ pub struct DoctorArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct InitArgs {
+    /// Print what was written and what is missing as JSON (`schema`, `wrote`, `trusted`,
+    /// `harness`, `runtime`, `image`, `check`, `missing`).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
 pub struct TrustRepoArgs {
     /// Forget the trust instead.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "diff")]
     pub revoke: bool,
+
+    /// Show what changed in stet.toml since it was trusted (a unified diff), trusting
+    /// nothing.
+    #[arg(long)]
+    pub diff: bool,
+
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -834,13 +875,27 @@ pub struct RmArgs {
     /// The remote that holds the marks.
     #[arg(long, default_value = "origin", value_name = "NAME")]
     pub remote: String,
+
+    /// Print the item as it is afterwards, as JSON (docs/json.md); the lines go to stderr.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct CleanArgs {
-    /// Also remove their merged branches and landed items' spent marks on the remote.
+    /// Also remove their branches on the remote once the base holds their change (merged,
+    /// or a pull request squashed or rebased into it), and landed items' spent marks.
     #[arg(long)]
     pub remote: bool,
+
+    /// Also remove landed items' files from .stet/queue/, in one commit on the current
+    /// branch (push it yourself); their text stays in git history, the commit naming each.
+    #[arg(long)]
+    pub archive: bool,
+
+    /// Say what would be removed, and remove nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 
     /// The remote that holds reservations, marks and lanes.
     #[arg(long, default_value = "origin", value_name = "NAME")]
@@ -860,6 +915,10 @@ pub struct RetryArgs {
     /// The remote that holds the marks.
     #[arg(long, default_value = "origin", value_name = "NAME")]
     pub remote: String,
+
+    /// Print the item as it is afterwards, as JSON (docs/json.md); the lines go to stderr.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -1026,6 +1085,7 @@ pub fn main() -> ExitCode {
     let printer = Printer {
         verbose: cli.global.verbose,
         quiet: cli.global.quiet,
+        lines_to_stderr: false,
     };
     for dir in &cli.global.directory {
         if let Err(e) = std::env::set_current_dir(dir) {
@@ -1040,14 +1100,26 @@ pub fn main() -> ExitCode {
     let early = match &cli.command {
         Command::Add(args) => Some(queue::add(args, printer)),
         Command::Queue(args) => Some(queue::list(args, printer)),
-        Command::Retry(args) => Some(queue::retry(args, printer)),
+        Command::Retry(args) => Some(item_json::after(
+            args.json,
+            &args.id,
+            &args.remote,
+            printer,
+            |printer| queue::retry(args, printer),
+        )),
         Command::Show(args) => Some(queue::show(args, printer)),
         Command::Log(args) => Some(queue::log(args, &cli.global.plugins_dirs, printer)),
         Command::Diff(args) => Some(lane::diff(args, printer)),
         Command::Checkout(args) => Some(lane::checkout(args, printer)),
         Command::Merge(args) => Some(lane::merge(args, printer)),
-        Command::Rm(args) => Some(queue::rm(args, printer)),
-        Command::Clean(args) => Some(queue::clean(args, printer)),
+        Command::Rm(args) => Some(item_json::after(
+            args.json,
+            &args.id,
+            &args.remote,
+            printer,
+            |printer| queue::rm(args, printer),
+        )),
+        Command::Clean(args) => Some(clean::run(args, printer)),
         Command::Receipts(args) => Some(receipts::run(args, printer)),
         Command::Status(args) => Some(receipts::status(args, printer)),
         Command::Trust(args) => Some(trust::run(args, printer)),
@@ -1116,7 +1188,7 @@ fn run(cli: Cli, printer: Printer) -> Result<Exit, CliError> {
         Command::Ask(args) => ask::run(&settings, &args, printer),
         Command::Drive(args) => drive::run(&settings, &args, printer),
         Command::Land(args) => queue::land(&settings, &args, printer),
-        Command::Init => init::run(&settings, printer),
+        Command::Init(args) => init::run(&settings, args.json, printer),
         Command::Doctor(args) => doctor::run(&settings, &args, printer),
         Command::Walls(args) => walls::run(&settings, &args, printer),
         Command::Gc(args) => gc::run(&settings, &args, printer),

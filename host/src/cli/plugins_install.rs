@@ -52,6 +52,20 @@ pub fn install(
 
 pub fn trust(settings: &Settings, args: &TrustArgs, printer: Printer) -> Result<Exit, CliError> {
     let entry = install::trust(&settings.plugins, &args.name)?;
+    if args.json {
+        #[derive(serde::Serialize)]
+        struct Trusted<'a> {
+            name: &'a str,
+            version: String,
+            library_sha256: &'a str,
+        }
+        printer.json(&Trusted {
+            name: &entry.name,
+            version: entry.version.to_string(),
+            library_sha256: &entry.sha256,
+        });
+        return Ok(Exit::Success);
+    }
     printer.out(&format!(
         "trusted {} {} as it is now: sha256 {}",
         entry.name, entry.version, entry.sha256
@@ -65,6 +79,20 @@ pub fn uninstall(
     printer: Printer,
 ) -> Result<Exit, CliError> {
     let removed = install::uninstall(&settings.plugins, &args.name)?;
+    if args.json {
+        #[derive(serde::Serialize)]
+        struct Removed<'a> {
+            name: &'a str,
+            version: String,
+            dir: String,
+        }
+        printer.json(&Removed {
+            name: &removed.name,
+            version: removed.version.to_string(),
+            dir: removed.dir.display().to_string(),
+        });
+        return Ok(Exit::Success);
+    }
     printer.out(&format!(
         "removed {} {} from {} (and its entry in the lock)",
         removed.name,

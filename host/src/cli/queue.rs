@@ -843,59 +843,6 @@ pub fn rm(args: &super::RmArgs, printer: Printer) -> Result<Exit, CliError> {
     Ok(Exit::Success)
 }
 
-/// `stet clean [--remote]`: what finished items left behind.
-pub fn clean(args: &super::CleanArgs, printer: Printer) -> Result<Exit, CliError> {
-    let repo = repo()?;
-    let remote = Remote {
-        repo: &repo,
-        name: &args.remote_name,
-    };
-    let done = crate::clean::clean(&repo, &remote, args.remote).map_err(|e| {
-        CliError::new(
-            Exit::Unusable,
-            "the remote cannot be reached, and it says which items are finished",
-        )
-        .caused_by(e.to_string())
-        .hint("check the network and the remote, then run stet clean again")
-    })?;
-    let freed: u64 = done.iter().map(|d| d.bytes).sum();
-    if args.json {
-        #[derive(Serialize)]
-        struct Report<'a> {
-            done: &'a [crate::clean::Done],
-            freed_bytes: u64,
-        }
-        printer.json(&Report {
-            done: &done,
-            freed_bytes: freed,
-        });
-        return Ok(Exit::Success);
-    }
-    if done.is_empty() {
-        printer.out("nothing to clean: no landed, failed or cancelled item left anything here");
-    }
-    for d in &done {
-        let size = if d.bytes > 0 {
-            format!(" — {}", crate::printer::size(d.bytes))
-        } else {
-            String::new()
-        };
-        printer.out(&format!("{:<8} {}{size}", d.what, d.detail));
-    }
-    if !done.is_empty() {
-        printer.out(&format!(
-            "freed {} on this clone",
-            crate::printer::size(freed)
-        ));
-    }
-    if !args.remote {
-        printer.detail(
-            "stet clean --remote also removes their merged branches and spent marks on the remote",
-        );
-    }
-    Ok(Exit::Success)
-}
-
 /// `stet land ID`: makes a landed item's land step again (its pull request, or the land
 /// command), when its drive's failed; records what it did in the item's landed record.
 pub fn land(

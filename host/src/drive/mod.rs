@@ -31,6 +31,7 @@ mod ahead;
 mod drain;
 mod keeper;
 mod lane;
+mod plan;
 mod progress;
 #[cfg(test)]
 mod scenarios;
@@ -106,6 +107,15 @@ pub struct DriveOptions {
     /// What runs on the host after a lane's branch is pushed: a pull request opened with
     /// `gh`, or the person's land command.
     pub land: Option<crate::land::How>,
+    /// `--dry-run`: say what would be taken (as JSON when `Json`), reserve nothing.
+    pub dry_run: Option<DryRun>,
+}
+
+/// How `stet drive --dry-run` says what it would do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DryRun {
+    Lines,
+    Json,
 }
 
 /// A line in the drive's log, through its display (or a printer, before it exists).
@@ -225,10 +235,12 @@ pub fn run(settings: &Settings, options: &DriveOptions, printer: Printer) -> Res
     // Watched from here on: a stop at any instant leaves nothing of this drive behind.
     let signals = signals::Signals::watch(repo.clone(), printer)?;
     // Said at once: the proof takes seconds, and a silent start looks hung.
-    note!(
-        printer,
-        "stet drive: proving the walls (a short walled agent call in a sandbox) before anything is reserved"
-    );
+    if options.dry_run.is_none() {
+        note!(
+            printer,
+            "stet drive: proving the walls (a short walled agent call in a sandbox) before anything is reserved"
+        );
+    }
     // Lanes branch from the remote's base as fetched now, and the queue is read from it:
     // what this clone alone has is not the work every clone drains.
     let base = fetch_base(&repo, &options.remote, printer)?;
@@ -239,8 +251,9 @@ pub fn run(settings: &Settings, options: &DriveOptions, printer: Printer) -> Res
     let runtime = Arc::new(runtime);
     signals.runtime_opened(runtime.clone());
     // What a crashed or stopped stet left behind is reaped before anything new starts (the
-    // image's look and the wall proof make sandboxes too).
-    let reaped = sandbox::reap(&runtime, false)?;
+    // image's look and the wall proof make sandboxes too); a dry run removes nothing.
+    let dry_run = options.dry_run;
+    let reaped = sandbox::reap(&runtime, dry_run.is_some())?;
     let reaped = reaped.iter().filter(|v| v.removed).count();
     if reaped > 0 {
         note!(
@@ -249,8 +262,8 @@ pub fn run(settings: &Settings, options: &DriveOptions, printer: Printer) -> Res
             crate::printer::count(reaped, "sandbox", "sandboxes")
         );
     }
-    let temps = sandbox::leftovers::reap_dead_temp_dirs(false);
-    if !temps.is_empty() {
+    let temps = sandbox::leftovers::reap_dead_temp_dirs(dry_run.is_some());
+    if !temps.is_empty() && dry_run.is_none() {
         note!(
             printer,
             "removed {} a stopped stet left behind ({})",
@@ -259,6 +272,13 @@ pub fn run(settings: &Settings, options: &DriveOptions, printer: Printer) -> Res
         );
     }
     image_holds(settings, options, &harness, &runtime)?;
+    if let Some(how) = dry_run {
+        let json = how == DryRun::Json;
+        plan::show(
+            settings, options, &repo, &base, &harness, &runtime, json, printer,
+        )?;
+        return Ok(Ended::Done);
+    }
     // What every now and every wait of the drive is measured by, from here on.
     let clock: Arc<dyn Clock> = Arc::new(time::SystemClock);
     let proof = prove_waiting(settings, options, &harness, &runtime, &clock, printer)?;

@@ -513,6 +513,7 @@ impl World {
                 probe_timeout: std::time::Duration::from_secs(5),
                 plugin_config: Default::default(),
                 plugin_origin: Default::default(),
+                untrusted_tables: Default::default(),
             },
             runtime: Default::default(),
             harness: Default::default(),
@@ -556,6 +557,7 @@ impl World {
             call_limit_secs: 600,
             follow: false,
             land: None,
+            dry_run: None,
         }
     }
 

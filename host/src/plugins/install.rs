@@ -368,6 +368,7 @@ mod tests {
             probe_timeout: std::time::Duration::from_secs(5),
             plugin_config: Default::default(),
             plugin_origin: Default::default(),
+            untrusted_tables: Default::default(),
         }
     }
 

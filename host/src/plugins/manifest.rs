@@ -50,6 +50,14 @@ pub struct Manifest {
     /// when it declares them: the host then checks the table before the plugin sees it and
     /// names a wrong key by its place in the person's configuration file.
     pub settings: Option<std::collections::BTreeMap<String, SettingType>>,
+    /// A `[plugins.<name>]` table as the person would start it (`example`, TOML text), which
+    /// `stet init` writes commented out into a new `stet.toml`: the plugin's author knows
+    /// its keys; the host names no backend.
+    pub example: String,
+    /// A runtime's command that builds an image from a Containerfile (`image_build`, with
+    /// `{tag}`, `{file}` and `{dir}` to fill in), which `stet init` prints; empty when the
+    /// runtime does not say.
+    pub image_build: String,
 }
 
 /// One shape a plugin setting may take, as a manifest's `[settings]` names it.
@@ -211,6 +219,10 @@ struct RawManifest {
     capabilities: Vec<String>,
     #[serde(default)]
     settings: Option<std::collections::BTreeMap<String, Spanned<String>>>,
+    #[serde(default)]
+    example: String,
+    #[serde(default)]
+    image_build: String,
 }
 
 /// Reads and checks the manifest at `path`.
@@ -313,6 +325,8 @@ pub fn parse(path: &Path, text: &str) -> Result<Manifest, ManifestError> {
         platforms: raw.platforms,
         capabilities: raw.capabilities,
         settings,
+        example: raw.example,
+        image_build: raw.image_build,
     })
 }
 

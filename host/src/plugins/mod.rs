@@ -32,6 +32,9 @@ pub struct PluginSettings {
             std::collections::BTreeMap<String, usize>,
         ),
     >,
+    /// Plugins whose only table is in an untrusted repository file, which was not applied:
+    /// name → that file. A plugin that is unusable without its table says this as the cause.
+    pub untrusted_tables: std::collections::BTreeMap<String, std::path::PathBuf>,
 }
 
 impl PluginSettings {

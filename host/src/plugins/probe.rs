@@ -38,9 +38,17 @@ pub struct Probe {
     pub priority: i32,
     /// What the backend can do.
     pub capabilities: Vec<String>,
-    /// Why it is unavailable (or a note).
+    /// Why it is unavailable (or a note); `null` in JSON when empty.
+    #[serde(
+        serialize_with = "crate::printer::empty_as_null",
+        deserialize_with = "crate::printer::null_as_empty"
+    )]
     pub reason: String,
-    /// What to do about it.
+    /// What to do about it; `null` in JSON when empty.
+    #[serde(
+        serialize_with = "crate::printer::empty_as_null",
+        deserialize_with = "crate::printer::null_as_empty"
+    )]
     pub remedy: String,
     /// Further facts, in the plugin's order.
     pub facts: Vec<Fact>,

@@ -197,6 +197,8 @@ mod tests {
                 platforms: vec![],
                 capabilities: vec![],
                 settings: None,
+                example: String::new(),
+                image_build: String::new(),
             },
             identity: None,
             interface: None,

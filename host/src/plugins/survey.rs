@@ -141,7 +141,7 @@ pub fn choose_each(
                     return Err(no_such_plugin(*kind, name, source, &installed));
                 }
             }
-            select_from(&survey, *kind, preference)
+            select_from(&survey, *kind, preference, &settings.untrusted_tables)
         })
         .collect()
 }
@@ -176,8 +176,27 @@ fn select_from(
     survey: &Survey,
     kind: PluginKind,
     preference: &Preference,
+    untrusted_tables: &std::collections::BTreeMap<String, std::path::PathBuf>,
 ) -> Result<(Probed, Selection), Error> {
-    let selection = selection::select(kind, &survey.candidates, preference);
+    let mut selection = selection::select(kind, &survey.candidates, preference);
+    // A plugin that is unusable while its table sits in an untrusted file: that is the
+    // cause to name, not what the plugin says it lacks (it never saw the table).
+    for passed in &mut selection.unavailable {
+        if let Some(file) = untrusted_tables.get(&passed.name) {
+            let said = passed.reason.clone();
+            passed.reason = format!(
+                "{said} — its [plugins.{}] in {} is not applied: that file is not trusted",
+                passed.name,
+                file.display()
+            );
+            // An explicit choice's summary quotes the plugin's reason: the cause goes there too.
+            selection.reason = selection.reason.replace(&said, &passed.reason);
+            passed.remedy = format!(
+                "read {}, then run `stet trust` in the repository to apply it",
+                file.display()
+            );
+        }
+    }
     let Some(chosen) = selection.chosen.clone() else {
         let mut error = Concept::Plugins.unusable(format!("no usable {}", kind.as_str()));
         for line in selection.lines() {
@@ -204,7 +223,6 @@ fn select_from(
         .find(|p| p.manifest.name == chosen && p.manifest.kind == kind)
         .cloned()
         .expect("a chosen plugin was probed");
-    let mut selection = selection;
     if let Some(age) = probed.reused {
         selection.reason = format!(
             "{} (its probe's answer of {} ago, reused)",

@@ -43,7 +43,8 @@ pub struct Wall {
     pub state: String,
     /// What was seen.
     pub detail: String,
-    /// What to do when it did not hold.
+    /// What to do when it did not hold (`null` in JSON when nothing).
+    #[serde(serialize_with = "crate::printer::empty_as_null")]
     pub remedy: String,
 }
 
