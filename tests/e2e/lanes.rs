@@ -224,16 +224,9 @@ impl Person {
         self.run(&["trust"]);
         let mut ids = Vec::new();
         for item in items {
-            let added = self.run(&["add", item]);
+            let added = self.run(&["add", "--json", item]);
             assert_eq!(added.code, 0, "{}{}", added.stdout, added.stderr);
-            ids.push(
-                added
-                    .stdout
-                    .strip_prefix("added ")
-                    .and_then(|r| r.split(':').next())
-                    .unwrap()
-                    .to_string(),
-            );
+            ids.push(added.json()["id"].as_str().unwrap().to_string());
             stet_e2e::next_millisecond();
         }
         self.git(&["add", "--all"]);

@@ -175,7 +175,7 @@ fn detail_of(row: &Row) -> String {
         ("failed", ..) => format!(
             " — {} (stet retry {} to take it up again)",
             row.why.as_deref().unwrap_or("no reason recorded"),
-            row.id
+            row.handle
         ),
         ("landed", ..) => match (&row.pull_request, &row.land_failed) {
             (Some(url), _) => format!(
@@ -185,13 +185,13 @@ fn detail_of(row: &Row) -> String {
             (None, Some(why)) => format!(
                 " — {}, {why} (stet land {} makes it again)",
                 crate::lanes::branch_of(&row.id),
-                row.id
+                row.handle
             ),
             (None, None) => format!(" — {}", crate::lanes::branch_of(&row.id)),
         },
         ("cancelled", ..) => format!(
             " — no drive takes it until stet retry {} (stet clean removes what it left here)",
-            row.id
+            row.handle
         ),
         ("open", ..) if row.lane.is_some() || row.round.is_some() => format!(
             " — {}the next drive resumes it{}",
@@ -431,7 +431,7 @@ pub fn show(args: &super::ShowArgs, printer: Printer) -> Result<Exit, CliError> 
                 printer.out(&format!(
                     "      asked: prompt {n}, {} (stet show {} --prompt {n})",
                     crate::printer::size(kept.bytes),
-                    item.id
+                    crate::queue::handle_of(&item.id)
                 ));
             }
             // A check's detail is its output, shown as its tail below.

@@ -283,23 +283,26 @@ fn lanes_here_now(repo: &std::path::Path, remote: &str) -> Vec<String> {
             };
             let what = match row.state.as_str() {
                 "reserved" => format!(
-                    "being worked by {}{} — stet log -f {id} follows it",
+                    "being worked by {}{} — stet log -f {} follows it",
                     row.holder.as_deref().unwrap_or("a drive"),
                     row.stage
                         .as_deref()
                         .map(|s| format!(" at {s}"))
-                        .unwrap_or_default()
+                        .unwrap_or_default(),
+                    row.handle
                 ),
                 "lapsed" => {
                     "left by a drive that stopped; the next stet drive takes it up".to_string()
                 }
                 "open" => "waiting; the next stet drive takes it up".to_string(),
                 "failed" => format!(
-                    "failed ({}); stet retry {id} takes it up again",
-                    row.why.as_deref().unwrap_or("no reason recorded")
+                    "failed ({}); stet retry {} takes it up again",
+                    row.why.as_deref().unwrap_or("no reason recorded"),
+                    row.handle
                 ),
                 "cancelled" => format!(
-                    "cancelled; stet retry {id} takes it up again, stet clean removes the lane"
+                    "cancelled; stet retry {} takes it up again, stet clean removes the lane",
+                    row.handle
                 ),
                 "landed" => "landed; stet clean removes the lane".to_string(),
                 _ => format!(

@@ -436,7 +436,7 @@ impl Worker<'_, '_> {
                     item.id,
                     self.drive.options.remote,
                     crate::lanes::branch_of(&item.id),
-                    item.id
+                    crate::queue::handle_of(&item.id)
                 ));
             }
             ItemEnd::GaveUp(why) => {
@@ -445,7 +445,7 @@ impl Worker<'_, '_> {
                     self.drive.progress,
                     "{}: given up: {why} (stet retry {} takes it up again)",
                     item.id,
-                    item.id
+                    crate::queue::handle_of(&item.id)
                 );
                 let mut tally = self.drive.tally();
                 tally.done.insert(item.id.clone());
