@@ -421,12 +421,20 @@ fn clean_here(
         }
         // What a person's shell left there is theirs: never removed unseen.
         if let Some(lane) = crate::lanes::here(repo, &item) {
-            if crate::lanes::uncommitted(&lane).is_ok_and(|edits| !edits.is_empty()) {
+            // A look that fails keeps the lane: what cannot be seen is not removed.
+            let edits = crate::lanes::uncommitted(&lane);
+            if !matches!(&edits, Ok(edits) if edits.is_empty()) {
                 done.push(
                     entry(Action::Kept)
-                        .why(format!(
-                            "it holds edits never committed (stet diff {item} shows them)"
-                        ))
+                        .why(match edits {
+                            Ok(_) => format!(
+                                "it holds edits never committed (stet diff {item} shows them)"
+                            ),
+                            Err(e) => format!(
+                                "stet could not tell whether it holds edits never committed: {}",
+                                e.detail
+                            ),
+                        })
                         .remedy(format!(
                             "take what you want, then delete {}",
                             lane.dir.parent().unwrap_or(&lane.dir).display()
@@ -511,11 +519,46 @@ fn clean_here(
             );
             continue;
         }
+        // The person's own work on it (after `stet checkout`) is theirs: a branch is
+        // removed only when the remote's branch holds all of it, and never the one checked
+        // out.
+        let full = format!("refs/heads/{branch}");
+        if crate::git::run(repo, &["symbolic-ref", "--quiet", "HEAD"]).is_ok_and(|h| h == full) {
+            done.push(
+                entry(Action::Kept)
+                    .why("it is checked out here")
+                    .remedy(format!(
+                    "switch to another branch, then stet clean again (or git branch -D {branch})"
+                )),
+            );
+            continue;
+        }
+        let held_there = marks.lane_tips.get(item).is_some_and(|tip| {
+            crate::git::run(repo, &["merge-base", "--is-ancestor", &full, tip]).is_ok()
+        }) || crate::git::run(
+            repo,
+            &[
+                "for-each-ref",
+                "--count=1",
+                "--contains",
+                &full,
+                "refs/remotes/",
+            ],
+        )
+        .is_ok_and(|r| !r.trim().is_empty());
+        if !held_there {
+            done.push(
+                entry(Action::Kept)
+                    .why("it holds commits the remote's branch does not")
+                    .remedy(format!("push or merge them, or git branch -D {branch}")),
+            );
+            continue;
+        }
         if options.dry_run {
             done.push(entry(act));
             continue;
         }
-        match crate::git::run(repo, &["update-ref", "-d", &format!("refs/heads/{branch}")]) {
+        match crate::git::run(repo, &["update-ref", "-d", &full]) {
             Ok(_) => done.push(entry(act)),
             Err(e) => done.push(entry(Action::Kept).why(e.detail)),
         }
@@ -664,12 +707,17 @@ fn remove_if_merged(
         remote.name,
         &format!("+refs/heads/{branch}:{seen}"),
     ]);
-    let merged = fetched
+    // What was judged: the removal below is a compare-and-swap on it, so a push to the
+    // branch after this fetch (another clone, a retried item) keeps the branch.
+    let judged = fetched
         .is_ok()
-        .then(|| merged_how(repo, &seen, &base.commit))
+        .then(|| crate::git::run(repo, &["rev-parse", "--verify", &seen]).ok())
         .flatten();
+    let merged = judged
+        .as_ref()
+        .and_then(|_| merged_how(repo, &seen, &base.commit));
     let _ = crate::git::run(repo, &["update-ref", "-d", &seen]);
-    let Some(merged) = merged else {
+    let (Some(merged), Some(judged)) = (merged, judged) else {
         return entry(Action::Kept).why(format!("not merged into {}", base.branch));
     };
     let why = format!("{merged} into {}", base.branch);
@@ -679,6 +727,7 @@ fn remove_if_merged(
     match remote.git(&[
         "push",
         "--quiet",
+        &format!("--force-with-lease=refs/heads/{branch}:{judged}"),
         remote.name,
         &format!(":refs/heads/{branch}"),
     ]) {

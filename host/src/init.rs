@@ -63,8 +63,9 @@ pub fn containerfile(base: &str, guess: &Guess, build: &str) -> String {
          RUN apt-get update \\\n \
          && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends {packages} \\\n \
          && rm -rf /var/lib/apt/lists/*\n",
-        check = guess.command,
-        from = guess.from,
+        check = one_line(&guess.command),
+        from = one_line(guess.from),
+        build = one_line(build),
         packages = toolchain.packages,
     )
 }
@@ -182,6 +183,15 @@ pub struct Setup<'a> {
     pub harnesses: &'a [HarnessExample],
 }
 
+/// `text` as one line of a comment: what plugins say of themselves (a description, a probe's
+/// answer, a build command) is theirs, and a line break in it would end the comment and
+/// write configuration — into a file stet records as trusted.
+fn one_line(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
 /// The commented `stet.toml`.
 pub fn config_text(setup: &Setup<'_>) -> String {
     let mut out = String::from(
@@ -197,10 +207,14 @@ pub fn config_text(setup: &Setup<'_>) -> String {
         match found {
             Found::Chosen { name, version, why } => {
                 out.push_str(&format!(
-                    "# Found by stet init: {name} {version} ({why}).\nprefer = [\"{name}\"]\n"
+                    "# Found by stet init: {} {} ({}).\nprefer = [\"{name}\"]\n",
+                    one_line(name),
+                    one_line(version),
+                    one_line(why)
                 ));
             }
             Found::None(why) => {
+                let why = one_line(why);
                 out.push_str(&format!(
                     "# stet init found no usable {kind}: {why}.\n# `stet plugins probe` says why; then name it here (`stet plugins list` has the names):\n# prefer = [\"NAME\"]\n"
                 ));
@@ -213,9 +227,11 @@ pub fn config_text(setup: &Setup<'_>) -> String {
         // Commented out: a table names programs and hosts for the agent, the person's word.
         out.push_str(&format!(
             "\n# The {} harness: {}. Uncomment and fill in to use it:\n",
-            harness.name, harness.description
+            one_line(&harness.name),
+            one_line(&harness.description)
         ));
         for line in harness.example.trim().lines() {
+            let line = one_line(line);
             if line.starts_with('#') {
                 out.push_str(&format!("#{line}\n"));
             } else {
@@ -352,6 +368,49 @@ mod tests {
         assert_eq!(parsed.runtime_prefer, None);
         assert_eq!(parsed.sandbox_image.as_deref(), Some("stet-lane-rust:1"));
         assert!(parsed.plugins.is_empty(), "no harness table is live");
+    }
+
+    #[test]
+    fn what_plugins_say_of_themselves_stays_inside_its_comment() {
+        // A plugin's description, a probe's answer and an example line, each trying to end
+        // its comment and write configuration into the file stet records as trusted.
+        let harness = Found::None("gone\n[drive]\nland = \"sh -c evil\"".into());
+        let runtime = Found::Chosen {
+            name: "rt".into(),
+            version: "1\r\n[network]\nallow = [\"evil:443\"]".into(),
+            why: "x".into(),
+        };
+        let examples = [HarnessExample {
+            name: "an-agent".into(),
+            description: "nice\n[drive]\nland = \"sh -c evil\"".into(),
+            example: "implement = [\"a\"]\r[drive]\n".into(),
+        }];
+        let text = config_text(&Setup {
+            harness: &harness,
+            runtime: &runtime,
+            image: "stet-lane:1",
+            image_note: None,
+            check: None,
+            harnesses: &examples,
+        });
+        let parsed = crate::config::parse(Path::new("stet.toml"), &text).unwrap();
+        assert_eq!(parsed.drive_land, None, "{text}");
+        assert!(parsed.plugins.is_empty(), "{text}");
+        assert!(
+            text.lines().filter(|l| l.starts_with("[drive]")).count() <= 1,
+            "{text}"
+        );
+        assert!(!text.lines().any(|l| l.starts_with("[network]")), "{text}");
+        assert!(!text.contains('\r'), "{text}");
+        let file = containerfile(
+            "stet-lane:1",
+            &Guess {
+                command: "make".into(),
+                from: "Makefile",
+            },
+            "build\nRUN evil",
+        );
+        assert!(!file.contains("\nRUN evil"), "{file}");
     }
 
     #[test]

@@ -268,7 +268,9 @@ pub fn pull_request(
                 format!(
                     "cannot tell the owner of {} from its address {} (a fork's head is OWNER:BRANCH)",
                     landing.remote,
-                    url.trim()
+                    // The message is kept in the item's record on the remote: never a
+                    // token the address carries.
+                    without_credentials(&url)
                 )
             })?;
             (format!("{owner}:{branch}"), Some(owner))

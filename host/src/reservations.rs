@@ -56,6 +56,8 @@ pub struct Marks {
     pub failed: std::collections::HashSet<String>,
     /// Items whose lane has a pushed branch.
     pub lanes: std::collections::HashSet<String>,
+    /// Where each of those branches is on the remote (its commit), as listed.
+    pub lane_tips: std::collections::HashMap<String, String>,
     /// Items cancelled (`stet rm`).
     pub cancelled: std::collections::HashSet<String>,
     /// The ledger's commit as the remote listed it with these marks, if it has one (what
@@ -378,6 +380,7 @@ impl Remote<'_> {
                 marks.cancelled.insert(item.to_string());
             } else if let Some(item) = reference.strip_prefix(LANES) {
                 marks.lanes.insert(item.to_string());
+                marks.lane_tips.insert(item.to_string(), oid.to_string());
             }
         }
         Ok((marks, ledger))

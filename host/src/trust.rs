@@ -83,10 +83,6 @@ pub fn record(store: &Path, file: &Path, content: &[u8], revoke: bool) -> std::i
         }
         files.insert(k, digest.clone()) != Some(digest)
     };
-    // The copy of content no file is trusted with any more goes.
-    if let Some(old) = before.filter(|old| changed && !files.values().any(|d| d == old)) {
-        let _ = std::fs::remove_file(copy_path(store, &old));
-    }
     if changed {
         let mut text = String::from(
             "# Repository configuration files trusted with `stet trust`: the file's path and the\n\
@@ -94,6 +90,11 @@ pub fn record(store: &Path, file: &Path, content: &[u8], revoke: bool) -> std::i
         );
         text.push_str(&toml::to_string(&files).map_err(std::io::Error::other)?);
         crate::files::write_durably(store, text.as_bytes())?;
+    }
+    // The copy of content no file is trusted with any more goes — once the store no longer
+    // names it (a store written first would name a copy that is gone).
+    if let Some(old) = before.filter(|old| changed && !files.values().any(|d| d == old)) {
+        let _ = std::fs::remove_file(copy_path(store, &old));
     }
     Ok(changed)
 }

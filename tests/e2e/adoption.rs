@@ -666,7 +666,7 @@ fn a_pull_request_not_opened_fails_the_land_step_visibly_and_stet_land_opens_it(
     assert_eq!(out.code, 4, "{}", out.stderr);
     assert!(
         out.stderr.contains(&format!(
-            "{id}: landed on origin as stet/{id}, pull request not opened: gh pr create failed (exit status: 1): pull request create failed: GraphQL: Resource not accessible by integration (createPullRequest); the branch is kept (stet land {id} makes the land step again)"
+            "{id}: landed on origin as stet/{id}, pull request not opened: gh pr create failed (exit status: 1): pull request create failed: GraphQL: Resource not accessible by integration (createPullRequest); the branch is kept (stet land {} makes the land step again)", &id[20..]
         )),
         "{}",
         out.stderr
@@ -749,6 +749,14 @@ fn a_pull_request_not_opened_fails_the_land_step_visibly_and_stet_land_opens_it(
     assert_eq!(
         twice.stdout,
         format!("{id}: its pull request is {url} already\n")
+    );
+    let json = world.run_stet(&["land", "--json", &id]);
+    assert_eq!(json.code, 0, "{}", json.stderr);
+    let json = json.json();
+    assert_eq!(
+        (&json["done"], &json["pull_request"]),
+        (&"already".into(), &url.into()),
+        "{json}"
     );
 }
 

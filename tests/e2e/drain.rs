@@ -919,8 +919,10 @@ fn an_item_given_up_is_marked_failed_with_why_skipped_by_the_next_drive_and_retr
     let id = row["id"].as_str().unwrap().to_string();
     let text = world.run_stet(&["queue"]);
     assert!(
-        text.stdout
-            .contains(&format!("{why} (stet retry {id} to take it up again)")),
+        text.stdout.contains(&format!(
+            "{why} (stet retry {} to take it up again)",
+            &id[20..]
+        )),
         "{}",
         text.stdout
     );

@@ -282,6 +282,13 @@ fn diff_of_a_landed_item_then_a_shell_whose_edits_stay_in_the_lane() {
         &format!("origin/stet/{id}"),
     ]);
     assert_eq!(diff.stdout, expected);
+    // The same change as JSON, for scripts.
+    let json = p.run(&["diff", "--json", id]);
+    assert_eq!(json.code, 0, "{}", json.stderr);
+    let json = json.json();
+    assert_eq!(json["patch"], expected.as_str(), "{json}");
+    assert_eq!(json["cut_bytes"], 0);
+    assert_eq!(json["id"], id.as_str());
     assert!(
         diff.stdout.contains("+hi from the drive\n") && !diff.stdout.contains("stet.toml"),
         "{}",
@@ -455,8 +462,12 @@ fn checkout_and_merge_take_the_landed_work_and_refuse_what_would_lose_any() {
 
     // The local branch the drive left is dropped: checkout makes it from the remote's.
     p.git(&["branch", "-D", &format!("stet/{id}")]);
-    let out = p.run(&["checkout", id]);
+    let out = p.run(&["checkout", "--json", id]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let said = out.json();
+    assert_eq!(said["done"], "switched", "{said}");
+    assert_eq!(said["branch"], format!("stet/{id}"), "{said}");
+    assert_eq!(said["commit"], p.remote_branch(id), "{said}");
     assert_eq!(
         p.git(&["symbolic-ref", "--short", "HEAD"]).trim(),
         format!("stet/{id}")
@@ -464,9 +475,32 @@ fn checkout_and_merge_take_the_landed_work_and_refuse_what_would_lose_any() {
     assert_eq!(p.git(&["rev-parse", "HEAD"]).trim(), p.remote_branch(id));
     assert!(p.work().join("hello.txt").is_file());
 
-    // A local branch of that name at another commit is refused by name.
+    // The person's own commit on it: stet clean keeps the branch, checked out or not.
     p.git(&["commit", "--quiet", "--allow-empty", "-m", "mine"]);
+    let local_branch_kept = |why: &str| {
+        let out = p.run(&["clean", "--json"]);
+        assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+        let json = out.json();
+        let entry = json["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["kind"] == "local-branch")
+            .cloned()
+            .unwrap_or_else(|| panic!("no local branch entry: {json}"));
+        assert_eq!(entry["action"], "kept", "{json}");
+        assert!(entry["why"].as_str().unwrap().contains(why), "{json}");
+        assert!(
+            !p.git(&["branch", "--list", &format!("stet/{id}")])
+                .is_empty(),
+            "the branch is still here"
+        );
+    };
+    local_branch_kept("checked out here");
+
+    // A local branch of that name at another commit is refused by name.
     p.git(&["switch", "--quiet", "-"]);
+    local_branch_kept("commits the remote's branch does not");
     p.snap(
         "checkout_refuses_a_local_branch_elsewhere",
         &["checkout", id],
@@ -489,8 +523,9 @@ fn checkout_and_merge_take_the_landed_work_and_refuse_what_would_lose_any() {
     p.git(&["add", "other.txt"]);
     p.git(&["commit", "--quiet", "-m", "other work"]);
 
-    let out = p.run(&["merge", id]);
+    let out = p.run(&["merge", "--json", id]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert_eq!(out.json()["done"], "merged", "{}", out.stdout);
     assert_eq!(
         std::fs::read_to_string(p.work().join("hello.txt")).unwrap(),
         "hi from the drive\n"

@@ -68,7 +68,8 @@ pub fn shell(settings: &Settings, args: &ShellArgs, printer: Printer) -> Result<
             args.remote
         ))
         .hint(format!(
-            "no drive has worked it yet: stet drive takes it up (stet show {id} tells its state)"
+            "no drive has worked it yet: stet drive takes it up (stet show {} tells its state)",
+            queue::handle_of(&id)
         )));
     };
     match from {
@@ -108,7 +109,7 @@ pub fn shell(settings: &Settings, args: &ShellArgs, printer: Printer) -> Result<
 }
 
 /// `stet diff ID`.
-pub fn diff(args: &DiffArgs, _printer: Printer) -> Result<Exit, CliError> {
+pub fn diff(args: &DiffArgs, printer: Printer) -> Result<Exit, CliError> {
     let repo = repo()?;
     let id = item(&repo, &args.id)?;
     let Some(change) = lanes::change(&repo, &args.remote, &id).map_err(git_failed)? else {
@@ -118,9 +119,13 @@ pub fn diff(args: &DiffArgs, _printer: Printer) -> Result<Exit, CliError> {
             args.remote
         ))
         .hint(format!(
-            "there is no change yet: stet show {id} tells its state"
+            "there is no change yet: stet show {} tells its state",
+            queue::handle_of(&id)
         )));
     };
+    if args.json {
+        return diff_json(&repo, &id, &change, printer);
+    }
     let mut out = crate::printer::diff::DiffOut::open();
     let mut write_error = None;
     change
@@ -143,6 +148,53 @@ pub fn diff(args: &DiffArgs, _printer: Printer) -> Result<Exit, CliError> {
     }
 }
 
+/// The most of a patch `stet diff --json` holds (as `stet show --diff` does).
+const MAX_JSON_PATCH: usize = 8 * 1024 * 1024;
+
+/// `stet diff ID --json`: the patch as text (the agent's, so bounded and never coloured;
+/// JSON escapes what a terminal would act on).
+fn diff_json(
+    repo: &std::path::Path,
+    id: &str,
+    change: &lanes::Change,
+    printer: Printer,
+) -> Result<Exit, CliError> {
+    let mut patch = Vec::new();
+    let mut cut_bytes: u64 = 0;
+    change
+        .stream(repo, &mut |piece| {
+            let room = MAX_JSON_PATCH.saturating_sub(patch.len());
+            let take = piece.len().min(room);
+            patch.extend_from_slice(&piece[..take]);
+            cut_bytes += (piece.len() - take) as u64;
+        })
+        .map_err(git_failed)?;
+    #[derive(serde::Serialize)]
+    struct Diffed<'a> {
+        id: &'a str,
+        handle: &'a str,
+        patch: String,
+        cut_bytes: u64,
+    }
+    printer.json(&Diffed {
+        id,
+        handle: queue::handle_of(id),
+        patch: String::from_utf8_lossy(&patch).into_owned(),
+        cut_bytes,
+    });
+    Ok(Exit::Success)
+}
+
+/// What `stet checkout --json` and `stet merge --json` print.
+#[derive(serde::Serialize)]
+struct TakenJson<'a> {
+    id: &'a str,
+    handle: &'a str,
+    branch: &'a str,
+    commit: &'a str,
+    done: &'static str,
+}
+
 /// What a refusal to take a branch says.
 fn refused(e: TakeError, id: &str, command: &str, remote: &str) -> CliError {
     match e {
@@ -161,7 +213,8 @@ fn refused(e: TakeError, id: &str, command: &str, remote: &str) -> CliError {
             "{id} has no branch {branch} here or on {remote}"
         ))
         .hint(format!(
-            "there is no work of it to take yet: stet show {id} tells its state"
+            "there is no work of it to take yet: stet show {} tells its state",
+            queue::handle_of(id)
         )),
         TakeError::Elsewhere {
             branch,
@@ -194,6 +247,16 @@ pub fn checkout(args: &CheckoutArgs, printer: Printer) -> Result<Exit, CliError>
     let id = item(&repo, &args.id)?;
     let taken = lanes::checkout(&repo, &args.remote, &id)
         .map_err(|e| refused(e, &id, "checkout", &args.remote))?;
+    if args.json {
+        printer.json(&TakenJson {
+            id: &id,
+            handle: queue::handle_of(&id),
+            branch: &taken.branch,
+            commit: &taken.commit,
+            done: if taken.already { "already" } else { "switched" },
+        });
+        return Ok(Exit::Success);
+    }
     printer.out(&format!(
         "{} {} at {}",
         if taken.already {
@@ -213,6 +276,16 @@ pub fn merge(args: &MergeArgs, printer: Printer) -> Result<Exit, CliError> {
     let id = item(&repo, &args.id)?;
     let taken = lanes::merge(&repo, &args.remote, &id)
         .map_err(|e| refused(e, &id, "merge", &args.remote))?;
+    if args.json {
+        printer.json(&TakenJson {
+            id: &id,
+            handle: queue::handle_of(&id),
+            branch: &taken.branch,
+            commit: &taken.commit,
+            done: if taken.already { "already" } else { "merged" },
+        });
+        return Ok(Exit::Success);
+    }
     printer.out(&if taken.already {
         format!(
             "{} at {} is merged already",

@@ -91,6 +91,8 @@ fn handle_candidates() -> clap_complete::engine::ArgValueCandidates {
         crate::handles::candidates(&dir, "")
             .into_iter()
             .map(|(handle, title)| {
+                // The title is whoever-can-commit's: inert, on one line, for the menu.
+                let title = crate::text::inert(&title).replace('\t', " ");
                 clap_complete::engine::CompletionCandidate::new(handle).help(Some(title.into()))
             })
             .collect()
@@ -823,47 +825,63 @@ pub struct ShellArgs {
 
 #[derive(Debug, Args)]
 pub struct DiffArgs {
-    /// The item's id, or a unique start of it.
-    #[arg(value_name = "ID")]
+    /// The item's handle or id, or a unique start of either.
+    #[arg(value_name = "ID", add = handle_candidates())]
     pub id: String,
 
     /// The remote whose base the change is against (and whose branch is read when there is
     /// no lane or local branch).
     #[arg(long, default_value = "origin", value_name = "NAME")]
     pub remote: String,
+
+    /// Print the change as JSON (`id`, `handle`, `patch`: the diff as text, at most 8 MiB, `cut_bytes`: what was left out), uncoloured and unpaged.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct CheckoutArgs {
-    /// The item's id, or a unique start of it.
-    #[arg(value_name = "ID")]
+    /// The item's handle or id, or a unique start of either.
+    #[arg(value_name = "ID", add = handle_candidates())]
     pub id: String,
 
     /// The remote whose branch is checked out when there is no local one.
     #[arg(long, default_value = "origin", value_name = "NAME")]
     pub remote: String,
+
+    /// Print what was done as JSON (`id`, `handle`, `branch`, `commit`, `done`: `switched` or `already`).
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct MergeArgs {
-    /// The item's id, or a unique start of it.
-    #[arg(value_name = "ID")]
+    /// The item's handle or id, or a unique start of either.
+    #[arg(value_name = "ID", add = handle_candidates())]
     pub id: String,
 
     /// The remote whose branch is merged when there is no local one.
     #[arg(long, default_value = "origin", value_name = "NAME")]
     pub remote: String,
+
+    /// Print what was done as JSON (`id`, `handle`, `branch`, `commit`, `done`: `merged` or `already`).
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct LandArgs {
-    /// The item's id, or a unique start of it.
-    #[arg(value_name = "ID")]
+    /// The item's handle or id, or a unique start of either.
+    #[arg(value_name = "ID", add = handle_candidates())]
     pub id: String,
 
     /// The remote the item's branch is pushed to and its marks live on.
     #[arg(long, default_value = "origin", value_name = "NAME")]
     pub remote: String,
+
+    /// Print what the land step did as JSON (`id`, `handle`, `done`, `pull_request`: null or its URL).
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

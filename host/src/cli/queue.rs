@@ -885,8 +885,42 @@ pub fn land(
         .remove(&id)
         .unwrap_or_default();
     let before = crate::land::recorded(&note);
+    // What `--json` prints: the item, what was done, its pull request.
+    let said = |done: &str, pull_request: Option<&str>, line: String| {
+        if args.json {
+            #[derive(Serialize)]
+            struct Landed<'a> {
+                id: &'a str,
+                handle: &'a str,
+                done: &'a str,
+                pull_request: Option<&'a str>,
+            }
+            printer.json(&Landed {
+                id: &id,
+                handle: queue::handle_of(&id),
+                done,
+                pull_request,
+            });
+        } else {
+            printer.out(&line);
+        }
+    };
     if let Some(url) = &before.pull_request {
-        printer.out(&format!("{id}: its pull request is {url} already"));
+        said(
+            "already",
+            Some(url),
+            format!("{id}: its pull request is {url} already"),
+        );
+        return Ok(Exit::Success);
+    }
+    // A land command that succeeded left no failure in the record: it is the person's
+    // (a deploy, a merge) and is not run twice.
+    if matches!(how, crate::land::How::Command(_)) && before.failed.is_none() {
+        said(
+            "already",
+            None,
+            format!("{id}: its land command succeeded already (its record says no failure); nothing to make again"),
+        );
         return Ok(Exit::Success);
     }
     let branch = crate::lanes::branch_of(&id);
@@ -924,18 +958,26 @@ pub fn land(
     remote.mark_landed(&id, &record).map_err(unreachable)?;
     match outcome {
         Ok(Some(pr)) if pr.reused => {
-            printer.out(&format!(
-                "{id}: pull request {} was open for {branch} already",
-                pr.url
-            ));
+            said(
+                "found-open",
+                Some(&pr.url),
+                format!(
+                    "{id}: pull request {} was open for {branch} already",
+                    pr.url
+                ),
+            );
             Ok(Exit::Success)
         }
         Ok(Some(pr)) => {
-            printer.out(&format!("{id}: opened pull request {}", pr.url));
+            said(
+                "opened",
+                Some(&pr.url),
+                format!("{id}: opened pull request {}", pr.url),
+            );
             Ok(Exit::Success)
         }
         Ok(None) => {
-            printer.out(&format!("{id}: the land command succeeded"));
+            said("ran", None, format!("{id}: the land command succeeded"));
             Ok(Exit::Success)
         }
         Err(why) => Err(CliError::new(

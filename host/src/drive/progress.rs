@@ -78,7 +78,8 @@ impl Progress {
             Some((_, _, bars)) => {
                 let bar = &bars[slot.min(bars.len() - 1)];
                 bar.reset_elapsed();
-                bar.set_message(text);
+                // As every line stet prints: a wait's reason may be an agent's words.
+                bar.set_message(crate::text::inert(&text).into_owned());
             }
             None => self.printer.note(&text),
         }
@@ -151,7 +152,7 @@ impl Progress {
         };
         self.keep(&text);
         match &self.live {
-            Some((_, line, _)) => line.set_message(text),
+            Some((_, line, _)) => line.set_message(crate::text::inert(&text).into_owned()),
             None => self.printer.note(&text),
         }
     }

@@ -74,7 +74,14 @@ pub fn change(repo: &Path, remote: &str, item: &str) -> Result<Option<Change>, G
 pub fn uncommitted(lane: &Lane) -> Result<Vec<String>, GitError> {
     Ok(lane
         .git()
-        .run(&["status", "--porcelain", "--untracked-files=normal"])?
+        // Ignored files too: the lane's `.gitignore` is the agent's, and a file a person
+        // made in a shell is theirs whatever it says.
+        .run(&[
+            "status",
+            "--porcelain",
+            "--untracked-files=normal",
+            "--ignored=matching",
+        ])?
         .lines()
         .map(str::to_string)
         .collect())

@@ -26,7 +26,13 @@ pub struct DiffOut {
     style: anstyle::Style,
     /// Inside a hunk (after `@@`, until the next file's header).
     in_hunk: bool,
+    /// Bytes written to the spool, and those left out past [`MAX_SPOOL`].
+    spooled: u64,
+    cut: u64,
 }
+
+/// The most of a diff spooled for the pager (on the disk, in an unnamed file).
+const MAX_SPOOL: u64 = 256 * 1024 * 1024;
 
 /// The pager to page through, on a terminal: `$GIT_PAGER`, else `$PAGER`, else
 /// `less -FRX`; none when that is empty or `cat`.
@@ -55,6 +61,8 @@ impl DiffOut {
             at_start: true,
             style: anstyle::Style::new(),
             in_hunk: false,
+            spooled: 0,
+            cut: 0,
         }
     }
 
@@ -110,7 +118,16 @@ impl DiffOut {
         );
         self.at_start = ends_line;
         match &mut self.spool {
-            Some(file) => file.write_all(rendered.as_bytes()),
+            // The spool holds what a pager shows, bounded: the rest of an agent's huge
+            // change is said, not written to the disk.
+            Some(_) if self.spooled >= MAX_SPOOL => {
+                self.cut += rendered.len() as u64;
+                Ok(())
+            }
+            Some(file) => {
+                self.spooled += rendered.len() as u64;
+                file.write_all(rendered.as_bytes())
+            }
             None => std::io::stdout().lock().write_all(rendered.as_bytes()),
         }
     }
@@ -124,6 +141,15 @@ impl DiffOut {
             match &mut self.spool {
                 Some(file) => file.write_all(rest.as_bytes())?,
                 None => std::io::stdout().lock().write_all(rest.as_bytes())?,
+            }
+        }
+        if self.cut > 0 {
+            if let Some(file) = &mut self.spool {
+                writeln!(
+                    file,
+                    "\n[stet: {} more of this diff not shown here; stet diff ID | less shows all of it]",
+                    crate::printer::size(self.cut)
+                )?;
             }
         }
         let (Some(mut spool), Some(pager)) = (self.spool.take(), self.pager.take()) else {
@@ -167,6 +193,8 @@ mod tests {
             at_start: true,
             style: anstyle::Style::new(),
             in_hunk: false,
+            spooled: 0,
+            cut: 0,
         };
         for line in diff.split_inclusive('\n') {
             // A long line comes in pieces: the second half keeps the first's colour.
