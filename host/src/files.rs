@@ -6,22 +6,20 @@ use std::path::Path;
 /// missing; the lock is held until the returned value is dropped (or the process ends, so a
 /// crash never leaves it taken).
 pub fn lock_exclusive(path: &Path) -> std::io::Result<nix::fcntl::Flock<std::fs::File>> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(path)?;
-    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
-        .map_err(|(_, e)| std::io::Error::from(e))
+    lock(path, nix::fcntl::FlockArg::LockExclusive)
 }
 
 /// Takes a shared advisory lock (flock) on `path`, creating it and its directory when
 /// missing: many may hold it at once; [`locked_by_another`] sees it held. Released when the
 /// returned value is dropped or the process ends.
 pub fn lock_shared(path: &Path) -> std::io::Result<nix::fcntl::Flock<std::fs::File>> {
+    lock(path, nix::fcntl::FlockArg::LockShared)
+}
+
+fn lock(
+    path: &Path,
+    how: nix::fcntl::FlockArg,
+) -> std::io::Result<nix::fcntl::Flock<std::fs::File>> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
@@ -30,8 +28,7 @@ pub fn lock_shared(path: &Path) -> std::io::Result<nix::fcntl::Flock<std::fs::Fi
         .truncate(false)
         .write(true)
         .open(path)?;
-    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockShared)
-        .map_err(|(_, e)| std::io::Error::from(e))
+    nix::fcntl::Flock::lock(file, how).map_err(|(_, e)| std::io::Error::from(e))
 }
 
 /// Whether some process holds a lock on `path` (an exclusive lock cannot be taken at

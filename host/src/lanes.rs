@@ -169,23 +169,27 @@ fn open_held(repo: &Path, remote: &str, item: &str, base: &str) -> Result<Lane, 
         discard(&stet_dir(repo), &root).map_err(|e| io_error("remove", &root, e))?;
     }
     // The remote's copy of the lane, if a drive (here or on a peer) pushed one.
-    let pushed = git(
+    let source = fetch_pushed(repo, remote, item).unwrap_or_else(|| base.to_string());
+    make(repo, &lane, &source)?;
+    Ok(lane)
+}
+
+/// Fetches the remote's branch of `item`, if it has one, into `refs/stet/pushed/<item>`
+/// (a ref of stet's own: the branch is an agent's work) and names that ref.
+pub(crate) fn fetch_pushed(repo: &Path, remote: &str, item: &str) -> Option<String> {
+    let pushed = format!("refs/stet/pushed/{item}");
+    git(
         repo,
         &[
             "fetch",
             "--quiet",
+            "--no-tags",
             remote,
-            &format!("+refs/heads/{branch}:refs/stet/pushed/{item}"),
+            &format!("+refs/heads/{}:{pushed}", branch_of(item)),
         ],
     )
-    .is_ok();
-    let source = if pushed {
-        format!("refs/stet/pushed/{item}")
-    } else {
-        base.to_string()
-    };
-    make(repo, &lane, &source)?;
-    Ok(lane)
+    .ok()
+    .map(|_| pushed)
 }
 
 /// Makes `lane` (nothing of it on this clone) at `source`, a ref of the repository: from a

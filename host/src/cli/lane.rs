@@ -247,17 +247,7 @@ pub fn checkout(args: &CheckoutArgs, printer: Printer) -> Result<Exit, CliError>
     let id = item(&repo, &args.id)?;
     let taken = lanes::checkout(&repo, &args.remote, &id)
         .map_err(|e| refused(e, &id, "checkout", &args.remote))?;
-    if args.json {
-        printer.json(&TakenJson {
-            id: &id,
-            handle: queue::handle_of(&id),
-            branch: &taken.branch,
-            commit: &taken.commit,
-            done: if taken.already { "already" } else { "switched" },
-        });
-        return Ok(Exit::Success);
-    }
-    printer.out(&format!(
+    let line = format!(
         "{} {} at {}",
         if taken.already {
             "already on"
@@ -266,7 +256,31 @@ pub fn checkout(args: &CheckoutArgs, printer: Printer) -> Result<Exit, CliError>
         },
         taken.branch,
         short(&taken.commit)
-    ));
+    );
+    say_taken(&id, &taken, "switched", line, args.json, printer)
+}
+
+/// What checkout and merge say they did: `line`, or as JSON (`done` is `did`, or
+/// `already`).
+fn say_taken(
+    id: &str,
+    taken: &lanes::Taken,
+    did: &'static str,
+    line: String,
+    json: bool,
+    printer: Printer,
+) -> Result<Exit, CliError> {
+    if json {
+        printer.json(&TakenJson {
+            id,
+            handle: queue::handle_of(id),
+            branch: &taken.branch,
+            commit: &taken.commit,
+            done: if taken.already { "already" } else { did },
+        });
+    } else {
+        printer.out(&line);
+    }
     Ok(Exit::Success)
 }
 
@@ -276,17 +290,7 @@ pub fn merge(args: &MergeArgs, printer: Printer) -> Result<Exit, CliError> {
     let id = item(&repo, &args.id)?;
     let taken = lanes::merge(&repo, &args.remote, &id)
         .map_err(|e| refused(e, &id, "merge", &args.remote))?;
-    if args.json {
-        printer.json(&TakenJson {
-            id: &id,
-            handle: queue::handle_of(&id),
-            branch: &taken.branch,
-            commit: &taken.commit,
-            done: if taken.already { "already" } else { "merged" },
-        });
-        return Ok(Exit::Success);
-    }
-    printer.out(&if taken.already {
+    let line = if taken.already {
         format!(
             "{} at {} is merged already",
             taken.branch,
@@ -298,6 +302,6 @@ pub fn merge(args: &MergeArgs, printer: Printer) -> Result<Exit, CliError> {
             taken.branch,
             short(&taken.commit)
         )
-    });
-    Ok(Exit::Success)
+    };
+    say_taken(&id, &taken, "merged", line, args.json, printer)
 }

@@ -51,18 +51,7 @@ pub(super) fn branch_ref(repo: &Path, remote: &str, item: &str) -> Option<(Strin
     if has(&local) {
         return Some((local, Reopened::Local));
     }
-    let pushed = format!("refs/stet/pushed/{item}");
-    let fetched = git(
-        repo,
-        &[
-            "fetch",
-            "--quiet",
-            "--no-tags",
-            remote,
-            &format!("+refs/heads/{branch}:{pushed}"),
-        ],
-    );
-    if fetched.is_ok() && has(&pushed) {
+    if let Some(pushed) = super::fetch_pushed(repo, remote, item).filter(|p| has(p)) {
         return Some((pushed, Reopened::Remote));
     }
     let tracking = format!("refs/remotes/{remote}/{branch}");

@@ -89,18 +89,7 @@ pub fn checkout(repo: &Path, remote: &str, item: &str) -> Result<Taken, TakeErro
     let commit = commit_of(repo, &source)?;
     if from == Reopened::Local {
         // The local branch: refused when the remote's holds other work.
-        let pushed = format!("refs/stet/pushed/{item}");
-        let fetched = git(
-            repo,
-            &[
-                "fetch",
-                "--quiet",
-                "--no-tags",
-                remote,
-                &format!("+refs/heads/{branch}:{pushed}"),
-            ],
-        );
-        if fetched.is_ok() {
+        if let Some(pushed) = super::fetch_pushed(repo, remote, item) {
             let there = commit_of(repo, &pushed)?;
             if there != commit {
                 return Err(TakeError::Elsewhere {
