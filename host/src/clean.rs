@@ -652,10 +652,11 @@ fn clean_remote(
 /// as an ancestor (merged), every commit's patch already in it (rebased), or a tree the
 /// branch's change, applied to it, leaves as it is (squashed). `None`: not merged — or
 /// merged and changed since so that neither shows it, which keeps the branch (never
-/// removing unmerged work matters more than removing every merged one).
-fn merged_how(repo: &Path, branch: &str, base: &str) -> Option<&'static str> {
+/// removing unmerged work matters more than removing every merged one). An error: git
+/// could not tell (said as such, never as "not merged").
+fn merged_how(repo: &Path, branch: &str, base: &str) -> Result<Option<&'static str>, String> {
     if crate::git::run(repo, &["merge-base", "--is-ancestor", branch, base]).is_ok() {
-        return Some("merged");
+        return Ok(Some("merged"));
     }
     // The branch's content is the agent's: what compares it obeys none of its attributes
     // (read from the base's tree instead) nor any configuration but the repository's.
@@ -664,20 +665,30 @@ fn merged_how(repo: &Path, branch: &str, base: &str) -> Option<&'static str> {
     let git = |args: &[&str]| {
         let mut all = vec![attr_source.as_str()];
         all.extend(args);
-        inert.run(&all)
+        inert.output(&all).map_err(|e| e.detail)
     };
     // `git cherry`: a `-` for each commit whose patch the base has, a `+` for one it lacks.
-    if let Ok(out) = git(&["cherry", base, branch]) {
-        let lines: Vec<&str> = out.lines().filter(|l| !l.is_empty()).collect();
-        if !lines.is_empty() && lines.iter().all(|l| l.starts_with('-')) {
-            return Some("rebased");
-        }
+    let cherry = git(&["cherry", base, branch])?;
+    if !cherry.status.success() {
+        return Err(String::from_utf8_lossy(&cherry.stderr).trim().to_string());
     }
-    // A squash: merging the branch into the base gives the base's own tree (a conflict
-    // exits non-zero, and keeps the branch).
-    let merged_tree = git(&["merge-tree", "--write-tree", "--no-messages", base, branch]).ok()?;
-    let base_tree = git(&["rev-parse", &format!("{base}^{{tree}}")]).ok()?;
-    (merged_tree.lines().next().map(str::trim) == Some(base_tree.trim())).then_some("squashed")
+    let out = String::from_utf8_lossy(&cherry.stdout);
+    let lines: Vec<&str> = out.lines().filter(|l| !l.is_empty()).collect();
+    if !lines.is_empty() && lines.iter().all(|l| l.starts_with('-')) {
+        return Ok(Some("rebased"));
+    }
+    // A squash: merging the branch into the base gives the base's own tree. Exit 1 is a
+    // conflict (not merged: the branch is kept); anything else, git failing.
+    let merged = git(&["merge-tree", "--write-tree", "--no-messages", base, branch])?;
+    match merged.status.code() {
+        Some(0) => {}
+        Some(1) => return Ok(None),
+        _ => return Err(String::from_utf8_lossy(&merged.stderr).trim().to_string()),
+    }
+    let base_tree =
+        crate::git::run(repo, &["rev-parse", &format!("{base}^{{tree}}")]).map_err(|e| e.detail)?;
+    let merged_tree = String::from_utf8_lossy(&merged.stdout);
+    Ok((merged_tree.lines().next().map(str::trim) == Some(base_tree.trim())).then_some("squashed"))
 }
 
 /// Removes `item`'s lane branch from the remote when `base` holds it (merged, squashed or
@@ -709,16 +720,24 @@ fn remove_if_merged(
     ]);
     // What was judged: the removal below is a compare-and-swap on it, so a push to the
     // branch after this fetch (another clone, a retried item) keeps the branch.
-    let judged = fetched
-        .is_ok()
-        .then(|| crate::git::run(repo, &["rev-parse", "--verify", &seen]).ok())
-        .flatten();
-    let merged = judged
-        .as_ref()
-        .and_then(|_| merged_how(repo, &seen, &base.commit));
+    let judged = fetched.map_err(|e| e.to_string()).and_then(|_| {
+        crate::git::run(repo, &["rev-parse", "--verify", &seen]).map_err(|e| e.detail)
+    });
+    let merged = judged.and_then(|judged| Ok((merged_how(repo, &seen, &base.commit)?, judged)));
     let _ = crate::git::run(repo, &["update-ref", "-d", &seen]);
-    let (Some(merged), Some(judged)) = (merged, judged) else {
-        return entry(Action::Kept).why(format!("not merged into {}", base.branch));
+    let (merged, judged) = match merged {
+        Ok((Some(merged), judged)) => (merged, judged),
+        Ok((None, _)) => {
+            return entry(Action::Kept).why(format!("not merged into {}", base.branch))
+        }
+        Err(why) => {
+            return entry(Action::Kept)
+                .why(format!(
+                    "stet could not tell whether it is merged into {}: {why}",
+                    base.branch
+                ))
+                .remedy("run stet clean --remote again; it never removes what it cannot judge")
+        }
     };
     let why = format!("{merged} into {}", base.branch);
     if options.dry_run {

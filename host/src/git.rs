@@ -390,26 +390,35 @@ impl Inert {
         command
     }
 
-    /// Filter drivers the repository's configuration defines, emptied: a `.gitattributes`
-    /// line naming one then runs nothing. (Diff drivers and the external diff are kept off
-    /// by `--no-ext-diff --no-textconv`, which [`Inert::output`] adds to every command that
-    /// shows a diff; stet merges only to compare, in `stet clean`'s `merge-tree`, with the
-    /// attributes of the base's tree.)
+    /// Filter and merge drivers the repository's configuration defines, emptied: a
+    /// `.gitattributes` line naming one then runs nothing of it (a merge driver becomes
+    /// `false`, so the file conflicts: stet merges only to compare, in `stet clean`'s
+    /// `merge-tree`, and a conflict keeps the branch). Diff drivers and the external diff
+    /// are kept off by `--no-ext-diff --no-textconv`, which [`Inert::output`] adds to every
+    /// command that shows a diff.
     fn filters_off(&self) -> Vec<(String, String)> {
         let mut command = self.command(&[]);
-        command.args(["config", "--name-only", "--get-regexp", r"^filter\."]);
+        command.args([
+            "config",
+            "--name-only",
+            "--get-regexp",
+            r"^(filter|merge)\.",
+        ]);
         let Ok(out) = bounded::run(command, self.deadline, None) else {
             return Vec::new();
         };
         let mut off = Vec::new();
-        let names: std::collections::BTreeSet<String> = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter_map(|key| {
-                let rest = key.strip_prefix("filter.")?;
-                Some(rest.rsplit_once('.')?.0.to_string())
-            })
-            .collect();
-        for name in names {
+        let keys = String::from_utf8_lossy(&out.stdout).into_owned();
+        // `filter.<name>.<key>` and `merge.<name>.<key>`; `merge.<setting>` names no driver.
+        let names = |kind: &str| -> std::collections::BTreeSet<String> {
+            keys.lines()
+                .filter_map(|key| Some(key.strip_prefix(kind)?.rsplit_once('.')?.0.to_string()))
+                .collect()
+        };
+        for name in names("merge.") {
+            off.push((format!("merge.{name}.driver"), "false".to_string()));
+        }
+        for name in names("filter.") {
             for (k, v) in [
                 ("clean", ""),
                 ("smudge", ""),
@@ -733,6 +742,10 @@ mod tests {
             ("filter.evil.clean", format!("{}; cat", mark("filter"))),
             ("filter.evil.process", mark("filter-process")),
             ("diff.evil.textconv", format!("{}; cat", mark("textconv"))),
+            (
+                "merge.evil.driver",
+                format!("{}; true", mark("merge-driver")),
+            ),
             ("diff.external", mark("external-diff")),
             ("core.pager", mark("pager")),
             ("gpg.program", mark("gpg")),
@@ -740,7 +753,11 @@ mod tests {
         ] {
             run(&work, &["config", key, &value]).unwrap();
         }
-        std::fs::write(work.join(".gitattributes"), "* filter=evil diff=evil\n").unwrap();
+        std::fs::write(
+            work.join(".gitattributes"),
+            "* filter=evil diff=evil merge=evil\n",
+        )
+        .unwrap();
         (work, marks)
     }
 
@@ -757,6 +774,21 @@ mod tests {
         git.run(&["commit", "--quiet", "-m", "two"]).unwrap();
         git.run(&["log", "-p", "-1"]).unwrap();
         git.run(&["checkout", "--quiet", "-B", "other"]).unwrap();
+        // Two changes of one file from one commit: a merge that needs its driver.
+        let from = git.run(&["rev-parse", "HEAD"]).unwrap();
+        std::fs::write(work.join("f"), "four\n").unwrap();
+        git.run(&["commit", "--quiet", "-am", "four"]).unwrap();
+        git.run(&["checkout", "--quiet", "-B", "third", &from])
+            .unwrap();
+        std::fs::write(work.join("f"), "five\n").unwrap();
+        git.run(&["commit", "--quiet", "-am", "five"]).unwrap();
+        let merged = git
+            .output(&["merge-tree", "--write-tree", "other", "third"])
+            .unwrap();
+        assert!(
+            !merged.status.success(),
+            "with its driver emptied, the merge conflicts (a driver that answers would decide it)"
+        );
         let ran: Vec<_> = std::fs::read_dir(&marks)
             .unwrap()
             .map(|e| e.unwrap().file_name())
