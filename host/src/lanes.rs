@@ -42,7 +42,7 @@ mod reopen;
 mod take;
 pub use change::{base_of, change, uncommitted, Change};
 pub use examine::{Removed, TooLarge};
-pub use reopen::{here, reopen, Reopened};
+pub use reopen::{branch_items, here, reopen, Reopened};
 pub use take::{checkout, dirty, merge, TakeError, Taken};
 
 pub use crate::settings::MAX_FILE;

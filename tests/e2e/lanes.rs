@@ -539,6 +539,16 @@ fn checkout_and_merge_take_the_landed_work_and_refuse_what_would_lose_any() {
         p.git(&["log", "-1", "--format=%an <%ae>"]).trim(),
         "A Person <person@example.com>"
     );
+
+    // Its queue file gone (archived, removed): the lane commands still name it by its
+    // handle, from its branch.
+    p.git(&["rm", "--quiet", &format!(".stet/queue/{id}.md")]);
+    p.git(&["commit", "--quiet", "-m", "archive it"]);
+    let handle = &id[20..];
+    let again = p.run(&["merge", "--json", handle]);
+    assert_eq!(again.code, 0, "{}{}", again.stdout, again.stderr);
+    assert_eq!(again.json()["done"], "already", "{}", again.stdout);
+    assert_eq!(again.json()["id"], id.as_str());
 }
 
 /// A shell on an item a drive is working now is refused (it would race the agent, and the

@@ -11,10 +11,35 @@ use crate::queue;
 use crate::sandbox;
 use crate::settings::Settings;
 
-/// The item `given` names, by the queue of the repository here.
-fn item(repo: &std::path::Path, given: &str) -> Result<String, CliError> {
+/// The item `given` names, by the queue of the repository here; else, when no queue file
+/// names it (an item archived or removed), by the lane branches this clone or `remote`
+/// has — its work is still there to show and take.
+fn item_of(repo: &std::path::Path, given: &str, remote: &str) -> Result<queue::Item, CliError> {
+    use crate::handles::Resolved;
     let (items, _) = queue::read(repo);
-    Ok(resolve(&items, given)?.id.clone())
+    if !matches!(crate::handles::resolve(&items, given), Resolved::None) {
+        return resolve(&items, given).cloned();
+    }
+    let gone: Vec<queue::Item> = lanes::branch_items(repo, remote)
+        .into_iter()
+        .filter(|id| !items.iter().any(|i| &i.id == id))
+        .map(|id| queue::Item {
+            handle: queue::handle_of(&id).to_string(),
+            title: String::new(),
+            text: String::new(),
+            path: std::path::PathBuf::new(),
+            id,
+        })
+        .collect();
+    match crate::handles::resolve(&gone, given) {
+        // Nowhere: the queue's refusal says what to do.
+        Resolved::None => resolve(&items, given).cloned(),
+        _ => resolve(&gone, given).cloned(),
+    }
+}
+
+fn item(repo: &std::path::Path, given: &str, remote: &str) -> Result<String, CliError> {
+    Ok(item_of(repo, given, remote)?.id)
 }
 
 fn git_failed(e: lanes::GitError) -> CliError {
@@ -30,8 +55,7 @@ pub fn shell(settings: &Settings, args: &ShellArgs, printer: Printer) -> Result<
         );
     }
     let repo = repo()?;
-    let (items, _) = queue::read(&repo);
-    let item = resolve(&items, &args.id)?;
+    let item = &item_of(&repo, &args.id, &args.remote)?;
     let id = item.id.clone();
     // A lane a drive works now is the agent's: a shell there would race it, and the
     // drive would commit the person's edits as the agent's work.
@@ -94,8 +118,9 @@ pub fn shell(settings: &Settings, args: &ShellArgs, printer: Printer) -> Result<
     ));
     let ended = sandbox::shell::run(settings, &runtime, &lane)?;
     printer.note(&format!(
-        "your edits are in {}; stet diff {id} shows them (nothing was committed or pushed)",
-        lane.dir.display()
+        "your edits are in {}; stet diff {} shows them (nothing was committed or pushed)",
+        lane.dir.display(),
+        queue::handle_of(&id)
     ));
     if state != "landed" {
         printer.note(&format!(
@@ -111,7 +136,7 @@ pub fn shell(settings: &Settings, args: &ShellArgs, printer: Printer) -> Result<
 /// `stet diff ID`.
 pub fn diff(args: &DiffArgs, printer: Printer) -> Result<Exit, CliError> {
     let repo = repo()?;
-    let id = item(&repo, &args.id)?;
+    let id = item(&repo, &args.id, &args.remote)?;
     let Some(change) = lanes::change(&repo, &args.remote, &id).map_err(git_failed)? else {
         return Err(CliError::usage(format!(
             "{id} has no lane on this clone and no branch {} here or on {}",
@@ -244,7 +269,7 @@ fn short(commit: &str) -> &str {
 /// `stet checkout ID`.
 pub fn checkout(args: &CheckoutArgs, printer: Printer) -> Result<Exit, CliError> {
     let repo = repo()?;
-    let id = item(&repo, &args.id)?;
+    let id = item(&repo, &args.id, &args.remote)?;
     let taken = lanes::checkout(&repo, &args.remote, &id)
         .map_err(|e| refused(e, &id, "checkout", &args.remote))?;
     let line = format!(
@@ -287,7 +312,7 @@ fn say_taken(
 /// `stet merge ID`.
 pub fn merge(args: &MergeArgs, printer: Printer) -> Result<Exit, CliError> {
     let repo = repo()?;
-    let id = item(&repo, &args.id)?;
+    let id = item(&repo, &args.id, &args.remote)?;
     let taken = lanes::merge(&repo, &args.remote, &id)
         .map_err(|e| refused(e, &id, "merge", &args.remote))?;
     let line = if taken.already {

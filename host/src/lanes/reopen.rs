@@ -29,6 +29,41 @@ pub fn here(repo: &Path, item: &str) -> Option<Lane> {
     (lane.git_dir.join("HEAD").is_file() && lane.dir.is_dir()).then_some(lane)
 }
 
+/// The items whose lane branch this clone or `remote` has (local `stet/*` branches, stet's
+/// fetched copies, remote-tracking branches, then the remote's own, listed once): what the
+/// lane commands can still name once an item's queue file is gone (archived, removed).
+pub fn branch_items(repo: &Path, remote: &str) -> Vec<String> {
+    let mut ids = std::collections::BTreeSet::new();
+    let here = git(
+        repo,
+        &[
+            "for-each-ref",
+            "--format=%(refname)",
+            "refs/heads/stet/",
+            "refs/stet/pushed/",
+            &format!("refs/remotes/{remote}/stet/"),
+        ],
+    )
+    .unwrap_or_default();
+    let there = git(repo, &["ls-remote", remote, "refs/heads/stet/*"]).unwrap_or_default();
+    for name in here.lines().chain(
+        there
+            .lines()
+            .filter_map(|l| l.split_once('\t').map(|(_, r)| r)),
+    ) {
+        let id = ["refs/heads/stet/", "refs/stet/pushed/"]
+            .iter()
+            .chain(std::iter::once(
+                &format!("refs/remotes/{remote}/stet/").as_str(),
+            ))
+            .find_map(|prefix| name.strip_prefix(prefix));
+        if let Some(id) = id.filter(|id| crate::queue::valid_id(id)) {
+            ids.insert(id.to_string());
+        }
+    }
+    ids.into_iter().collect()
+}
+
 /// The ref of the repository holding `item`'s branch: the local one, else the remote's
 /// (fetched now into `refs/stet/pushed/<item>`; when the remote does not answer, the
 /// remote-tracking branch a `git fetch` left). `None` when there is none.
