@@ -473,13 +473,12 @@ impl Remote<'_> {
 
     /// The ledger commit `oid` of the remote, here: fetched unless this clone has it.
     fn have_ledger(&self, oid: &str) -> Result<(), ReservationError> {
-        if self
-            .git(&["cat-file", "-e", &format!("{oid}^{{commit}}")])
-            .is_ok()
-        {
+        // Under the turn of the fetch below: a fetch of few objects writes them one by one
+        // (commit first), so a look while one runs could find the commit and not its trees.
+        let _turn = seen_refs();
+        if self.ledger_trees_here(oid) {
             return Ok(());
         }
-        let _turn = seen_refs();
         self.git(&[
             "fetch",
             "--quiet",
@@ -488,6 +487,19 @@ impl Remote<'_> {
             &format!("+{LEDGER}:{SEEN_LEDGER}"),
         ])
         .map(|_| ())
+    }
+
+    /// Whether the ledger commit `oid` and the trees it is read by are in this repository
+    /// (its notes need not be: only their ids are copied).
+    fn ledger_trees_here(&self, oid: &str) -> bool {
+        let has = |object: String| self.git(&["cat-file", "-e", &object]).is_ok();
+        has(format!("{oid}^{{commit}}"))
+            && has(format!("{oid}^{{tree}}"))
+            && self
+                .git(&["ls-tree", "--name-only", oid])
+                .is_ok_and(|names| {
+                    !names.lines().any(|n| n == "landed") || has(format!("{oid}:landed"))
+                })
     }
 
     /// The items the ledger commit `oid` holds.
@@ -502,11 +514,18 @@ impl Remote<'_> {
 
     /// The ledger commit `oid`'s entries: each item, with its tree line (`mode type oid`).
     fn ledger_entries(&self, oid: &str) -> Result<Vec<(String, String)>, ReservationError> {
-        let listing = match self.git(&["ls-tree", "-z", &format!("{oid}:landed")]) {
-            Ok(listing) => listing,
-            // A ledger without landed items (all removed by `stet clean --remote`).
-            Err(_) => return Ok(Vec::new()),
-        };
+        // A ledger without landed items (all removed by `stet clean --remote`) has no
+        // `landed` tree. Only that reads as empty: a ledger that cannot be read is an error,
+        // never an empty ledger, which the next landing would write over every other.
+        let root = self.git(&["ls-tree", "-z", oid])?;
+        if !root.split('\0').any(|entry| {
+            entry
+                .split_once('\t')
+                .is_some_and(|(_, name)| name == "landed")
+        }) {
+            return Ok(Vec::new());
+        }
+        let listing = self.git(&["ls-tree", "-z", &format!("{oid}:landed")])?;
         // Anyone who can push wrote it: an entry whose name cannot be an item id (a control
         // character for a terminal, a path) is not an item's, and is left out.
         Ok(listing
@@ -554,8 +573,11 @@ impl Remote<'_> {
             .iter()
             .map(|(item, meta)| format!("{meta}\t{item}\0"))
             .collect();
+        // `--missing`: the entries copied from `base` name notes this clone may never have
+        // fetched (a peer's landings; a concurrent fetch here may not have brought them
+        // yet). Only their ids are needed: the remote holds them, under `base`.
         let mktree = |input: &str| {
-            crate::git::run_input(self.repo, &["mktree", "-z"], input.as_bytes())
+            crate::git::run_input(self.repo, &["mktree", "-z", "--missing"], input.as_bytes())
                 .map_err(|e| self.unreachable(e.detail))
         };
         let landed = mktree(&listing)?;
