@@ -5,6 +5,7 @@
 
 pub mod ask;
 pub mod base;
+pub mod board;
 pub mod call;
 pub mod capture;
 pub mod checkpoints;

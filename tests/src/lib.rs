@@ -5,6 +5,7 @@
 //! which `cargo xtask test` runs first); a missing one fails the test loudly with what to
 //! run, rather than skipping.
 
+pub mod board;
 pub mod fake_api;
 pub mod http;
 pub mod oauth_double;

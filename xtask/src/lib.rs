@@ -1,5 +1,7 @@
 //! Repository automation shared by `cargo xtask` and the end-to-end tests.
 
+pub mod browser;
+
 use std::path::{Path, PathBuf};
 
 /// The repository root (the workspace directory).

@@ -21,7 +21,7 @@ const GROUPS: &[(&str, &[&str], &str)] = &[
     ),
     (
         "Inspect",
-        &["status", "show", "log", "receipts"],
+        &["status", "show", "log", "receipts", "board"],
         "stet show fix-typo-readme",
     ),
     (

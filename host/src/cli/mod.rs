@@ -14,6 +14,7 @@ use crate::settings;
 use error::{CliError, Exit};
 
 mod ask;
+mod board;
 mod clean;
 mod doctor;
 mod drive;
@@ -373,6 +374,16 @@ pub enum Command {
     /// Summarise this clone: the queue, lanes kept here, the receipts by outcome, the last
     /// agent call.
     Status(StatusArgs),
+
+    /// Serve a live web view of this repository's queue, lanes, receipts and walls.
+    ///
+    /// Listens on 127.0.0.1 only (a port of its own, or --port) and prints the URL to open,
+    /// which carries a random token: requests without it (or the session cookie it gives)
+    /// are refused. The pages read what the CLI reads — the queue, the remote's records
+    /// (peers' lanes too), this clone's receipts and logs — and the actions (add, retry,
+    /// cancel, a drive after its consent) run the CLI's own code. Ctrl-C stops it. Exit
+    /// status: 0 after a stop; 2 outside a repository or when the port is taken.
+    Board(BoardArgs),
 
     /// Trust the repository's stet.toml as it is now.
     ///
@@ -737,6 +748,21 @@ pub struct StatusArgs {
     pub json: bool,
 
     /// The remote whose marks and reservations say what becomes of the lanes here.
+    #[arg(long, default_value = "origin", value_name = "NAME")]
+    pub remote: String,
+}
+
+#[derive(Debug, Args)]
+pub struct BoardArgs {
+    /// Listen on this port of 127.0.0.1 (default: a free one).
+    #[arg(long, value_name = "PORT")]
+    pub port: Option<u16>,
+
+    /// Start your browser at the board's URL.
+    #[arg(long)]
+    pub open: bool,
+
+    /// The remote that holds reservations.
     #[arg(long, default_value = "origin", value_name = "NAME")]
     pub remote: String,
 }
@@ -1140,6 +1166,7 @@ pub fn main() -> ExitCode {
         Command::Clean(args) => Some(clean::run(args, printer)),
         Command::Receipts(args) => Some(receipts::run(args, printer)),
         Command::Status(args) => Some(receipts::status(args, printer)),
+        Command::Board(args) => Some(board::run(args, &cli.global.plugins_dirs, printer)),
         Command::Trust(args) => Some(trust::run(args, printer)),
         Command::Completions { shell } => {
             clap_complete::generate(*shell, &mut command(), "stet", &mut std::io::stdout());
@@ -1245,6 +1272,7 @@ fn run(cli: Cli, printer: Printer) -> Result<Exit, CliError> {
         | Command::Clean(_)
         | Command::Receipts(_)
         | Command::Status(_)
+        | Command::Board(_)
         | Command::Trust(_)
         | Command::Completions { .. } => unreachable!("handled before settings are resolved"),
     }
