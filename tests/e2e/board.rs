@@ -108,3 +108,27 @@ fn ctrl_c_stops_the_board_cleanly() {
         "nothing listens after the stop"
     );
 }
+
+#[test]
+fn a_port_in_use_or_a_directory_outside_a_repository_is_refused_saying_what_to_do() {
+    let world = world_with(&[]);
+    let taken = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let out = world.run_stet(&["board", "--port", &port]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr
+            .contains(&format!("cannot listen on 127.0.0.1:{port}"))
+            && out.stderr.contains("pass another --port"),
+        "{}",
+        out.stderr
+    );
+    let outside = tempfile::tempdir().unwrap();
+    let out = world.run(world.stet(&["board"]).current_dir(outside.path()));
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr.contains("is not inside a git repository"),
+        "{}",
+        out.stderr
+    );
+}

@@ -154,7 +154,11 @@ fn open_browser(url: &str, printer: Printer) {
         .stderr(std::process::Stdio::null())
         .spawn()
     {
-        Ok(_) => printer.note(&format!("opened the board with {opener}")),
+        Ok(mut child) => {
+            // Reaped when the opener returns (at once: it hands the URL to the browser).
+            std::thread::spawn(move || child.wait());
+            printer.note(&format!("opened the board with {opener}"))
+        }
         Err(e) => printer.warn(&format!(
             "could not start a browser with {opener} ({e}): open the URL above yourself"
         )),
