@@ -107,7 +107,12 @@ pub fn calls(repo: &Path) -> (Arc<Vec<Call>>, usize) {
     }
     let (receipts, unreadable) = crate::receipts::read_all(repo);
     let calls = Arc::new(receipts.iter().map(Call::of).collect::<Vec<_>>());
-    if let Ok(mut cache) = CACHE.lock() {
+    // A directory changed within the file system's clock's grain of now may change again
+    // with the same time: what was read then is not kept.
+    let settled = modified
+        .and_then(|m| SystemTime::now().duration_since(m).ok())
+        .is_some_and(|age| age > std::time::Duration::from_secs(2));
+    if let (true, Ok(mut cache)) = (settled, CACHE.lock()) {
         *cache = Some(Cached {
             dir,
             modified,
