@@ -46,7 +46,7 @@ fn world() -> (World, PathBuf) {
     std::fs::write(
         world.work.join("stet.toml"),
         format!(
-            "[harness]\nprofiles = \"{}\"\n\n[sandbox]\nimage = \"{IMAGE}\"\n\n[plugins.command]\nimplement = [\"{}\"]\n",
+            "[harness]\nprofiles = \"{}\"\n\n[sandbox]\nimage = \"{IMAGE}\"\n\n[drive]\ncheck = \"test -s hello.txt\"\n\n[plugins.command]\nimplement = [\"{}\"]\n",
             world.root.path().join("profiles").display(),
             agent.display()
         ),
@@ -201,7 +201,16 @@ fn the_costs_page_charts_what_the_drives_receipts_say() {
         )
         .unwrap();
     assert_eq!(ended, serde_json::json!(["1", "1", "2"]), "{source}");
-    // Time per stage: one row per role the receipts name, each the sum of its calls' time.
+    // Time per stage: one row per role the receipts name (the repository's check among
+    // them), each the sum of its calls' time.
+    let stages = browser
+        .execute("return [...document.querySelectorAll('#time-per-stage tbody th')].map(th => th.textContent);")
+        .unwrap();
+    assert_eq!(
+        stages,
+        serde_json::json!(["implement", "check", "review"]),
+        "{source}"
+    );
     let implement_secs: f64 = calls
         .iter()
         .filter(|r| r["role"] == "implement")
