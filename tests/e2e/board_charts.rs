@@ -239,6 +239,8 @@ fn the_costs_page_charts_what_the_drives_receipts_say() {
 
 #[test]
 fn the_walls_page_shows_the_last_proof_and_why_each_plugin_was_chosen() {
+    // stet walls makes sandboxes, which a drive's reaping must not meet half made.
+    let _serial = serial_drives();
     let (world, _remote) = world();
     let board = RunningBoard::start(&world, &[]);
     let browser = board.browser();
