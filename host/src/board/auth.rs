@@ -2,7 +2,7 @@
 //!
 //! - `GET /?token=T` with the right token makes a session: a random id in an HttpOnly,
 //!   SameSite=Strict cookie, and a redirect to the queue that drops the token from the
-//!   address bar (and from any Referer: the policy is no-referrer anyway).
+//!   address bar (and from any Referer: the policy sends none to another origin anyway).
 //! - Every other request needs that cookie: without it 401, with a wrong token 403.
 //! - A request whose Host is not this board's own address (127.0.0.1:PORT or
 //!   localhost:PORT) is refused with 403 before anything else: a page elsewhere cannot
@@ -134,7 +134,10 @@ pub fn headers(headers: &mut HeaderMap) {
     };
     set(headers, header::CONTENT_SECURITY_POLICY, CSP);
     set(headers, header::X_CONTENT_TYPE_OPTIONS, "nosniff");
-    set(headers, header::REFERRER_POLICY, "no-referrer");
+    // `same-origin`, not `no-referrer`: under `no-referrer` a browser sends `Origin: null`
+    // with the board's own forms, which the origin check then refuses; to another origin
+    // it still sends nothing.
+    set(headers, header::REFERRER_POLICY, "same-origin");
     set(headers, header::X_FRAME_OPTIONS, "DENY");
     set(headers, header::CACHE_CONTROL, "no-store");
     set(

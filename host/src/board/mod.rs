@@ -15,6 +15,7 @@
 
 pub mod assets;
 pub mod auth;
+pub mod charts;
 pub mod model;
 pub mod pages;
 

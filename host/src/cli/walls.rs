@@ -18,7 +18,16 @@ pub fn run(settings: &Settings, args: &WallsArgs, printer: Printer) -> Result<Ex
     } else {
         walls::SettingsMode::Rewrite
     };
-    let proof = walls::prove(settings, &harness, &runtime, mode, args.log.as_deref())?;
+    // Kept in the repository it is run in, when it is run in one (`stet board` shows it).
+    let repo = super::queue::repo().ok();
+    let proof = walls::prove(
+        settings,
+        &harness,
+        &runtime,
+        mode,
+        args.log.as_deref(),
+        repo.as_deref(),
+    )?;
     if args.json {
         printer.json(&proof);
     } else {

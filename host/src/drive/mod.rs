@@ -281,7 +281,9 @@ pub fn run(settings: &Settings, options: &DriveOptions, printer: Printer) -> Res
     }
     // What every now and every wait of the drive is measured by, from here on.
     let clock: Arc<dyn Clock> = Arc::new(time::SystemClock);
-    let proof = prove_waiting(settings, options, &harness, &runtime, &clock, printer)?;
+    let proof = prove_waiting(
+        settings, options, &repo, &harness, &runtime, &clock, printer,
+    )?;
     if !proof.held() {
         let mut error = Concept::Drive.unusable(if walls::only_unproven(&proof) {
             "the walls could not be proven; nothing was reserved"
@@ -580,6 +582,7 @@ fn say_not_pushed(printer: Printer, base: &crate::base::Base, files: &[queue::No
 fn prove_waiting(
     settings: &Settings,
     options: &DriveOptions,
+    repo: &std::path::Path,
     harness: &OpenHarness,
     runtime: &OpenRuntime,
     clock: &Arc<dyn Clock>,
@@ -593,6 +596,7 @@ fn prove_waiting(
             runtime,
             walls::SettingsMode::Rewrite,
             None,
+            Some(repo),
         )?;
         let Some(walls::Unserved::UsageLimited { resets_at_unix }) = proof.unserved else {
             return Ok(proof);

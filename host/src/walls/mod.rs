@@ -19,6 +19,7 @@
 pub mod guard;
 pub mod hooks;
 pub mod lane_git;
+pub mod record;
 pub mod runtime;
 
 use std::io::Write;
@@ -151,7 +152,37 @@ const PROOF_LIMIT: std::time::Duration = std::time::Duration::from_secs(300);
 /// hold, or when diagnosing the settings as they are — one short live launch in a fresh
 /// sandbox of `runtime`, the runtime's own walls and the lane's git, in sandboxes made as
 /// the agent's would be. `log` receives the live launch's full output.
+///
+/// The proof is recorded in `repo`, when one is given, as the last proof of this runtime
+/// and harness ([`record`]: what `stet board` shows); a record that cannot be written is
+/// said on standard error and the proof still returned (it was made; only its keeping
+/// failed).
 pub fn prove(
+    settings: &Settings,
+    harness: &OpenHarness,
+    runtime: &OpenRuntime,
+    mode: SettingsMode,
+    log: Option<&Path>,
+    repo: Option<&Path>,
+) -> Result<Proof, Error> {
+    let proof = prove_unrecorded(settings, harness, runtime, mode, log)?;
+    if let Some(repo) = repo {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0);
+        let kept = record::Record::of(&proof, &runtime.name, now);
+        if let Err(e) = record::save(repo, &kept) {
+            crate::printer::Printer::default().warn(&format!(
+                "the wall proof could not be kept in {}: {e}",
+                record::dir(repo).display()
+            ));
+        }
+    }
+    Ok(proof)
+}
+
+fn prove_unrecorded(
     settings: &Settings,
     harness: &OpenHarness,
     runtime: &OpenRuntime,

@@ -2,7 +2,9 @@
 //! extends `board/base.html` (the navigation, the style sheet, the script) and gets its
 //! [`Chrome`]: the session's form token and what the navigation says.
 
+pub mod costs;
 pub mod queue;
+pub mod walls;
 
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Redirect, Response};
@@ -16,6 +18,8 @@ pub fn routes() -> Router<Shared> {
     Router::new()
         .route("/", get(|| async { Redirect::to("/queue") }))
         .route("/queue", get(queue::page))
+        .route("/costs", get(costs::page))
+        .route("/walls", get(walls::page).post(walls::probe_again))
 }
 
 /// What every page's frame needs.
