@@ -2,11 +2,13 @@
 //! extends `board/base.html` (the navigation, the style sheet, the script) and gets its
 //! [`Chrome`]: the session's form token and what the navigation says.
 
+pub mod drive;
+pub mod live;
 pub mod queue;
 
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Redirect, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::Router;
 
 use super::Shared;
@@ -16,6 +18,12 @@ pub fn routes() -> Router<Shared> {
     Router::new()
         .route("/", get(|| async { Redirect::to("/queue") }))
         .route("/queue", get(queue::page))
+        .route("/live", get(live::page))
+        .route("/live/events", get(live::events))
+        .route("/drive", get(drive::form).post(drive::start))
+        .route("/drive/{n}", get(drive::one))
+        .route("/drive/{n}/consent", post(drive::consent))
+        .route("/drive/{n}/stop", post(drive::stop))
 }
 
 /// What every page's frame needs.
