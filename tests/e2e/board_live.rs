@@ -120,7 +120,10 @@ fn the_live_page_follows_a_running_drive_by_events_and_says_when_it_ended() {
     let browser = board.browser();
     browser.goto(&format!("{}/live", board.base)).unwrap();
     assert!(
-        browser.text().unwrap().contains("No drive runs on this clone."),
+        browser
+            .text()
+            .unwrap()
+            .contains("No drive runs on this clone."),
         "{}",
         browser.text().unwrap()
     );
@@ -161,11 +164,7 @@ fn the_live_page_follows_a_running_drive_by_events_and_says_when_it_ended() {
         "time in stage"
     );
     // Let the agent answer: the lane goes on to review and lands; the drive ends.
-    let lane = world
-        .work
-        .join(".git/stet/lanes")
-        .join(item)
-        .join("work");
+    let lane = world.work.join(".git/stet/lanes").join(item).join("work");
     std::fs::write(lane.join("GO"), "").unwrap();
     let status = drive.wait().unwrap();
     assert!(
@@ -184,7 +183,9 @@ fn the_live_page_follows_a_running_drive_by_events_and_says_when_it_ended() {
         Duration::from_secs(30),
     );
     assert_eq!(
-        browser.execute("return window.stetNoReload === true").unwrap(),
+        browser
+            .execute("return window.stetNoReload === true")
+            .unwrap(),
         serde_json::Value::Bool(true),
         "the page was updated in place, not reloaded"
     );
@@ -214,7 +215,9 @@ fn start_from_the_page(browser: &Browser, board: &RunningBoard) {
     let cap = browser
         .find("input[name=cap]", Duration::from_secs(5))
         .unwrap();
-    browser.execute("document.querySelector('input[name=cap]').value = ''").unwrap();
+    browser
+        .execute("document.querySelector('input[name=cap]').value = ''")
+        .unwrap();
     browser.type_into(&cap, "1").unwrap();
     click(browser, ".drive-form button[type=submit]");
     // The page reloads while the walls are proven, then shows the consent.
@@ -227,8 +230,7 @@ fn start_from_the_page(browser: &Browser, board: &RunningBoard) {
 }
 
 #[test]
-fn a_drive_started_from_the_page_asks_consent_there_lands_and_one_stopped_from_the_page_ends()
-{
+fn a_drive_started_from_the_page_asks_consent_there_lands_and_one_stopped_from_the_page_ends() {
     let _serial = serial_drives();
     let world = world_with_items(&[
         "Quick\n\nfile: 1.txt",
