@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use stet_e2e::board::{Browser, RunningBoard};
+use stet_e2e::board::{request, Browser, RunningBoard};
 use stet_e2e::{git, require_image, serial_drives, World};
 
 fn stand_in() -> PathBuf {
@@ -197,6 +197,11 @@ fn the_live_page_follows_a_running_drive_by_events_and_says_when_it_ended() {
         0,
         "{live:?}"
     );
+    // Ctrl-C stops the board though the page still follows its events.
+    let (status, stderr) = board.stop();
+    assert!(status.success(), "{stderr}");
+    assert!(stderr.contains("stet board stopped"), "{stderr}");
+    drop(browser);
 }
 
 /// The drive's process, as its page names it.
@@ -238,6 +243,17 @@ fn a_drive_started_from_the_page_asks_consent_there_lands_and_one_stopped_from_t
     ]);
     let board = RunningBoard::start(&world, &[]);
     let browser = board.browser();
+    // A POST without the session's form token starts nothing.
+    let cookie = board.session_cookie();
+    let forged = request(
+        board.port,
+        "POST",
+        "/drive",
+        &[("Cookie", &cookie)],
+        Some("csrf=wrong&cap=1&jobs=1&rounds=3"),
+    );
+    assert_eq!(forged.status, 403, "{forged:?}");
+    assert!(!world.work.join(".git/stet/board").exists());
 
     // The consent shows what the terminal's does; nothing is reserved before the answer.
     start_from_the_page(&browser, &board);
