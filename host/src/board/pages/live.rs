@@ -330,4 +330,54 @@ mod tests {
         assert!(last_lines(repo.path(), "../../etc/passwd").is_empty());
         assert!(last_lines(repo.path(), "").is_empty());
     }
+
+    fn row(id: &str, state: &str) -> crate::story::Row {
+        crate::story::Row {
+            id: id.into(),
+            handle: format!("{id}-handle"),
+            title: format!("{id} title"),
+            state: state.into(),
+            holder: Some("peer:clone:1:1".into()),
+            stage: Some("review".into()),
+            until_unix: Some(4_102_444_800),
+            until: None,
+            lane: None,
+            why: None,
+            round: None,
+            next: None,
+            reason: None,
+            pull_request: None,
+            land_failed: None,
+            blocked: Vec::new(),
+            here: None,
+            base: None,
+        }
+    }
+
+    #[test]
+    fn peers_lanes_are_the_reservations_no_drive_of_this_clone_works() {
+        let repo = tempfile::tempdir().unwrap();
+        crate::git::run(repo.path(), &["init", "--quiet"]).unwrap();
+        let publisher = crate::drive::live::Publisher::start(repo.path(), "drive-1", 1);
+        publisher.stage(0, "mine", "stet/mine", "implement");
+        let snapshot = Snapshot {
+            rows: vec![
+                row("mine", "reserved"),
+                row("theirs", "lapsed"),
+                row("open-one", "open"),
+            ],
+            ..Default::default()
+        };
+        let view = view(repo.path(), &snapshot);
+        assert_eq!(view.drives.len(), 1);
+        let lane = &view.drives[0].lanes[0];
+        assert_eq!(lane.item.as_deref(), Some("mine"));
+        assert_eq!(lane.handle.as_deref(), Some("mine-handle"));
+        assert_eq!(lane.stage, "implement");
+        assert_eq!(view.peers.len(), 1, "{:?}", view.peers);
+        assert_eq!(view.peers[0].item, "theirs");
+        assert_eq!(view.peers[0].until, "2100-01-01T00:00:00Z");
+        drop(publisher);
+        assert!(super::view(repo.path(), &snapshot).drives.is_empty());
+    }
 }
