@@ -11,7 +11,7 @@
 //!   Origin, when the browser sends one, must be this board's: a page elsewhere cannot make
 //!   the person's browser act. No GET changes anything.
 //! - Every response carries [`headers`]: a Content-Security-Policy that allows no inline
-//!   script and nothing from another origin, no caching, no referrer, no framing.
+//!   script and nothing from another origin, no caching, no referrer to another origin, no framing.
 //!
 //! Sessions are kept in memory, at most [`MAX_SESSIONS`] (the oldest goes first): a board
 //! running for days does not grow with every browser that opened it.

@@ -66,6 +66,7 @@ pub fn run(settings: &Settings, args: &DriveArgs, printer: Printer) -> Result<Ex
         } else {
             DryRun::Lines
         }),
+        consent_via: args.consent_via.clone(),
     };
     if !args.json || args.dry_run {
         return Ok(drive::run(settings, &options, printer)?.into());

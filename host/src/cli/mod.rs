@@ -668,6 +668,11 @@ pub struct DriveArgs {
     #[arg(long)]
     pub json: bool,
 
+    /// Ask consent through this file and its FIFO (`PATH.answer`) instead of the terminal:
+    /// how `stet board` starts a drive. Hidden: not a person's flag.
+    #[arg(long, value_name = "PATH", hide = true, conflicts_with = "yes")]
+    pub consent_via: Option<std::path::PathBuf>,
+
     #[command(flatten)]
     pub choice: PluginChoice,
 }

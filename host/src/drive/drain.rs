@@ -299,6 +299,7 @@ impl Worker<'_, '_> {
                 crate::lanes::branch_of(&item.id)
             );
             let end = self.work(&item, opened, next);
+            self.drive.progress.idle(self.slot);
             *pending = next.take();
             // Whatever became of the item, its reservation is released: landed and given-up
             // items are done, a stopped or waiting one goes back to the queue.

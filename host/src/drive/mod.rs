@@ -28,9 +28,11 @@
 //! What the person sees while it runs is `progress.rs`.
 
 mod ahead;
+pub mod consent;
 mod drain;
 mod keeper;
 mod lane;
+pub mod live;
 mod plan;
 mod progress;
 #[cfg(test)]
@@ -40,6 +42,7 @@ mod state;
 mod time;
 mod worker;
 
+pub use consent::Consent;
 pub use progress::clock;
 
 use std::io::{IsTerminal, Write};
@@ -109,6 +112,9 @@ pub struct DriveOptions {
     pub land: Option<crate::land::How>,
     /// `--dry-run`: say what would be taken (as JSON when `Json`), reserve nothing.
     pub dry_run: Option<DryRun>,
+    /// Ask the consent through this file and its FIFO (`consent.rs`), not the terminal: a
+    /// drive started from `stet board`.
+    pub consent_via: Option<PathBuf>,
 }
 
 /// How `stet drive --dry-run` says what it would do.
@@ -352,92 +358,29 @@ pub fn run(settings: &Settings, options: &DriveOptions, printer: Printer) -> Res
     }
 
     // Consent: once, before anything is reserved.
-    let estimate = estimate(&repo, options.cap.min(eligible));
-    note!(
-        printer,
-        "stet drive: {} of {} eligible{}",
-        crate::printer::count(options.cap.min(eligible), "item", "items"),
-        eligible,
-        if held_elsewhere.is_empty() {
-            String::new()
-        } else {
-            format!(" ({} held by other drives)", held_elsewhere.len())
-        }
+    let consent = consent_of(
+        ConsentFacts {
+            repo: &repo,
+            settings,
+            options,
+            eligible,
+            held_elsewhere: held_elsewhere.len(),
+            proof: &proof,
+            proven_in,
+            base: &base,
+        },
+        &harness,
+        &runtime,
     );
-    note!(
-        printer,
-        "  walls:    all {} held, proven in {}",
-        proof.walls.len(),
-        crate::printer::duration(proven_in.as_secs_f64())
-    );
-    note!(printer, "  estimate: {estimate}");
-    note!(
-        printer,
-        "  base:     {} at {}",
-        base.name,
-        base.commit.get(..12).unwrap_or(&base.commit)
-    );
-    if options.jobs > 1 {
-        note!(
-            printer,
-            "  lanes:    {} at once, each with its own reservation, lane and sandboxes",
-            options.jobs
-        );
+    for line in consent.lines() {
+        note!(printer, "{line}");
     }
-    note!(
-        printer,
-        "  runtime:  {} — {}",
-        runtime.name,
-        runtime.selection.reason
-    );
-    note!(
-        printer,
-        "  harness:  {} — {}",
-        harness.name,
-        harness.selection.reason
-    );
-    note!(
-        printer,
-        "  route:    {}; network {}",
-        proof.route,
-        proof.network.clone().unwrap_or_default()
-    );
-    match &options.land {
-        Some(crate::land::How::PullRequest { repo: into }) => {
-            // Where they will be opened: the repository named, else the push remote's.
-            let at = match into {
-                Some(into) => format!(
-                    "{into} (from the fork {})",
-                    crate::git::run(&repo, &["remote", "get-url", "--push", &options.remote])
-                        .map(|u| crate::land::without_credentials(&u))
-                        .unwrap_or_else(|_| options.remote.clone())
-                ),
-                None => crate::git::run(&repo, &["remote", "get-url", "--push", &options.remote])
-                    .map(|u| crate::land::without_credentials(&u))
-                    .unwrap_or_else(|_| options.remote.clone()),
-            };
-            note!(
-                printer,
-                "  land:     a pull request per landed lane, opened with gh in {at}, into {}",
-                base.branch
-            );
+    if let Some(via) = &options.consent_via {
+        if !consent::ask_via(via, &consent)? {
+            note!(printer, "not driving; nothing was reserved");
+            return Ok(Ended::Done);
         }
-        Some(crate::land::How::Command(command)) => note!(
-            printer,
-            "  land:     `{command}` runs on this machine, as you, after each lane is pushed"
-        ),
-        None => {}
-    }
-    note!(
-        printer,
-        "  limits:   {} per sandbox{}",
-        settings.limits.describe(),
-        runtime
-            .unenforced_limits()
-            .map(|why| format!(" — {why}"))
-            .unwrap_or_default()
-    );
-    if !options.yes {
+    } else if !options.yes {
         if !std::io::stdin().is_terminal() {
             return Err(Concept::Drive
                 .usage("no consent: there is no terminal to ask, and no --yes")
@@ -458,11 +401,11 @@ pub fn run(settings: &Settings, options: &DriveOptions, printer: Printer) -> Res
         .map(|_| Slot::start(&repo, options, &clock))
         .collect();
     let live = std::io::stderr().is_terminal();
-    let progress = Arc::new(progress::Progress::new(
-        printer,
-        live && !printer.quiet,
-        options.jobs,
-    ));
+    let run = format!("drive-{}-{}", std::process::id(), clock.now_ms());
+    let progress = Arc::new(
+        progress::Progress::new(printer, live && !printer.quiet, options.jobs)
+            .publishing(live::Publisher::start(&repo, &run, options.jobs)),
+    );
     signals.draining(
         slots
             .iter()
@@ -470,7 +413,6 @@ pub fn run(settings: &Settings, options: &DriveOptions, printer: Printer) -> Res
             .collect(),
         progress.clone(),
     );
-    let run = format!("drive-{}-{}", std::process::id(), clock.now_ms());
     let profile = harness.profile()?;
     let author = crate::git::Person::of_repository(&repo);
     if author.is_none() {
@@ -509,6 +451,80 @@ pub fn run(settings: &Settings, options: &DriveOptions, printer: Printer) -> Res
         slot.keeper.finish();
     }
     exit
+}
+
+/// What [`consent_of`] is made from, beyond the plugins.
+struct ConsentFacts<'a> {
+    repo: &'a Path,
+    settings: &'a Settings,
+    options: &'a DriveOptions,
+    eligible: usize,
+    held_elsewhere: usize,
+    proof: &'a walls::Proof,
+    proven_in: std::time::Duration,
+    base: &'a crate::base::Base,
+}
+
+/// The consent's facts, as the terminal and the board show them.
+fn consent_of(facts: ConsentFacts<'_>, harness: &OpenHarness, runtime: &OpenRuntime) -> Consent {
+    let ConsentFacts {
+        repo,
+        settings,
+        options,
+        eligible,
+        held_elsewhere,
+        proof,
+        proven_in,
+        base,
+    } = facts;
+    let land = match &options.land {
+        Some(crate::land::How::PullRequest { repo: into }) => {
+            // Where they will be opened: the repository named, else the push remote's.
+            let push = || {
+                crate::git::run(repo, &["remote", "get-url", "--push", &options.remote])
+                    .map(|u| crate::land::without_credentials(&u))
+                    .unwrap_or_else(|_| options.remote.clone())
+            };
+            let at = match into {
+                Some(into) => format!("{into} (from the fork {})", push()),
+                None => push(),
+            };
+            Some(format!(
+                "a pull request per landed lane, opened with gh in {at}, into {}",
+                base.branch
+            ))
+        }
+        Some(crate::land::How::Command(command)) => Some(format!(
+            "`{command}` runs on this machine, as you, after each lane is pushed"
+        )),
+        None => None,
+    };
+    Consent {
+        items: options.cap.min(eligible),
+        eligible,
+        held_elsewhere,
+        walls: proof.walls.len(),
+        proven_in: crate::printer::duration(proven_in.as_secs_f64()),
+        estimate: estimate(repo, options.cap.min(eligible)),
+        base: base.name.clone(),
+        base_commit: base.commit.clone(),
+        jobs: options.jobs,
+        runtime: runtime.name.clone(),
+        runtime_why: runtime.selection.reason.clone(),
+        harness: harness.name.clone(),
+        harness_why: harness.selection.reason.clone(),
+        route: proof.route.to_string(),
+        network: proof.network.clone().unwrap_or_default(),
+        land,
+        limits: format!(
+            "{} per sandbox{}",
+            settings.limits.describe(),
+            runtime
+                .unenforced_limits()
+                .map(|why| format!(" — {why}"))
+                .unwrap_or_default()
+        ),
+    }
 }
 
 /// The remote's base, fetched (a local branch ahead of it said once); a refusal naming

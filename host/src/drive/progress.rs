@@ -25,6 +25,9 @@ pub struct Progress {
     last: std::sync::Mutex<Overall>,
     /// The end of the last followed chunk when it stopped inside a character.
     pending: std::sync::Mutex<Vec<u8>>,
+    /// What the drive is doing, published for the board's live page (`live.rs`), when it
+    /// is.
+    publisher: Option<super::live::Publisher>,
     /// Every line shown, kept as well (the scenario tests read what the person saw).
     #[cfg(test)]
     pub(super) seen: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
@@ -58,8 +61,22 @@ impl Progress {
             live,
             last: Default::default(),
             pending: Default::default(),
+            publisher: None,
             #[cfg(test)]
             seen: Default::default(),
+        }
+    }
+
+    /// Publishes what the drive does through `publisher` too (`live.rs`).
+    pub fn publishing(mut self, publisher: super::live::Publisher) -> Progress {
+        self.publisher = Some(publisher);
+        self
+    }
+
+    /// Runs `f` on the publisher, when there is one.
+    fn publish(&self, f: impl FnOnce(&super::live::Publisher)) {
+        if let Some(publisher) = &self.publisher {
+            f(publisher)
         }
     }
 
@@ -110,13 +127,26 @@ impl Progress {
         self.above(|| self.printer.detail(text));
     }
 
-    /// A new stage of a lane starts, on lane `slot`: `move` is the drive's move number.
-    pub fn stage(&self, slot: usize, r#move: u64, lane: &str, stage: &str) {
+    /// A new stage of `item`'s lane starts, on lane `slot`: `move` is the drive's move
+    /// number.
+    pub fn stage(&self, slot: usize, r#move: u64, item: &str, lane: &str, stage: &str) {
+        self.publish(|p| p.stage(slot, item, lane, stage));
         self.show(slot, format!("move {move} · {lane} · {stage}"));
+    }
+
+    /// The agent call `receipt` of round `round` starts on lane `slot` (published only).
+    pub fn call(&self, slot: usize, receipt: &str, round: u32) {
+        self.publish(|p| p.call(slot, receipt, round));
+    }
+
+    /// Lane `slot` is done with its item (published only).
+    pub fn idle(&self, slot: usize) {
+        self.publish(|p| p.idle(slot));
     }
 
     /// A wait of lane `slot` starts: why, and until when (seconds since the epoch).
     pub fn wait(&self, slot: usize, reason: &str, until_unix: i64) {
+        self.publish(|p| p.wait(slot, reason, until_unix));
         self.show(
             slot,
             format!("waiting until {} · {reason}", clock(until_unix)),
@@ -150,6 +180,7 @@ impl Progress {
             };
             last.to_string()
         };
+        self.publish(|p| p.overall(&text));
         self.keep(&text);
         match &self.live {
             Some((_, line, _)) => line.set_message(crate::text::inert(&text).into_owned()),
@@ -160,6 +191,7 @@ impl Progress {
     /// A stop was asked: said in the log above the live lines (which would otherwise draw
     /// over it), and on the overall line from now on.
     pub fn stopping(&self, said: &str, waits_for: &str) {
+        self.publish(|p| p.stopping(waits_for));
         self.note(said);
         let text = {
             let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
@@ -173,6 +205,7 @@ impl Progress {
 
     /// Removes the live lines (the drive is over, or the process ends now). Idempotent.
     pub fn finish(&self) {
+        self.publish(|p| p.end());
         if let Some((multi, overall, bars)) = &self.live {
             overall.finish_and_clear();
             for bar in bars {

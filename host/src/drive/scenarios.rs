@@ -558,6 +558,7 @@ impl World {
             follow: false,
             land: None,
             dry_run: None,
+            consent_via: None,
         }
     }
 

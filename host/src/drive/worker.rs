@@ -108,7 +108,7 @@ impl Worker<'_, '_> {
             + 1;
         self.drive
             .progress
-            .stage(self.slot, r#move, &lane.branch, stage);
+            .stage(self.slot, r#move, &lane.item, &lane.branch, stage);
         self.keeper.set_stage(stage).map_err(ItemEnd::Lost)?;
         // Cancelled on the remote (`stet rm`) since the last move: stop here. A remote that
         // does not answer now is the keeper's to report; the move goes on.

@@ -3,12 +3,14 @@
 //! [`Chrome`]: the session's form token and what the navigation says.
 
 pub mod costs;
+pub mod drive;
+pub mod live;
 pub mod queue;
 pub mod walls;
 
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Redirect, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::Router;
 
 use super::Shared;
@@ -20,6 +22,12 @@ pub fn routes() -> Router<Shared> {
         .route("/queue", get(queue::page))
         .route("/costs", get(costs::page))
         .route("/walls", get(walls::page).post(walls::probe_again))
+        .route("/live", get(live::page))
+        .route("/live/events", get(live::events))
+        .route("/drive", get(drive::form).post(drive::start))
+        .route("/drive/{n}", get(drive::one))
+        .route("/drive/{n}/consent", post(drive::consent))
+        .route("/drive/{n}/stop", post(drive::stop))
 }
 
 /// What every page's frame needs.

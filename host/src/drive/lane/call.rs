@@ -388,6 +388,7 @@ impl Worker<'_, '_> {
         });
         receipts::record_start(&self.drive.repo, &receipt)
             .map_err(|e| Concept::Drive.failure(format!("cannot record the receipt: {e}")))?;
+        self.drive.progress.call(self.slot, &receipt.id, round);
         Ok(receipt)
     }
 
