@@ -204,6 +204,46 @@ pub fn resolve<'i>(items: &'i [Item], given: &str) -> Resolved<'i> {
     }
 }
 
+/// What a name a person gave resolves to, owned: [`named`]'s answer.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Named {
+    /// Exactly one item.
+    One(Item),
+    /// No item.
+    None,
+    /// Several items.
+    Many(Vec<Item>),
+}
+
+/// The item `given` names ([`resolve`]) by the queue of `repo`'s working copy; else, when
+/// no queue file names it (an item archived or removed), by the lane branches this clone
+/// or `remote` has ([`crate::lanes::branch_items`]) — its work is still there to show and
+/// take. Such an item has its handle (from its id) and no title, text or file.
+pub fn named(repo: &Path, remote: &str, given: &str) -> Named {
+    let (items, _) = queue::read(repo);
+    match resolve(&items, given) {
+        Resolved::One(item) => return Named::One(item.clone()),
+        Resolved::Many(many) => return Named::Many(many.into_iter().cloned().collect()),
+        Resolved::None => {}
+    }
+    let gone: Vec<Item> = crate::lanes::branch_items(repo, remote)
+        .into_iter()
+        .filter(|id| !items.iter().any(|i| &i.id == id))
+        .map(|id| Item {
+            handle: queue::handle_of(&id).to_string(),
+            title: String::new(),
+            text: String::new(),
+            path: std::path::PathBuf::new(),
+            id,
+        })
+        .collect();
+    match resolve(&gone, given) {
+        Resolved::One(item) => Named::One(item.clone()),
+        Resolved::Many(many) => Named::Many(many.into_iter().cloned().collect()),
+        Resolved::None => Named::None,
+    }
+}
+
 /// The handles of the working copy's items under `dir`'s repository that start with
 /// `start`, with their titles: the shell's candidates (no network, no remote; names only,
 /// but for the titles, which are read from files).
