@@ -2,11 +2,12 @@
 //! extends `board/base.html` (the navigation, the style sheet, the script) and gets its
 //! [`Chrome`]: the session's form token and what the navigation says.
 
+pub mod item;
 pub mod queue;
 
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Redirect, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::Router;
 
 use super::Shared;
@@ -16,6 +17,12 @@ pub fn routes() -> Router<Shared> {
     Router::new()
         .route("/", get(|| async { Redirect::to("/queue") }))
         .route("/queue", get(queue::page))
+        .route("/add", post(item::add))
+        .route("/item/{id}", get(item::page))
+        .route("/item/{id}/prompt/{n}", get(item::prompt))
+        .route("/item/{id}/call/{receipt}", get(item::call))
+        .route("/item/{id}/retry", post(item::retry))
+        .route("/item/{id}/cancel", post(item::cancel))
 }
 
 /// What every page's frame needs.
