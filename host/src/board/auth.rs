@@ -2,7 +2,7 @@
 //!
 //! - `GET /?token=T` with the right token makes a session: a random id in an HttpOnly,
 //!   SameSite=Strict cookie, and a redirect to the queue that drops the token from the
-//!   address bar (and from any Referer: the policy is no-referrer anyway).
+//!   address bar (and from any Referer: the policy sends none to another origin anyway).
 //! - Every other request needs that cookie: without it 401, with a wrong token 403.
 //! - A request whose Host is not this board's own address (127.0.0.1:PORT or
 //!   localhost:PORT) is refused with 403 before anything else: a page elsewhere cannot
@@ -11,7 +11,8 @@
 //!   Origin, when the browser sends one, must be this board's: a page elsewhere cannot make
 //!   the person's browser act. No GET changes anything.
 //! - Every response carries [`headers`]: a Content-Security-Policy that allows no inline
-//!   script and nothing from another origin, no caching, no referrer, no framing.
+//!   script and nothing from another origin, no caching, no referrer to another origin, no
+//!   framing.
 //!
 //! Sessions are kept in memory, at most [`MAX_SESSIONS`] (the oldest goes first): a board
 //! running for days does not grow with every browser that opened it.
@@ -134,7 +135,10 @@ pub fn headers(headers: &mut HeaderMap) {
     };
     set(headers, header::CONTENT_SECURITY_POLICY, CSP);
     set(headers, header::X_CONTENT_TYPE_OPTIONS, "nosniff");
-    set(headers, header::REFERRER_POLICY, "no-referrer");
+    // `same-origin`, not `no-referrer`: under `no-referrer` a browser sends `Origin: null`
+    // with the board's own forms (the Fetch standard serializes the origin of a request
+    // whose policy is no-referrer as null), and the guard refuses a form from elsewhere.
+    set(headers, header::REFERRER_POLICY, "same-origin");
     set(headers, header::X_FRAME_OPTIONS, "DENY");
     set(headers, header::CACHE_CONTROL, "no-store");
     set(

@@ -172,7 +172,12 @@ pub fn files_of(diff: &str) -> Vec<FileDiff> {
             files.push(FileDiff {
                 n: files.len() + 1,
                 // Until the `+++`/`---` lines name it: `a/x b/x`.
-                name: inert(rest.split(" b/").next().unwrap_or(rest).trim_start_matches("a/")),
+                name: inert(
+                    rest.split(" b/")
+                        .next()
+                        .unwrap_or(rest)
+                        .trim_start_matches("a/"),
+                ),
                 added: 0,
                 removed: 0,
                 lines: Vec::new(),
@@ -378,7 +383,10 @@ fn diff_of(repo: &std::path::Path, remote: &str, id: &str, remote_silent: bool) 
             return DiffView {
                 from: branch,
                 files: Vec::new(),
-                note: Some(format!("git could not read the lane's change: {}", inert(&e.to_string()))),
+                note: Some(format!(
+                    "git could not read the lane's change: {}",
+                    inert(&e.to_string())
+                )),
             }
         }
     };
@@ -400,7 +408,10 @@ fn diff_of(repo: &std::path::Path, remote: &str, id: &str, remote_silent: bool) 
         return DiffView {
             from,
             files: Vec::new(),
-            note: Some(format!("git could not read the lane's change: {}", inert(&e.to_string()))),
+            note: Some(format!(
+                "git could not read the lane's change: {}",
+                inert(&e.to_string())
+            )),
         };
     }
     let text = String::from_utf8_lossy(&kept);
@@ -550,8 +561,7 @@ pub async fn call(
                 call.id
             )));
         }
-        let settings =
-            crate::settings::resolve(&shared.options.plugins_dirs, &Default::default());
+        let settings = crate::settings::resolve(&shared.options.plugins_dirs, &Default::default());
         let renderer = crate::transcript::renderer_for(&settings, &call);
         let whole = crate::transcript::whole(&call, renderer, SHOWN_LOG);
         Ok(CallPage {
@@ -676,7 +686,7 @@ pub async fn retry(
     Path(id): Path<String>,
     Form(form): Form<Plain>,
 ) -> Result<Redirect, PageError> {
-    use crate::queue_actions::{RetryRefused, Retried};
+    use crate::queue_actions::{Retried, RetryRefused};
     if !form_token_ok(&session, &form.csrf) {
         return Err(refused());
     }
