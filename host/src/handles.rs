@@ -220,7 +220,19 @@ pub enum Named {
 /// or `remote` has ([`crate::lanes::branch_items`]) — its work is still there to show and
 /// take. Such an item has its handle (from its id) and no title, text or file.
 pub fn named(repo: &Path, remote: &str, given: &str) -> Named {
-    let (items, _) = queue::read(repo);
+    // Only the files whose name could be meant are read (a queue of 10,000 items is not
+    // read whole to tell one): every item `resolve` could answer has its id or handle equal
+    // to, or starting with, what was given.
+    let (entries, _) = queue::scan(repo);
+    let items: Vec<Item> = entries
+        .iter()
+        .filter(|_| !given.is_empty())
+        .filter(|e| {
+            let handle = queue::handle_of(&e.id);
+            e.id.starts_with(given) || handle.starts_with(given)
+        })
+        .filter_map(|e| e.load().ok())
+        .collect();
     match resolve(&items, given) {
         Resolved::One(item) => return Named::One(item.clone()),
         Resolved::Many(many) => return Named::Many(many.into_iter().cloned().collect()),
