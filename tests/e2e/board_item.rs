@@ -283,6 +283,14 @@ fn an_item_added_from_the_queue_page_is_written_as_stet_add_writes_it_and_a_post
         Some("title=write+forged.txt%3A+x"),
     );
     assert_eq!(bare.status, 403, "{bare:?}");
+    let empty = request(
+        board.port,
+        "POST",
+        &format!("/item/{id}/cancel"),
+        &[("Cookie", &cookie)],
+        None,
+    );
+    assert_eq!(empty.status, 403, "a POST with no form at all: {empty:?}");
     // A GET of an action's address changes nothing either.
     let get = request(
         board.port,

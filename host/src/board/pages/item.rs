@@ -11,6 +11,7 @@
 
 use std::time::Duration;
 
+use axum::extract::rejection::FormRejection;
 use axum::extract::{Path, Query, State};
 use axum::response::{Html, Redirect};
 use axum::{Extension, Form};
@@ -615,6 +616,19 @@ pub struct AddForm {
     pub text: String,
 }
 
+/// The form, when it carries the session's token; else the refusal (a body that is not a
+/// form carries none).
+fn token_checked<T>(
+    session: &Session,
+    form: Result<Form<T>, FormRejection>,
+    token: impl Fn(&T) -> &String,
+) -> Result<T, PageError> {
+    match form {
+        Ok(Form(form)) if form_token_ok(session, token(&form)) => Ok(form),
+        _ => Err(refused()),
+    }
+}
+
 fn refused() -> PageError {
     PageError::forbidden(
         "this form's token is not this session's: reload the page and submit it again",
@@ -647,11 +661,9 @@ fn in_queue(board: &Shared, given: &str) -> Result<Item, PageError> {
 pub async fn add(
     State(board): State<Shared>,
     Extension(session): Extension<Session>,
-    Form(form): Form<AddForm>,
+    form: Result<Form<AddForm>, FormRejection>,
 ) -> Result<Redirect, PageError> {
-    if !form_token_ok(&session, &form.csrf) {
-        return Err(refused());
-    }
+    let form = token_checked(&session, form, |f: &AddForm| &f.csrf)?;
     let title = form.title.trim().to_string();
     if title.is_empty() || title.contains(['\n', '\r']) {
         return Err(PageError::bad_request(
@@ -684,12 +696,10 @@ pub async fn retry(
     State(board): State<Shared>,
     Extension(session): Extension<Session>,
     Path(id): Path<String>,
-    Form(form): Form<Plain>,
+    form: Result<Form<Plain>, FormRejection>,
 ) -> Result<Redirect, PageError> {
     use crate::queue_actions::{Retried, RetryRefused};
-    if !form_token_ok(&session, &form.csrf) {
-        return Err(refused());
-    }
+    token_checked(&session, form, |f: &Plain| &f.csrf)?;
     let shared = board.clone();
     let (item, outcome) = blocking(move || {
         let item = in_queue(&shared, &id)?;
@@ -716,12 +726,10 @@ pub async fn cancel(
     State(board): State<Shared>,
     Extension(session): Extension<Session>,
     Path(id): Path<String>,
-    Form(form): Form<Plain>,
+    form: Result<Form<Plain>, FormRejection>,
 ) -> Result<Redirect, PageError> {
     use crate::queue_actions::{CancelRefused, Cancelled};
-    if !form_token_ok(&session, &form.csrf) {
-        return Err(refused());
-    }
+    token_checked(&session, form, |f: &Plain| &f.csrf)?;
     let shared = board.clone();
     let (item, outcome) = blocking(move || {
         let item = in_queue(&shared, &id)?;
