@@ -204,6 +204,58 @@ pub fn resolve<'i>(items: &'i [Item], given: &str) -> Resolved<'i> {
     }
 }
 
+/// What a name a person gave resolves to, owned: [`named`]'s answer.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Named {
+    /// Exactly one item.
+    One(Item),
+    /// No item.
+    None,
+    /// Several items.
+    Many(Vec<Item>),
+}
+
+/// The item `given` names ([`resolve`]) by the queue of `repo`'s working copy; else, when
+/// no queue file names it (an item archived or removed), by the lane branches this clone
+/// or `remote` has ([`crate::lanes::branch_items`]) — its work is still there to show and
+/// take. Such an item has its handle (from its id) and no title, text or file.
+pub fn named(repo: &Path, remote: &str, given: &str) -> Named {
+    // Only the files whose name could be meant are read (a queue of 10,000 items is not
+    // read whole to tell one): every item `resolve` could answer has its id or handle equal
+    // to, or starting with, what was given.
+    let (entries, _) = queue::scan(repo);
+    let items: Vec<Item> = entries
+        .iter()
+        .filter(|_| !given.is_empty())
+        .filter(|e| {
+            let handle = queue::handle_of(&e.id);
+            e.id.starts_with(given) || handle.starts_with(given)
+        })
+        .filter_map(|e| e.load().ok())
+        .collect();
+    match resolve(&items, given) {
+        Resolved::One(item) => return Named::One(item.clone()),
+        Resolved::Many(many) => return Named::Many(many.into_iter().cloned().collect()),
+        Resolved::None => {}
+    }
+    let gone: Vec<Item> = crate::lanes::branch_items(repo, remote)
+        .into_iter()
+        .filter(|id| !items.iter().any(|i| &i.id == id))
+        .map(|id| Item {
+            handle: queue::handle_of(&id).to_string(),
+            title: String::new(),
+            text: String::new(),
+            path: std::path::PathBuf::new(),
+            id,
+        })
+        .collect();
+    match resolve(&gone, given) {
+        Resolved::One(item) => Named::One(item.clone()),
+        Resolved::Many(many) => Named::Many(many.into_iter().cloned().collect()),
+        Resolved::None => Named::None,
+    }
+}
+
 /// The handles of the working copy's items under `dir`'s repository that start with
 /// `start`, with their titles: the shell's candidates (no network, no remote; names only,
 /// but for the titles, which are read from files).

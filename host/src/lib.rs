@@ -27,6 +27,7 @@ pub mod network;
 pub mod plugins;
 pub mod printer;
 pub mod queue;
+pub mod queue_actions;
 pub mod receipts;
 pub mod refresh;
 pub mod reservations;

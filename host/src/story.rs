@@ -269,6 +269,84 @@ pub fn states(
     Ok((rows, remote_note))
 }
 
+/// What `stet queue`, `stet show` and `stet board` say of an item after its state: its
+/// lane's stage and holder, where it landed, why it failed, and what to do about it.
+pub fn detail_of(row: &Row) -> String {
+    let detail = match (row.state.as_str(), &row.holder, &row.stage, row.until_unix) {
+        ("reserved", Some(holder), Some(stage), Some(until)) => format!(
+            " — in lane {} at {stage}, held by {holder} until {}",
+            crate::lanes::branch_of(&row.id),
+            crate::drive::clock(until)
+        ),
+        ("lapsed", Some(holder), Some(stage), Some(until)) => format!(
+            " — lane {} left at {stage} by {holder}, lapsed at {}; the next drive takes it up",
+            crate::lanes::branch_of(&row.id),
+            crate::drive::clock(until)
+        ),
+        ("failed", ..) => format!(
+            " — {} (stet retry {} to take it up again)",
+            row.why.as_deref().unwrap_or("no reason recorded"),
+            row.handle
+        ),
+        ("landed", ..) => match (&row.pull_request, &row.land_failed) {
+            (Some(url), _) => format!(
+                " — {}, pull request {url}",
+                crate::lanes::branch_of(&row.id)
+            ),
+            (None, Some(why)) => format!(
+                " — {}, {why} (stet land {} makes it again)",
+                crate::lanes::branch_of(&row.id),
+                row.handle
+            ),
+            (None, None) => format!(" — {}", crate::lanes::branch_of(&row.id)),
+        },
+        ("cancelled", ..) => format!(
+            " — no drive takes it until stet retry {} (stet clean removes what it left here)",
+            row.handle
+        ),
+        ("open", ..) if row.lane.is_some() || row.round.is_some() => format!(
+            " — {}the next drive resumes it{}",
+            if row.lane.is_some() {
+                format!("lane {} pushed; ", crate::lanes::branch_of(&row.id))
+            } else {
+                String::new()
+            },
+            match (row.round, row.next) {
+                (Some(round), Some(next)) => format!(" at round {round}, {next}"),
+                _ => String::new(),
+            }
+        ),
+        _ => String::new(),
+    };
+    let detail = match (&row.reason, row.state.as_str()) {
+        (Some(reason), "open" | "reserved" | "lapsed") => {
+            format!("{detail} (last: {reason})")
+        }
+        _ => detail,
+    };
+    let base = row.base.as_deref().unwrap_or("the base");
+    let detail = match row.here {
+        Some("only-here") => format!(
+            "{detail} — only in this working copy, not on {base}: no drive takes it until you commit and push it"
+        ),
+        Some(_) => format!(
+            "{detail} — changed here: a drive works {base}'s text until you commit and push the change"
+        ),
+        None => detail,
+    };
+    let detail = if row.blocked.is_empty() {
+        detail
+    } else {
+        let list: Vec<String> = row
+            .blocked
+            .iter()
+            .map(|(target, n)| format!("{target} ×{n}"))
+            .collect();
+        format!("{detail} [network blocked: {}]", list.join(", "))
+    };
+    detail
+}
+
 /// One call or check of an item, as `stet show` tells it.
 #[derive(Serialize)]
 pub struct Step {
@@ -290,6 +368,14 @@ pub struct Step {
     /// made by a stet that kept no prompts).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prompt: Option<crate::receipts::KeptPrompt>,
+    /// When it started, milliseconds since the epoch (`stet board` shows it; the `--json`
+    /// shapes name receipts for it).
+    #[serde(skip)]
+    pub started_unix_ms: u64,
+    /// Its usage counters (tokens), as its receipt reports them (`stet board` shows them;
+    /// `stet receipts --json` has them).
+    #[serde(skip)]
+    pub usage: Vec<(String, String)>,
 }
 
 #[derive(Serialize)]
@@ -338,6 +424,8 @@ pub fn rounds(repo: &std::path::Path, item: &str) -> Vec<Round> {
             tail,
             call,
             prompt: r.prompt.clone(),
+            started_unix_ms: r.started_unix_ms,
+            usage: r.usage.clone(),
         };
         match rounds.last_mut() {
             Some(last) if last.round == round => last.steps.push(step),

@@ -266,6 +266,65 @@ pub fn pick(
         .max_by_key(|r| r.started_unix_ms)
 }
 
+/// The renderer of `call`'s output under `settings` (as `stet log` resolves them: for the
+/// plugins' search path alone, so a broken configuration turns rendering off, never the
+/// reading of a log).
+pub fn renderer_for(
+    settings: &Result<crate::settings::Settings, crate::error::Error>,
+    call: &Receipt,
+) -> Renderer {
+    let plugins = match settings {
+        Ok(s) => Ok(&s.plugins),
+        Err(e) => Err(e.message.clone()),
+    };
+    Renderer::open(plugins, call)
+}
+
+/// A call's transcript read whole (up to a bound), as `stet log --json` and `stet board`
+/// show it.
+pub struct Whole {
+    /// The entries, rendered by `renderer` (or as they are, when it could not).
+    pub entries: Vec<Entry>,
+    /// Why the output (or its rest) is shown as it is, when it is.
+    pub why_raw: Option<String>,
+    /// The first MiB of the call's standard error (a call's standard error is a few lines;
+    /// the rest is in its log).
+    pub stderr: String,
+    /// The size of its standard error.
+    pub stderr_bytes: u64,
+    /// Bytes of the log beyond the bound, not read.
+    pub left_out: u64,
+}
+
+/// Reads `call`'s log through `renderer`, at most `at_most` bytes of it (read a MiB at a
+/// time, so a log growing while it is read ends where the bound does).
+pub fn whole(call: &Receipt, mut renderer: Renderer, at_most: u64) -> Whole {
+    let mut tail = Tail::of(&call.log);
+    let mut entries = Vec::new();
+    let mut read = 0u64;
+    while read < at_most {
+        let bytes = tail.more();
+        if bytes.is_empty() {
+            break;
+        }
+        let keep = bytes.len().min((at_most - read) as usize);
+        read += keep as u64;
+        entries.extend(renderer.feed(&bytes[..keep], false));
+    }
+    entries.extend(renderer.feed(&[], true));
+    let size = std::fs::metadata(&call.log).map(|m| m.len()).unwrap_or(0);
+    let stderr_log = crate::harness::stderr_log_of(&call.log);
+    let stderr_bytes = std::fs::metadata(&stderr_log).map(|m| m.len()).unwrap_or(0);
+    let stderr = String::from_utf8_lossy(&Tail::of(&stderr_log).more()).into_owned();
+    Whole {
+        entries,
+        why_raw: renderer.why_raw.clone(),
+        stderr,
+        stderr_bytes,
+        left_out: size.saturating_sub(read),
+    }
+}
+
 /// A log read on from where the last read ended (a call's log grows while it runs).
 pub struct Tail {
     path: std::path::PathBuf,

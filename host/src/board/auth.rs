@@ -11,7 +11,8 @@
 //!   Origin, when the browser sends one, must be this board's: a page elsewhere cannot make
 //!   the person's browser act. No GET changes anything.
 //! - Every response carries [`headers`]: a Content-Security-Policy that allows no inline
-//!   script and nothing from another origin, no caching, no referrer to another origin, no framing.
+//!   script and nothing from another origin, no caching, no referrer to another origin, no
+//!   framing.
 //!
 //! Sessions are kept in memory, at most [`MAX_SESSIONS`] (the oldest goes first): a board
 //! running for days does not grow with every browser that opened it.
@@ -135,8 +136,8 @@ pub fn headers(headers: &mut HeaderMap) {
     set(headers, header::CONTENT_SECURITY_POLICY, CSP);
     set(headers, header::X_CONTENT_TYPE_OPTIONS, "nosniff");
     // `same-origin`, not `no-referrer`: under `no-referrer` a browser sends `Origin: null`
-    // with the board's own forms, which the origin check then refuses; to another origin
-    // it still sends nothing.
+    // with the board's own forms (the Fetch standard serializes the origin of a request
+    // whose policy is no-referrer as null), and the guard refuses a form from elsewhere.
     set(headers, header::REFERRER_POLICY, "same-origin");
     set(headers, header::X_FRAME_OPTIONS, "DENY");
     set(headers, header::CACHE_CONTROL, "no-store");

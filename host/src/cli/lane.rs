@@ -15,26 +15,12 @@ use crate::settings::Settings;
 /// names it (an item archived or removed), by the lane branches this clone or `remote`
 /// has — its work is still there to show and take.
 fn item_of(repo: &std::path::Path, given: &str, remote: &str) -> Result<queue::Item, CliError> {
-    use crate::handles::Resolved;
-    let (items, _) = queue::read(repo);
-    if !matches!(crate::handles::resolve(&items, given), Resolved::None) {
-        return resolve(&items, given).cloned();
-    }
-    let gone: Vec<queue::Item> = lanes::branch_items(repo, remote)
-        .into_iter()
-        .filter(|id| !items.iter().any(|i| &i.id == id))
-        .map(|id| queue::Item {
-            handle: queue::handle_of(&id).to_string(),
-            title: String::new(),
-            text: String::new(),
-            path: std::path::PathBuf::new(),
-            id,
-        })
-        .collect();
-    match crate::handles::resolve(&gone, given) {
+    use crate::handles::Named;
+    match crate::handles::named(repo, remote, given) {
+        Named::One(item) => Ok(item),
         // Nowhere: the queue's refusal says what to do.
-        Resolved::None => resolve(&items, given).cloned(),
-        _ => resolve(&gone, given).cloned(),
+        Named::None => resolve(&[], given).cloned(),
+        Named::Many(many) => resolve(&many, given).cloned(),
     }
 }
 

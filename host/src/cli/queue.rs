@@ -152,139 +152,46 @@ pub fn list(args: &QueueArgs, printer: Printer) -> Result<Exit, CliError> {
             row.state.clone(),
             row.handle.clone(),
             row.id.clone(),
-            format!("{}{}", row.title, detail_of(row)),
+            format!("{}{}", row.title, story::detail_of(row)),
         ]);
     }
     table.print();
     Ok(exit)
 }
 
-/// What `stet queue` says of an item after its id and title.
-fn detail_of(row: &Row) -> String {
-    let detail = match (row.state.as_str(), &row.holder, &row.stage, row.until_unix) {
-        ("reserved", Some(holder), Some(stage), Some(until)) => format!(
-            " — in lane {} at {stage}, held by {holder} until {}",
-            crate::lanes::branch_of(&row.id),
-            crate::drive::clock(until)
-        ),
-        ("lapsed", Some(holder), Some(stage), Some(until)) => format!(
-            " — lane {} left at {stage} by {holder}, lapsed at {}; the next drive takes it up",
-            crate::lanes::branch_of(&row.id),
-            crate::drive::clock(until)
-        ),
-        ("failed", ..) => format!(
-            " — {} (stet retry {} to take it up again)",
-            row.why.as_deref().unwrap_or("no reason recorded"),
-            row.handle
-        ),
-        ("landed", ..) => match (&row.pull_request, &row.land_failed) {
-            (Some(url), _) => format!(
-                " — {}, pull request {url}",
-                crate::lanes::branch_of(&row.id)
-            ),
-            (None, Some(why)) => format!(
-                " — {}, {why} (stet land {} makes it again)",
-                crate::lanes::branch_of(&row.id),
-                row.handle
-            ),
-            (None, None) => format!(" — {}", crate::lanes::branch_of(&row.id)),
-        },
-        ("cancelled", ..) => format!(
-            " — no drive takes it until stet retry {} (stet clean removes what it left here)",
-            row.handle
-        ),
-        ("open", ..) if row.lane.is_some() || row.round.is_some() => format!(
-            " — {}the next drive resumes it{}",
-            if row.lane.is_some() {
-                format!("lane {} pushed; ", crate::lanes::branch_of(&row.id))
-            } else {
-                String::new()
-            },
-            match (row.round, row.next) {
-                (Some(round), Some(next)) => format!(" at round {round}, {next}"),
-                _ => String::new(),
-            }
-        ),
-        _ => String::new(),
-    };
-    let detail = match (&row.reason, row.state.as_str()) {
-        (Some(reason), "open" | "reserved" | "lapsed") => {
-            format!("{detail} (last: {reason})")
-        }
-        _ => detail,
-    };
-    let base = row.base.as_deref().unwrap_or("the base");
-    let detail = match row.here {
-        Some("only-here") => format!(
-            "{detail} — only in this working copy, not on {base}: no drive takes it until you commit and push it"
-        ),
-        Some(_) => format!(
-            "{detail} — changed here: a drive works {base}'s text until you commit and push the change"
-        ),
-        None => detail,
-    };
-    let detail = if row.blocked.is_empty() {
-        detail
-    } else {
-        let list: Vec<String> = row
-            .blocked
-            .iter()
-            .map(|(target, n)| format!("{target} ×{n}"))
-            .collect();
-        format!("{detail} [network blocked: {}]", list.join(", "))
-    };
-    detail
-}
-
 /// `stet retry ID`: clears an item's failed or cancelled mark (the one way either is
 /// undone: `stet clean` never does) so the next drive takes it up again.
 pub fn retry(args: &RetryArgs, printer: Printer) -> Result<Exit, CliError> {
+    use crate::queue_actions::{Retried, RetryRefused};
     let repo = repo()?;
     let (items, _) = queue::read(&repo);
     let id = resolve(&items, &args.id)?.id.clone();
-    let remote = Remote {
-        repo: &repo,
-        name: &args.remote,
-    };
-    match remote.clear_for_retry(&id).and_then(|had| {
-        if !had.is_empty() {
-            remote.restart(&id)?;
-        }
-        Ok(had)
-    }) {
-        Ok(had) if !had.is_empty() => {
+    match crate::queue_actions::retry(&repo, &args.remote, &id) {
+        Ok(Retried::Cleared(had)) => {
             printer.out(&format!(
                 "{id}: no longer {}; the next stet drive takes it up (its lane, if pushed, resumes)",
                 had.join(" or ")
             ));
             Ok(Exit::Success)
         }
-        // Asked twice, or of an item no mark keeps off a drive: already so, as `stet rm`
-        // of a cancelled item is (a landed item alone is refused: nothing undoes a landing).
-        Ok(_) => match remote.marks_for(&id) {
-            Ok(marks) if marks.landed.contains(&id) => Err(CliError::usage(format!(
-                "{id} has landed; there is nothing to retry"
-            ))
-            .hint(format!(
-                "stet show {id} tells where it landed; add a new item for more work on it"
-            ))),
-            Ok(_) => {
-                printer.out(&format!(
-                    "{id} is neither failed nor cancelled already: the next stet drive takes it up"
-                ));
-                Ok(Exit::Success)
-            }
-            Err(e) => Err(
-                CliError::new(Exit::Unusable, "the remote cannot be reached")
-                    .caused_by(e.to_string())
-                    .hint("check the network and the remote, then run stet retry again"),
-            ),
-        },
-        Err(e) => Err(
-            CliError::new(Exit::Unusable, "the remote cannot be reached")
-                .caused_by(e.to_string())
-                .hint("check the network and the remote, then run stet retry again"),
-        ),
+        Ok(Retried::Already) => {
+            printer.out(&format!(
+                "{id} is neither failed nor cancelled already: the next stet drive takes it up"
+            ));
+            Ok(Exit::Success)
+        }
+        Err(RetryRefused::Landed) => Err(CliError::usage(format!(
+            "{id} has landed; there is nothing to retry"
+        ))
+        .hint(format!(
+            "stet show {id} tells where it landed; add a new item for more work on it"
+        ))),
+        Err(RetryRefused::Unreachable(e)) => Err(CliError::new(
+            Exit::Unusable,
+            "the remote cannot be reached",
+        )
+        .caused_by(e.to_string())
+        .hint("check the network and the remote, then run stet retry again")),
     }
 }
 
@@ -395,7 +302,7 @@ pub fn show(args: &super::ShowArgs, printer: Printer) -> Result<Exit, CliError> 
     }
     printer.out(&format!("{}  {}", item.id, item.title));
     printer.out(&format!("handle: {}", item.handle));
-    printer.out(&format!("state: {}{}", row.state, detail_of(&row)));
+    printer.out(&format!("state: {}{}", row.state, story::detail_of(&row)));
     printer.out(&format!("file:  {}", item.path.display()));
     if let Some(path) = &lane_path {
         printer.out(&format!(
@@ -535,7 +442,7 @@ pub fn log(
     printer: Printer,
 ) -> Result<Exit, CliError> {
     use crate::receipts::CallRole;
-    use crate::transcript::{self, Renderer};
+    use crate::transcript;
     let repo = repo()?;
     let (items, _) = queue::read(&repo);
     let item = resolve(&items, &args.id)?.id.clone();
@@ -594,14 +501,7 @@ pub fn log(
     // turns rendering off, never the reading of a log.
     let settings = crate::settings::resolve(plugins_dirs, &Default::default());
     let open = |call: &crate::receipts::Receipt| {
-        if args.raw {
-            return None;
-        }
-        let plugins = match &settings {
-            Ok(s) => Ok(&s.plugins),
-            Err(e) => Err(e.message.clone()),
-        };
-        Some(Renderer::open(plugins, call))
+        (!args.raw).then(|| transcript::renderer_for(&settings, call))
     };
     if args.json {
         return log_json(&call, open(&call), printer);
@@ -764,83 +664,56 @@ fn log_json(
         stderr: String,
         stderr_bytes: u64,
     }
-    let mut renderer = renderer.unwrap_or_else(|| crate::transcript::Renderer::raw("--raw"));
-    let mut tail = crate::transcript::Tail::of(&call.log);
-    let mut entries = Vec::new();
-    loop {
-        let bytes = tail.more();
-        if bytes.is_empty() {
-            break;
-        }
-        entries.extend(renderer.feed(&bytes, false));
-    }
-    entries.extend(renderer.feed(&[], true));
-    let stderr_log = crate::harness::stderr_log_of(&call.log);
-    let stderr_bytes = std::fs::metadata(&stderr_log).map(|m| m.len()).unwrap_or(0);
-    // Its first MiB: a call's standard error is a few lines; the rest is in its log.
-    let stderr =
-        String::from_utf8_lossy(&crate::transcript::Tail::of(&stderr_log).more()).into_owned();
+    let renderer = renderer.unwrap_or_else(|| crate::transcript::Renderer::raw("--raw"));
+    let whole = crate::transcript::whole(call, renderer, u64::MAX);
     printer.json(&Transcript {
         item: &call.item,
         receipt: &call.id,
         role: &call.role,
         round: call.round,
         harness: &call.harness.name,
-        rendered: renderer.why_raw.is_none(),
-        why_raw: renderer.why_raw.clone(),
-        entries,
-        stderr,
-        stderr_bytes,
+        rendered: whole.why_raw.is_none(),
+        why_raw: whole.why_raw,
+        entries: whole.entries,
+        stderr: whole.stderr,
+        stderr_bytes: whole.stderr_bytes,
     });
     Ok(Exit::Success)
 }
 
 /// `stet rm ID`: cancels an item on the remote.
 pub fn rm(args: &super::RmArgs, printer: Printer) -> Result<Exit, CliError> {
+    use crate::queue_actions::{CancelRefused, Cancelled};
     let repo = repo()?;
     let (items, _) = queue::read(&repo);
     let id = resolve(&items, &args.id)?.id.clone();
-    let remote = Remote {
-        repo: &repo,
-        name: &args.remote,
-    };
-    let unreachable = |e: ReservationError| {
-        CliError::new(Exit::Unusable, "the remote cannot be reached")
-            .caused_by(e.to_string())
-            .hint("check the network and the remote, then run stet rm again")
-    };
-    let marks = remote.marks_for(&id).map_err(unreachable)?;
-    if marks.landed.contains(&id) {
-        return Err(
-            CliError::usage(format!("{id} has landed; there is nothing to cancel"))
-                .hint("stet clean --remote removes its branch once merged"),
-        );
+    match crate::queue_actions::cancel(&repo, &args.remote, &id, "stet rm", now_unix()) {
+        Ok(Cancelled::Now) => {
+            printer.out(&format!(
+                "cancelled {id} on {}: no drive takes it, and a drive working it stops at its next move",
+                args.remote
+            ));
+            printer.out(&format!(
+                "its file stays in {} (git rm it when you like); stet clean removes what it left on a clone",
+                queue::QUEUE_DIR
+            ));
+            Ok(Exit::Success)
+        }
+        Ok(Cancelled::Already) => {
+            printer.out(&format!("{id} was cancelled already"));
+            Ok(Exit::Success)
+        }
+        Err(CancelRefused::Landed) => Err(CliError::usage(format!(
+            "{id} has landed; there is nothing to cancel"
+        ))
+        .hint("stet clean --remote removes its branch once merged")),
+        Err(CancelRefused::Unreachable(e)) => Err(CliError::new(
+            Exit::Unusable,
+            "the remote cannot be reached",
+        )
+        .caused_by(e.to_string())
+        .hint("check the network and the remote, then run stet rm again")),
     }
-    if marks.cancelled.contains(&id) {
-        printer.out(&format!("{id} was cancelled already"));
-        return Ok(Exit::Success);
-    }
-    let when = crate::drive::clock(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs() as i64)
-            .unwrap_or(0),
-    );
-    let by = crate::git::Person::of_repository(&repo)
-        .map(|p| format!("{} <{}>", p.name, p.email))
-        .unwrap_or_else(|| "stet rm".to_string());
-    remote
-        .mark_cancelled(&id, &format!("cancelled by {by} at {when}"))
-        .map_err(unreachable)?;
-    printer.out(&format!(
-        "cancelled {id} on {}: no drive takes it, and a drive working it stops at its next move",
-        args.remote
-    ));
-    printer.out(&format!(
-        "its file stays in {} (git rm it when you like); stet clean removes what it left on a clone",
-        queue::QUEUE_DIR
-    ));
-    Ok(Exit::Success)
 }
 
 /// `stet land ID`: makes a landed item's land step again (its pull request, or the land

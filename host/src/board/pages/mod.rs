@@ -4,6 +4,7 @@
 
 pub mod costs;
 pub mod drive;
+pub mod item;
 pub mod live;
 pub mod queue;
 pub mod walls;
@@ -28,6 +29,12 @@ pub fn routes() -> Router<Shared> {
         .route("/drive/{n}", get(drive::one))
         .route("/drive/{n}/consent", post(drive::consent))
         .route("/drive/{n}/stop", post(drive::stop))
+        .route("/add", post(item::add))
+        .route("/item/{id}", get(item::page))
+        .route("/item/{id}/prompt/{n}", get(item::prompt))
+        .route("/item/{id}/call/{receipt}", get(item::call))
+        .route("/item/{id}/retry", post(item::retry))
+        .route("/item/{id}/cancel", post(item::cancel))
 }
 
 /// What every page's frame needs.
