@@ -24,6 +24,7 @@ pub mod init;
 pub mod land;
 pub mod lanes;
 pub mod network;
+pub mod plugin_report;
 pub mod plugins;
 pub mod printer;
 pub mod queue;

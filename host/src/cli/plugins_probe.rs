@@ -2,8 +2,8 @@
 //! selection `stet drive` would make.
 
 use super::error::{CliError, Exit};
+use crate::plugin_report::{self, PluginReport, Report};
 use crate::plugins::discovery::{self, Found};
-use crate::plugins::report::{self, PluginReport, Report};
 use crate::plugins::version::host_api;
 use crate::printer::Printer;
 use crate::settings::Settings;
@@ -27,7 +27,7 @@ pub fn run(settings: &Settings, args: &ProbeArgs, printer: Printer) -> Result<Ex
         }
     }
 
-    let report = report::survey(settings, &args.names)?;
+    let report = plugin_report::survey(settings, &args.names)?;
     let exit = if report.usable() {
         Exit::Success
     } else {

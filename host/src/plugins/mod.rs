@@ -8,7 +8,6 @@ pub mod install;
 pub mod loader;
 pub mod manifest;
 pub mod probe;
-pub mod report;
 pub mod selection;
 pub mod survey;
 pub mod trust;

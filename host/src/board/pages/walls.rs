@@ -1,7 +1,7 @@
 //! The walls: the last proof of each runtime and harness made in this repository (by
 //! `stet walls` or a drive's start-up proof, kept by [`crate::walls::record`]), each wall's
 //! state and when; and the plugins — each probed in its own child process, as `stet
-//! plugins probe` does ([`crate::plugins::report`]) — with why each was selected or passed
+//! plugins probe` does ([`crate::plugin_report`]) — with why each was selected or passed
 //! over.
 //!
 //! The probe runs on a blocking thread the first time the page is opened and is kept (one
@@ -18,7 +18,7 @@ use serde::Deserialize;
 use super::{render, Chrome, PageError};
 use crate::board::auth::{form_token_ok, Session};
 use crate::board::Shared;
-use crate::plugins::report::{PluginReport, Report};
+use crate::plugin_report::{PluginReport, Report};
 use crate::walls::record::Record;
 
 /// The plugins as last probed.
@@ -36,7 +36,7 @@ static PROBED: tokio::sync::Mutex<Option<Arc<Probed>>> = tokio::sync::Mutex::con
 /// Probes the plugins now (blocking: a child process each).
 fn probe(board: &Shared) -> Probed {
     let report = crate::settings::resolve(&board.options.plugins_dirs, &Default::default())
-        .and_then(|settings| crate::plugins::report::survey(&settings, &[]))
+        .and_then(|settings| crate::plugin_report::survey(&settings, &[]))
         .map_err(|e| {
             let mut said = e.message.clone();
             if let Some(hint) = &e.hint {
