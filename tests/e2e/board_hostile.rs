@@ -420,8 +420,31 @@ fn nothing_the_agent_wrote_runs_or_fetches_on_any_page_of_the_board() {
                 if csp.contains("script-src 'self'") && csp.contains("default-src 'none'") => {}
             other => problems.push(format!("{path}: the policy header is {other:?}")),
         }
-        for found in unsafe_markup(&served.body, &beacon_host) {
-            problems.push(format!("{path} (its HTML): {found}"));
+        let content_type = served
+            .header("content-type")
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        if content_type.starts_with("text/html") {
+            for found in unsafe_markup(&served.body, &beacon_host) {
+                problems.push(format!("{path} (its HTML): {found}"));
+            }
+        } else if !served.body.trim().is_empty() {
+            // A raw log or diff served as itself: never read as markup by the browser.
+            let plain = [
+                "text/plain",
+                "application/json",
+                "text/x-diff",
+                "text/x-patch",
+            ]
+            .iter()
+            .any(|t| content_type.starts_with(t));
+            if !plain || served.header("x-content-type-options") != Some("nosniff") {
+                problems.push(format!(
+                    "{path}: served as {content_type:?} (nosniff: {:?}), which a browser may \
+                     read as markup",
+                    served.header("x-content-type-options")
+                ));
+            }
         }
         if served.body.trim().is_empty() {
             // No page of the board's (a route this build does not have): the browser would
@@ -531,7 +554,9 @@ fn nothing_the_agent_wrote_runs_or_fetches_on_any_page_of_the_board() {
                 "<script>document.title='PWNED';window.__pwned='agent-output'</script>",
             ),
             ("the diff's content", "window.__pwned='diff-content'"),
-            ("a file name", "onerror=\"window.__pwned=1\""),
+            // Git quotes a name with a `"` or a bidi override in it (`\"`, octal): this
+            // part of it reads the same quoted or not.
+            ("a file name", "<svg onload=window.__pwned=2> {{ 7*7 }}"),
         ] {
             assert!(
                 everything.contains(shown),

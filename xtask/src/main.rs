@@ -496,9 +496,9 @@ pub(crate) fn demo_repository(
     std::fs::write(repo.join("stet.toml"), config).map_err(|e| e.to_string())?;
     // The repository's file names the agent to run: stet applies that only once the person
     // trusts the file's content, as they would after reading it.
-    run(Command::new(&stet).arg("trust").current_dir(&repo))?;
+    run(Command::new(stet).arg("trust").current_dir(&repo))?;
     for item in items {
-        run(Command::new(&stet).args(["add", item]).current_dir(&repo))?;
+        run(Command::new(stet).args(["add", item]).current_dir(&repo))?;
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     git(&repo, &["add", "."])?;
