@@ -44,6 +44,12 @@ implement)
         ;;
     esac
     echo "stet-usage: instructions=1"
+    # Stay a while (`hold: SECONDS`), so a page following the lane sees these lines.
+    hold=$(directive hold)
+    case "$hold" in
+        "" | *[!0-9]*) ;;
+        *) sleep "$hold" ;;
+    esac
     ;;
 review)
     echo "LAND"

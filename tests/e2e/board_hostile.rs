@@ -3,10 +3,12 @@
 //! whose titles and texts are HTML, script, `javascript:` links, template syntax and bidi
 //! overrides. The agent says the same in its output and its reviewer's words, lands a file
 //! whose name and content are the same, and on the other item makes the check fail printing
-//! them. Then `stet board` serves the repository, a real headless Chromium crawls every page
-//! it links to from the queue (and the pages of the navigation), and on each page nothing
-//! ran, nothing was fetched from elsewhere, no inline script or event handler is in the
-//! HTML, the policy header is there — and the payloads show as text where they belong.
+//! them. `stet board` serves the repository throughout: a real headless Chromium watches the
+//! live page while the drive runs (what its script draws from events is data too), then
+//! crawls every page the board links to from the queue (and the pages of the navigation).
+//! On each page nothing ran, nothing was fetched from elsewhere (a loopback listener every
+//! payload URL names saw no connection), no inline script or event handler is in the HTML,
+//! the policy header is there — and the payloads show as text where they belong.
 
 use std::collections::{BTreeSet, VecDeque};
 use std::io::{BufRead, BufReader};
@@ -107,6 +109,7 @@ fn item_text(beacon: &str, attack: &str, tag: &str) -> String {
     text.extend(payloads(beacon, &format!("item-text-{tag}")));
     text.push(String::new());
     text.push(format!("attack: {attack}"));
+    text.push("hold: 3".to_string());
     text.extend(
         payloads(beacon, "@@")
             .into_iter()
@@ -118,8 +121,9 @@ fn item_text(beacon: &str, attack: &str, tag: &str) -> String {
 /// The repository's check: it fails, printing the payloads, where the agent left them.
 const CHECK: &str = "if [ -e check-says.txt ]; then cat check-says.txt; exit 1; fi";
 
-/// A world whose drive has run: one hostile item landed, one failed on its check.
-fn world_after_a_hostile_drive(beacon: &str) -> World {
+/// A world whose remote holds the two hostile items: one the agent lands, one whose check
+/// fails; the drive is left to the test.
+fn world_with_hostile_items(beacon: &str) -> World {
     require_image();
     let world = World::new();
     world.install("docker");
@@ -145,13 +149,16 @@ fn world_after_a_hostile_drive(beacon: &str) -> World {
     git(&world.work, &["add", "stet.toml", ".stet"]);
     git(&world.work, &["commit", "--quiet", "-m", "hostile items"]);
     git(&world.work, &["push", "--quiet", "origin", "HEAD"]);
-    let drive = world.run_stet(&["drive", "--yes", "--rounds", "1"]);
+    world
+}
+
+/// Asserts the drive (which said `said`) landed one item and failed the other.
+fn assert_one_landed_one_failed(world: &World, said: &str) {
     let queue = world.run_stet(&["queue", "--json"]);
     assert_eq!(queue.code, 0, "{}", queue.stderr);
     let json = queue.json();
-    let items = json
+    let items = json["items"]
         .as_array()
-        .or_else(|| json["items"].as_array())
         .unwrap_or_else(|| panic!("stet queue --json: {json}"))
         .clone();
     let state_of = |tag: &str| {
@@ -164,11 +171,9 @@ fn world_after_a_hostile_drive(beacon: &str) -> World {
     assert_eq!(
         (state_of("LANDS").as_str(), state_of("FAILS").as_str()),
         ("landed", "failed"),
-        "the drive lands one item and fails the other on its check; it said:\n{}\n{}",
-        drive.stderr,
+        "the drive lands one item and fails the other on its check; it said:\n{said}\n{}",
         queue.stdout
     );
-    world
 }
 
 /// What the page's DOM shows of an attack that ran: the marks the payloads leave, links
@@ -395,12 +400,69 @@ struct Seen {
 fn nothing_the_agent_wrote_runs_or_fetches_on_any_page_of_the_board() {
     let _serial = serial_drives();
     let beacon = Beacon::start();
-    let world = world_after_a_hostile_drive(&beacon.url());
+    let world = world_with_hostile_items(&beacon.url());
     let board = RunningBoard::start(&world, &[]);
     let browser = board.browser();
     let cookie = board.session_cookie();
     let beacon_host = format!("127.0.0.1:{}", beacon.port);
     let marks = MARKS.replace("arguments_beacon", &format!("{beacon_host:?}"));
+    let mut problems: Vec<String> = Vec::new();
+
+    // The drive runs while the live page is open (when the board has one): what reaches it
+    // as events, drawn by the page's script, is data too.
+    let live = request(board.port, "GET", "/live", &[("Cookie", &cookie)], None);
+    let live_open = live.status == 200 && !live.body.trim().is_empty();
+    if live_open {
+        browser.goto(&format!("{}/live", board.base)).unwrap();
+    }
+    let log = world.root.path().join("drive.stderr");
+    let mut drive = world
+        .stet(&["drive", "--yes", "--rounds", "1"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .expect("start stet drive");
+    let mut live_showed_output = false;
+    while drive.try_wait().unwrap().is_none() {
+        if live_open {
+            let found = browser.execute(&marks).unwrap();
+            for found in found.as_array().into_iter().flatten() {
+                problems.push(format!(
+                    "/live during the drive: {}",
+                    found.as_str().unwrap_or_default()
+                ));
+            }
+            live_showed_output |= browser
+                .text()
+                .unwrap_or_default()
+                .contains("window.__pwned='agent-output'");
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let said = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_one_landed_one_failed(&world, &said);
+    if live_open {
+        eprintln!("the live page showed the agent's output during the drive: {live_showed_output}");
+    }
+    // The board reads the remote in the background: the queue shows the failure once it has
+    // read it (an event the page shows, waited for).
+    browser.goto(&format!("{}/queue", board.base)).unwrap();
+    let mut tries = 0;
+    while !browser
+        .text()
+        .unwrap_or_default()
+        .contains("the last line of check-output")
+    {
+        tries += 1;
+        assert!(
+            tries < 60,
+            "the queue never showed the failed item's reason: {}",
+            browser.text().unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+        browser.goto(&format!("{}/queue", board.base)).unwrap();
+    }
 
     let mut queued: VecDeque<String> = ["/queue", "/live", "/costs", "/walls"]
         .iter()
@@ -408,7 +470,6 @@ fn nothing_the_agent_wrote_runs_or_fetches_on_any_page_of_the_board() {
         .collect();
     let mut visited: BTreeSet<String> = queued.iter().cloned().collect();
     let mut pages: Vec<Seen> = Vec::new();
-    let mut problems: Vec<String> = Vec::new();
     while let Some(path) = queued.pop_front() {
         if pages.len() >= MAX_PAGES {
             break;
