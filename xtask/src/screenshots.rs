@@ -58,11 +58,12 @@ pub fn screenshots(root: &Path) -> Result<(), String> {
     demo_git(&repo, &["push", "--quiet", "origin", "HEAD"])?;
     let queue = queue_json(&stet, &repo)?;
     let landed = item_where(&queue, |i| i["state"] == "landed")?;
-    let live_handle = item_where(&queue, |i| i["title"] == "Write the contributing guide")?
-        ["handle"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let live = item_where(&queue, |i| i["title"] == "Write the contributing guide")?;
+    // The live page names the item by its handle, its id or its title: any of them.
+    let live_names: Vec<String> = ["handle", "id", "title"]
+        .iter()
+        .filter_map(|k| live[*k].as_str().map(str::to_string))
+        .collect();
     let landed_id = landed["id"].as_str().unwrap_or_default().to_string();
 
     let out_dir = root.join("docs/board");
@@ -77,7 +78,7 @@ pub fn screenshots(root: &Path) -> Result<(), String> {
     ];
     let mut written = Vec::new();
     for (name, path) in &pages {
-        if let Some(file) = board.shoot(name, path, &out_dir, None)? {
+        if let Some(file) = board.shoot(name, path, &out_dir, &[])? {
             written.push(file);
         }
     }
@@ -90,7 +91,7 @@ pub fn screenshots(root: &Path) -> Result<(), String> {
         .stderr(Stdio::null())
         .spawn()
         .map_err(|e| format!("cannot run {}: {e}", stet.display()))?;
-    let shot = board.shoot("live", "/live", &out_dir, Some(&live_handle));
+    let shot = board.shoot("live", "/live", &out_dir, &live_names);
     let _ = drive.wait();
     if let Some(file) = shot? {
         written.push(file);
@@ -206,15 +207,15 @@ impl Board {
         })
     }
 
-    /// Draws `path` into `dir/NAME.png` (the whole page), once the page shows `waiting_for`
-    /// when it is given (up to a minute; drawn as it is after that). A page the board does not
-    /// have (404) is left out, and said so.
+    /// Draws `path` into `dir/NAME.png` (the whole page), once the page shows one of
+    /// `waiting_for` when there are any (up to a minute; drawn as it is after that). A page
+    /// the board does not have (404) is left out, and said so.
     fn shoot(
         &self,
         name: &str,
         path: &str,
         dir: &Path,
-        waiting_for: Option<&str>,
+        waiting_for: &[String],
     ) -> Result<Option<PathBuf>, String> {
         let (status, _) = get(self.port, path, Some(&self.cookie))?;
         if status == 404 {
@@ -226,14 +227,21 @@ impl Board {
         let browser = Browser::start(WIDTH, 800)?;
         browser.goto(&self.url)?;
         browser.goto(&format!("http://127.0.0.1:{}{path}", self.port))?;
-        if let Some(text) = waiting_for {
-            let condition = format!(
-                "document.body && document.body.innerText.includes({})",
-                serde_json::Value::String(text.to_string())
-            );
+        if !waiting_for.is_empty() {
+            let condition = waiting_for
+                .iter()
+                .map(|text| {
+                    format!(
+                        "document.body.innerText.includes({})",
+                        serde_json::Value::String(text.clone())
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(" || ");
+            let condition = format!("document.body && ({condition})");
             if let Err(e) = browser.wait_until(&condition, Duration::from_secs(60)) {
                 eprintln!(
-                    "screenshots: {path} did not show {text:?} in time; drawn as it is ({e})"
+                    "screenshots: {path} did not show {waiting_for:?} in time; drawn as it is ({e})"
                 );
             }
         }
