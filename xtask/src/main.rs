@@ -1,4 +1,6 @@
-//! `cargo xtask dist | install | test | docs | bench | demo`.
+//! `cargo xtask dist | install | test | docs | bench | demo | screenshots`.
+
+mod screenshots;
 
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
@@ -66,6 +68,11 @@ enum Task {
         #[arg(long, value_name = "NAME")]
         harness: Option<String>,
     },
+    /// Draw the board's pages into docs/board/*.png: build stet (debug) and the lane image,
+    /// drive a demo repository (target/screenshots: three items landed, one failed, one
+    /// open), serve it with `stet board` and open each page in headless Chromium, 1280 wide
+    /// (the live page while a second drive works an item).
+    Screenshots,
 }
 
 fn main() -> ExitCode {
@@ -78,6 +85,7 @@ fn main() -> ExitCode {
             .map_err(|e| format!("cannot write docs/cli.md: {e}")),
         Task::Demo { harness } => return demo(&root, harness.as_deref()),
         Task::Bench => bench(&root),
+        Task::Screenshots => screenshots::screenshots(&root),
         Task::Fuzz {
             seconds,
             runs,
@@ -396,66 +404,8 @@ fn demo_drive(root: &std::path::Path, harness: Option<&str>) -> Result<ExitCode,
     }
     let path = std::env::join_paths(path).map_err(|e| e.to_string())?;
     let stet = root.join("dist/bin/stet");
-
-    // A scratch repository and its bare remote, made afresh each time.
-    let demo = root.join("target/demo");
-    if demo.exists() {
-        std::fs::remove_dir_all(&demo)
-            .map_err(|e| format!("cannot clear {}: {e}", demo.display()))?;
-    }
-    let (remote, repo) = (demo.join("remote.git"), demo.join("repo"));
-    std::fs::create_dir_all(&demo).map_err(|e| e.to_string())?;
-    let git = |dir: &std::path::Path, args: &[&str]| {
-        run(Command::new("git")
-            .args(args)
-            .current_dir(dir)
-            .env("GIT_AUTHOR_NAME", "stet demo")
-            .env("GIT_AUTHOR_EMAIL", "demo@stet.localhost")
-            .env("GIT_COMMITTER_NAME", "stet demo")
-            .env("GIT_COMMITTER_EMAIL", "demo@stet.localhost"))
-    };
-    git(&demo, &["init", "--quiet", "--bare", "remote.git"])?;
-    std::fs::create_dir_all(&repo).map_err(|e| e.to_string())?;
-    git(&repo, &["init", "--quiet"])?;
-    git(
-        &repo,
-        &["remote", "add", "origin", &remote.display().to_string()],
-    )?;
-    std::fs::write(repo.join("README.md"), "# A demo repository\n").map_err(|e| e.to_string())?;
-    // The example agent drives by default, with its profile (its HOME) kept in the demo;
-    // another harness runs on your own walled profile.
-    let config = match harness {
-        None | Some("command") => format!(
-            "[harness]\nprefer = [\"command\"]\nprofiles = \"{profiles}\"\n\n\
-             [plugins.command]\nimplement = [\"{agent}\"]\n\n\
-             [drive]\ncheck = \"git diff --check HEAD~1\"\n",
-            profiles = demo.join("profiles").display(),
-            agent = root.join("examples/agent/agent.sh").display(),
-        ),
-        Some(_) => "[drive]\ncheck = \"git diff --check HEAD~1\"\n".to_string(),
-    };
-    std::fs::write(repo.join("stet.toml"), config).map_err(|e| e.to_string())?;
-    // The repository's file names the agent to run: stet applies that only once the person
-    // trusts the file's content, as they would after reading it.
-    run(Command::new(&stet).arg("trust").current_dir(&repo))?;
-    for item in DEMO_ITEMS {
-        run(Command::new(&stet).args(["add", item]).current_dir(&repo))?;
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-    git(&repo, &["add", "."])?;
-    git(
-        &repo,
-        &[
-            "commit",
-            "--quiet",
-            "-m",
-            "a demo repository with three items",
-        ],
-    )?;
-    git(
-        &repo,
-        &["push", "--quiet", "--set-upstream", "origin", "HEAD"],
-    )?;
+    let repo = demo_repository(root, &stet, &root.join("target/demo"), harness, &DEMO_ITEMS)?;
+    let remote = root.join("target/demo/remote.git");
 
     let mut drive = Command::new(&stet);
     drive
@@ -490,6 +440,83 @@ fn demo_drive(root: &std::path::Path, harness: Option<&str>) -> Result<ExitCode,
         repo.display()
     );
     Ok(ExitCode::from(status.code().unwrap_or(1) as u8))
+}
+
+/// Git in `dir` as the demo's person.
+pub(crate) fn demo_git(dir: &std::path::Path, args: &[&str]) -> Result<(), String> {
+    run(Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "stet demo")
+        .env("GIT_AUTHOR_EMAIL", "demo@stet.localhost")
+        .env("GIT_COMMITTER_NAME", "stet demo")
+        .env("GIT_COMMITTER_EMAIL", "demo@stet.localhost"))
+}
+
+/// Makes the demo's scratch repository afresh in `demo` (`demo/repo`, its bare remote
+/// `demo/remote.git`, `demo/profiles` for the example agent): `stet.toml` naming the example
+/// agent (or only the check, for another harness), trusted, and `items` queued, committed and
+/// pushed. Returns the repository's path. `cargo xtask demo` and `cargo xtask screenshots`
+/// both drive one.
+pub(crate) fn demo_repository(
+    root: &std::path::Path,
+    stet: &std::path::Path,
+    demo: &std::path::Path,
+    harness: Option<&str>,
+    items: &[&str],
+) -> Result<PathBuf, String> {
+    // A scratch repository and its bare remote, made afresh each time.
+    if demo.exists() {
+        std::fs::remove_dir_all(demo)
+            .map_err(|e| format!("cannot clear {}: {e}", demo.display()))?;
+    }
+    let (remote, repo) = (demo.join("remote.git"), demo.join("repo"));
+    std::fs::create_dir_all(demo).map_err(|e| e.to_string())?;
+    let git = demo_git;
+    git(demo, &["init", "--quiet", "--bare", "remote.git"])?;
+    std::fs::create_dir_all(&repo).map_err(|e| e.to_string())?;
+    git(&repo, &["init", "--quiet"])?;
+    git(
+        &repo,
+        &["remote", "add", "origin", &remote.display().to_string()],
+    )?;
+    std::fs::write(repo.join("README.md"), "# A demo repository\n").map_err(|e| e.to_string())?;
+    // The example agent drives by default, with its profile (its HOME) kept in the demo;
+    // another harness runs on your own walled profile.
+    let config = match harness {
+        None | Some("command") => format!(
+            "[harness]\nprefer = [\"command\"]\nprofiles = \"{profiles}\"\n\n\
+             [plugins.command]\nimplement = [\"{agent}\"]\n\n\
+             [drive]\ncheck = \"git diff --check HEAD~1\"\n",
+            profiles = demo.join("profiles").display(),
+            agent = root.join("examples/agent/agent.sh").display(),
+        ),
+        Some(_) => "[drive]\ncheck = \"git diff --check HEAD~1\"\n".to_string(),
+    };
+    std::fs::write(repo.join("stet.toml"), config).map_err(|e| e.to_string())?;
+    // The repository's file names the agent to run: stet applies that only once the person
+    // trusts the file's content, as they would after reading it.
+    run(Command::new(stet).arg("trust").current_dir(&repo))?;
+    for item in items {
+        run(Command::new(stet).args(["add", item]).current_dir(&repo))?;
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    git(&repo, &["add", "."])?;
+    git(
+        &repo,
+        &[
+            "commit",
+            "--quiet",
+            "-m",
+            "a demo repository with its items",
+        ],
+    )?;
+    git(
+        &repo,
+        &["push", "--quiet", "--set-upstream", "origin", "HEAD"],
+    )?;
+
+    Ok(repo)
 }
 
 fn test(root: &std::path::Path, cargo_args: &[String]) -> Result<(), String> {
