@@ -134,6 +134,15 @@ pub struct Figure {
 }
 
 impl Figure {
+    /// Whether every value is zero: nothing was reported (an agent that reports no cost or
+    /// usage), which a chart of flat zeros would only hide.
+    pub fn all_zero(&self) -> bool {
+        self.chart
+            .series
+            .iter()
+            .all(|s| s.values.iter().all(|v| *v == 0.0))
+    }
+
     fn bars(id: &'static str, chart: Chart, note: &'static str) -> Figure {
         Figure {
             id,
