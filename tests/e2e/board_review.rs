@@ -24,7 +24,7 @@ cat > /dev/null
 M='{m}'
 printf '%s\n' "$M" > "$(printf 'a<img src=x onerror=alert(1)>\342\200\256txt.exe')"
 printf '%s\n' "$M" > '"><svg onload=alert(2)>.md'
-printf '%s\n' "$M" > check-output.txt
+printf '%s check-bidi \342\200\256 gnp.exe\n' "$M" > check-output.txt
 printf '%s\n' "$M" >> README
 echo "agent-out $M"
 printf 'bidi \342\200\256evil\n'
@@ -72,7 +72,8 @@ fn what_a_hostile_agent_wrote_is_inert_text_on_every_page_of_the_board() {
     require_image();
     let _serial = serial_drives();
     let world = world();
-    let title = format!("{MARKUP} \u{202E}gnp.exe");
+    // The title carries no bidi override: what the agent's check printed must not show one.
+    let title = MARKUP.to_string();
     let out = world.run_stet(&["add", "--json", &title]);
     assert_eq!(out.code, 0, "stet add: {}", out.stderr);
     let id = out.json()["id"].as_str().unwrap().to_string();
