@@ -86,7 +86,13 @@ fn what_a_hostile_agent_wrote_is_inert_text_on_every_page_of_the_board() {
     let board = RunningBoard::start(&world, &[]);
     let cookie = board.session_cookie();
     let dump = std::env::var_os("REVIEW_DUMP").map(PathBuf::from);
-    let item = request(board.port, "GET", &format!("/item/{id}"), &[("Cookie", &cookie)], None);
+    let item = request(
+        board.port,
+        "GET",
+        &format!("/item/{id}"),
+        &[("Cookie", &cookie)],
+        None,
+    );
     assert_eq!(item.status, 200, "{}", item.body);
     let mut pages: Vec<String> = ["/queue", "/live", "/costs", "/walls", "/drive"]
         .map(String::from)
@@ -104,11 +110,18 @@ fn what_a_hostile_agent_wrote_is_inert_text_on_every_page_of_the_board() {
         let raw = request(board.port, "GET", page, &[("Cookie", &cookie)], None);
         if let Some(dir) = &dump {
             std::fs::create_dir_all(dir).unwrap();
-            std::fs::write(dir.join(format!("{n}.html")), format!("{page}\n{}", raw.body)).unwrap();
+            std::fs::write(
+                dir.join(format!("{n}.html")),
+                format!("{page}\n{}", raw.body),
+            )
+            .unwrap();
         }
         browser.goto(&format!("{}{page}", board.base)).unwrap();
         browser
-            .wait_until("document.readyState === 'complete'", Duration::from_secs(20))
+            .wait_until(
+                "document.readyState === 'complete'",
+                Duration::from_secs(20),
+            )
             .unwrap();
         let found = browser
             .execute(
@@ -119,15 +132,23 @@ fn what_a_hostile_agent_wrote_is_inert_text_on_every_page_of_the_board() {
                  bidi: (document.body.innerText.match(/[\\u202A-\\u202E\\u2066-\\u2069]/g) || []).length})",
             )
             .unwrap();
-        let found: serde_json::Value =
-            serde_json::from_str(found.as_str().unwrap()).unwrap();
+        let found: serde_json::Value = serde_json::from_str(found.as_str().unwrap()).unwrap();
         eprintln!("{page}: {found}");
         let expected_scripts = serde_json::json!([format!("{}/static/board.js", board.base)]);
         for (what, bad) in [
             ("a script ran", found["pwned"] != serde_json::Value::Null),
-            ("an element the agent wrote is markup", found["injected"] != 0),
-            ("something was requested from elsewhere", found["resources"] != serde_json::json!([])),
-            ("a script other than board.js", found["scripts"] != expected_scripts),
+            (
+                "an element the agent wrote is markup",
+                found["injected"] != 0,
+            ),
+            (
+                "something was requested from elsewhere",
+                found["resources"] != serde_json::json!([]),
+            ),
+            (
+                "a script other than board.js",
+                found["scripts"] != expected_scripts,
+            ),
             ("a bidi override shows raw", found["bidi"] != 0),
         ] {
             if bad {
@@ -181,5 +202,58 @@ fn the_session_cookie_is_not_sent_to_another_port_of_127_0_0_1() {
     assert!(
         !heard.contains("stet_board="),
         "another port of 127.0.0.1 was sent the board's session:\n{heard}"
+    );
+}
+
+/// The queue page's search runs on the board's one async thread, a word at a time over
+/// every row: one long query (a few tens of KB of words in a URL) holds every other
+/// request — every page, the live events, even Ctrl-C — until it is done.
+#[test]
+fn a_long_search_does_not_hold_up_the_other_pages() {
+    let world = World::new();
+    world.clone_of_fresh_remote();
+    let queue = world.work.join(".stet/queue");
+    std::fs::create_dir_all(&queue).unwrap();
+    for i in 0..3000 {
+        std::fs::write(
+            queue.join(format!("20250101-000000-{:03}-bulk-item-{i}.md", i % 1000)),
+            // Every title holds the searched word: each row is tried with every word.
+            format!("bulk item {i} x\n"),
+        )
+        .unwrap();
+    }
+    let board = RunningBoard::start(&world, &[]);
+    let cookie = board.session_cookie();
+    let long = {
+        let (port, cookie) = (board.port, cookie.clone());
+        std::thread::spawn(move || {
+            let q = "x+".repeat(20_000);
+            let started = std::time::Instant::now();
+            let page = request(
+                port,
+                "GET",
+                &format!("/queue?q={q}"),
+                &[("Cookie", &cookie)],
+                None,
+            );
+            (page.status, started.elapsed())
+        })
+    };
+    // Another request once the long one is being served: it must not wait for it.
+    std::thread::sleep(Duration::from_millis(300));
+    let started = std::time::Instant::now();
+    let other = request(
+        board.port,
+        "GET",
+        "/static/board.css",
+        &[("Cookie", &cookie)],
+        None,
+    );
+    let waited = started.elapsed();
+    let (status, long_took) = long.join().unwrap();
+    assert_eq!((other.status, status), (200, 200));
+    assert!(
+        waited < Duration::from_secs(2),
+        "the style sheet waited {waited:?} behind a search that took {long_took:?}"
     );
 }
