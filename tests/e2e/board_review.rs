@@ -72,8 +72,9 @@ fn what_a_hostile_agent_wrote_is_inert_text_on_every_page_of_the_board() {
     require_image();
     let _serial = serial_drives();
     let world = world();
-    // The title carries no bidi override: what the agent's check printed must not show one.
-    let title = MARKUP.to_string();
+    // The title and the check's output (which reaches the failure reason) each carry a
+    // bidi override.
+    let title = format!("{MARKUP} title-bidi \u{202E} gnp.exe");
     let out = world.run_stet(&["add", "--json", &title]);
     assert_eq!(out.code, 0, "stet add: {}", out.stderr);
     let id = out.json()["id"].as_str().unwrap().to_string();
