@@ -15,7 +15,8 @@ pub struct RunningBoard {
     child: Option<Child>,
     /// The URL it printed, with its token.
     pub url: String,
-    /// `http://127.0.0.1:PORT`.
+    /// The board's own address, where its pages are: `http://stet-<random>.localhost:PORT`
+    /// (the printed URL's token is traded there for a session).
     pub base: String,
     /// The port.
     pub port: u16,
@@ -63,8 +64,25 @@ impl RunningBoard {
             let mut rest = String::new();
             let _ = out.read_to_string(&mut rest);
         });
-        let base = url.split("/?").next().unwrap().to_string();
-        let port = base.rsplit(':').next().unwrap().parse().unwrap();
+        let printed = url.split("/?").next().unwrap().to_string();
+        let port: u16 = printed.rsplit(':').next().unwrap().parse().unwrap();
+        // Where the token leads: the board's own name.
+        let token = url.split("token=").nth(1).unwrap().to_string();
+        let first = request_to(
+            &format!("127.0.0.1:{port}"),
+            port,
+            "GET",
+            &format!("/?token={token}"),
+            &[],
+            None,
+        );
+        let location = first
+            .header("location")
+            .unwrap_or_else(|| panic!("the token led nowhere: {first:?}"))
+            .to_string();
+        let base = location.split("/?").next().unwrap().to_string();
+        let name = base.trim_start_matches("http://").to_string();
+        NAMES.lock().unwrap().insert(port, name);
         RunningBoard {
             child: Some(child),
             url,
@@ -91,10 +109,21 @@ impl RunningBoard {
         browser
     }
 
-    /// A session cookie for `request`, as a browser gets it from the URL.
+    /// The board's own host and port (`stet-<random>.localhost:PORT`), the Host its pages
+    /// answer to.
+    pub fn name(&self) -> String {
+        self.base.trim_start_matches("http://").to_string()
+    }
+
+    /// A session cookie for `request`, as a browser gets it from the URL: the token traded
+    /// for a ticket on the printed address, the ticket for the cookie on the board's name.
     pub fn session_cookie(&self) -> String {
+        let printed = format!("127.0.0.1:{}", self.port);
         let path = format!("/?token={}", self.token());
-        let response = request(self.port, "GET", &path, &[], None);
+        let first = request_to(&printed, self.port, "GET", &path, &[], None);
+        let location = first.header("location").unwrap_or_default().to_string();
+        let ticket_path = format!("/?{}", location.split("/?").nth(1).unwrap_or_default());
+        let response = request(self.port, "GET", &ticket_path, &[], None);
         response
             .header("set-cookie")
             .and_then(|c| c.split(';').next())
@@ -144,9 +173,32 @@ impl Response {
     }
 }
 
-/// Sends one HTTP/1.1 request to 127.0.0.1:`port` (Host 127.0.0.1:port unless `headers`
-/// names another) and reads the whole response.
+/// The board's name on each port a [`RunningBoard`] listens on: the Host [`request`] sends.
+static NAMES: std::sync::Mutex<std::collections::BTreeMap<u16, String>> =
+    std::sync::Mutex::new(std::collections::BTreeMap::new());
+
+/// Sends one HTTP/1.1 request to 127.0.0.1:`port` and reads the whole response. Its Host is
+/// the board's own name (as a browser sends it) unless `headers` names another; for a port no
+/// board of this process listens on, 127.0.0.1:port.
 pub fn request(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&str>,
+) -> Response {
+    let host = NAMES
+        .lock()
+        .unwrap()
+        .get(&port)
+        .cloned()
+        .unwrap_or_else(|| format!("127.0.0.1:{port}"));
+    request_to(&host, port, method, path, headers, body)
+}
+
+/// [`request`] with the Host `host` unless `headers` names another.
+pub fn request_to(
+    host: &str,
     port: u16,
     method: &str,
     path: &str,
@@ -156,7 +208,7 @@ pub fn request(
     let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect to the board");
     let mut head = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
     if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
-        head.push_str(&format!("Host: 127.0.0.1:{port}\r\n"));
+        head.push_str(&format!("Host: {host}\r\n"));
     }
     for (name, value) in headers {
         head.push_str(&format!("{name}: {value}\r\n"));

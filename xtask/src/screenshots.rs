@@ -152,6 +152,8 @@ struct Board {
     child: Child,
     url: String,
     port: u16,
+    /// The board's own name and port (`stet-<random>.localhost:PORT`), where its pages are.
+    name: String,
     cookie: String,
 }
 
@@ -184,7 +186,19 @@ impl Board {
             .and_then(|p| p.parse().ok())
             .ok_or_else(|| format!("no port in {url}"))?;
         let token = url.split("token=").nth(1).unwrap_or_default();
-        let (_, headers) = get(port, &format!("/?token={token}"), None)?;
+        // The token, on the printed address, leads to the board's own name with a ticket;
+        // the ticket, there, to the session's cookie.
+        let printed = format!("127.0.0.1:{port}");
+        let (_, headers) = get(&printed, port, &format!("/?token={token}"), None)?;
+        let location = header(&headers, "location").ok_or("the board's URL led nowhere")?;
+        let name = location
+            .trim_start_matches("http://")
+            .split('/')
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        let ticket = format!("/?{}", location.split("/?").nth(1).unwrap_or_default());
+        let (_, headers) = get(&name, port, &ticket, None)?;
         let cookie = headers
             .lines()
             .find_map(|l| {
@@ -203,6 +217,7 @@ impl Board {
             child,
             url,
             port,
+            name,
             cookie,
         })
     }
@@ -217,7 +232,7 @@ impl Board {
         dir: &Path,
         waiting_for: &[String],
     ) -> Result<Option<PathBuf>, String> {
-        let (status, _) = get(self.port, path, Some(&self.cookie))?;
+        let (status, _) = get(&self.name, self.port, path, Some(&self.cookie))?;
         if status == 404 {
             eprintln!(
                 "screenshots: {path} answered 404: no {name}.png (this build has no such page)"
@@ -226,7 +241,7 @@ impl Board {
         }
         let browser = Browser::start(WIDTH, 800)?;
         browser.goto(&self.url)?;
-        browser.goto(&format!("http://127.0.0.1:{}{path}", self.port))?;
+        browser.goto(&format!("http://{}{path}", self.name))?;
         if !waiting_for.is_empty() {
             let condition = waiting_for
                 .iter()
@@ -261,12 +276,21 @@ impl Board {
     }
 }
 
-/// A GET of `path` from the board on 127.0.0.1:`port`; its status and its head.
-fn get(port: u16, path: &str, cookie: Option<&str>) -> Result<(u16, String), String> {
+/// The value of the header `name` in a response's head.
+fn header(head: &str, name: &str) -> Option<String> {
+    head.lines().find_map(|l| {
+        let (n, value) = l.split_once(':')?;
+        n.eq_ignore_ascii_case(name)
+            .then(|| value.trim().to_string())
+    })
+}
+
+/// A GET of `path` from the board on 127.0.0.1:`port`, with the Host `host`; its status and
+/// its head.
+fn get(host: &str, port: u16, path: &str, cookie: Option<&str>) -> Result<(u16, String), String> {
     let mut stream = TcpStream::connect(("127.0.0.1", port))
         .map_err(|e| format!("cannot reach the board: {e}"))?;
-    let mut head =
-        format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n");
+    let mut head = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
     if let Some(cookie) = cookie {
         head.push_str(&format!("Cookie: {cookie}\r\n"));
     }

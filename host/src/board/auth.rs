@@ -1,21 +1,28 @@
 //! Who may use the board: whoever holds the token printed in its URL.
 //!
-//! - `GET /?token=T` with the right token makes a session: a random id in an HttpOnly,
-//!   SameSite=Strict cookie, and a redirect to the queue that drops the token from the
-//!   address bar (and from any Referer: the policy sends none to another origin anyway).
-//! - Every other request needs that cookie: without it 401, with a wrong token 403.
-//! - A request whose Host is not this board's own address (127.0.0.1:PORT or
-//!   localhost:PORT) is refused with 403 before anything else: a page elsewhere cannot
-//!   reach the board through a name it rebinds to 127.0.0.1.
+//! - The printed URL is `http://127.0.0.1:PORT/?token=T`. With the right token, the board
+//!   answers with a redirect to its own name, `http://stet-<random>.localhost:PORT/`,
+//!   carrying a one-time ticket; there the ticket makes a session: a random id in an
+//!   HttpOnly, SameSite=Strict cookie, and a redirect to the queue that drops the ticket from
+//!   the address bar. Why a name of its own: browsers keep cookies per host, not per port,
+//!   so a cookie of 127.0.0.1 would be sent to every other server on 127.0.0.1 the person's
+//!   browser visits (another user's, a hostile dev server); the board's host-only cookie on
+//!   a random `.localhost` name (loopback by RFC 6761: Chromium, Firefox and curl resolve it
+//!   so) reaches no other port and no other board.
+//! - Every other request needs that cookie, on that name: without it 401, with a wrong
+//!   token or ticket 403.
+//! - A request whose Host is neither the board's name nor 127.0.0.1/localhost with its port
+//!   (the token's step alone) is refused with 403 before anything else: a page elsewhere
+//!   cannot reach the board through a name it rebinds to 127.0.0.1.
 //! - A POST must carry the session's form token ([`Session::csrf`]) in its form, and an
-//!   Origin, when the browser sends one, must be this board's: a page elsewhere cannot make
+//!   Origin, when the browser sends one, must be the board's: a page elsewhere cannot make
 //!   the person's browser act. No GET changes anything.
 //! - Every response carries [`headers`]: a Content-Security-Policy that allows no inline
 //!   script and nothing from another origin, no caching, no referrer to another origin, no
 //!   framing.
 //!
-//! Sessions are kept in memory, at most [`MAX_SESSIONS`] (the oldest goes first): a board
-//! running for days does not grow with every browser that opened it.
+//! Sessions and tickets are kept in memory, at most [`MAX_SESSIONS`] each (the oldest goes
+//! first): a board running for days does not grow with every browser that opened it.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -53,7 +60,11 @@ pub struct Session {
 pub struct Auth {
     token: String,
     port: u16,
+    /// The board's own host name, `stet-<random>.localhost`.
+    name: String,
     sessions: Mutex<VecDeque<Session>>,
+    /// One-time tickets from the token's redirect, each good for one session.
+    tickets: Mutex<VecDeque<String>>,
 }
 
 impl Auth {
@@ -62,7 +73,36 @@ impl Auth {
         Auth {
             token: random_hex(24),
             port,
+            name: format!("stet-{}.localhost", random_hex(8)),
             sessions: Mutex::new(VecDeque::new()),
+            tickets: Mutex::new(VecDeque::new()),
+        }
+    }
+
+    /// The board's own address, `http://stet-<random>.localhost:PORT`, where its pages are.
+    pub fn origin(&self) -> String {
+        format!("http://{}:{}", self.name, self.port)
+    }
+
+    fn new_ticket(&self) -> String {
+        let ticket = random_hex(24);
+        let mut tickets = self.tickets.lock().unwrap_or_else(|p| p.into_inner());
+        if tickets.len() >= MAX_SESSIONS {
+            tickets.pop_front();
+        }
+        tickets.push_back(ticket.clone());
+        ticket
+    }
+
+    /// Uses up `ticket`: whether it was one of ours, unused.
+    fn take_ticket(&self, ticket: &str) -> bool {
+        let mut tickets = self.tickets.lock().unwrap_or_else(|p| p.into_inner());
+        match tickets.iter().position(|t| same(t, ticket)) {
+            Some(at) => {
+                tickets.remove(at);
+                true
+            }
+            None => false,
         }
     }
 
@@ -94,8 +134,14 @@ impl Auth {
         sessions.iter().find(|s| same(&s.id, id)).cloned()
     }
 
-    /// Whether `host` (a Host header) names this board.
-    fn our_host(&self, host: &str) -> bool {
+    /// Whether `host` (a Host header) is the board's own name.
+    fn our_name(&self, host: &str) -> bool {
+        host.eq_ignore_ascii_case(&format!("{}:{}", self.name, self.port))
+    }
+
+    /// Whether `host` is the printed address (127.0.0.1 or localhost with the port): the
+    /// token's step alone is taken there.
+    fn printed_host(&self, host: &str) -> bool {
         host == format!("127.0.0.1:{}", self.port) || host == format!("localhost:{}", self.port)
     }
 
@@ -103,7 +149,7 @@ impl Auth {
     fn our_origin(&self, origin: &str) -> bool {
         origin
             .strip_prefix("http://")
-            .is_some_and(|host| self.our_host(host))
+            .is_some_and(|host| self.our_name(host))
     }
 }
 
@@ -176,12 +222,32 @@ fn cookie_of(headers: &HeaderMap) -> Option<String> {
         .map(|(_, v)| v.to_string())
 }
 
-fn token_of(query: Option<&str>) -> Option<String> {
+/// The value of `key` in a query string.
+fn query_value(query: Option<&str>, key: &str) -> Option<String> {
     query?
         .split('&')
         .filter_map(|kv| kv.split_once('='))
-        .find(|(k, _)| *k == "token")
+        .find(|(k, _)| *k == key)
         .map(|(_, v)| v.to_string())
+}
+
+/// A 303 to `location`, setting `cookie` when given.
+fn see_other(location: &str, cookie: Option<&Session>) -> Response {
+    let mut response = Response::new(axum::body::Body::empty());
+    *response.status_mut() = StatusCode::SEE_OTHER;
+    if let Ok(location) = HeaderValue::from_str(location) {
+        response.headers_mut().insert(header::LOCATION, location);
+    }
+    if let Some(session) = cookie {
+        // Host-only (no Domain): sent to the board's own name alone.
+        if let Ok(cookie) = HeaderValue::from_str(&format!(
+            "{COOKIE}={}; Path=/; HttpOnly; SameSite=Strict",
+            session.id
+        )) {
+            response.headers_mut().insert(header::SET_COOKIE, cookie);
+        }
+    }
+    response
 }
 
 /// The middleware in front of every route.
@@ -207,32 +273,47 @@ fn admit(board: &Shared, request: &Request) -> Result<Session, Response> {
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())
         .unwrap_or_default();
-    if !auth.our_host(host) {
-        return Err(refuse(
-            StatusCode::FORBIDDEN,
-            "this board answers only to its own address (127.0.0.1 and the port it printed)",
-        ));
-    }
-    if let Some(token) = token_of(request.uri().query()) {
-        if request.method() != Method::GET || !same(&token, auth.token()) {
-            return Err(refuse(
+    let query = request.uri().query();
+    if auth.printed_host(host) {
+        // The printed URL: the token's step, and nothing else.
+        return Err(match query_value(query, "token") {
+            Some(token) if request.method() == Method::GET && same(&token, auth.token()) => {
+                see_other(
+                    &format!("{}/?ticket={}", auth.origin(), auth.new_ticket()),
+                    None,
+                )
+            }
+            Some(_) => refuse(
                 StatusCode::FORBIDDEN,
                 "that token is not this board's: open the URL stet board printed",
-            ));
+            ),
+            None => refuse(
+                StatusCode::UNAUTHORIZED,
+                "no session: open the URL stet board printed (it carries the token)",
+            ),
+        });
+    }
+    if !auth.our_name(host) {
+        return Err(refuse(
+            StatusCode::FORBIDDEN,
+            "this board answers only to its own address (the URL stet board printed)",
+        ));
+    }
+    if request.method() == Method::GET {
+        let given = query_value(query, "ticket")
+            .map(|t| auth.take_ticket(&t))
+            .or_else(|| query_value(query, "token").map(|t| same(&t, auth.token())));
+        match given {
+            Some(true) => return Err(see_other("/queue", Some(&auth.new_session()))),
+            Some(false) => {
+                return Err(refuse(
+                    StatusCode::FORBIDDEN,
+                    "that ticket or token is not this board's (a ticket is good once): \
+                     open the URL stet board printed",
+                ))
+            }
+            None => {}
         }
-        let session = auth.new_session();
-        let mut response = Response::new(axum::body::Body::empty());
-        *response.status_mut() = StatusCode::SEE_OTHER;
-        response
-            .headers_mut()
-            .insert(header::LOCATION, HeaderValue::from_static("/queue"));
-        if let Ok(cookie) = HeaderValue::from_str(&format!(
-            "{COOKIE}={}; Path=/; HttpOnly; SameSite=Strict",
-            session.id
-        )) {
-            response.headers_mut().insert(header::SET_COOKIE, cookie);
-        }
-        return Err(response);
     }
     let Some(session) = cookie_of(request.headers()).and_then(|id| auth.session(&id)) else {
         return Err(refuse(

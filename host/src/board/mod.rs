@@ -22,6 +22,7 @@ pub mod pages;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 
@@ -101,20 +102,71 @@ async fn serve_async(options: Options, printer: Printer) -> Result<(), Error> {
          anyone who has it can act on the queue as you",
         board.options.repo.display()
     ));
-    if board.options.open {
-        open_browser(&url, printer);
-    }
-    let app = router(board.clone());
-    let shutdown = async move {
-        wait_for_stop().await;
-        let _ = stop.send(true);
+    // Kept until the board stops: the page the browser is started at.
+    let _opened = if board.options.open {
+        open_browser(&url, printer)
+    } else {
+        None
     };
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
-        .map_err(|e| Concept::Drive.unusable(format!("the board stopped serving: {e}")))?;
+    let app = router(board.clone());
+    serve_connections(listener, app, stop).await;
     printer.note("stet board stopped");
     Ok(())
+}
+
+/// Connections open at once; more wait to be accepted.
+pub const MAX_CONNECTIONS: usize = 256;
+/// How long a connection may take to send a request's head.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a stop waits for requests in flight (the live page's events end at once).
+const DRAIN: Duration = Duration::from_secs(5);
+
+/// Accepts and serves connections until Ctrl-C (TERM, HUP), then tells `stop` and lets the
+/// requests in flight finish, for at most [`DRAIN`]. Each connection is HTTP/1 with a
+/// header-read timeout, and at most [`MAX_CONNECTIONS`] are open: whoever can reach
+/// 127.0.0.1 cannot hold the board up by opening connections and sending half a request.
+async fn serve_connections(
+    listener: tokio::net::TcpListener,
+    app: Router,
+    stop: tokio::sync::watch::Sender<bool>,
+) {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    let open = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let stopped = wait_for_stop();
+    tokio::pin!(stopped);
+    loop {
+        let permit = tokio::select! {
+            permit = open.clone().acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => break,
+            },
+            _ = &mut stopped => break,
+        };
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                // Out of descriptors, say: the connections open end in their time.
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            _ = &mut stopped => break,
+        };
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let connection = hyper::server::conn::http1::Builder::new()
+            .timer(TokioTimer::new())
+            .header_read_timeout(HEADER_READ_TIMEOUT)
+            .serve_connection(TokioIo::new(stream), service);
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            let _ = connection.await;
+            drop(permit);
+        });
+    }
+    let _ = stop.send(true);
+    let _ = tokio::time::timeout(DRAIN, graceful.shutdown()).await;
 }
 
 /// The routes; every one behind [`auth::guard`].
@@ -141,15 +193,42 @@ async fn wait_for_stop() {
 }
 
 /// Starts the person's browser at `url` (`xdg-open` on Linux, `open` on macOS), saying so
-/// when it cannot: the URL is printed either way.
-fn open_browser(url: &str, printer: Printer) {
+/// when it cannot: the URL is printed either way. The browser is given a page of the
+/// person's own (a temporary file only they can read) that leads to the URL, never the URL
+/// itself: a command line is readable by every user of the machine, and the browser keeps
+/// its own for its life. Returns that file, to be kept until the board stops.
+fn open_browser(url: &str, printer: Printer) -> Option<tempfile::NamedTempFile> {
+    let page = tempfile::Builder::new()
+        .prefix("stet-board-")
+        .suffix(".html")
+        .tempfile()
+        .and_then(|mut file| {
+            use std::io::Write;
+            // The URL is the board's own: digits, hex and punctuation, nothing to escape.
+            writeln!(
+                file,
+                "<!doctype html><meta charset=utf-8><meta http-equiv=refresh content=\"0;url={url}\">\
+                 <title>stet board</title><a href=\"{url}\">stet board</a>"
+            )?;
+            file.flush()?;
+            Ok(file)
+        });
+    let page = match page {
+        Ok(page) => page,
+        Err(e) => {
+            printer.warn(&format!(
+                "could not write the page to open the board with ({e}): open the URL above yourself"
+            ));
+            return None;
+        }
+    };
     let opener = if cfg!(target_os = "macos") {
         "open"
     } else {
         "xdg-open"
     };
     match std::process::Command::new(opener)
-        .arg(url)
+        .arg(page.path())
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -158,10 +237,14 @@ fn open_browser(url: &str, printer: Printer) {
         Ok(mut child) => {
             // Reaped when the opener returns (at once: it hands the URL to the browser).
             std::thread::spawn(move || child.wait());
-            printer.note(&format!("opened the board with {opener}"))
+            printer.note(&format!("opened the board with {opener}"));
+            Some(page)
         }
-        Err(e) => printer.warn(&format!(
-            "could not start a browser with {opener} ({e}): open the URL above yourself"
-        )),
+        Err(e) => {
+            printer.warn(&format!(
+                "could not start a browser with {opener} ({e}): open the URL above yourself"
+            ));
+            None
+        }
     }
 }

@@ -122,6 +122,33 @@ impl Model {
     }
 }
 
+/// Makes what a row carries from others inert, as the terminal shows it: a title, a failure's
+/// reason (a check's last line), a holder, a stage, a land step's failure are whoever wrote
+/// them, and their control characters and bidi overrides are shown as escapes, never obeyed
+/// (the templates then escape the markup).
+pub fn inert_row(row: &mut Row) {
+    let inert = |s: &mut String| {
+        if let std::borrow::Cow::Owned(clean) = crate::text::inert(s) {
+            *s = clean;
+        }
+    };
+    inert(&mut row.title);
+    for field in [
+        &mut row.holder,
+        &mut row.stage,
+        &mut row.why,
+        &mut row.reason,
+        &mut row.pull_request,
+        &mut row.land_failed,
+        &mut row.lane,
+    ]
+    .into_iter()
+    .flatten()
+    {
+        inert(field);
+    }
+}
+
 /// Reads the queue and the remote's records now (blocking: git and files); the first
 /// snapshot ([`Model::start`]) is one of these, with generation 1.
 pub fn read(repo: &Path, remote: &str) -> Snapshot {
@@ -129,17 +156,20 @@ pub fn read(repo: &Path, remote: &str) -> Snapshot {
     let (items, malformed) = crate::queue::read(repo);
     let malformed = malformed
         .iter()
-        .map(|m| format!("{}: {}", m.path.display(), m.why))
+        .map(|m| crate::text::inert(&format!("{}: {}", m.path.display(), m.why)).into_owned())
         .collect();
     match crate::story::states(repo, &items, remote, now) {
-        Ok((rows, remote_note)) => Snapshot {
-            rows,
-            remote_note,
-            malformed,
-            read_at_unix: now,
-            generation: 1,
-            answers: 0,
-        },
+        Ok((mut rows, remote_note)) => {
+            rows.iter_mut().for_each(inert_row);
+            Snapshot {
+                rows,
+                remote_note,
+                malformed,
+                read_at_unix: now,
+                generation: 1,
+                answers: 0,
+            }
+        }
         Err(e) => Snapshot {
             rows: Vec::new(),
             remote_note: Some(e.to_string()),

@@ -150,8 +150,13 @@ pub fn ask_via(path: &Path, consent: &Consent) -> Result<bool, Error> {
         0
     };
     let _ = std::fs::remove_file(&fifo);
+    // The first line alone: two answers written at once (two pages) read as one yes.
     Ok(matches!(
-        String::from_utf8_lossy(&said[..n]).trim(),
+        String::from_utf8_lossy(&said[..n])
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .trim(),
         "y" | "yes"
     ))
 }

@@ -154,17 +154,53 @@ pub async fn start(
     let spawned = tokio::task::spawn_blocking(move || spawn(&board2, cap, jobs, rounds))
         .await
         .map_err(|e| PageError::internal(format!("the drive could not be started: {e}")))?
-        .map_err(|e| PageError::internal(format!("the drive could not be started: {e}")))?;
+        .map_err(|e| match e {
+            NotStarted::Pending(n) => PageError::bad_request(format!(
+                "a drive started here is still proving its walls or waiting for your answer: \
+                 answer it first at /drive/{n}"
+            )),
+            NotStarted::Failed(e) => {
+                PageError::internal(format!("the drive could not be started: {e}"))
+            }
+        })?;
     Ok(Redirect::to(&format!("/drive/{}", spawned.n)).into_response())
 }
 
-/// Starts the drive (blocking) and keeps it.
-fn spawn(board: &Shared, cap: usize, jobs: usize, rounds: u32) -> std::io::Result<Started> {
+/// Why a drive was not started.
+enum NotStarted {
+    /// One this board started is still proving its walls or waiting for its answer: a
+    /// second form sent (a double click) would only start a second drive to ask.
+    Pending(String),
+    Failed(std::io::Error),
+}
+
+impl From<std::io::Error> for NotStarted {
+    fn from(e: std::io::Error) -> NotStarted {
+        NotStarted::Failed(e)
+    }
+}
+
+/// Starts the drive (blocking) and keeps it; refuses while one started here is unanswered.
+fn spawn(board: &Shared, cap: usize, jobs: usize, rounds: u32) -> Result<Started, NotStarted> {
     use std::os::unix::process::CommandExt;
+    // Held from the look to the keeping: two forms sent at once start one drive.
+    let mut all = kept();
+    if let Some(pending) = all
+        .iter()
+        .find(|s| s.answered.is_none() && s.ended().is_none())
+    {
+        return Err(NotStarted::Pending(pending.n.clone()));
+    }
     let repo = &board.options.repo;
     let dir = board_dir(repo);
     std::fs::create_dir_all(&dir)?;
-    let n = crate::call::now_ms().to_string();
+    // Unique within this board however fast forms come (and across boards, by the time).
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let n = format!(
+        "{}-{}",
+        crate::call::now_ms(),
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+    );
     let consent = dir.join(format!("drive-{n}.consent.json"));
     let log = dir.join(format!("drive-{n}.log"));
     let out = std::fs::File::create(&log)?;
@@ -218,7 +254,6 @@ fn spawn(board: &Shared, cap: usize, jobs: usize, rounds: u32) -> std::io::Resul
         };
         *ended.lock().unwrap_or_else(|p| p.into_inner()) = Some(said);
     });
-    let mut all = kept();
     if all.len() >= KEPT {
         if let Some(at) = all.iter().position(|s| s.ended().is_some()) {
             all.remove(at);
@@ -308,8 +343,8 @@ fn read_consent(path: &Path) -> Option<Consent> {
 }
 
 fn log_tail(path: &Path) -> Vec<String> {
-    let bytes = crate::files::read_untrusted(path, 16 * 1024 * 1024).unwrap_or_default();
-    let text = String::from_utf8_lossy(&bytes);
+    // Its end, however long it grew.
+    let text = crate::files::tail_untrusted(path, 256 * 1024).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(LOG_LINES)..]
         .iter()

@@ -329,7 +329,9 @@ fn story(board: &Shared, session: &Session, given: &str) -> Result<ItemPage, Pag
                 crate::board::model::now_unix(),
             )
             .map_err(|e| PageError::internal(format!("the item's state cannot be read: {e}")))?;
-            rows.remove(0)
+            let mut row = rows.remove(0);
+            crate::board::model::inert_row(&mut row);
+            row
         }
     };
     let rounds = crate::story::rounds(&repo, &item.id)

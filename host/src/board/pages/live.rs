@@ -8,7 +8,7 @@
 //! sent and the few drives it saw end, nothing more.
 
 use std::convert::Infallible;
-use std::io::{Read, Seek, SeekFrom};
+
 use std::path::Path;
 use std::time::Duration;
 
@@ -183,7 +183,8 @@ pub fn last_lines(repo: &Path, receipt: &str) -> Vec<String> {
     if !fit {
         return Vec::new();
     }
-    let text = tail(&crate::receipts::log_path(repo, receipt), TAIL_BYTES).unwrap_or_default();
+    let text = crate::files::tail_untrusted(&crate::receipts::log_path(repo, receipt), TAIL_BYTES)
+        .unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(LINES)..]
         .iter()
@@ -192,33 +193,6 @@ pub fn last_lines(repo: &Path, receipt: &str) -> Vec<String> {
             crate::text::inert(&l).into_owned()
         })
         .collect()
-}
-
-/// At most the last `limit` bytes of the regular file `path` (a link is not followed, a
-/// FIFO not waited on), from the first whole line in them.
-fn tail(path: &Path, limit: u64) -> std::io::Result<String> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
-        .open(path)?;
-    let meta = file.metadata()?;
-    if !meta.file_type().is_file() {
-        return Err(std::io::Error::other("not a file"));
-    }
-    let start = meta.len().saturating_sub(limit);
-    file.seek(SeekFrom::Start(start))?;
-    let mut bytes = Vec::new();
-    file.take(limit).read_to_end(&mut bytes)?;
-    if start > 0 {
-        // The first line is cut: it starts after the first newline.
-        let cut = bytes
-            .iter()
-            .position(|b| *b == b'\n')
-            .map_or(bytes.len(), |i| i + 1);
-        bytes.drain(..cut);
-    }
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// The view now, read off the async threads.

@@ -61,7 +61,13 @@ impl Chrome {
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default(),
-            remote_note: board.model.snapshot().remote_note.clone(),
+            // git's words about the remote: whoever answered wrote them.
+            remote_note: board
+                .model
+                .snapshot()
+                .remote_note
+                .as_deref()
+                .map(|n| crate::text::inert(n).into_owned()),
         }
     }
 }

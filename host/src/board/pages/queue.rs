@@ -138,11 +138,24 @@ fn matches(row: &Row, q: &str) -> bool {
     })
 }
 
+/// The longest search taken, in characters and in words: a search is a few words, and a
+/// longer one would only hold a thread.
+pub const MAX_SEARCH_CHARS: usize = 200;
+pub const MAX_SEARCH_WORDS: usize = 16;
+
 pub async fn page(
     State(board): State<Shared>,
     Extension(session): Extension<Session>,
     Query(ask): Query<Ask>,
 ) -> Result<Html<String>, PageError> {
+    // Filtering 10,000 rows is work: off the async thread, so no search holds another page
+    // (or a stop).
+    tokio::task::spawn_blocking(move || draw(&board, &session, &ask))
+        .await
+        .map_err(|e| PageError::internal(format!("the queue page could not be drawn: {e}")))?
+}
+
+fn draw(board: &Shared, session: &Session, ask: &Ask) -> Result<Html<String>, PageError> {
     let snapshot = board.model.snapshot();
     let state = ask.state.as_deref().unwrap_or("").trim();
     if !state.is_empty() && !STATES.contains(&state) {
@@ -152,6 +165,12 @@ pub async fn page(
         )));
     }
     let q = ask.q.as_deref().unwrap_or("").trim();
+    if q.chars().count() > MAX_SEARCH_CHARS || q.split_whitespace().count() > MAX_SEARCH_WORDS {
+        return Err(PageError::bad_request(format!(
+            "that search is too long: search for at most {MAX_SEARCH_WORDS} words of \
+             {MAX_SEARCH_CHARS} characters in all (a handle, an id or words of a title)"
+        )));
+    }
     let lower = q.to_lowercase();
     let matching: Vec<&Row> = snapshot
         .rows
@@ -176,7 +195,7 @@ pub async fn page(
         .filter(|(_, n)| *n > 0)
         .collect();
     render(&QueuePage {
-        chrome: Chrome::of(&board, &session, "queue"),
+        chrome: Chrome::of(board, session, "queue"),
         counts,
         total: snapshot.rows.len(),
         state,
