@@ -10,6 +10,7 @@ use crate::queue;
 use crate::reservations::{Remote, ReservationError};
 
 /// One item as `stet queue` shows it. Its `--json` form is [`ItemJson`].
+#[derive(Clone, Default)]
 pub struct Row {
     pub id: String,
     /// What a person types for it (`handles.rs`).

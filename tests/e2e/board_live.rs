@@ -9,43 +9,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use stet_e2e::board::{request, Browser, RunningBoard};
-use stet_e2e::{git, require_image, serial_drives, World};
-
-fn stand_in() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("agents/stand-in.sh")
-}
-
-/// A clone of a fresh bare remote, configured for Docker and the command harness running
-/// the stand-in, with `items` queued, committed and pushed.
-fn world_with_items(items: &[&str]) -> World {
-    require_image();
-    let world = World::new();
-    world.install("docker");
-    world.install("command");
-    world.clone_of_fresh_remote();
-    std::fs::write(
-        world.work.join("stet.toml"),
-        format!(
-            "[harness]\nprefer = [\"command\"]\n\n[plugins.command]\nimplement = [\"{}\"]\n",
-            stand_in().display()
-        ),
-    )
-    .unwrap();
-    for item in items {
-        let added = world.run_stet(&["add", item]);
-        assert_eq!(added.code, 0, "{}", added.stderr);
-        stet_e2e::next_millisecond();
-    }
-    let trusted = world.trust_in(&world.work);
-    assert_eq!(trusted.code, 0, "{}", trusted.stderr);
-    git(&world.work, &["add", "stet.toml", ".stet"]);
-    git(
-        &world.work,
-        &["commit", "--quiet", "-m", "configure stet, queue items"],
-    );
-    git(&world.work, &["push", "--quiet", "origin", "HEAD"]);
-    world
-}
+use stet_e2e::{serial_drives, stand_in_world, World};
 
 fn landed(world: &World) -> Vec<String> {
     stet_e2e::landed_on(&world.root.path().join("remote.git"))
@@ -115,7 +79,7 @@ fn lane_waiting_for_go(dir: &Path) -> Option<PathBuf> {
 #[test]
 fn the_live_page_follows_a_running_drive_by_events_and_says_when_it_ended() {
     let _serial = serial_drives();
-    let world = world_with_items(&["Gated\n\nfile: 1.txt\nimplement: until GO"]);
+    let world = stand_in_world(&["Gated\n\nfile: 1.txt\nimplement: until GO"]);
     let board = RunningBoard::start(&world, &[]);
     let browser = board.browser();
     browser.goto(&format!("{}/live", board.base)).unwrap();
@@ -237,7 +201,7 @@ fn start_from_the_page(browser: &Browser, board: &RunningBoard) {
 #[test]
 fn a_drive_started_from_the_page_asks_consent_there_lands_and_one_stopped_from_the_page_ends() {
     let _serial = serial_drives();
-    let world = world_with_items(&[
+    let world = stand_in_world(&[
         "Quick\n\nfile: 1.txt",
         "Gated\n\nfile: 2.txt\nimplement: until GO",
     ]);

@@ -8,45 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use stet_e2e::{git, require_image, serial_drives, Output, World};
-
-fn stand_in() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("agents/stand-in.sh")
-}
-
-/// A world whose working directory is a clone of a fresh bare remote, configured for the
-/// Docker runtime and the command harness running the stand-in, with `items` queued,
-/// committed and pushed (so that other clones see the same queue).
-fn world_with_items(items: &[&str]) -> World {
-    require_image();
-    let world = World::new();
-    world.install("docker");
-    world.install("command");
-    world.clone_of_fresh_remote();
-    std::fs::write(
-        world.work.join("stet.toml"),
-        format!(
-            "[harness]\nprefer = [\"command\"]\n\n[plugins.command]\nimplement = [\"{}\"]\n",
-            stand_in().display()
-        ),
-    )
-    .unwrap();
-    for item in items {
-        let added = world.run_stet(&["add", item]);
-        assert_eq!(added.code, 0, "{}", added.stderr);
-        // Ids are time-ordered to the millisecond: keep the queue's order the given one.
-        stet_e2e::next_millisecond();
-    }
-    let trusted = world.trust_in(&world.work);
-    assert_eq!(trusted.code, 0, "{}", trusted.stderr);
-    git(&world.work, &["add", "stet.toml", ".stet"]);
-    git(
-        &world.work,
-        &["commit", "--quiet", "-m", "configure stet, queue items"],
-    );
-    git(&world.work, &["push", "--quiet", "origin", "HEAD"]);
-    world
-}
+use stet_e2e::{git, serial_drives, stand_in_world, Output, World};
 
 fn remote(world: &World) -> PathBuf {
     world.root.path().join("remote.git")
@@ -198,7 +160,7 @@ fn sandboxes_of(pids: &[u32]) -> usize {
 #[test]
 fn three_seeded_items_land_on_the_bare_remote_with_a_receipt_for_every_call() {
     let _serial = serial_drives();
-    let world = world_with_items(&[
+    let world = stand_in_world(&[
         "Write a.txt\n\nfile: a.txt",
         "Write b.txt, slowly\n\nfile: b.txt\nimplement: late 2\nreview: late 1",
         "Write c.txt, after one revision\n\nfile: c.txt\nreview: revise-once",
@@ -313,7 +275,7 @@ fn three_seeded_items_land_on_the_bare_remote_with_a_receipt_for_every_call() {
 #[test]
 fn an_item_whose_agent_never_answers_is_given_up_after_its_rounds_and_the_next_item_lands() {
     let _serial = serial_drives();
-    let world = world_with_items(&[
+    let world = stand_in_world(&[
         "Hang\n\nfile: h.txt\nimplement: silent",
         "Fine\n\nfile: f.txt",
     ]);
@@ -350,7 +312,7 @@ fn an_item_whose_agent_never_answers_is_given_up_after_its_rounds_and_the_next_i
 #[test]
 fn a_usage_limit_that_resets_in_the_year_2100_stops_the_drive_saying_when_to_resume() {
     let _serial = serial_drives();
-    let world = world_with_items(&[
+    let world = stand_in_world(&[
         "Limited\n\nfile: l.txt\nimplement: limited 4102444800",
         "Next\n\nfile: n.txt",
     ]);
@@ -388,7 +350,7 @@ fn a_usage_limit_that_resets_in_the_year_2100_stops_the_drive_saying_when_to_res
 #[test]
 fn a_review_out_of_shape_is_its_items_round_never_an_outage() {
     let _serial = serial_drives();
-    let world = world_with_items(&["Shapeless\n\nfile: s.txt\nreview: out-of-shape"]);
+    let world = stand_in_world(&["Shapeless\n\nfile: s.txt\nreview: out-of-shape"]);
     let out = world.run_stet(&[
         "drive",
         "--yes",
@@ -430,7 +392,7 @@ fn a_review_out_of_shape_is_its_items_round_never_an_outage() {
 #[test]
 fn a_stop_mid_lane_is_resumed_and_landed_by_a_second_clone() {
     let _serial = serial_drives();
-    let world = world_with_items(&["Slow\n\nfile: slow.txt\nimplement: late 3"]);
+    let world = stand_in_world(&["Slow\n\nfile: slow.txt\nimplement: late 3"]);
     let child = drive_in(&world, &world.work, &[]);
     wait_for("the implementing call", Duration::from_secs(60), || {
         !invocations(&world).is_empty()
@@ -488,7 +450,7 @@ fn a_stop_mid_lane_is_resumed_and_landed_by_a_second_clone() {
 #[test]
 fn two_drives_on_two_clones_at_once_never_work_the_same_item() {
     let _serial = serial_drives();
-    let world = world_with_items(&[
+    let world = stand_in_world(&[
         "One\n\nfile: 1.txt\nimplement: late 1",
         "Two\n\nfile: 2.txt\nimplement: late 1",
         "Three\n\nfile: 3.txt\nimplement: late 1",
@@ -549,7 +511,7 @@ fn lanes_waiting_for_go(dir: &Path) -> Vec<PathBuf> {
 /// lanes started on them; returns once both implementing calls wait for their gates at the
 /// same time — which one lane alone could never reach — with the two lanes' directories.
 fn two_lanes_waiting() -> (World, Driving, Vec<PathBuf>) {
-    let world = world_with_items(&[
+    let world = stand_in_world(&[
         "One\n\nfile: 1.txt\nimplement: until GO",
         "Two\n\nfile: 2.txt\nimplement: until GO",
         "Three\n\nfile: 3.txt",
@@ -606,7 +568,7 @@ fn two_clones_with_two_lanes_each_never_work_the_same_item() {
     let items: Vec<String> = (1..=6)
         .map(|n| format!("Item {n}\n\nfile: {n}.txt\nimplement: late 1"))
         .collect();
-    let world = world_with_items(&items.iter().map(String::as_str).collect::<Vec<_>>());
+    let world = stand_in_world(&items.iter().map(String::as_str).collect::<Vec<_>>());
     let peer = second_clone(&world, "peer");
     let a = drive_in(&world, &world.work, &["--jobs", "2"]);
     let b = drive_in(&world, &peer, &["--jobs", "2"]);
@@ -714,7 +676,7 @@ fn kill_9_then_resume(args: &[&str]) {
         .unwrap_or(20261130);
     eprintln!("kill -9 seed: {seed} (STET_KILL_SEED={seed} replays it)");
     let mut random = Lcg(seed);
-    let world = world_with_items(&[
+    let world = stand_in_world(&[
         "Alpha\n\nfile: alpha.txt\nimplement: late 1\nreview: late 1",
         "Beta\n\nfile: beta.txt\nimplement: late 1\nreview: late 1",
         "Gamma\n\nfile: gamma.txt\nimplement: late 1\nreview: revise-once",
@@ -796,7 +758,7 @@ fn kill_9_then_resume(args: &[&str]) {
 #[test]
 fn a_reservation_is_renewed_during_a_long_call_so_a_peer_does_not_take_it() {
     let _serial = serial_drives();
-    let world = world_with_items(&["Long\n\nfile: long.txt\nimplement: late 7"]);
+    let world = stand_in_world(&["Long\n\nfile: long.txt\nimplement: late 7"]);
     let peer = second_clone(&world, "peer");
     let a = drive_in(&world, &world.work, &["--lease", "2s"]);
     wait_for("the implementing call", Duration::from_secs(60), || {
@@ -829,7 +791,7 @@ fn a_reservation_is_renewed_during_a_long_call_so_a_peer_does_not_take_it() {
 #[test]
 fn an_unreachable_remote_is_waited_out_and_the_lane_lands_when_it_is_back() {
     let _serial = serial_drives();
-    let world = world_with_items(&["Away\n\nfile: away.txt\nimplement: late 2"]);
+    let world = stand_in_world(&["Away\n\nfile: away.txt\nimplement: late 2"]);
     let child = drive_in(&world, &world.work, &["--wait-floor", "1s"]);
     wait_for("the implementing call", Duration::from_secs(60), || {
         !invocations(&world).is_empty()
@@ -854,7 +816,7 @@ fn an_unreachable_remote_is_waited_out_and_the_lane_lands_when_it_is_back() {
 #[test]
 fn on_a_terminal_the_drive_shows_a_live_line_with_move_lane_and_stage() {
     let _serial = serial_drives();
-    let world = world_with_items(&["Shown\n\nfile: shown.txt\nimplement: late 1"]);
+    let world = stand_in_world(&["Shown\n\nfile: shown.txt\nimplement: late 1"]);
     let mut command = world.stet_on_terminal(&["drive", "--yes"]);
     command.env("TERM", "xterm").stdin(Stdio::null());
     let out = world.run(&mut command);
@@ -868,7 +830,7 @@ fn on_a_terminal_the_drive_shows_a_live_line_with_move_lane_and_stage() {
     assert!(screen.contains("landed on origin"), "{screen}");
 
     // A terminal that cannot redraw a line gets the plain lines instead.
-    let world = world_with_items(&["Plain\n\nfile: plain.txt"]);
+    let world = stand_in_world(&["Plain\n\nfile: plain.txt"]);
     let mut command = world.stet_on_terminal(&["drive", "--yes"]);
     command.env("TERM", "dumb").stdin(Stdio::null());
     let out = world.run(&mut command);
@@ -880,7 +842,7 @@ fn on_a_terminal_the_drive_shows_a_live_line_with_move_lane_and_stage() {
 #[test]
 fn on_a_terminal_a_drive_of_two_lanes_shows_a_live_line_for_each() {
     let _serial = serial_drives();
-    let world = world_with_items(&[
+    let world = stand_in_world(&[
         "Left\n\nfile: left.txt\nimplement: late 2",
         "Right\n\nfile: right.txt\nimplement: late 2",
     ]);
@@ -903,7 +865,7 @@ fn on_a_terminal_a_drive_of_two_lanes_shows_a_live_line_for_each() {
 #[test]
 fn an_item_given_up_is_marked_failed_with_why_skipped_by_the_next_drive_and_retried_on_request() {
     let _serial = serial_drives();
-    let world = world_with_items(&["Never good enough\n\nfile: n.txt\nreview: never"]);
+    let world = stand_in_world(&["Never good enough\n\nfile: n.txt\nreview: never"]);
     let out = world.run_stet(&["drive", "--yes", "--rounds", "2"]);
     assert_eq!(out.code, 4, "{}", out.stderr);
     let why = "not landed after 2 rounds: the reviewer asked for changes: Not like this.";
@@ -974,7 +936,7 @@ fn an_item_given_up_is_marked_failed_with_why_skipped_by_the_next_drive_and_retr
 fn a_landing_cut_short_by_kill_9_runs_the_land_command_again_with_the_retry_flag_and_no_call_again()
 {
     let _serial = serial_drives();
-    let world = world_with_items(&["Land it\n\nfile: land.txt"]);
+    let world = stand_in_world(&["Land it\n\nfile: land.txt"]);
     let log = world.root.path().join("land.log");
     let pid = world.root.path().join("land.pid");
     let mut config = std::fs::read_to_string(world.work.join("stet.toml")).unwrap();
@@ -1032,7 +994,7 @@ fn a_landing_cut_short_by_kill_9_runs_the_land_command_again_with_the_retry_flag
 fn on_a_terminal_a_stop_of_two_lanes_is_said_and_leaves_no_frozen_lines() {
     use std::io::Read;
     let _serial = serial_drives();
-    let world = world_with_items(&[
+    let world = stand_in_world(&[
         "One\n\nfile: 1.txt\nimplement: until GO",
         "Two\n\nfile: 2.txt\nimplement: until GO",
         "Three\n\nfile: 3.txt",

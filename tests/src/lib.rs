@@ -615,3 +615,43 @@ pub fn chown_all(path: &Path, uid: u32, gid: u32) {
         }
     }
 }
+
+/// The stand-in agent (`agents/stand-in.sh`): told by its prompt what to do, waits on files
+/// a test creates.
+pub fn stand_in() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("agents/stand-in.sh")
+}
+
+/// A world whose working directory is a clone of a fresh bare remote, configured for the
+/// Docker runtime and the command harness running the stand-in, with `items` queued,
+/// committed and pushed (so that other clones see the same queue).
+pub fn stand_in_world(items: &[&str]) -> World {
+    require_image();
+    let world = World::new();
+    world.install("docker");
+    world.install("command");
+    world.clone_of_fresh_remote();
+    std::fs::write(
+        world.work.join("stet.toml"),
+        format!(
+            "[harness]\nprefer = [\"command\"]\n\n[plugins.command]\nimplement = [\"{}\"]\n",
+            stand_in().display()
+        ),
+    )
+    .unwrap();
+    for item in items {
+        let added = world.run_stet(&["add", item]);
+        assert_eq!(added.code, 0, "{}", added.stderr);
+        // Ids are time-ordered to the millisecond: keep the queue's order the given one.
+        next_millisecond();
+    }
+    let trusted = world.trust_in(&world.work);
+    assert_eq!(trusted.code, 0, "{}", trusted.stderr);
+    git(&world.work, &["add", "stet.toml", ".stet"]);
+    git(
+        &world.work,
+        &["commit", "--quiet", "-m", "configure stet, queue items"],
+    );
+    git(&world.work, &["push", "--quiet", "origin", "HEAD"]);
+    world
+}

@@ -452,21 +452,7 @@ mod tests {
             id: id.into(),
             handle: handle.into(),
             state: state.into(),
-            title: String::new(),
-            holder: None,
-            stage: None,
-            until_unix: None,
-            until: None,
-            lane: None,
-            why: None,
-            round: None,
-            next: None,
-            reason: None,
-            pull_request: None,
-            land_failed: None,
-            blocked: Vec::new(),
-            here: None,
-            base: None,
+            ..Default::default()
         }
     }
 

@@ -320,7 +320,7 @@ fn story(board: &Shared, session: &Session, given: &str) -> Result<ItemPage, Pag
     // action made it); an archived one is asked of the remote now.
     let snapshot = board.model.snapshot();
     let row = match snapshot.row(&item.id) {
-        Some(row) => clone_row(row),
+        Some(row) => row.clone(),
         None => {
             let (mut rows, _) = crate::story::states(
                 &repo,
@@ -430,30 +430,6 @@ fn diff_of(repo: &std::path::Path, remote: &str, id: &str, remote_silent: bool) 
         None
     };
     DiffView { from, files, note }
-}
-
-/// A copy of a row (the snapshot's are shared).
-fn clone_row(row: &Row) -> Row {
-    Row {
-        id: row.id.clone(),
-        handle: row.handle.clone(),
-        title: row.title.clone(),
-        state: row.state.clone(),
-        holder: row.holder.clone(),
-        stage: row.stage.clone(),
-        until_unix: row.until_unix,
-        until: row.until.clone(),
-        lane: row.lane.clone(),
-        why: row.why.clone(),
-        round: row.round,
-        next: row.next,
-        reason: row.reason.clone(),
-        pull_request: row.pull_request.clone(),
-        land_failed: row.land_failed.clone(),
-        blocked: row.blocked.clone(),
-        here: row.here,
-        base: row.base.clone(),
-    }
 }
 
 /// `GET /item/{id}`.

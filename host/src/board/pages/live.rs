@@ -314,17 +314,7 @@ mod tests {
             holder: Some("peer:clone:1:1".into()),
             stage: Some("review".into()),
             until_unix: Some(4_102_444_800),
-            until: None,
-            lane: None,
-            why: None,
-            round: None,
-            next: None,
-            reason: None,
-            pull_request: None,
-            land_failed: None,
-            blocked: Vec::new(),
-            here: None,
-            base: None,
+            ..Default::default()
         }
     }
 
