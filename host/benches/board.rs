@@ -103,7 +103,7 @@ fn receipt(repo: &Path, item: &str, n: usize, ended: bool) -> Receipt {
         "lane": format!("stet/{item}"),
         "role": role,
         "round": 1 + (n / 3) as u32,
-        "runtime": {"name": "docker", "version": "0.1.0", "library_sha256": "ab".repeat(32)},
+        "runtime": {"name": "runtime-a", "version": "0.1.0", "library_sha256": "ab".repeat(32)},
         "runtime_reason": "the first runtime whose probe passed",
         "harness": {"name": "command", "version": "0.1.0", "library_sha256": "cd".repeat(32)},
         "image": "stet-lane:1",
