@@ -288,3 +288,79 @@ fn a_drive_started_from_the_page_asks_consent_there_lands_and_one_stopped_from_t
     let (status, stderr) = board.stop();
     assert!(status.success(), "{stderr}");
 }
+
+/// Any drive of this clone — this one started from a terminal — is stopped from the live
+/// page as Ctrl-C stops it: the first press after the call in flight (the page then says
+/// the drive is stopping and offers the second), the second at once; a form without the
+/// session's token signals nothing.
+#[test]
+fn a_drive_started_from_a_terminal_is_stopped_then_killed_from_the_live_page() {
+    let _serial = serial_drives();
+    let world = stand_in_world(&["Gated\n\nfile: 1.txt\nimplement: until GO"]);
+    let board = RunningBoard::start(&world, &[]);
+    let browser = board.browser();
+    browser.goto(&format!("{}/live", board.base)).unwrap();
+    let log = world.root.path().join("drive.stderr");
+    let mut drive = world
+        .stet(&["drive", "--yes"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .expect("start stet drive");
+    let pid = drive.id();
+    wait_in(
+        &browser,
+        "the agent's line on the live page",
+        &shows("stand-in: waiting for GO"),
+        Duration::from_secs(120),
+    );
+    // A form from elsewhere (no token) stops nothing.
+    let cookie = board.session_cookie();
+    let owner = browser
+        .execute("return document.querySelector('.live-stop input[name=owner]').value")
+        .unwrap();
+    let owner = owner.as_str().unwrap().to_string();
+    assert!(owner.starts_with(&format!("{pid}:")), "{owner}");
+    let forged = request(
+        board.port,
+        "POST",
+        "/live/stop",
+        &[("Cookie", &cookie)],
+        Some(&format!("csrf=forged&owner={}", owner.replace(':', "%3A"))),
+    );
+    assert_eq!(forged.status, 403, "{}", forged.body);
+    assert!(drive.try_wait().unwrap().is_none(), "the drive runs on");
+    // The first press: the drive says it is stopping after the call in flight.
+    click(&browser, ".live-stop button");
+    wait_in(
+        &browser,
+        "the drive to say it is stopping",
+        &format!(
+            "{} && document.querySelector('.live-stopping') !== null",
+            shows("Kill the calls in flight now")
+        ),
+        Duration::from_secs(60),
+    );
+    assert!(
+        drive.try_wait().unwrap().is_none(),
+        "the call in flight goes on"
+    );
+    // The second: the call is killed and the drive ends as a second Ctrl-C ends it.
+    click(&browser, ".live-stop button");
+    let status = drive.wait().unwrap();
+    assert_eq!(
+        status.code(),
+        Some(130),
+        "{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    assert!(landed(&world).is_empty());
+    assert_eq!(stet_e2e::sandboxes_owned_by(pid), 0, "no sandbox left");
+    wait_in(
+        &browser,
+        "the page to say the drive ended",
+        &shows("No drive runs on this clone."),
+        Duration::from_secs(30),
+    );
+}

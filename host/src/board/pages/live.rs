@@ -51,6 +51,9 @@ pub struct View {
 pub struct DriveView {
     pub run: String,
     pub pid: u32,
+    /// Its process as `pid:start`: what a stop from the page names, so a process that took
+    /// the pid since is never signalled.
+    pub owner: String,
     /// When it began, as a time.
     pub started: String,
     pub overall: String,
@@ -165,6 +168,7 @@ fn drive_view(repo: &Path, snapshot: &Snapshot, drive: LiveDrive) -> DriveView {
     DriveView {
         run: drive.run,
         pid: drive.pid,
+        owner: drive.owner,
         started: crate::drive::clock((drive.started_unix_ms / 1000) as i64),
         overall: drive.overall,
         stopping: drive.stopping,
@@ -343,5 +347,53 @@ mod tests {
         assert_eq!(view.peers[0].until, "2100-01-01T00:00:00Z");
         drop(publisher);
         assert!(super::view(repo.path(), &snapshot).drives.is_empty());
+    }
+}
+
+/// What the live page's Stop sends.
+#[derive(serde::Deserialize)]
+pub struct StopForm {
+    #[serde(default)]
+    pub csrf: String,
+    /// The drive's process as `pid:start`, as the page showed it.
+    #[serde(default)]
+    pub owner: String,
+}
+
+/// `POST /live/stop`: stops a drive of this clone as Ctrl-C does — the first time after the
+/// calls in flight, the second at once (the drive's own signals decide) — whether it was
+/// started from a terminal or from the board. Only a drive whose published file names
+/// that very process (pid and start time) and which runs now is signalled.
+pub async fn stop(
+    axum::extract::State(board): axum::extract::State<Shared>,
+    Extension(session): Extension<Session>,
+    axum::extract::Form(form): axum::extract::Form<StopForm>,
+) -> Result<axum::response::Redirect, PageError> {
+    if !crate::board::auth::form_token_ok(&session, &form.csrf) {
+        return Err(PageError::forbidden(
+            "the form's token is not this session's: reload the page and try again",
+        ));
+    }
+    let repo = board.options.repo.clone();
+    let owner = form.owner.clone();
+    let signalled = tokio::task::spawn_blocking(move || {
+        let drive = live::running(&repo)
+            .into_iter()
+            .find(|d| d.owner == owner)?;
+        let pid = i32::try_from(drive.pid).ok()?;
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGINT,
+        )
+        .ok()
+    })
+    .await
+    .map_err(|e| PageError::internal(format!("the drive could not be stopped: {e}")))?;
+    match signalled {
+        Some(()) => Ok(axum::response::Redirect::to("/live")),
+        None => Err(PageError::not_found(
+            "no drive of this clone runs as that process now (it ended, or the page is old): \
+             see /live",
+        )),
     }
 }

@@ -25,6 +25,7 @@ pub fn routes() -> Router<Shared> {
         .route("/walls", get(walls::page).post(walls::probe_again))
         .route("/live", get(live::page))
         .route("/live/events", get(live::events))
+        .route("/live/stop", post(live::stop))
         .route("/drive", get(drive::form).post(drive::start))
         .route("/drive/{n}", get(drive::one))
         .route("/drive/{n}/consent", post(drive::consent))

@@ -47,6 +47,25 @@
     t.appendChild(body);
     return [t, body];
   }
+  // Stop, as the page drew it: a form with the session's form token and the drive's process.
+  function stopForm(d) {
+    var form = el("form", "live-stop");
+    form.setAttribute("method", "post");
+    form.setAttribute("action", "/live/stop");
+    [["csrf", root.getAttribute("data-csrf")], ["owner", d.owner]].forEach(function (kv) {
+      var input = el("input");
+      input.setAttribute("type", "hidden");
+      input.setAttribute("name", kv[0]);
+      input.setAttribute("value", kv[1]);
+      form.appendChild(input);
+    });
+    var button = el("button", "danger", d.stopping
+      ? "Kill the calls in flight now (a second Ctrl-C)"
+      : "Stop after the calls in flight (Ctrl-C)");
+    button.setAttribute("type", "submit");
+    form.appendChild(button);
+    return form;
+  }
   function drive(d) {
     var section = el("section", "live-drive");
     var h = el("h3", null, "Drive " + d.run + " ");
@@ -54,6 +73,7 @@
     section.appendChild(h);
     section.appendChild(el("p", "live-overall", d.overall));
     if (d.stopping) section.appendChild(el("p", "live-stopping", d.stopping));
+    section.appendChild(stopForm(d));
     var t = table(["Lane", "Item", "Stage", "Time in stage"]);
     d.lanes.forEach(function (l) {
       var item = [];
