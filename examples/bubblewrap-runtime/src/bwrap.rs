@@ -2,46 +2,29 @@
 //! process, the network namespace made for it, and bounded runs for the probe.
 
 use std::ffi::CStr;
-use std::io::Read;
+
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::mpsc::{sync_channel, SyncSender};
 use std::sync::{Mutex, OnceLock};
-use std::time::{Duration, Instant};
 
 use crate::images::{self, Image};
 use crate::records::Record;
 
 /// Finds `bwrap`: the configured path, else the first `bwrap` on `PATH`.
 pub fn find(configured: Option<&Path>) -> Result<PathBuf, String> {
-    if let Some(path) = configured {
-        return if is_executable(path) {
-            Ok(path.to_path_buf())
-        } else {
-            Err(format!(
-                "[plugins.bubblewrap] bwrap = {} is not an executable file",
-                path.display()
-            ))
-        };
-    }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .filter(|dir| dir.is_absolute())
-        .map(|dir| dir.join("bwrap"))
-        .find(|candidate| is_executable(candidate))
-        .ok_or_else(|| {
-            format!(
-                "bwrap (bubblewrap) is not installed: it is not on PATH ({})",
-                path.to_string_lossy()
+    stet_runtime_support::command::find("bwrap", configured, "[plugins.bubblewrap] bwrap").map_err(
+        |why| {
+            why.replace(
+                "bwrap is not installed",
+                "bwrap (bubblewrap) is not installed",
             )
-        })
+        },
+    )
 }
 
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
+pub use stet_runtime_support::command::{run_bounded, Ran};
 
 /// What one sandboxed process is launched with.
 pub struct Launch<'a> {
@@ -390,77 +373,6 @@ pub fn spawn_from_keeper(command: Command) -> std::io::Result<Child> {
     child
         .recv()
         .map_err(|_| std::io::Error::other("the bwrap spawner thread is gone"))?
-}
-
-/// What a bounded run printed and how it ended.
-#[derive(Debug)]
-pub struct Ran {
-    pub code: Option<i32>,
-    pub stdout: String,
-    pub stderr: String,
-}
-
-impl Ran {
-    pub fn success(&self) -> bool {
-        self.code == Some(0)
-    }
-
-    /// Its standard error, or its exit, for a message.
-    pub fn why(&self) -> String {
-        let stderr = self.stderr.trim();
-        match (stderr.is_empty(), self.code) {
-            (false, _) => stderr.to_string(),
-            (true, Some(code)) => format!("it exited with code {code}"),
-            (true, None) => "it was killed by a signal".to_string(),
-        }
-    }
-}
-
-/// Runs `command` with stdin closed and a wall-clock limit, collecting its output; kills
-/// its process group at the limit.
-pub fn run_bounded(mut command: Command, limit: Duration) -> Result<Ran, String> {
-    command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    let mut child = command
-        .spawn()
-        .map_err(|e| format!("could not start it: {e}"))?;
-    let collect = |pipe: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            if let Some(mut pipe) = pipe {
-                let mut bytes = Vec::new();
-                let _ = pipe.read_to_end(&mut bytes);
-                text = String::from_utf8_lossy(&bytes).into_owned();
-            }
-            text
-        })
-    };
-    let stdout = collect(child.stdout.take().map(|p| Box::new(p) as _));
-    let stderr = collect(child.stderr.take().map(|p| Box::new(p) as _));
-    let started = Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if started.elapsed() < limit => std::thread::sleep(Duration::from_millis(2)),
-            Ok(None) | Err(_) => {
-                // SAFETY: plain syscall on our own child's group (not reaped yet).
-                unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
-                let _ = child.wait();
-                return Err(format!(
-                    "it did not finish within {} s and was killed",
-                    limit.as_secs_f32()
-                ));
-            }
-        }
-    };
-    Ok(Ran {
-        code: status.code(),
-        stdout: stdout.join().unwrap_or_default(),
-        stderr: stderr.join().unwrap_or_default(),
-    })
 }
 
 #[cfg(test)]

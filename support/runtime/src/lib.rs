@@ -11,6 +11,7 @@
 //!
 //! - [`records`]: sandboxes as records under a state directory, and the processes noted
 //!   in each, so that a teardown from another stet process reaches them;
+//! - [`command`]: finding a host program, and running it to its end with a time limit;
 //! - [`process`]: a host child process streamed live to the host, its stdin written then
 //!   closed, killed by process group from any thread, reaped exactly once; and
 //!   [`Processes`](process::Processes), the ones an instance started, per sandbox.
@@ -18,6 +19,7 @@
 //! A runtime keeps the part that is its backend: the `Command` that runs a process in a
 //! sandbox, what a sandbox is made of, the probe.
 
+pub mod command;
 pub mod process;
 pub mod records;
 

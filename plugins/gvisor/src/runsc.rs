@@ -1,0 +1,229 @@
+//! Everything about the `runsc` command: finding it, the flags every call shares, the calls
+//! that make, signal, inspect and delete a sandbox, and the in-sandbox set-up a sandbox
+//! gets before its first process.
+//!
+//! runsc keeps each sandbox's state under its `--root`; every call for one sandbox passes
+//! the same root (and platform), so that any stet process — a drive, `stet gc` — reaches
+//! it. The sandbox itself runs as two host processes runsc leaves behind (the sentry, the
+//! kernel in user space, and the gofer, which serves it files); they are runsc's to end.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use stet_runtime_support::command::{run_bounded, Ran};
+
+/// How long one control call (state, kill, delete, the set-up) may take.
+const CONTROL_LIMIT: Duration = Duration::from_secs(30);
+
+/// A `runsc` binary and the flags every call for stet's sandboxes shares.
+#[derive(Debug, Clone)]
+pub struct Runsc {
+    pub binary: PathBuf,
+    /// runsc's state directory (`--root`).
+    pub root: PathBuf,
+    /// `--platform`, when configured (else runsc's default, ptrace).
+    pub platform: Option<String>,
+    /// Not root: runsc's `--rootless`, without cgroups (it cannot make them).
+    pub rootless: bool,
+}
+
+/// How a sandbox is made beyond its bundle: what `runsc run` is told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunFlags<'a> {
+    /// `none`: loopback only; `host`: the host's network, through gVisor's own sockets.
+    pub network: &'a str,
+    /// A unix socket from the host is mounted: connecting to it is allowed (and only
+    /// connecting: the sandbox cannot create a socket the host sees).
+    pub host_sockets: bool,
+    /// Where the root file system's writes go: a file store in this directory (the shared
+    /// image stays read-only).
+    pub upper: &'a Path,
+}
+
+impl Runsc {
+    /// A command for `runsc <global flags> <args>`, with an environment from scratch.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(&self.binary);
+        command
+            .env_clear()
+            .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+            .current_dir("/")
+            .arg("--root")
+            .arg(&self.root);
+        if let Some(platform) = &self.platform {
+            command.arg("--platform").arg(platform);
+        }
+        if self.rootless {
+            command.args(["--rootless", "--ignore-cgroups"]);
+        }
+        command.args(args);
+        command
+    }
+
+    /// `runsc --version`'s first line (`runsc version 0.0~20240729.0`), as its version.
+    pub fn version(&self, limit: Duration) -> Result<String, String> {
+        let mut command = Command::new(&self.binary);
+        command.env_clear().current_dir("/").arg("--version");
+        let ran = run_bounded(command, limit)?;
+        if !ran.success() {
+            return Err(ran.why());
+        }
+        Ok(ran
+            .stdout
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .trim_start_matches("runsc version ")
+            .to_string())
+    }
+
+    /// Creates and starts sandbox `id` from the bundle in `bundle` (its `config.json`),
+    /// detached: runsc returns once the sandbox's first process runs.
+    pub fn run(&self, id: &str, bundle: &Path, flags: RunFlags<'_>) -> Result<(), String> {
+        let mut command = self.command(&[]);
+        // Global flags go before the subcommand.
+        command.arg(format!("--network={}", flags.network));
+        // The sentry opens no host file itself; the gofer does it for it. Besides narrowing
+        // what the sentry can reach, this keeps read-only mounts read-only: with direct
+        // file access, runsc 20240729 answers EROFS to open(O_TRUNC) on a read-only bind
+        // mount *after* truncating the host's file (found by the conformance kit's
+        // nested read-only mount: a lane's git directory would be emptied).
+        command.arg("--directfs=false");
+        command.arg(format!("--overlay2=root:dir={}", flags.upper.display()));
+        if flags.host_sockets {
+            command.arg("--host-uds=open");
+        }
+        command
+            .args(["run", "--detach", "--bundle"])
+            .arg(bundle)
+            .arg(id);
+        ok(run_bounded(command, CONTROL_LIMIT)?)
+    }
+
+    /// Sends SIGKILL to every process of sandbox `id` (its first one among them, which
+    /// ends the sandbox).
+    pub fn kill_all(&self, id: &str) -> Result<(), String> {
+        ok(run_bounded(
+            self.command(&["kill", "--all", id, "KILL"]),
+            CONTROL_LIMIT,
+        )?)
+    }
+
+    /// The status runsc keeps for sandbox `id` (`running`, `stopped`, …), with the
+    /// sandbox's host process; `None` when runsc knows no such sandbox.
+    pub fn state(&self, id: &str) -> Result<Option<State>, String> {
+        let ran = run_bounded(self.command(&["state", id]), CONTROL_LIMIT)?;
+        if !ran.success() {
+            if ran.stderr.contains("does not exist") || ran.stderr.contains("not exist") {
+                return Ok(None);
+            }
+            return Err(ran.why());
+        }
+        let value: serde_json::Value = serde_json::from_str(&ran.stdout)
+            .map_err(|e| format!("runsc state answered what is not JSON: {e}"))?;
+        Ok(Some(State {
+            status: value["status"].as_str().unwrap_or_default().to_string(),
+            pid: value["pid"].as_i64().unwrap_or(0) as i32,
+        }))
+    }
+
+    /// Kills sandbox `id` and waits until runsc reports it stopped and its host process
+    /// is gone, so that nothing in it runs — or writes through its gofer — any more.
+    pub fn stop(&self, id: &str) -> Result<(), String> {
+        let Some(before) = self.state(id)? else {
+            return Ok(());
+        };
+        if before.status != "stopped" {
+            // A sandbox whose processes all ended between the two calls answers an error;
+            // what counts is the state after.
+            let _ = self.kill_all(id);
+        }
+        let deadline = Instant::now() + CONTROL_LIMIT;
+        loop {
+            let now = self.state(id)?;
+            let stopped = now.as_ref().is_none_or(|s| s.status == "stopped");
+            let host_gone = before.pid <= 0 || !process_runs(before.pid);
+            if stopped && host_gone {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "sandbox {id} was killed but did not stop within {} s",
+                    CONTROL_LIMIT.as_secs()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Deletes sandbox `id` whatever its state (killing what runs); a sandbox runsc does
+    /// not know is already deleted.
+    pub fn delete(&self, id: &str) -> Result<(), String> {
+        let ran = run_bounded(self.command(&["delete", "--force", id]), CONTROL_LIMIT)?;
+        if ran.success() || ran.stderr.contains("does not exist") {
+            Ok(())
+        } else {
+            Err(ran.why())
+        }
+    }
+
+    /// Sets the sandbox's pids limit inside gVisor, where its processes are counted, and
+    /// takes the control group file system away again so that nothing in the sandbox can
+    /// raise the limit (gVisor lets root write its cgroup files even on a read-only
+    /// mount). Runs once, as root with the two capabilities it needs, before the first
+    /// process; needs `sh` and `umount` in the image.
+    ///
+    /// Why not the host's cgroup: the host counts gVisor's own threads there (a hundred
+    /// or so), not the sandbox's processes; a pids limit there starves gVisor, not the
+    /// agent.
+    pub fn set_pids_limit(&self, id: &str, pids: u32) -> Result<(), String> {
+        let script = format!(
+            "set -e; echo {pids} > /sys/fs/cgroup/pids/pids.max; \
+             for c in /sys/fs/cgroup/*; do umount \"$c\"; done; umount /sys/fs/cgroup"
+        );
+        let ran = run_bounded(
+            self.command(&[
+                "exec",
+                "--user",
+                "0:0",
+                "--cap",
+                "CAP_SYS_ADMIN,CAP_DAC_OVERRIDE",
+                id,
+                "sh",
+                "-c",
+                &script,
+            ]),
+            CONTROL_LIMIT,
+        )?;
+        ok(ran)
+    }
+}
+
+/// What `runsc state` says of a sandbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct State {
+    pub status: String,
+    /// The sandbox's host process (the sentry), 0 when not running.
+    pub pid: i32,
+}
+
+fn ok(ran: Ran) -> Result<(), String> {
+    if ran.success() {
+        Ok(())
+    } else {
+        Err(ran.why())
+    }
+}
+
+/// Whether host process `pid` exists (and is not a zombie).
+fn process_runs(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rfind(')')
+            .and_then(|i| stat[i + 1..].split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X"),
+        Err(_) => false,
+    }
+}
