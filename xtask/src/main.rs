@@ -525,6 +525,8 @@ fn test(root: &std::path::Path, cargo_args: &[String]) -> Result<(), String> {
     run(&mut Command::new(root.join("scripts/build-image.sh")))?;
     // The bubblewrap runtime (an out-of-tree plugin in examples/) runs on bwrap.
     run(&mut Command::new(root.join("scripts/install-bwrap.sh")))?;
+    // The gvisor runtime runs on runsc (pinned, from Debian's bookworm-backports).
+    run(&mut Command::new(root.join("scripts/install-runsc.sh")))?;
     // The board's tests drive a real headless Chromium over WebDriver.
     run(&mut Command::new(root.join("scripts/install-chromium.sh")))?;
     run(cargo(root).args(["build", "--workspace", "--all-targets"]))?;

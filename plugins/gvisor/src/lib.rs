@@ -14,10 +14,11 @@
 //! - each **process** is a `runsc exec --process <file>` child of the plugin, the file
 //!   giving exactly its argv, environment, working directory and user, with no
 //!   capabilities; its output streams through the exec's pipes;
-//! - **kill** kills every process of the sandbox (as the docker runtime does: an exec has
-//!   no handle of its own to signal), **stop** kills them and waits until runsc reports the
-//!   sandbox stopped and its host process gone, **teardown** deletes it in runsc and
-//!   removes the record;
+//! - **kill** and **stop** kill the sandbox's sentry — the host process through which
+//!   alone anything in it runs — and wait for its end (as the docker runtime kills the
+//!   container: an exec has no handle of its own to signal); **teardown** stops it, removes
+//!   the record, and leaves runsc to delete its own state in the background (a second or
+//!   more of polling that nothing waits for);
 //! - **limits**: memory and CPU on the host's control group of the sandbox; pids inside
 //!   gVisor, where its processes are counted (see [`runsc::Runsc::set_pids_limit`]);
 //! - **network**: `none` is gVisor's loopback alone; `open` is the host's network through
@@ -326,30 +327,32 @@ struct GvisorProcess {
     sandbox: String,
     /// The process file, removed once the process has ended.
     file: PathBuf,
+    /// Whether `kill` ended it: runsc exec then exits 128 (its sandbox is gone), which is
+    /// reported as the SIGKILL it was.
+    killed: std::sync::atomic::AtomicBool,
 }
 
 impl ProcessPlugin for GvisorProcess {
     fn wait(&self, sink: &mut Sink<'_>) -> Result<ExitStatus, PluginError> {
         let status = self.host.wait(sink);
         let _ = std::fs::remove_file(&self.file);
-        status
+        let killed = self.killed.load(std::sync::atomic::Ordering::SeqCst);
+        match status {
+            Ok(s) if killed && s.code == ROption::RSome(128) => Ok(ExitStatus::signalled(9)),
+            other => other,
+        }
     }
 
     fn kill(&self) -> Result<(), PluginError> {
-        let killed = self.runsc.kill_all(&self.sandbox);
+        self.killed.store(true, std::sync::atomic::Ordering::SeqCst);
+        let stopped = self.runsc.stop(&self.sandbox);
         self.host.kill()?;
-        // A sandbox already stopped has nothing left to kill.
-        match killed {
-            Ok(()) => Ok(()),
-            Err(_) if matches!(self.runsc.state(&self.sandbox), Ok(None)) => Ok(()),
-            Err(_) if matches!(self.runsc.state(&self.sandbox), Ok(Some(s)) if s.status == "stopped") => {
-                Ok(())
-            }
-            Err(why) => Err(PluginError::backend(format!(
+        stopped.map_err(|why| {
+            PluginError::backend(format!(
                 "could not kill the processes of sandbox {}: {why}",
                 self.sandbox
-            ))),
-        }
+            ))
+        })
     }
 }
 
@@ -496,6 +499,7 @@ impl RuntimePlugin for GvisorRuntime {
             runsc,
             sandbox: sandbox.to_string(),
             file,
+            killed: Default::default(),
         }))
     }
 
@@ -504,15 +508,17 @@ impl RuntimePlugin for GvisorRuntime {
     fn teardown(&self, sandbox: &str) -> Result<(), PluginError> {
         check_id(sandbox)?;
         let runsc = self.runsc()?;
-        let deleted = runsc.delete(sandbox);
+        let stopped = runsc.stop(sandbox);
         let Some(dir) = self.store.detach(sandbox)? else {
-            return deleted.map_err(|why| {
-                PluginError::backend(format!("could not delete sandbox {sandbox}: {why}"))
-            });
+            // Torn down before (or never made here): nothing of it is left to end.
+            return Ok(());
         };
         let ours = self.processes.take(sandbox);
         records::end_detached(&dir, ours)?;
-        deleted.map_err(|why| {
+        stopped.map_err(|why| {
+            PluginError::backend(format!("could not stop sandbox {sandbox}: {why}"))
+        })?;
+        runsc.delete_in_background(sandbox).map_err(|why| {
             PluginError::backend(format!(
                 "could not delete sandbox {sandbox} in runsc: {why}"
             ))
@@ -545,9 +551,9 @@ impl RuntimePlugin for GvisorRuntime {
         )
     }
 
-    /// Contract (API 1.5): nothing in the sandbox runs or writes once this returns. Every
-    /// process is killed and the sandbox waited for until runsc reports it stopped and its
-    /// host process (the sentry, through which alone anything reaches a mount) is gone.
+    /// Contract (API 1.5): nothing in the sandbox runs or writes once this returns: its
+    /// sentry (through which alone anything in it runs or reaches a mount) is killed and
+    /// its end waited for.
     fn stop(&self, sandbox: &str) -> Result<(), PluginError> {
         check_id(sandbox)?;
         self.runsc()?.stop(sandbox).map_err(|why| {
