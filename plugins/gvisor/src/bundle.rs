@@ -3,8 +3,10 @@
 //!
 //! What a sandbox is made of:
 //! - its root: the image's file system, unpacked once and shared by every sandbox of that
-//!   image, read-only (`root.readonly`); the writes of a sandbox go to a file store of its
-//!   own that runsc layers over it (see [`crate::runsc::RunFlags::upper`]);
+//!   image; the sandbox writes to it as to any root, but its writes go to a file store of
+//!   its own that runsc layers over it (see [`crate::runsc::RunFlags::upper`]), and the
+//!   shared directory is only ever read (a test writes everywhere inside and finds the
+//!   unpacked image unchanged);
 //! - `/proc`, `/dev`, `/sys` (read-only) of gVisor's own, and the control group file
 //!   system, which the set-up takes away again after setting the pids limit;
 //! - the spec's mounts, as bind mounts, read-only unless asked for writable; a mount inside
@@ -66,7 +68,9 @@ pub fn config(record: &Record, rootfs: &str, memory_bytes: u64, millicpus: u32) 
     json!({
         "ociVersion": "1.0.2",
         "process": process(record, &IDLE.map(String::from), &record.env, &record.workdir),
-        "root": {"path": rootfs, "readonly": true},
+        // Not read-only to the sandbox: runsc layers the sandbox's own file store over it
+        // (`--overlay2`), so the shared directory itself is only ever read.
+        "root": {"path": rootfs, "readonly": false},
         "hostname": "stet",
         "mounts": mounts,
         "annotations": {"dev.stet.sandbox": record.id},

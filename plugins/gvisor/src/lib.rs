@@ -76,6 +76,8 @@ pub const CAPABILITIES: &[&str] = &[
     capability::FIRST_PROCESS,
     OWN_KERNEL,
 ];
+/// A sandbox's PATH when its environment sets none, as container engines give one.
+const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 /// How long the probe's trial runs may take.
 const PROBE_LIMIT: Duration = Duration::from_secs(10);
 const INSTALL_REMEDY: &str =
@@ -261,7 +263,12 @@ impl GvisorRuntime {
             ROption::RSome(ids) => (ids.uid, ids.gid),
             ROption::RNone => current_ids(),
         };
-        let record = Record::from_spec("gv", spec, network, user);
+        let mut record = Record::from_spec("gv", spec, network, user);
+        if !record.env.iter().any(|(k, _)| k == "PATH") {
+            // As a container engine does for an image that sets none: programs are found
+            // where they are everywhere (the conformance kit counts PATH as the runtime's).
+            record.env.insert(0, ("PATH".into(), DEFAULT_PATH.into()));
+        }
         let dir = self.store.create(&record)?;
         let made = (|| {
             let io = |what: &str| {

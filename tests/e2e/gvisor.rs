@@ -1,0 +1,195 @@
+//! The gvisor runtime through the real `stet` binary: real runsc (gVisor), the lane image
+//! unpacked from the real Docker Engine's store, real git with bare remotes, and — for a
+//! drive — the real Claude Code CLI against a fake model on loopback. runsc comes from
+//! `scripts/install-runsc.sh`, which `cargo xtask test` runs. Every test here carries
+//! `gvisor` in its name: `cargo xtask test -- gvisor` runs them alone.
+
+use serde_json::json;
+use stet_e2e::fake_api::{FakeApi, Reply};
+use stet_e2e::{claude_binary, git, require_image, serial_drives, walled_claude_setup, World};
+
+/// The host's own kernel, as a process here sees it.
+fn host_kernel() -> String {
+    std::fs::read_to_string("/proc/version").unwrap()
+}
+
+fn require_runsc() {
+    let out = std::process::Command::new("runsc")
+        .arg("--version")
+        .output();
+    assert!(
+        out.is_ok_and(|o| o.status.success()),
+        "runsc is not installed: run scripts/install-runsc.sh (`cargo xtask test` does)"
+    );
+}
+
+fn world_with_docker_and_gvisor() -> World {
+    require_image();
+    require_runsc();
+    let world = World::new();
+    world.install("docker");
+    world.install("gvisor");
+    world.install("command");
+    world.clone_of_fresh_remote();
+    world
+}
+
+#[test]
+fn gvisor_passes_the_runtime_conformance_kit_through_stet() {
+    let world = world_with_docker_and_gvisor();
+    let out = world.run_stet(&["plugins", "conformance", "gvisor"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(!out.stdout.contains("FAIL"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("a read-only mount inside a writable one stays read-only"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn gvisor_runs_only_when_chosen_and_its_sandboxes_answer_with_a_kernel_not_the_hosts() {
+    let world = world_with_docker_and_gvisor();
+    let kernel = ["sh", "-c", "cat /proc/version"];
+    // Both are available; docker ranks higher, so an unchosen run shares the host's kernel.
+    let probe = world.run_stet(&["plugins", "probe"]);
+    assert!(
+        probe.stdout.contains("gvisor") && probe.stdout.contains("runsc 0.0~2024"),
+        "{}",
+        probe.stdout
+    );
+    assert!(
+        probe.stdout.contains("runtime: docker"),
+        "docker is chosen by default:\n{}",
+        probe.stdout
+    );
+    let default = world.run_stet(&[&["run", "--"][..], &kernel].concat());
+    assert_eq!(default.code, 0, "{}", default.stderr);
+    assert_eq!(
+        default.stdout,
+        host_kernel(),
+        "a container shares the host's kernel"
+    );
+    // Chosen on the command line: gVisor's kernel answers.
+    let chosen = world.run_stet(&[&["run", "--runtime", "gvisor", "--"][..], &kernel].concat());
+    assert_eq!(chosen.code, 0, "{}", chosen.stderr);
+    assert_ne!(chosen.stdout, host_kernel());
+    assert!(
+        chosen.stdout.starts_with("Linux version"),
+        "{}",
+        chosen.stdout
+    );
+    let dmesg = world.run_stet(&["run", "--runtime", "gvisor", "--", "dmesg"]);
+    assert!(dmesg.stdout.contains("Starting gVisor"), "{}", dmesg.stdout);
+    // Chosen in stet.toml: the same.
+    std::fs::write(
+        world.work.join("stet.toml"),
+        "[runtime]\nprefer = [\"gvisor\"]\n",
+    )
+    .unwrap();
+    assert_eq!(world.trust_in(&world.work).code, 0);
+    let preferred = world.run_stet(&[&["run", "--"][..], &kernel].concat());
+    assert_eq!(preferred.code, 0, "{}", preferred.stderr);
+    assert_eq!(preferred.stdout, chosen.stdout);
+    // What a run writes in the lane belongs to the person; what it writes elsewhere is gone.
+    let wrote = world.run_stet(&[
+        "run",
+        "--",
+        "sh",
+        "-c",
+        "echo made > made.txt; echo gone > /tmp/gone; echo root > /etc/x 2>/dev/null; true",
+    ]);
+    assert_eq!(wrote.code, 0, "{}", wrote.stderr);
+    assert_eq!(
+        std::fs::read_to_string(world.work.join("made.txt")).unwrap(),
+        "made\n"
+    );
+    let again = world.run_stet(&["run", "--", "sh", "-c", "cat /tmp/gone /etc/x 2>&1; true"]);
+    assert!(again.stdout.contains("No such file"), "{}", again.stdout);
+    // The image was unpacked once, under its id, and the sandboxes' writes never reached it.
+    let cache = world.root.path().join("home/.cache/stet/gvisor");
+    let unpacked: Vec<_> = std::fs::read_dir(&cache)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("rootfs/usr").is_dir())
+        .collect();
+    assert_eq!(unpacked.len(), 1, "{unpacked:?}");
+    let rootfs = unpacked[0].join("rootfs");
+    assert!(!rootfs.join("etc/x").exists() && !rootfs.join("tmp/gone").exists());
+    assert!(rootfs.join("etc/passwd").is_file());
+}
+
+/// A fake model that runs the wall proof's canary when asked, implements with a shell
+/// command, and lands every review.
+fn model() -> FakeApi {
+    FakeApi::start(move |request| {
+        let body = request.body.to_string();
+        if body.contains("This is a wall check") {
+            return if request.tool_results().is_empty() {
+                Reply::ToolUse {
+                    name: "Bash".into(),
+                    input: json!({"command": "stet-wall-canary", "description": "as asked"}),
+                }
+            } else {
+                Reply::Text("it was refused".into())
+            };
+        }
+        if body.contains("You are reviewing") {
+            return Reply::Text("LAND\nIt does what was asked.".into());
+        }
+        if !request.tool_results().is_empty() {
+            return Reply::Text("implemented".into());
+        }
+        Reply::ToolUse {
+            name: "Bash".into(),
+            input: json!({"command": "printf 'fixed\\n' > FIXED.txt", "description": "fix"}),
+        }
+    })
+}
+
+#[test]
+fn a_drive_on_gvisor_with_the_real_claude_code_lands_its_items_behind_proven_walls() {
+    let _serial = serial_drives();
+    require_runsc();
+    let api = model();
+    let world = World::new();
+    let config = walled_claude_setup(
+        &world,
+        &claude_binary().display().to_string(),
+        &api.url,
+        "\n[drive]\ncheck = \"test -s FIXED.txt\"\n\n[runtime]\nprefer = [\"gvisor\"]\n",
+    );
+    world.install("gvisor");
+    world.clone_of_fresh_remote();
+    std::fs::write(world.work.join("stet.toml"), config).unwrap();
+    world.trust_in(&world.work);
+    git(&world.work, &["add", "stet.toml"]);
+    git(&world.work, &["commit", "--quiet", "-m", "configure stet"]);
+    for text in [
+        "Add a FIXED.txt file",
+        "Also add FIXED.txt",
+        "And once more",
+    ] {
+        assert_eq!(world.add_pushed(text).code, 0);
+    }
+    let out = world.run_stet(&["drive", "--yes"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("runtime:  gvisor"),
+        "the consent names the runtime:\n{}",
+        out.stderr
+    );
+    let remote = world.root.path().join("remote.git");
+    let branches = git(&remote, &["branch", "--list", "stet/*"]);
+    assert_eq!(branches.lines().count(), 3, "{branches}\n{}", out.stderr);
+    for branch in branches.lines() {
+        let file = git(&remote, &["show", &format!("{}:FIXED.txt", branch.trim())]);
+        assert_eq!(file, "fixed\n");
+    }
+    let receipts = stet_e2e::receipts_oldest_first(&world.run_stet(&["receipts", "--json"]));
+    assert!(
+        receipts.iter().all(|r| r["runtime"]["name"] == "gvisor"),
+        "{receipts:#?}"
+    );
+}
