@@ -289,7 +289,8 @@ implement)
         # interfaces and the routes out.
         for v in HTTP_PROXY HTTPS_PROXY ALL_PROXY http_proxy https_proxy all_proxy; do unset "$v"; done
         report "direct unlisted: $(bash -c "exec 3<>/dev/tcp/127.0.0.1/$unlisted && echo connected" 2>&1 | tail -n 1)"
-        report "interfaces: $(ls /sys/class/net | tr '\n' ' ')"
+        # sysfs where the kernel has one (a kernel in user space may not), else /proc/net/dev.
+        report "interfaces: $({ ls /sys/class/net 2>/dev/null | grep . || sed -n 's/^ *\([^:| ]*\):.*/\1/p' /proc/net/dev; } | tr '\n' ' ')"
         report "routes out: $(tail -n +2 /proc/net/route | wc -l) $(grep -v ' lo$' /proc/net/ipv6_route 2>/dev/null | wc -l)"
         report "git direct: $(timeout 10 git ls-remote "http://127.0.0.1:$unlisted/x.git" 2>&1 | head -n 1)"
         ;;

@@ -45,11 +45,21 @@ impl Attack {
     }
 
     fn new(extra: &str) -> Attack {
+        Attack::on("docker", extra)
+    }
+
+    /// As [`Attack::new`], on `runtime` (chosen in the config when it is not docker).
+    fn on(runtime: &str, extra: &str) -> Attack {
         let agent = hostile_agent().display().to_string();
         require_image();
         let world = World::new();
-        world.install("docker");
+        world.install(runtime);
         world.install("command");
+        let chosen = if runtime == "docker" {
+            String::new()
+        } else {
+            format!("[runtime]\nprefer = [\"{runtime}\"]\n\n")
+        };
         world.clone_of_fresh_remote();
         let marks = world.root.path().join("marks");
         let secret_dir = world.root.path().join("host-private");
@@ -62,7 +72,7 @@ impl Attack {
         std::fs::write(
             &config,
             format!(
-                "[harness]\nprefer = [\"command\"]\nprofiles = \"{}\"\n\n\
+                "{chosen}[harness]\nprefer = [\"command\"]\nprofiles = \"{}\"\n\n\
                  [plugins.command]\nimplement = [\"{agent}\"]\n\n{extra}",
                 world.root.path().join("profiles").display()
             ),
@@ -318,9 +328,21 @@ fn running_on_host(pattern: &str) -> String {
 
 #[test]
 fn a_process_an_agent_leaves_writing_to_the_lane_writes_nothing_after_its_call() {
+    leaves_a_writer("docker");
+}
+
+#[test]
+fn a_process_an_agent_leaves_writing_to_the_lane_writes_nothing_after_its_call_on_gvisor() {
+    leaves_a_writer("gvisor");
+}
+
+fn leaves_a_writer(runtime: &str) {
     // The check shows the lane's file as it finds it, and again a second later; the
     // writer left behind would have added fifty lines by then.
-    let a = Attack::new("[drive]\ncheck = \"cat linger.txt; sleep 1; echo ---; cat linger.txt\"\n");
+    let a = Attack::on(
+        runtime,
+        "[drive]\ncheck = \"cat linger.txt; sleep 1; echo ---; cat linger.txt\"\n",
+    );
     a.queue(&[a.item("Linger", "attack: linger")]);
     let out = a.drive(&[]);
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -346,13 +368,29 @@ fn a_process_an_agent_leaves_writing_to_the_lane_writes_nothing_after_its_call()
 
 #[test]
 fn a_fork_bomb_is_bounded_by_the_process_limit_and_the_receipt_says_so() {
-    let a = Attack::new("[sandbox]\npids = 64\n");
+    forks("docker");
+}
+
+#[test]
+fn a_fork_bomb_on_gvisor_is_bounded_by_the_process_limit_and_the_receipt_names_the_limit() {
+    forks("gvisor");
+}
+
+fn forks(runtime: &str) {
+    let a = Attack::on(runtime, "[sandbox]\npids = 64\n");
     let out = a.ask(&a.item("Fork", "attack: fork"));
     assert_eq!(out.code, 0, "{}", out.stderr);
     let report = std::fs::read_to_string(a.world.work.join("report.txt")).unwrap();
     assert!(report.contains("forked until refused"), "{report}");
     let receipt = &a.receipts()[0];
-    assert_eq!(receipt["limit_reached"], "pids", "{receipt:#}");
+    if runtime == "gvisor" {
+        // gVisor's pids controller keeps no count of the forks it refused (no pids.events),
+        // and the host's control group counts gVisor's own threads: nothing can say how
+        // often the limit was met, so the receipt does not claim it (README: the walls).
+        assert!(receipt["limit_reached"].is_null(), "{receipt:#}");
+    } else {
+        assert_eq!(receipt["limit_reached"], "pids", "{receipt:#}");
+    }
     assert!(receipt["limits"].as_str().unwrap().contains("64 processes"));
 }
 
@@ -563,7 +601,16 @@ fn what_one_round_leaves_uncommitted_the_next_round_never_sees() {
 
 #[test]
 fn a_kill_by_the_memory_limit_is_its_own_outcome() {
-    let a = Attack::new("[sandbox]\nmemory = \"128MiB\"\n");
+    hogs_memory("docker");
+}
+
+#[test]
+fn a_kill_by_the_memory_limit_on_gvisor_is_its_own_outcome() {
+    hogs_memory("gvisor");
+}
+
+fn hogs_memory(runtime: &str) {
+    let a = Attack::on(runtime, "[sandbox]\nmemory = \"128MiB\"\n");
     let out = a.ask(&a.item("Hog memory", "attack: memory"));
     assert_ne!(out.code, 0);
     let json = out.json();
@@ -697,11 +744,20 @@ fn base64_decode(text: &str) -> Vec<u8> {
 /// the API never sees it. The real values are nowhere stet wrote, nor on the remote.
 #[test]
 fn a_declared_login_copied_into_the_lane_lands_as_a_dead_stand_in() {
+    steals_the_login("docker");
+}
+
+#[test]
+fn a_declared_login_copied_into_the_lane_on_gvisor_lands_as_a_dead_stand_in() {
+    steals_the_login("gvisor");
+}
+
+fn steals_the_login(runtime: &str) {
     use stet_e2e::{DUMMY_CODEX_ACCESS_TOKEN, DUMMY_CODEX_ID_TOKEN, DUMMY_CODEX_REFRESH_TOKEN};
     let (port, seen) = stet_e2e::http::recording_service(|auth| {
         auth == format!("Bearer {DUMMY_CODEX_ACCESS_TOKEN}")
     });
-    let a = Attack::new(&format!(
+    let a = Attack::on(runtime, &format!(
         "credential_files = [\n\
          {{ path = \".codex/auth.json\", pointers = [\"/tokens/access_token\"], \
             host = \"127.0.0.1:{port}/backend-api/codex\", base_url = \"LOGIN_BASE_URL\" }},\n\
@@ -976,7 +1032,18 @@ fn a_gateway_refuses_climbing_paths_and_foreign_stand_ins_before_the_api_sees_th
 
 #[test]
 fn review_cannot_change_the_lane_and_the_mount_is_what_stops_it() {
-    let a = Attack::new("");
+    review_writes("docker");
+}
+
+/// gVisor's read-only bind mounts: runsc's direct file access truncated a read-only
+/// file before refusing the write; the sandboxes run without it.
+#[test]
+fn review_cannot_change_the_lane_on_gvisor_and_the_mount_is_what_stops_it() {
+    review_writes("gvisor");
+}
+
+fn review_writes(runtime: &str) {
+    let a = Attack::on(runtime, "");
     a.queue(&[a.item("Review writes", "review: write")]);
     let out = a.drive(&[]);
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -1174,9 +1241,21 @@ fn a_secret_in_a_lanes_change_is_never_pushed_unless_the_person_expects_it_there
 
 #[test]
 fn the_network_wall_holds_against_every_way_out_the_agent_tries() {
+    tries_every_way_out("docker");
+}
+
+#[test]
+fn the_network_wall_holds_on_gvisor_against_every_way_out_the_agent_tries() {
+    tries_every_way_out("gvisor");
+}
+
+fn tries_every_way_out(runtime: &str) {
     let listed = Counting::start("listed-service\n");
     let unlisted = Counting::start("LEAK\n");
-    let attack = Attack::new(&format!("allow_hosts = [\"127.0.0.1:{}\"]\n", listed.port));
+    let attack = Attack::on(
+        runtime,
+        &format!("allow_hosts = [\"127.0.0.1:{}\"]\n", listed.port),
+    );
     // (`network` and `allow_hosts` land in the [plugins.command] table Attack writes.)
     attack.queue(&[attack.item(
         "Get out",

@@ -325,6 +325,20 @@ impl GvisorRuntime {
     }
 }
 
+/// How many processes of sandbox `id` the host's OOM killer took: the `oom_kill` count of
+/// its memory control group (v1's `memory.oom_control`, v2's `memory.events`), which runsc
+/// made at [`bundle::cgroup_path`]; 0 where there is none to read.
+fn oom_kills(id: &str) -> u64 {
+    let path = bundle::cgroup_path(id);
+    let read = |file: String| std::fs::read_to_string(file).ok();
+    let text = read(format!("/sys/fs/cgroup/memory{path}/memory.oom_control"))
+        .or_else(|| read(format!("/sys/fs/cgroup{path}/memory.events")))
+        .unwrap_or_default();
+    text.lines()
+        .find_map(|l| l.strip_prefix("oom_kill ")?.trim().parse().ok())
+        .unwrap_or(0)
+}
+
 /// A process started with `runsc exec`: the host side streams and reaps it; a kill ends
 /// every process of the sandbox, since the exec's own process is the runsc client, not the
 /// program inside.
@@ -345,7 +359,15 @@ impl ProcessPlugin for GvisorProcess {
         let _ = std::fs::remove_file(&self.file);
         let killed = self.killed.load(std::sync::atomic::Ordering::SeqCst);
         match status {
+            // runsc exec answers 128 when the sandbox itself went away under it.
             Ok(s) if killed && s.code == ROption::RSome(128) => Ok(ExitStatus::signalled(9)),
+            Ok(s) if s.code == ROption::RSome(128) && oom_kills(&self.sandbox) > 0 => {
+                // The host's OOM killer ended the sentry at the memory limit: the sandbox
+                // is one process to it.
+                let mut status = ExitStatus::signalled(9);
+                status.out_of_memory = true;
+                Ok(status)
+            }
             other => other,
         }
     }
