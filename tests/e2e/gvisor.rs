@@ -193,3 +193,69 @@ fn a_drive_on_gvisor_with_the_real_claude_code_lands_its_items_behind_proven_wal
         "{receipts:#?}"
     );
 }
+
+/// The ids of the gvisor sandboxes in `world` whose owner label names process `pid`.
+fn gvisor_sandboxes_owned_by(world: &World, pid: u32) -> Vec<String> {
+    let records = world.root.path().join("home/.local/state/stet/gvisor");
+    let Ok(entries) = std::fs::read_dir(records) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let text = std::fs::read_to_string(e.path().join("sandbox.json")).ok()?;
+            let record: serde_json::Value = serde_json::from_str(&text).ok()?;
+            let owned = record["labels"].as_array()?.iter().any(|l| {
+                l[0] == "stet.owner"
+                    && l[1]
+                        .as_str()
+                        .is_some_and(|v| v.starts_with(&format!("{pid}:")))
+            });
+            owned.then(|| record["id"].as_str().unwrap_or_default().to_string())
+        })
+        .collect()
+}
+
+/// Whether gVisor's sentry of sandbox `id` runs on the host.
+fn sentry_runs(id: &str) -> bool {
+    let out = std::process::Command::new("pgrep")
+        .args(["-f", &format!("boot .*{id}$")])
+        .output()
+        .unwrap();
+    !out.stdout.is_empty()
+}
+
+#[test]
+fn a_gvisor_sandbox_a_killed_stet_left_behind_is_reaped_by_stet_gc() {
+    let world = world_with_docker_and_gvisor();
+    let mut orphan_maker = world
+        .stet(&["run", "--runtime", "gvisor", "--", "sleep", "120"])
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let id = loop {
+        if let Some(id) = gvisor_sandboxes_owned_by(&world, orphan_maker.id()).pop() {
+            break id;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "no sandbox appeared"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    while !sentry_runs(&id) {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "no sentry for {id}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    orphan_maker.kill().unwrap();
+    orphan_maker.wait().unwrap();
+    assert!(sentry_runs(&id), "a killed stet leaves its sandbox running");
+    let out = world.run_stet(&["gc"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("removed 1 sandbox"), "{}", out.stdout);
+    assert!(gvisor_sandboxes_owned_by(&world, orphan_maker.id()).is_empty());
+    assert!(!sentry_runs(&id), "the sandbox's sentry still runs");
+}
