@@ -153,7 +153,11 @@ impl RuntimePlugin for ExampleRuntime {
             .with_capability("kill")
             .with_capability("network-open")
             .with_capability(stet_plugin_api::capability::FIRST_PROCESS)
-            .with_fact("isolation", "none: processes run on the host as you")
+            // For people, shown with the runtime wherever one is chosen (never matched on).
+            .with_fact(
+                stet_plugin_api::fact::ISOLATION,
+                "none: processes run on the host as you",
+            )
             .with_fact("state-dir", self.store.root().display().to_string())
             .with_fact("images", HOST_IMAGE);
         // For an available backend, `reason` is an optional note shown with it.
