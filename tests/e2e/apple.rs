@@ -70,6 +70,27 @@ fn with_both_runtimes_the_native_one_is_selected_and_passes_the_kit_through_the_
     );
     let runtime = &json["selection"]["runtime"];
     assert_eq!(runtime["chosen"], "apple-container", "{runtime:#}");
+    // With the platform check skipped the CLI may be a stand-in: no kernel of its own is
+    // claimed, and its isolation says why.
+    assert!(
+        !apple["probe"]["capabilities"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c == "own-kernel"),
+        "{apple:#}"
+    );
+
+    // `stet doctor` names the runtime passed over, with its isolation, and how to choose it.
+    let doctor = world.run_stet(&["doctor"]);
+    assert!(
+        doctor.stdout.contains(
+            "also available here: docker (isolation: container: namespaces and cgroups on \
+             the host's kernel) — choose it with --runtime docker or [runtime] prefer = [\"docker\"]"
+        ),
+        "{}",
+        doctor.stdout
+    );
 
     let kit = world.run_stet(&["plugins", "conformance", "apple-container"]);
     assert_eq!(kit.code, 0, "{}\n{}", kit.stdout, kit.stderr);
