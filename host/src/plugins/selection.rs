@@ -66,12 +66,12 @@ impl Alternative {
         }
     }
 
-    /// Its name and isolation, as a person reads them: `bwrap (isolation: namespaces on
-    /// the host's kernel)`.
+    /// Its name and isolation, as a person reads them: `NAME (isolation: a virtual
+    /// machine per sandbox)`.
     pub fn said(&self) -> String {
         match &self.isolation {
             Some(isolation) => format!("{} (isolation: {isolation})", self.name),
-            None => format!("{} (its probe does not say its isolation)", self.name),
+            None => format!("{} (isolation: not stated by its probe)", self.name),
         }
     }
 }
@@ -492,7 +492,7 @@ mod tests {
             s.alternatives_line().as_deref(),
             Some(
                 "also available here: vm (isolation: a virtual machine per sandbox), \
-                 quiet (its probe does not say its isolation) — \
+                 quiet (isolation: not stated by its probe) — \
                  choose one with --runtime NAME or [runtime] prefer = [\"NAME\"]"
             )
         );
