@@ -236,6 +236,15 @@ pub fn runtime(runtime: &Result<OpenRuntime, crate::error::Error>) -> Check {
     }
 }
 
+/// The other runtimes available here, each with its isolation as its probe states it, and
+/// how to choose one: never a failure (the selected one is usable), only what a person may
+/// prefer. `None` when there is no other, or none was probed (an explicit `--runtime`
+/// probes that one alone).
+pub fn other_runtimes(runtime: &Result<OpenRuntime, crate::error::Error>) -> Option<Check> {
+    let line = runtime.as_ref().ok()?.selection.alternatives_line()?;
+    Some(Check::ok("runtimes", line))
+}
+
 /// The program the harness would start for an item, as its launch names it (`None` when
 /// the harness cannot say: its profile or launch is what the other checks report).
 pub fn agent_program(harness: &OpenHarness) -> Option<String> {

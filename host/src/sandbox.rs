@@ -49,9 +49,17 @@ pub struct OpenRuntime {
     pub capabilities: Vec<String>,
     /// What its probe said of its backend: the version, then its facts (`key value`).
     pub backend: String,
+    /// Its isolation class in its probe's words, when it states one (shown, never
+    /// matched on).
+    pub isolation: Option<String>,
 }
 
 impl OpenRuntime {
+    /// Whether its probe offers `capability` (a [`stet_plugin_api::capability`] word).
+    pub fn offers(&self, capability: &str) -> bool {
+        self.capabilities.iter().any(|c| c == capability)
+    }
+
     /// The limits this runtime does not enforce, by its probe, in a line; `None` when it
     /// enforces them all.
     pub fn unenforced_limits(&self) -> Option<String> {
@@ -120,7 +128,17 @@ pub fn open_probed(
                 }
             })
             .unwrap_or_default(),
+        isolation: probed.available().and_then(|p| p.isolation()),
     })
+}
+
+/// A runtime's isolation class as a person reads it (`isolation` from its probe, when it
+/// states one): the consent, the CLI's and the board's alike, says it this way.
+pub fn isolation_said(isolation: Option<&str>) -> String {
+    match isolation {
+        Some(said) => format!("{said} (the runtime's own words)"),
+        None => "not stated by the runtime's probe".to_string(),
+    }
 }
 
 pub use crate::error::plugin_error;

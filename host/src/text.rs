@@ -52,6 +52,22 @@ pub fn inert_bytes(pending: &mut Vec<u8>, bytes: &[u8]) -> String {
     inert(&text).into_owned()
 }
 
+/// What another party said, as one short line: its first line, trimmed, cut to at most
+/// `max_chars` characters (an ellipsis says where). For words a plugin or a sandbox chose
+/// that stet puts in a line of its own (a wall's detail, a probe's fact): a line break in
+/// them would start a line stet did not write, and a page of them would bury the line they
+/// stand in. (Control characters are kept: the printer makes every line inert, and JSON
+/// keeps text exact.)
+pub fn one_short_line(text: &str, max_chars: usize) -> String {
+    let line = text.trim().lines().next().unwrap_or("").trim().to_string();
+    if line.chars().count() <= max_chars {
+        return line;
+    }
+    let mut cut: String = line.chars().take(max_chars.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
 /// What a caught panic said, for an error that names it.
 pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
@@ -73,6 +89,17 @@ mod tests {
         assert_eq!(inert("\x1b]0;pwned\x07title"), "\\x1b]0;pwned\\x07title");
         assert_eq!(inert("a\rb\x7f\u{9b}c"), "a\\x0db\\x7f\\x9bc");
         assert_eq!(inert("evil\u{202e}txt"), "evil\\u{202e}txt");
+    }
+
+    #[test]
+    fn another_partys_words_become_one_short_line() {
+        assert_eq!(
+            one_short_line("  Linux version 6.1 \n", 40),
+            "Linux version 6.1"
+        );
+        assert_eq!(one_short_line("first\nsecond", 40), "first");
+        assert_eq!(one_short_line("abcdef", 4), "abc…");
+        assert_eq!(one_short_line("", 4), "");
     }
 
     #[test]

@@ -153,6 +153,33 @@ pub mod capability {
     /// Runs a process as a sandbox's first process
     /// ([`SandboxOption::FirstProcess`](crate::SandboxOption::FirstProcess)). New in 1.3.
     pub const FIRST_PROCESS: &str = "first-process";
+    /// Its sandboxes meet a kernel other than the host's: a kernel in user space (such as
+    /// gVisor's) or a virtual machine's. A process inside that finds a hole in the kernel
+    /// it talks to finds it in that kernel, not in the one the host's other processes and
+    /// the person's files rely on.
+    ///
+    /// Offer it only when every sandbox of the runtime is made that way, whatever its
+    /// settings. The host does not take it on trust: a runtime that offers it gets the
+    /// `own-kernel` wall, proven live before every drive by asking a sandbox which kernel
+    /// answers it (`/proc/version`, `uname`) and comparing with the host's own; the wall
+    /// is not held when the host's kernel answers. It says nothing of that kernel's own
+    /// flaws, nor of the runtime's helper processes, which still run on the host's
+    /// kernel. An addition to the SDK, not to the ABI: a host that does not know the word
+    /// proves no such wall.
+    pub const OWN_KERNEL: &str = "own-kernel";
+}
+
+/// The keys of [`ProbeReport::facts`] the host looks for by name, to show a fact where a
+/// person needs it; it never matches on their values. Every fact, these included, is also
+/// shown as it is with the probe (`stet plugins probe`).
+pub mod fact {
+    /// The runtime's isolation class, in words for people (`container: namespaces and
+    /// cgroups on the host's kernel`, `a virtual machine per sandbox`): the host shows it
+    /// where a person chooses a runtime or consents to a drive, and never matches on it —
+    /// what it acts on are [`capability`](crate::capability) words and the walls it
+    /// proves. One short line; say what the sandbox meets (whose kernel, which
+    /// boundary), not how good it is. An addition to the SDK, not to the ABI.
+    pub const ISOLATION: &str = "isolation";
 }
 
 /// What a plugin can need of the host, named in its root module's `requires`

@@ -85,7 +85,9 @@ pub struct ProbeReport {
     pub reason: RString,
     /// What the person can do to make it available; empty when available.
     pub remedy: RString,
-    /// Further facts for `stet plugins probe` (engine API version, OS/arch, login state).
+    /// Further facts for `stet plugins probe` (engine API version, OS/arch, login state),
+    /// and for a runtime its isolation class, which the host also shows where a runtime
+    /// is chosen ([`fact::ISOLATION`](crate::fact::ISOLATION)).
     pub facts: RVec<Fact>,
 }
 

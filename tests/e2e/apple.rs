@@ -70,6 +70,27 @@ fn with_both_runtimes_the_native_one_is_selected_and_passes_the_kit_through_the_
     );
     let runtime = &json["selection"]["runtime"];
     assert_eq!(runtime["chosen"], "apple-container", "{runtime:#}");
+    // With the platform check skipped the CLI may be a stand-in: no kernel of its own is
+    // claimed, and its isolation says why.
+    assert!(
+        !apple["probe"]["capabilities"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c == "own-kernel"),
+        "{apple:#}"
+    );
+
+    // `stet doctor` names the runtime passed over, with its isolation, and how to choose it.
+    let doctor = world.run_stet(&["doctor"]);
+    assert!(
+        doctor.stdout.contains(
+            "also available here: docker (isolation: container: namespaces and cgroups on \
+             the host's kernel) — choose it with --runtime docker or [runtime] prefer = [\"docker\"]"
+        ),
+        "{}",
+        doctor.stdout
+    );
 
     let kit = world.run_stet(&["plugins", "conformance", "apple-container"]);
     assert_eq!(kit.code, 0, "{}\n{}", kit.stdout, kit.stderr);
@@ -77,6 +98,45 @@ fn with_both_runtimes_the_native_one_is_selected_and_passes_the_kit_through_the_
     let run = world.run_stet(&["run", "--", "sh", "-c", "echo hi; exit 3"]);
     assert_eq!(run.code, 3, "{}", run.stderr);
     assert_eq!(run.stdout, "hi\n");
+}
+
+#[test]
+fn init_names_the_runtime_passed_over_with_its_isolation_and_how_to_choose_it() {
+    require_image();
+    let world = World::new();
+    world.install("docker");
+    world.install("apple-container");
+    let binary = stand_in(&world, "shape = \"1.x\"\n");
+    let _cleanup = Cleanup(world.root.path().to_path_buf());
+    // The stand-in's table in the person's own configuration: the repository has no
+    // stet.toml yet, init writes it.
+    let config = world.root.path().join("home/.config/stet");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("config.toml"),
+        format!(
+            "[plugins.apple-container]\nbinary = \"{}\"\nskip_platform_check = true\n",
+            binary.display()
+        ),
+    )
+    .unwrap();
+    stet_e2e::git(&world.work, &["init", "--quiet"]);
+
+    let init = world.run_stet(&["init"]);
+    assert_eq!(init.code, 0, "{}\n{}", init.stdout, init.stderr);
+    assert!(
+        init.stdout.contains("  runtime: apple-container "),
+        "{}",
+        init.stdout
+    );
+    assert!(
+        init.stdout.contains(
+            "\n    also available here: docker (isolation: container: namespaces and cgroups \
+             on the host's kernel) — choose it with --runtime docker or [runtime] prefer = [\"docker\"]\n"
+        ),
+        "{}",
+        init.stdout
+    );
 }
 
 #[test]

@@ -226,6 +226,9 @@ fn a_drive_started_from_the_page_asks_consent_there_lands_and_one_stopped_from_t
         "1 item of 2 eligible",
         "Runtime",
         "runtime:  docker — ",
+        // The runtime's isolation class, in its probe's words, on both.
+        "Isolation",
+        "isolation: container: namespaces and cgroups on the host's kernel",
         "Harness",
         "harness:  command — ",
         "Limits",

@@ -202,6 +202,16 @@ fn every_wall_holds_with_the_example_agent() {
     assert_eq!(json["harness"], "command");
     assert_eq!(json["runtime"], "docker");
     assert_eq!(json["network"], "none");
+    // A container shares the host's kernel: its runtime claims no kernel of its own, and
+    // the proof shows no `own-kernel` wall it could not hold.
+    assert!(
+        json["walls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|w| w["wall"] != "own-kernel"),
+        "{json:#}"
+    );
     let profile = c.profiles().join(".command");
     assert_eq!(json["profile"], profile.display().to_string());
     assert!(

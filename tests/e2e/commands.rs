@@ -79,7 +79,7 @@ const FILTERS: &[(&str, &str)] = &[
     ),
     // The engine: its version and API, and the machine's architecture.
     (
-        r"Docker Engine [0-9][^,\n)\x22]*",
+        r"Docker Engine [0-9][0-9A-Za-z.+~-]*",
         "Docker Engine [VERSION]",
     ),
     (r"api-version:? [0-9.]+", "api-version [VERSION]"),

@@ -192,6 +192,28 @@ fn a_drive_on_gvisor_with_the_real_claude_code_lands_its_items_behind_proven_wal
         receipts.iter().all(|r| r["runtime"]["name"] == "gvisor"),
         "{receipts:#?}"
     );
+    // The walls were proven on gVisor before the first move, the kernel among them.
+    let record: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(world.work.join(".git/stet/walls/gvisor+claude.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(record["held"], true, "{record:#}");
+    let own_kernel = record["walls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["wall"] == "own-kernel")
+        .unwrap_or_else(|| panic!("no own-kernel wall: {record:#}"));
+    assert_eq!(own_kernel["held"], true, "{own_kernel:#}");
+    assert!(
+        own_kernel["detail"].as_str().unwrap().contains("4.4.0"),
+        "gVisor's kernel answered: {own_kernel:#}"
+    );
+    assert!(
+        out.stderr.contains("user space"),
+        "the consent names the isolation:\n{}",
+        out.stderr
+    );
 }
 
 /// The ids of the gvisor sandboxes in `world` whose owner label names process `pid`.

@@ -231,6 +231,52 @@ fn the_template_builds_out_of_tree_installs_and_loads_and_the_kit_names_what_it_
         lane_only["detail"],
         "a file outside every mount is visible inside the sandbox"
     );
+    // No kernel of its own claimed, no `own-kernel` wall.
+    let named = |json: &serde_json::Value, name: &str| -> Option<serde_json::Value> {
+        json["walls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| w["wall"] == name)
+            .cloned()
+    };
+    assert_eq!(named(&json, "own-kernel"), None, "{json:#}");
+
+    // A runtime that claims a kernel of its own gets the wall, proven live: this one
+    // claims it falsely on purpose (its processes are the host kernel's), and the host
+    // finds its own kernel answering inside.
+    world.repo_config(&format!(
+        "[plugins.example]\nno_isolation = true\nclaim_own_kernel_falsely = true\n\n\
+         [sandbox]\nimage = \"host\"\n\n[plugins.command]\nimplement = [\"{}\"]\n",
+        repo_root().join("examples/agent/agent.sh").display()
+    ));
+    let walls = world.run_stet_installed(&[
+        "walls",
+        "--runtime",
+        "example",
+        "--harness",
+        "command",
+        "--json",
+    ]);
+    assert_eq!(walls.code, 3, "{}\n{}", walls.stdout, walls.stderr);
+    let json = walls.json();
+    let own_kernel = named(&json, "own-kernel")
+        .unwrap_or_else(|| panic!("a runtime claiming its own kernel has the wall: {json:#}"));
+    assert_eq!(own_kernel["held"], false, "{own_kernel:#}");
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let detail = own_kernel["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with("the host's own kernel answered inside: Linux ")
+            && detail.contains(release.trim()),
+        "{own_kernel:#}"
+    );
+    assert!(
+        own_kernel["remedy"]
+            .as_str()
+            .unwrap()
+            .contains("do not count on that isolation"),
+        "{own_kernel:#}"
+    );
 }
 
 #[test]

@@ -224,6 +224,12 @@ impl RuntimePlugin for BubblewrapRuntime {
             )
             .collect();
         let mut report = ProbeReport::available(version, PRIORITY)
+            // Said for people (the host shows it, never matches on it). No `own-kernel`
+            // capability: every process here is a process of the host's kernel.
+            .with_fact(
+                stet_plugin_api::fact::ISOLATION,
+                "namespaces on the host's kernel (user, pid, mount, network; no cgroups)",
+            )
             .with_fact("bwrap", bwrap.display().to_string())
             .with_fact("state-dir", self.store.root().display().to_string())
             .with_fact("images", images.join(", "))

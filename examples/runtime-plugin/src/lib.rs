@@ -54,12 +54,20 @@ pub struct Config {
     /// probe answers unavailable, so that stet never picks it by itself to run an agent.
     #[serde(default)]
     pub no_isolation: bool,
+    /// For testing a host's `own-kernel` wall only, never for use: the probe then offers
+    /// `capability::OWN_KERNEL`, which this runtime does not have (its processes are the
+    /// host's kernel's), so that a host that proves the claim finds it false. A real
+    /// runtime offers the capability only when every sandbox it makes meets a kernel of
+    /// its own (a user-space kernel, a VM's).
+    #[serde(default)]
+    pub claim_own_kernel_falsely: bool,
 }
 
 /// The runtime. The host may call it from several threads at once: everything in it is
 /// behind a lock or on disk.
 pub struct ExampleRuntime {
     no_isolation: bool,
+    claim_own_kernel_falsely: bool,
     store: Store,
     /// Processes started by this instance, per sandbox, so that `teardown` can kill them.
     /// (Processes started by another stet process are found through the records.)
@@ -72,11 +80,13 @@ impl ExampleRuntime {
     pub fn from_config(config: &str) -> Result<Self, PluginError> {
         let config: Config = serde_json::from_str(config).map_err(|e| {
             PluginError::invalid_input(format!("bad [plugins.{NAME}] settings: {e}")).with_remedy(
-                "the keys are `state_dir` (a directory for sandbox records) and `no_isolation`",
+                "the keys are `state_dir` (a directory for sandbox records), `no_isolation` and \
+                 `claim_own_kernel_falsely` (tests of a host only)",
             )
         })?;
         Ok(ExampleRuntime {
             no_isolation: config.no_isolation,
+            claim_own_kernel_falsely: config.claim_own_kernel_falsely,
             store: Store::locate(NAME, config.state_dir.as_deref())?,
             processes: Processes::default(),
         })
@@ -153,9 +163,16 @@ impl RuntimePlugin for ExampleRuntime {
             .with_capability("kill")
             .with_capability("network-open")
             .with_capability(stet_plugin_api::capability::FIRST_PROCESS)
-            .with_fact("isolation", "none: processes run on the host as you")
+            // For people, shown with the runtime wherever one is chosen (never matched on).
+            .with_fact(
+                stet_plugin_api::fact::ISOLATION,
+                "none: processes run on the host as you",
+            )
             .with_fact("state-dir", self.store.root().display().to_string())
             .with_fact("images", HOST_IMAGE);
+        if self.claim_own_kernel_falsely {
+            report = report.with_capability(stet_plugin_api::capability::OWN_KERNEL);
+        }
         // For an available backend, `reason` is an optional note shown with it.
         report.reason = "NO ISOLATION: a template that runs processes as plain host \
                          processes; mounts, network none and limits are not enforced"

@@ -24,6 +24,7 @@ pub fn run(settings: &Settings, args: &DoctorArgs, printer: Printer) -> Result<E
     let runtime = crate::sandbox::open_runtime(settings);
     let harness = crate::harness::open_harness(settings);
     checks.push(doctor::runtime(&runtime));
+    checks.extend(doctor::other_runtimes(&runtime));
     if let Ok(runtime) = &runtime {
         let agent = harness.as_ref().ok().and_then(doctor::agent_program);
         checks.extend(doctor::image(

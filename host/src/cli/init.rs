@@ -204,6 +204,15 @@ pub fn run(settings: &Settings, json: bool, printer: Printer) -> Result<Exit, Cl
             Found::None(_) => format!("  {kind}: none usable yet"),
         });
     }
+    // The runtimes passed over, with their isolation: a person who would rather have
+    // another kind of wall sees here that it is at hand and how to choose it.
+    if let Some(others) = runtime_choice
+        .as_ref()
+        .ok()
+        .and_then(|(_, selection)| selection.alternatives_line())
+    {
+        printer.out(&format!("    {others}"));
+    }
     printer.out(&format!("  image: {image}"));
     printer.out(&match &check {
         Some(guess) => format!("  check: {} (guessed from {})", guess.command, guess.from),

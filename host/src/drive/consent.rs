@@ -37,6 +37,10 @@ pub struct Consent {
     /// The runtime and why it was selected.
     pub runtime: String,
     pub runtime_why: String,
+    /// The runtime's isolation class in its probe's words, when it states one. (Absent
+    /// from a consent an older stet wrote.)
+    #[serde(default)]
+    pub isolation: Option<String>,
     /// The harness and why it was selected.
     pub harness: String,
     pub harness_why: String,
@@ -50,6 +54,11 @@ pub struct Consent {
 }
 
 impl Consent {
+    /// The runtime's isolation class as the terminal and the board both say it.
+    pub fn isolation_said(&self) -> String {
+        crate::sandbox::isolation_said(self.isolation.as_deref())
+    }
+
     /// The consent as the terminal shows it, a line each.
     pub fn lines(&self) -> Vec<String> {
         let mut lines = vec![format!(
@@ -82,6 +91,7 @@ impl Consent {
             "  runtime:  {} — {}",
             self.runtime, self.runtime_why
         ));
+        lines.push(format!("            isolation: {}", self.isolation_said()));
         lines.push(format!(
             "  harness:  {} — {}",
             self.harness, self.harness_why
@@ -196,6 +206,7 @@ mod tests {
             jobs: 2,
             runtime: "docker".into(),
             runtime_why: "preferred".into(),
+            isolation: Some("a virtual machine per sandbox".into()),
             harness: "command".into(),
             harness_why: "preferred".into(),
             route: "direct".into(),
@@ -213,7 +224,19 @@ mod tests {
             "stet drive: 2 items of 3 eligible (1 held by other drives)"
         );
         assert_eq!(lines[3], "  base:     origin/main at 0123456789ab");
+        assert_eq!(
+            lines[6],
+            "            isolation: a virtual machine per sandbox (the runtime's own words)"
+        );
         assert_eq!(lines.last().unwrap(), "  limits:   256 processes");
+        let unsaid = Consent {
+            isolation: None,
+            ..consent()
+        };
+        assert_eq!(
+            unsaid.lines()[6],
+            "            isolation: not stated by the runtime's probe"
+        );
     }
 
     #[test]

@@ -511,6 +511,7 @@ fn consent_of(facts: ConsentFacts<'_>, harness: &OpenHarness, runtime: &OpenRunt
         jobs: options.jobs,
         runtime: runtime.name.clone(),
         runtime_why: runtime.selection.reason.clone(),
+        isolation: runtime.isolation.clone(),
         harness: harness.name.clone(),
         harness_why: harness.selection.reason.clone(),
         route: proof.route.to_string(),

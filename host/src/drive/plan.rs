@@ -163,6 +163,11 @@ pub(super) fn show(
         "  runtime:  {} — {}",
         runtime.name, runtime.selection.reason
     ));
+    // As the consent says it, so that what a drive will ask is what its dry run showed.
+    printer.out(&format!(
+        "            isolation: {}",
+        crate::sandbox::isolation_said(runtime.isolation.as_deref())
+    ));
     printer.out(&format!(
         "  harness:  {} — {}",
         harness.name, harness.selection.reason

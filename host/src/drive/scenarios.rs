@@ -575,6 +575,7 @@ impl World {
             ),
             capabilities: Vec::new(),
             backend: String::new(),
+            isolation: None,
         };
         let harness = OpenHarness::in_process(
             "fake",

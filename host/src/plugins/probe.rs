@@ -63,6 +63,24 @@ pub struct Fact {
     pub value: String,
 }
 
+/// A stated isolation class longer than this is cut: it stands in one line of the
+/// consent, `stet doctor` and `stet init`.
+const ISOLATION_CHARS: usize = 120;
+
+impl Probe {
+    /// The backend's isolation class in its probe's own words (the fact
+    /// [`stet_plugin_api::fact::ISOLATION`]), as one short line; `None` when the probe
+    /// states none. Shown to people, never matched on: what stet acts on are the
+    /// capabilities and the walls it proves.
+    pub fn isolation(&self) -> Option<String> {
+        self.facts
+            .iter()
+            .find(|f| f.key == stet_plugin_api::fact::ISOLATION)
+            .map(|f| crate::text::one_short_line(&f.value, ISOLATION_CHARS))
+            .filter(|said| !said.is_empty())
+    }
+}
+
 impl From<ProbeReport> for Probe {
     fn from(r: ProbeReport) -> Self {
         Probe {
@@ -576,6 +594,39 @@ pub fn current_stet() -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_isolation_fact_is_one_short_line_and_absent_when_not_stated() {
+        let probe = |facts: &[(&str, &str)]| Probe {
+            available: true,
+            backend_version: "1".into(),
+            priority: 0,
+            capabilities: vec![],
+            reason: String::new(),
+            remedy: String::new(),
+            facts: facts
+                .iter()
+                .map(|(key, value)| Fact {
+                    key: key.to_string(),
+                    value: value.to_string(),
+                })
+                .collect(),
+        };
+        assert_eq!(probe(&[("engine", "x")]).isolation(), None);
+        assert_eq!(probe(&[("isolation", "  \n")]).isolation(), None);
+        assert_eq!(
+            probe(&[
+                ("engine", "x"),
+                ("isolation", "a VM per sandbox\nsecond line")
+            ])
+            .isolation()
+            .as_deref(),
+            Some("a VM per sandbox")
+        );
+        let long = "a".repeat(500);
+        let said = probe(&[("isolation", &long)]).isolation().unwrap();
+        assert_eq!(said.chars().count(), ISOLATION_CHARS);
+    }
 
     #[test]
     fn each_failure_says_what_happened_where_and_what_to_do() {

@@ -42,8 +42,47 @@ pub struct Selection {
     pub reason: String,
     /// Every unavailable backend, with its reason.
     pub unavailable: Vec<Passed>,
-    /// Available backends that were not chosen.
-    pub also_available: Vec<String>,
+    /// Available backends that were not chosen (in JSON, their names).
+    #[serde(serialize_with = "names_only")]
+    pub also_available: Vec<Alternative>,
+}
+
+/// An available backend that was not chosen, and what its probe says of its isolation:
+/// what a person weighs when choosing another (`stet doctor`, `stet init`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Alternative {
+    /// Plugin name.
+    pub name: String,
+    /// Its isolation class in its probe's words, when it states one
+    /// ([`super::probe::Probe::isolation`]).
+    pub isolation: Option<String>,
+}
+
+impl Alternative {
+    fn of(probed: &Probed) -> Alternative {
+        Alternative {
+            name: probed.manifest.name.clone(),
+            isolation: probed.available().and_then(|p| p.isolation()),
+        }
+    }
+
+    /// Its name and isolation, as a person reads them: `NAME (isolation: a virtual
+    /// machine per sandbox)`.
+    pub fn said(&self) -> String {
+        match &self.isolation {
+            Some(isolation) => format!("{} (isolation: {isolation})", self.name),
+            None => format!("{} (isolation: not stated by its probe)", self.name),
+        }
+    }
+}
+
+/// `also_available` in JSON stays the list of names it always was; each plugin's probe,
+/// isolation fact included, is in the same report.
+fn names_only<S: serde::Serializer>(
+    alternatives: &[Alternative],
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_seq(alternatives.iter().map(|a| &a.name))
 }
 
 impl Selection {
@@ -58,6 +97,24 @@ impl Selection {
             lines.push(format!("  {} unavailable: {}", passed.name, passed.reason));
         }
         lines
+    }
+
+    /// The available backends passed over, each with its isolation, and how to choose one
+    /// instead; `None` when there is none. (`--runtime NAME` for this command,
+    /// `[runtime] prefer` for every command in this repository.)
+    pub fn alternatives_line(&self) -> Option<String> {
+        let said: Vec<String> = self.also_available.iter().map(Alternative::said).collect();
+        let name = match self.also_available.as_slice() {
+            [] => return None,
+            [only] => only.name.as_str(),
+            _ => "NAME",
+        };
+        let kind = self.kind;
+        Some(format!(
+            "also available here: {} — choose {} with --{kind} {name} or [{kind}] prefer = [\"{name}\"]",
+            said.join(", "),
+            if self.also_available.len() == 1 { "it" } else { "one" },
+        ))
     }
 }
 
@@ -82,8 +139,8 @@ pub fn select(kind: PluginKind, probes: &[Probed], preference: &Preference) -> S
         unavailable: unavailable.clone(),
         also_available: available
             .iter()
-            .map(|p| p.manifest.name.clone())
-            .filter(|n| n != name)
+            .filter(|p| p.manifest.name != name)
+            .map(|p| Alternative::of(p))
             .collect(),
     };
     let nothing = |reason: String| Selection {
@@ -232,6 +289,10 @@ mod tests {
         })
     }
 
+    fn names(s: &Selection) -> Vec<&str> {
+        s.also_available.iter().map(|a| a.name.as_str()).collect()
+    }
+
     fn runtimes() -> Vec<Probed> {
         vec![
             probed(
@@ -256,7 +317,7 @@ mod tests {
                 "  apple-container unavailable: needs macOS 26 on Apple silicon",
             ]
         );
-        assert_eq!(s.also_available, ["podman"]);
+        assert_eq!(names(&s), ["podman"]);
     }
 
     #[test]
@@ -323,7 +384,7 @@ mod tests {
         let s = select(PluginKind::Runtime, &runtimes(), &pref);
         assert_eq!(s.chosen.as_deref(), Some("podman"));
         assert_eq!(s.reason, "asked for by --runtime");
-        assert_eq!(s.also_available, ["docker"]);
+        assert_eq!(names(&s), ["docker"]);
         assert_eq!(s.unavailable.len(), 1);
         assert_eq!(s.unavailable[0].name, "apple-container");
         assert_eq!(s.unavailable[0].remedy, "fix it");
@@ -384,13 +445,59 @@ mod tests {
             s.reason,
             "highest priority reported by the available runtimes (90)"
         );
-        assert_eq!(s.also_available, ["aardvark"]);
+        assert_eq!(names(&s), ["aardvark"]);
 
         let s = select(PluginKind::Harness, &runtimes(), &Preference::default());
         assert_eq!(s.chosen.as_deref(), Some("claude"));
         assert_eq!(s.lines(), ["harness: claude — the only available harness"]);
         assert!(s.also_available.is_empty());
         assert!(s.unavailable.is_empty(), "runtimes are not harnesses");
+    }
+
+    #[test]
+    fn the_backends_passed_over_are_named_with_their_isolation_and_how_to_choose_them() {
+        let stating = |isolation: &str| {
+            up(10).map(|mut p| {
+                p.facts.push(crate::plugins::probe::Fact {
+                    key: stet_plugin_api::fact::ISOLATION.into(),
+                    value: isolation.into(),
+                });
+                p
+            })
+        };
+        let mut probes = vec![
+            probed("docker", PluginKind::Runtime, up(50)),
+            probed(
+                "vm",
+                PluginKind::Runtime,
+                stating("a virtual machine per sandbox"),
+            ),
+        ];
+        let s = select(PluginKind::Runtime, &probes, &Preference::default());
+        assert_eq!(
+            s.alternatives_line().as_deref(),
+            Some(
+                "also available here: vm (isolation: a virtual machine per sandbox) — \
+                 choose it with --runtime vm or [runtime] prefer = [\"vm\"]"
+            )
+        );
+        // In JSON, the names alone, as before.
+        assert_eq!(
+            serde_json::to_value(&s).unwrap()["also_available"],
+            serde_json::json!(["vm"])
+        );
+        probes.push(probed("quiet", PluginKind::Runtime, up(10)));
+        let s = select(PluginKind::Runtime, &probes, &Preference::default());
+        assert_eq!(
+            s.alternatives_line().as_deref(),
+            Some(
+                "also available here: vm (isolation: a virtual machine per sandbox), \
+                 quiet (isolation: not stated by its probe) — \
+                 choose one with --runtime NAME or [runtime] prefer = [\"NAME\"]"
+            )
+        );
+        let alone = select(PluginKind::Runtime, &probes[..1], &Preference::default());
+        assert_eq!(alone.alternatives_line(), None);
     }
 
     #[test]

@@ -6,7 +6,8 @@
 //!   the settings exact, no billing key) and its live proof launch (the tool list, the
 //!   approver connected, stet's hooks firing, the guard refusing the canary);
 //! - [`runtime`]: the runtime's walls in a sandbox made as an agent's would be —
-//!   `lane-only`, `env-from-launch`, `network-as-launched`;
+//!   `lane-only`, `env-from-launch`, `network-as-launched`, and `own-kernel` for a runtime
+//!   whose probe claims a kernel of its own;
 //! - [`lane_git`]: `lane-git-inert` — the lane's git directory cannot be written from a
 //!   sandbox, and stet's own git on a lane runs nothing planted in it;
 //! - [`guard`]: the guard, which is **policy, not a wall**: what a role should not do

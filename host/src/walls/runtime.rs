@@ -12,7 +12,11 @@
 //! - `egress-allow-list` (when the launch declares hosts): from inside, through the proxy, a
 //!   listener on the host's loopback that is listed is reached, a second one that is not is
 //!   refused, and a direct connection to the unlisted one with the proxy variables removed
-//!   finds nothing there (the sandbox's loopback is its own).
+//!   finds nothing there (the sandbox's loopback is its own);
+//! - `own-kernel` (when the runtime's probe offers
+//!   [`capability::OWN_KERNEL`](stet_plugin_api::capability::OWN_KERNEL)): the kernel that
+//!   answers inside is not the host's — compared as `/proc/version` and as `uname -srv`
+//!   ([`own_kernel_wall`]).
 
 use std::collections::BTreeSet;
 
@@ -39,6 +43,21 @@ const CREDENTIAL_WORDS: [&str; 6] = ["KEY", "TOKEN", "SECRET", "PASSWORD", "CRED
 
 const BEGIN: &str = "stet-runtime-walls 1";
 const END: &str = "stet-runtime-walls-end";
+
+/// The wall a runtime offering [`stet_plugin_api::capability::OWN_KERNEL`] is held to,
+/// named by the capability's word: it proves what the word claims.
+pub const OWN_KERNEL: &str = stet_plugin_api::capability::OWN_KERNEL;
+
+/// A kernel's identity as the sandbox reports it: `/proc/version`, then `uname -srv`
+/// (kernel name, release, version: what the `uname` system call answers, which a file
+/// mounted over `/proc/version` does not change). Each line is printed even when empty,
+/// so that "nothing answered" is told from "the script never got here".
+const KERNEL_SCRIPT: &str =
+    "printf 'kernel-version %s\\n' \"$(head -n 1 /proc/version 2>/dev/null)\"\n\
+     printf 'kernel-uname %s\\n' \"$(uname -srv 2>/dev/null)\"\n";
+
+/// A kernel's identity is shown at most this long in a wall's detail.
+const KERNEL_CHARS: usize = 100;
 
 /// Proves the runtime's walls for `launch` (the harness's proof launch, whose mounts,
 /// network and environment an agent's launch shares), in a sandbox sealed as the agent's
@@ -108,6 +127,16 @@ pub fn prove(
         }
         None => String::new(),
     };
+    // The host's kernel, read before the sandbox is asked for its own; only for a runtime
+    // that claims a kernel of its own (every other runtime shares the host's by design).
+    let host_kernel = runtime
+        .offers(stet_plugin_api::capability::OWN_KERNEL)
+        .then(KernelIdentity::of_host);
+    let kernel_script = if host_kernel.is_some() {
+        KERNEL_SCRIPT
+    } else {
+        ""
+    };
     let script = format!(
         "echo '{BEGIN}'\n\
          env | sed -n 's/^\\([A-Za-z_][A-Za-z0-9_]*\\)=.*/env \\1/p'\n\
@@ -116,6 +145,7 @@ pub fn prove(
          if echo written > '{lane}/.stet-walls'; then echo 'lane writable'; fi\n\
          {egress_script}\
          {credential_script}\
+         {kernel_script}\
          echo '{END}'\n",
         canary = canary.display(),
         lane = lane_path.display(),
@@ -173,6 +203,7 @@ pub fn prove(
         &launch.network,
         seen_on_host,
         &sealed_names,
+        host_kernel.as_ref(),
     );
     if let Some(check) = credential {
         walls.push(credential_wall(&stdout, &check));
@@ -263,13 +294,121 @@ fn wall(name: &str, held: bool, detail: String, remedy: &str) -> Wall {
     Wall::of_host(name, held, detail, remedy)
 }
 
-/// Reads the script's report into walls.
+/// A kernel's identity in the two forms a sandbox can show it; `None` where that form
+/// said nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct KernelIdentity {
+    /// The first line of `/proc/version` (Linux: release, builder, compiler, build time).
+    proc_version: Option<String>,
+    /// `uname -srv`: kernel name, release and version, as the system call answers.
+    uname: Option<String>,
+}
+
+impl KernelIdentity {
+    /// The host's own kernel: `/proc/version` where there is one (Linux), and the
+    /// `uname` system call everywhere (a macOS host has no `/proc`).
+    fn of_host() -> KernelIdentity {
+        let proc_version = std::fs::read_to_string("/proc/version").ok();
+        let uname = nix::sys::utsname::uname().ok().map(|u| {
+            format!(
+                "{} {} {}",
+                u.sysname().to_string_lossy(),
+                u.release().to_string_lossy(),
+                u.version().to_string_lossy()
+            )
+        });
+        KernelIdentity::of(proc_version.as_deref(), uname.as_deref())
+    }
+
+    /// The sandbox's kernel, from the report's `kernel-…` lines.
+    fn inside(lines: &[&str]) -> KernelIdentity {
+        let said = |prefix: &str| lines.iter().find_map(|l| l.strip_prefix(prefix));
+        KernelIdentity::of(said("kernel-version "), said("kernel-uname "))
+    }
+
+    fn of(proc_version: Option<&str>, uname: Option<&str>) -> KernelIdentity {
+        // Compared whole but for the whitespace around them (the shell and the file end
+        // lines differently); empty is no answer.
+        let kept = |s: Option<&str>| {
+            s.and_then(|s| s.lines().next())
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+        };
+        KernelIdentity {
+            proc_version: kept(proc_version),
+            uname: kept(uname),
+        }
+    }
+
+    /// What the detail shows of it: `uname`'s form where there is one (release and build,
+    /// without `/proc/version`'s compiler and linker), shortened.
+    fn shown(&self) -> String {
+        let said = self.uname.as_deref().or(self.proc_version.as_deref());
+        crate::text::one_short_line(said.unwrap_or("nothing"), KERNEL_CHARS)
+    }
+}
+
+/// `own-kernel`: held only when the sandbox named the kernel answering it, in a form the
+/// host can name its own in, and no such form is the host's. Both forms are compared where
+/// both sides have them: a runtime that puts a made-up `/proc/version` in front of the
+/// host's kernel still answers `uname` with the host's.
+fn own_kernel_wall(inside: &KernelIdentity, host: &KernelIdentity) -> Wall {
+    let pairs = [
+        (&inside.proc_version, &host.proc_version),
+        (&inside.uname, &host.uname),
+    ];
+    let compared: Vec<(&String, &String)> = pairs
+        .iter()
+        .filter_map(|(i, h)| Some(((*i).as_ref()?, (*h).as_ref()?)))
+        .collect();
+    let same = compared.iter().any(|(i, h)| i == h);
+    let (held, detail, remedy) = if *inside == KernelIdentity::default() {
+        (
+            false,
+            "the sandbox did not say which kernel answers it (no /proc/version, no uname)"
+                .to_string(),
+            "put uname in the image ([sandbox] image), so that the host can tell which kernel answers inside",
+        )
+    } else if compared.is_empty() {
+        (
+            false,
+            format!(
+                "the kernel inside ({}) cannot be compared with the host's ({}): no form was answered on both sides",
+                inside.shown(),
+                host.shown()
+            ),
+            "put uname in the image ([sandbox] image); if it is there, report this with the runtime's version",
+        )
+    } else if same {
+        (
+            false,
+            format!("the host's own kernel answered inside: {}", inside.shown()),
+            "the runtime's probe claims a kernel of its own, but its sandboxes run on the host's: do not count on that isolation; report this with the runtime's version, or choose another runtime",
+        )
+    } else {
+        (
+            true,
+            format!(
+                "a kernel other than the host's answered inside: {} (the host's: {})",
+                inside.shown(),
+                host.shown()
+            ),
+            "",
+        )
+    };
+    wall(OWN_KERNEL, held, detail, remedy)
+}
+
+/// Reads the script's report into walls; `host_kernel`, when the runtime claims a kernel
+/// of its own, is what the kernel inside is compared with.
 fn read(
     output: &str,
     launch_env: &[EnvVar],
     network: &Network,
     lane_seen_on_host: bool,
     sealed: &[String],
+    host_kernel: Option<&KernelIdentity>,
 ) -> Vec<Wall> {
     let Some(report) = output
         .split_once(BEGIN)
@@ -386,6 +525,9 @@ fn read(
             "the network wall does not hold: do not drive; report this with the runtime's version",
         ));
     }
+    if let Some(host) = host_kernel {
+        walls.push(own_kernel_wall(&KernelIdentity::inside(&lines), host));
+    }
     walls
 }
 
@@ -411,6 +553,7 @@ mod tests {
             &Network::None,
             true,
             &[],
+            None,
         );
         assert!(walls.iter().all(|w| w.held), "{walls:?}");
     }
@@ -419,7 +562,7 @@ mod tests {
     fn each_leak_breaks_its_wall() {
         let launch = env(&["STET_ROLE"]);
         let held = |out: &str, net: &Network, seen: bool, name: &str| {
-            read(&report(out), &launch, net, seen, &[])
+            read(&report(out), &launch, net, seen, &[], None)
                 .into_iter()
                 .find(|w| w.wall == name)
                 .unwrap()
@@ -447,6 +590,7 @@ mod tests {
             &Network::None,
             true,
             &[],
+            None,
         );
         assert!(
             !walls
@@ -462,6 +606,7 @@ mod tests {
             &Network::None,
             true,
             &["OPENAI_API_KEY".to_string()],
+            None,
         );
         assert!(
             walls
@@ -482,7 +627,7 @@ mod tests {
             true,
             "network-as-launched"
         ));
-        let none = read("no report", &launch, &Network::None, true, &[]);
+        let none = read("no report", &launch, &Network::None, true, &[], None);
         assert_eq!(none.len(), 1);
         assert!(!none[0].held);
     }
@@ -496,7 +641,7 @@ mod tests {
                 "env STET_ROLE\nnet lo\ncanary unseen\nlane writable\n\
                  egress listed {listed}\negress unlisted {unlisted}\negress direct {direct}"
             ));
-            read(&out, &launch, &hosts, true, &[])
+            read(&out, &launch, &hosts, true, &[], None)
                 .into_iter()
                 .find(|w| w.wall == "egress-allow-list")
                 .unwrap()
@@ -530,12 +675,155 @@ mod tests {
                 &hosts,
                 true,
                 &[],
+                None,
             )
             .into_iter()
             .find(|w| w.wall == "network-as-launched")
             .unwrap()
             .held
         );
+    }
+
+    const HOST_PROC: &str =
+        "Linux version 6.1.0-18-amd64 (debian-kernel@lists.debian.org) #1 SMP PREEMPT_DYNAMIC Debian 6.1.76-1 (2024-02-01)";
+    const HOST_UNAME: &str =
+        "Linux 6.1.0-18-amd64 #1 SMP PREEMPT_DYNAMIC Debian 6.1.76-1 (2024-02-01)";
+    const USER_SPACE_PROC: &str = "Linux version 4.4.0 #1 SMP Sun Jan 10 15:06:54 PST 2016";
+    const USER_SPACE_UNAME: &str = "Linux 4.4.0 #1 SMP Sun Jan 10 15:06:54 PST 2016";
+
+    fn host() -> KernelIdentity {
+        KernelIdentity::of(Some(&format!("{HOST_PROC}\n")), Some(HOST_UNAME))
+    }
+
+    /// The `own-kernel` wall as `read` makes it from a report with these kernel lines.
+    fn own_kernel(kernel_lines: &str, host: &KernelIdentity) -> Wall {
+        let out = report(&format!(
+            "env STET_ROLE\nnet lo\ncanary unseen\nlane writable\n{kernel_lines}"
+        ));
+        read(
+            &out,
+            &env(&["STET_ROLE"]),
+            &Network::None,
+            true,
+            &[],
+            Some(host),
+        )
+        .into_iter()
+        .find(|w| w.wall == OWN_KERNEL)
+        .expect("an own-kernel wall when the runtime claims its own kernel")
+    }
+
+    #[test]
+    fn own_kernel_holds_when_another_kernel_answers_inside() {
+        let wall = own_kernel(
+            &format!("kernel-version {USER_SPACE_PROC}\nkernel-uname {USER_SPACE_UNAME}"),
+            &host(),
+        );
+        assert!(wall.held, "{wall:?}");
+        assert_eq!(
+            wall.detail,
+            format!(
+                "a kernel other than the host's answered inside: {USER_SPACE_UNAME} (the host's: {HOST_UNAME})"
+            )
+        );
+        assert!(wall.remedy.is_empty());
+        // A macOS host has no /proc/version: uname alone is compared.
+        let mac = KernelIdentity::of(None, Some("Darwin 25.0.0 Darwin Kernel Version 25.0.0"));
+        assert!(
+            own_kernel(
+                &format!("kernel-version {USER_SPACE_PROC}\nkernel-uname {USER_SPACE_UNAME}"),
+                &mac
+            )
+            .held
+        );
+    }
+
+    #[test]
+    fn own_kernel_is_not_held_when_the_hosts_kernel_answers_even_behind_a_made_up_proc_version() {
+        let same = own_kernel(
+            &format!("kernel-version {HOST_PROC}\nkernel-uname {HOST_UNAME}"),
+            &host(),
+        );
+        assert!(!same.held);
+        assert_eq!(
+            same.detail,
+            format!("the host's own kernel answered inside: {HOST_UNAME}")
+        );
+        assert!(
+            same.remedy.contains("do not count on that isolation"),
+            "{}",
+            same.remedy
+        );
+        // A file mounted over /proc/version does not change what the uname call answers.
+        let disguised = own_kernel(
+            &format!("kernel-version {USER_SPACE_PROC}\nkernel-uname {HOST_UNAME}"),
+            &host(),
+        );
+        assert!(!disguised.held, "{disguised:?}");
+    }
+
+    #[test]
+    fn own_kernel_is_not_held_on_an_empty_or_incomparable_answer() {
+        let empty = own_kernel("kernel-version \nkernel-uname   ", &host());
+        assert!(!empty.held);
+        assert_eq!(
+            empty.detail,
+            "the sandbox did not say which kernel answers it (no /proc/version, no uname)"
+        );
+        // Lines the script never printed are no answer either.
+        assert!(!own_kernel("", &host()).held);
+        // Inside only /proc/version; the host only uname: nothing to compare.
+        let mac = KernelIdentity::of(None, Some("Darwin 25.0.0"));
+        let incomparable = own_kernel(
+            &format!("kernel-version {USER_SPACE_PROC}\nkernel-uname "),
+            &mac,
+        );
+        assert!(!incomparable.held);
+        assert!(
+            incomparable.detail.contains("cannot be compared"),
+            "{}",
+            incomparable.detail
+        );
+    }
+
+    #[test]
+    fn a_runtime_that_claims_no_kernel_of_its_own_gets_no_own_kernel_wall() {
+        let out = report(&format!(
+            "env STET_ROLE\nnet lo\ncanary unseen\nlane writable\nkernel-version {HOST_PROC}"
+        ));
+        let walls = read(&out, &env(&["STET_ROLE"]), &Network::None, true, &[], None);
+        assert!(walls.iter().all(|w| w.wall != OWN_KERNEL), "{walls:?}");
+    }
+
+    #[test]
+    fn a_kernel_said_at_length_is_shown_on_one_short_line() {
+        let long = format!("kernel-version x\nkernel-uname {}\x1b[2J", "y".repeat(400));
+        let wall = own_kernel(&long, &host());
+        let shown = wall
+            .detail
+            .strip_prefix("a kernel other than the host's answered inside: ")
+            .unwrap();
+        assert!(shown.starts_with("yyyy"), "{shown}");
+        assert!(shown.contains('…'), "{shown}");
+        assert!(
+            wall.detail.chars().count() < 2 * KERNEL_CHARS + 80,
+            "{}",
+            wall.detail
+        );
+    }
+
+    #[test]
+    fn this_hosts_kernel_can_be_named() {
+        let here = KernelIdentity::of_host();
+        assert!(here.uname.is_some(), "{here:?}");
+        if cfg!(target_os = "linux") {
+            assert!(
+                here.proc_version
+                    .as_deref()
+                    .is_some_and(|v| v.starts_with("Linux version ")),
+                "{here:?}"
+            );
+        }
     }
 
     #[test]

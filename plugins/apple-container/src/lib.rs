@@ -127,6 +127,13 @@ pub const CAPABILITIES: &[&str] = &[
     stet_plugin_api::capability::FIRST_PROCESS,
 ];
 
+/// The isolation class the probe states: what Apple's `container` makes of every sandbox.
+pub const ISOLATION: &str = "a virtual machine per sandbox, with its own Linux kernel";
+/// What it states instead where the platform check is skipped (testing only): there the
+/// CLI cannot be Apple's, and nothing is known of what it makes.
+pub const ISOLATION_UNCLAIMED: &str =
+    "not claimed: the platform check is skipped, so the `container` CLI may be a stand-in";
+
 const KEYS: &str = "the keys are `binary` (the path of the `container` executable), \
      `skip_platform_check` (true only for testing against a stand-in; never for real use), \
      and the time limits `command_timeout`, `start_timeout` and `status_timeout` \
@@ -338,7 +345,19 @@ impl RuntimePlugin for AppleContainerRuntime {
                 for capability in CAPABILITIES {
                     report = report.with_capability(*capability);
                 }
+                // Apple's `container` boots each sandbox as its own VM with its own Linux
+                // kernel. Claimed only where that CLI can be the real one: with the
+                // platform check skipped (tests, on Linux) the CLI is a stand-in whose
+                // sandboxes share this host's kernel, and the host's `own-kernel` wall
+                // would rightly find the claim false.
+                let isolation = if supported_platform() {
+                    report = report.with_capability(stet_plugin_api::capability::OWN_KERNEL);
+                    ISOLATION
+                } else {
+                    ISOLATION_UNCLAIMED
+                };
                 report = report
+                    .with_fact(stet_plugin_api::fact::ISOLATION, isolation)
                     .with_fact("binary", binary.display().to_string())
                     .with_fact("platform", platform())
                     .with_fact("user", "root inside (bind mounts have no uid mapping)");

@@ -479,6 +479,28 @@ fn the_probe_reads_version_and_status() {
     assert_eq!(report.backend_version.as_str(), "container 1.2.2");
     assert_eq!(report.priority, 100);
     assert_eq!(fake.calls(), [vec!["--version"], vec!["system", "status"]]);
+    // A fake CLI on this Linux runs its "VMs" on this host's kernel: the plugin claims no
+    // kernel of its own where the platform check is skipped, and says why.
+    let isolation = report
+        .facts
+        .iter()
+        .find(|f| f.key.as_str() == stet_plugin_api::fact::ISOLATION)
+        .map(|f| f.value.to_string());
+    if cfg!(all(target_os = "macos", target_arch = "aarch64")) {
+        assert_eq!(
+            isolation.as_deref(),
+            Some(stet_plugin_apple_container::ISOLATION)
+        );
+    } else {
+        assert!(!report
+            .capabilities
+            .iter()
+            .any(|c| c.as_str() == stet_plugin_api::capability::OWN_KERNEL));
+        assert_eq!(
+            isolation.as_deref(),
+            Some(stet_plugin_apple_container::ISOLATION_UNCLAIMED)
+        );
+    }
 
     fake.set("system-status.code", "1");
     fake.set(

@@ -129,6 +129,12 @@ pub async fn describe(docker: &Docker, address: &str) -> Result<ProbeReport, Str
         .unwrap_or_else(|| "Docker Engine".to_string());
     let engine_version = version.version.clone().unwrap_or_else(|| "unknown".into());
     let mut report = ProbeReport::available(format!("{product} {engine_version}"), PRIORITY)
+        // A container shares the kernel of the host the engine runs on (this machine, or
+        // the VM or remote machine the endpoint leads to): no `own-kernel` capability.
+        .with_fact(
+            stet_plugin_api::fact::ISOLATION,
+            "container: namespaces and cgroups on the host's kernel",
+        )
         .with_fact("endpoint", address)
         .with_fact(
             "api-version",

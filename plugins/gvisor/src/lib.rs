@@ -59,11 +59,9 @@ pub const PRIORITY: i32 = 45;
 /// `AT_NO_AUTOMOUNT`, which current coreutils' `ls` and `stat` pass, so they fail in the
 /// sandbox; 20240729 (bookworm-backports, trixie) runs them. Releases are dated.
 pub const OLDEST_RELEASE: u32 = 20230601;
-/// The isolation class, in words for people (the probe's `isolation` fact).
+/// The isolation class, in words for people (the probe's [`stet_plugin_api::fact::ISOLATION`]).
 pub const ISOLATION: &str =
     "a kernel in user space (gVisor): the agent's system calls never reach the host's kernel";
-/// The capability of a runtime whose sandboxes meet a kernel other than the host's.
-const OWN_KERNEL: &str = "own-kernel";
 /// What the probe reports this runtime can do (limits: see [`limits_capabilities`]).
 pub const CAPABILITIES: &[&str] = &[
     capability::BIND_MOUNTS,
@@ -74,7 +72,8 @@ pub const CAPABILITIES: &[&str] = &[
     capability::RUN_AS_USER,
     capability::FORWARD_SOCKET,
     capability::FIRST_PROCESS,
-    OWN_KERNEL,
+    // Proven live by the host's own-kernel wall, on the instance a drive uses.
+    capability::OWN_KERNEL,
 ];
 /// A sandbox's PATH when its environment sets none, as container engines give one.
 const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
@@ -443,7 +442,7 @@ impl RuntimePlugin for GvisorRuntime {
                     .unwrap_or_else(|| "ptrace (runsc's default)".into()),
             )
             .with_fact("mode", mode)
-            .with_fact("isolation", ISOLATION)
+            .with_fact(stet_plugin_api::fact::ISOLATION, ISOLATION)
             .with_fact("state-dir", self.store.root().display().to_string())
             .with_fact("image-cache", self.images.cache.display().to_string());
         for capability in CAPABILITIES {

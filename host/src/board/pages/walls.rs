@@ -139,10 +139,10 @@ pub async fn page(
                 .flat_map(|s| {
                     // `stet plugins probe`'s lines, and the available ones passed over.
                     let chosen = s.chosen.clone().unwrap_or_default();
-                    let passed = s.also_available.iter().map(move |name| {
+                    let passed = s.also_available.iter().map(move |other| {
                         format!(
-                            "  {name} available, passed over: {chosen} was chosen ({})",
-                            s.reason
+                            "  {} available, passed over: {chosen} was chosen ({})",
+                            other.name, s.reason
                         )
                     });
                     s.lines().into_iter().chain(passed)
