@@ -146,6 +146,8 @@ fn record(repo: &Path, item: &str, n: usize, ended: bool, lines: usize) {
 struct Board {
     child: Child,
     port: u16,
+    /// Its own name and port (`stet-<random>.localhost:PORT`), the Host its pages answer to.
+    name: String,
     cookie: String,
 }
 
@@ -178,24 +180,33 @@ impl Board {
             .and_then(|p| p.parse().ok())
             .unwrap();
         let token = url.split("token=").nth(1).unwrap();
-        let (_, head, _) = get(port, &format!("/?token={token}"), "");
-        let cookie = head
-            .lines()
-            .find_map(|l| {
-                let (name, value) = l.split_once(':')?;
-                name.eq_ignore_ascii_case("set-cookie")
-                    .then(|| value.trim().split(';').next().unwrap().to_string())
-            })
-            .expect("the board's URL sets a cookie");
+        // As a browser: the printed address trades the token for a ticket on the board's
+        // own name (`stet-<random>.localhost`), which sets the cookie there; every page
+        // answers to that name only.
+        let printed = format!("127.0.0.1:{port}");
+        let (_, head, _) = get(&printed, port, &format!("/?token={token}"), "");
+        let location = header(&head, "location").expect("the board's URL leads to its name");
+        let name = location
+            .trim_start_matches("http://")
+            .split('/')
+            .next()
+            .unwrap()
+            .to_string();
+        let ticket = format!("/?{}", location.split("/?").nth(1).unwrap_or_default());
+        let (_, head, _) = get(&name, port, &ticket, "");
+        let cookie = header(&head, "set-cookie")
+            .map(|c| c.split(';').next().unwrap().to_string())
+            .expect("the board's name sets a cookie");
         Board {
             child,
             port,
+            name,
             cookie,
         }
     }
 
     fn get(&self, path: &str) -> (u16, String, Vec<u8>) {
-        get(self.port, path, &self.cookie)
+        get(&self.name, self.port, path, &self.cookie)
     }
 
     /// `n` requests of `path`, one after another: (median, p95, status, body size).
@@ -241,11 +252,20 @@ impl Drop for Board {
     }
 }
 
-/// One GET on a connection of its own: status, head, body.
-fn get(port: u16, path: &str, cookie: &str) -> (u16, String, Vec<u8>) {
+/// The value of the first header `name` in `head`.
+fn header(head: &str, name: &str) -> Option<String> {
+    head.lines().find_map(|l| {
+        let (n, value) = l.split_once(':')?;
+        n.eq_ignore_ascii_case(name)
+            .then(|| value.trim().to_string())
+    })
+}
+
+/// One GET on a connection of its own, to the board on `port` under the Host `host`:
+/// status, head, body.
+fn get(host: &str, port: u16, path: &str, cookie: &str) -> (u16, String, Vec<u8>) {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect to the board");
-    let mut head =
-        format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n");
+    let mut head = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
     if !cookie.is_empty() {
         head.push_str(&format!("Cookie: {cookie}\r\n"));
     }

@@ -129,14 +129,22 @@ fn the_costs_page_charts_what_the_drives_receipts_say() {
 
     // The board reads the receipts directory again once it changed; the items' states come
     // from its snapshot of the remote, read again every few seconds: the landed and failed
-    // chart shows once that snapshot has the drive's landing and failure.
+    // chart shows both ends once a snapshot taken after the drive has them (one taken
+    // between the landing and the failure shows the landing alone).
     let until = std::time::Instant::now() + Duration::from_secs(60);
     loop {
         browser.goto(&format!("{}/costs", board.base)).unwrap();
+        let ended = browser
+            .execute(
+                "const cells = [...document.querySelectorAll('#landed-failed tbody tr:last-child td')]; \
+                 return cells.length ? cells[cells.length - 1].textContent : '';",
+            )
+            .unwrap();
         if !browser
             .find_all("#landed-failed svg.chart")
             .unwrap()
             .is_empty()
+            && ended == "2"
         {
             break;
         }

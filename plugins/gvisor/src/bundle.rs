@@ -132,11 +132,12 @@ mod tests {
     }
 
     #[test]
-    fn the_bundle_has_a_read_only_root_the_mounts_outer_first_and_no_capabilities() {
+    fn the_bundle_roots_in_the_shared_image_mounts_outer_first_and_grants_no_capabilities() {
         let config = config(&record(), "/cache/rootfs", 512 << 20, 1500);
+        // Writable to the sandbox: its writes go to runsc's overlay, never to the image.
         assert_eq!(
             config["root"],
-            json!({"path": "/cache/rootfs", "readonly": true})
+            json!({"path": "/cache/rootfs", "readonly": false})
         );
         let binds: Vec<(String, String)> = config["mounts"]
             .as_array()
