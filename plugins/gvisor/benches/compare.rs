@@ -13,7 +13,8 @@
 //! 3. 1 GiB of output, `head -c 1G /dev/zero` to /dev/null, gvisor against docker: wall
 //!    time, throughput, and the stet process's peak memory.
 //! 4. A 3-item drive (the command harness, the example agent, a check) on gvisor and on
-//!    docker: wall time and each stage's time, from the receipts.
+//!    docker: wall time, its start-up (to the first item's reservation), and each stage's
+//!    time, from the receipts.
 //!
 //! Environment: `STET_BENCH_RUNS` (start-up rounds, 15), `STET_BENCH_DRIVES` (drives per
 //! runtime, 3), `STET_BENCH_BUBBLEWRAP_DIR` (where the bubblewrap example was built,
@@ -259,8 +260,8 @@ fn startup(bubblewrap_dir: &Path) {
          ratio: the median of the per-round ratios to docker's run"
     );
     println!(
-        "{:<32} {:>9} {:>9}  {}",
-        "what", "median", "p90", "ratio to docker"
+        "{:<32} {:>9} {:>9}  ratio to docker",
+        "what", "median", "p90"
     );
     let docker = starters.iter().position(|s| s.label.ends_with("docker"));
     for s in &starters {
@@ -491,7 +492,7 @@ fn drive(runtime: &str, cache: &Path) -> Result<Drive, String> {
         &["drive", "--yes", "--cap", "3", "--runtime", runtime],
     );
     drive.env("XDG_CACHE_HOME", cache);
-    let (wall, _) = measure(&mut drive)?;
+    let (wall, start_up) = timed_drive(&mut drive)?;
     let out = stet(root, &["receipts", "--json"])
         .stdout(Stdio::piped())
         .output()
@@ -517,10 +518,34 @@ fn drive(runtime: &str, cache: &Path) -> Result<Drive, String> {
             "the drive on {runtime} made {implemented} implementing calls, not 3"
         ));
     }
+    stages.insert("start-up".into(), vec![ms(start_up)]);
     Ok(Drive {
         wall: ms(wall),
         stages,
     })
+}
+
+/// Runs a drive: its wall time, and its start-up (probes, the walls' proof: no receipt
+/// records it) to the moment it says the first item's reservation.
+fn timed_drive(drive: &mut Command) -> Result<(Duration, Duration), String> {
+    use std::io::BufRead;
+    let started = Instant::now();
+    let mut child = drive.spawn().map_err(|e| e.to_string())?;
+    let (mut start_up, mut said) = (None, String::new());
+    for line in std::io::BufReader::new(child.stderr.take().unwrap()).lines() {
+        let line = line.map_err(|e| e.to_string())?;
+        if start_up.is_none() && line.contains(": reserved; lane ") {
+            start_up = Some(started.elapsed());
+        }
+        said.push_str(&line);
+        said.push('\n');
+    }
+    let status = child.wait().map_err(|e| e.to_string())?;
+    let wall = started.elapsed();
+    match start_up {
+        Some(start_up) if status.success() => Ok((wall, start_up)),
+        _ => Err(format!("stet drive failed ({status}):\n{said}")),
+    }
 }
 
 fn drives() {
@@ -553,7 +578,8 @@ fn drives() {
     println!(
         "\na 3-item drive (`stet drive --yes --cap 3`, the command harness, the example agent, \
          a check), {count} drives each, interleaved; the drive's wall time, and each stage's \
-         time from its receipt (start to end), medians over every item of every drive"
+         time from its receipt (start to end; the start-up, probes and the walls' proof, to the \
+         first reservation said), medians over every item of every drive"
     );
     println!(
         "{:<24} {:>10} {:>10} {:>8}",
@@ -571,8 +597,12 @@ fn drives() {
         println!("{what:<24} {:>10} {:>10} {ratio:>8}", cell(g), cell(d));
     };
     row("whole drive", &|ds| ds.iter().map(|d| d.wall).collect());
-    for role in ["proof", "implement", "check", "review"] {
-        row(&format!("stage: {role}"), &|ds| {
+    for role in ["start-up", "implement", "check", "review"] {
+        let label = match role {
+            "start-up" => "start-up to 1st move".to_string(),
+            stage => format!("stage: {stage}"),
+        };
+        row(&label, &|ds| {
             ds.iter()
                 .flat_map(|d| d.stages.get(role).cloned().unwrap_or_default())
                 .collect()
