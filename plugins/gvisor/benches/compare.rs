@@ -8,6 +8,8 @@
 //! 1. Start-up: `stet run -- true` on gvisor, docker and bubblewrap, and the anchor
 //!    `runsc --network=none do true` (runsc's own quickest sandbox: no image, no mounts),
 //!    interleaved after warm-ups; each against docker as the median of per-round ratios.
+//!    (stet reuses a probe's answer for 30 s, so now and then a run includes its probe, as
+//!    a person's would.)
 //! 2. The first use of an image: `stet run -- true` on gvisor with an empty image cache (a
 //!    fresh home: the image is unpacked from Docker's store) and then warm.
 //! 3. 1 GiB of output, `head -c 1G /dev/zero` to /dev/null, gvisor against docker: wall
