@@ -38,7 +38,8 @@ enum Task {
     },
     /// Regenerate docs/cli.md from the CLI definition.
     Docs,
-    /// Build the release plugins and run the plugin-host benchmarks.
+    /// Build the release plugins (and the bubblewrap example), install runsc, and run the
+    /// benchmarks: the host's and the proxy's, then gvisor against the other runtimes.
     Bench,
     /// Build the fuzz targets (fuzz/, cargo-fuzz on the nightly toolchain; cargo-fuzz is
     /// installed when missing) and run each for a while: a line per target with its
@@ -189,14 +190,38 @@ fn bench(root: &std::path::Path) -> Result<(), String> {
         build.args(["--package", &package_name(&plugin.dir)?]);
     }
     run(&mut build)?;
+    // The gvisor bench measures bubblewrap too: the out-of-tree example, built where
+    // `cargo xtask test` builds the examples.
+    run(cargo(root)
+        .args([
+            "build",
+            "--release",
+            "--manifest-path",
+            "examples/bubblewrap-runtime/Cargo.toml",
+        ])
+        .env("CARGO_TARGET_DIR", root.join("target/examples")))?;
     run(&mut Command::new(root.join("scripts/build-image.sh")))?;
+    // Without runsc the gvisor bench still runs, and says what it skipped and why.
+    if let Err(why) = run(&mut Command::new(root.join("scripts/install-runsc.sh"))) {
+        eprintln!("runsc is not installed ({why}): the gvisor bench skips it");
+    }
     let mut bench = cargo(root);
     bench.args(["bench", "--package", "stet", "--package", "stet-egress"]);
     if let Ok(claude) = install_claude(root) {
         let dir = claude.parent().unwrap_or(root).display().to_string();
         bench.env("BENCH_PATH", format!("{dir}:/usr/bin:/bin"));
     }
-    run(&mut bench)
+    let others = run(&mut bench);
+    // gvisor against the other runtimes runs even when a bench above failed: its figures
+    // stand on their own, and the failure is still this command's.
+    let gvisor = run(cargo(root).args([
+        "bench",
+        "--package",
+        "stet-plugin-gvisor",
+        "--bench",
+        "compare",
+    ]));
+    others.and(gvisor)
 }
 
 /// `cargo xtask fuzz`: every target (or the ones named) for `seconds` each, seeded from
