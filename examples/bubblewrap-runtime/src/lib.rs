@@ -38,7 +38,7 @@ pub use stet_runtime_support::{process, records};
 use images::Image;
 use process::{Processes, StatusEncoding};
 use records::{Record, Store};
-use stet_runtime_support::{current_ids, merged_env};
+use stet_runtime_support::{check_sandbox_path, current_ids, merged_env};
 
 /// The plugin's name: equal to `name` in plugin.toml.
 pub const NAME: &str = "bubblewrap";
@@ -151,16 +151,6 @@ impl BubblewrapRuntime {
     }
 }
 
-fn check_path(what: &str, path: &str) -> Result<(), PluginError> {
-    let p = Path::new(path);
-    if !p.is_absolute() || p.components().any(|c| c == std::path::Component::ParentDir) {
-        return Err(PluginError::invalid_input(format!(
-            "{what} {path:?} is not an absolute path without `..`"
-        )));
-    }
-    Ok(())
-}
-
 impl RuntimePlugin for BubblewrapRuntime {
     /// Contract: is the backend there, which version, what can it do — without changing
     /// anything, under the host's time limit. Here: bwrap is found, answers `--version`,
@@ -259,10 +249,10 @@ impl RuntimePlugin for BubblewrapRuntime {
                 .with_remedy("ask for no network, or the open network"))
             }
         };
-        check_path("the working directory", &spec.workdir)?;
+        check_sandbox_path("the working directory", &spec.workdir)?;
         for m in spec.mounts.iter() {
-            check_path("the mount source", &m.source)?;
-            check_path("the mount target", &m.target)?;
+            check_sandbox_path("the mount source", &m.source)?;
+            check_sandbox_path("the mount target", &m.target)?;
         }
         let user = match spec.user {
             ROption::RSome(ids) => (ids.uid, ids.gid),
@@ -350,7 +340,7 @@ impl RuntimePlugin for BubblewrapRuntime {
         let env = merged_env(&record.env, &extra);
         let workdir = match &spec.workdir {
             ROption::RSome(dir) => {
-                check_path("the working directory", dir)?;
+                check_sandbox_path("the working directory", dir)?;
                 dir.to_string()
             }
             ROption::RNone => record.workdir.clone(),

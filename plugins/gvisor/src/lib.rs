@@ -47,7 +47,7 @@ use images::Images;
 use process::{HostProcess, Processes, StatusEncoding};
 use records::{Record, Store};
 use runsc::{RunFlags, Runsc};
-use stet_runtime_support::{current_ids, merged_env};
+use stet_runtime_support::{check_sandbox_path, current_ids, merged_env};
 
 /// The plugin's name: equal to `name` in plugin.toml.
 pub const NAME: &str = "gvisor";
@@ -130,16 +130,6 @@ fn cache_dir(configured: Option<&Path>) -> PathBuf {
     } else {
         std::env::temp_dir().join("stet-gvisor-cache")
     }
-}
-
-fn check_path(what: &str, path: &str) -> Result<(), PluginError> {
-    let p = Path::new(path);
-    if !p.is_absolute() || p.components().any(|c| c == std::path::Component::ParentDir) {
-        return Err(PluginError::invalid_input(format!(
-            "{what} {path:?} is not an absolute path without `..`"
-        )));
-    }
-    Ok(())
 }
 
 /// The release date in a runsc version (`0.0~20240729.0`, `release-20240729.0`).
@@ -243,10 +233,10 @@ impl GvisorRuntime {
                 ))
             }
         };
-        check_path("the working directory", &spec.workdir)?;
+        check_sandbox_path("the working directory", &spec.workdir)?;
         for m in spec.mounts.iter() {
-            check_path("the mount source", &m.source)?;
-            check_path("the mount target", &m.target)?;
+            check_sandbox_path("the mount source", &m.source)?;
+            check_sandbox_path("the mount target", &m.target)?;
             if !Path::new(m.source.as_str()).exists() {
                 return Err(PluginError::not_found(format!(
                     "mount source {} does not exist on the host",
@@ -494,7 +484,7 @@ impl RuntimePlugin for GvisorRuntime {
         let env = merged_env(&record.env, &extra);
         let workdir = match &spec.workdir {
             ROption::RSome(dir) => {
-                check_path("the working directory", dir)?;
+                check_sandbox_path("the working directory", dir)?;
                 dir.to_string()
             }
             ROption::RNone => record.workdir.clone(),

@@ -29,6 +29,18 @@ pub fn current_ids() -> (u32, u32) {
     unsafe { (libc::geteuid(), libc::getegid()) }
 }
 
+/// Refuses a path a sandbox spec names (a mount's source or target, a working directory)
+/// unless it is absolute and has no `..`: `what` names it in the error.
+pub fn check_sandbox_path(what: &str, path: &str) -> Result<(), stet_plugin_api::PluginError> {
+    let p = std::path::Path::new(path);
+    if !p.is_absolute() || p.components().any(|c| c == std::path::Component::ParentDir) {
+        return Err(stet_plugin_api::PluginError::invalid_input(format!(
+            "{what} {path:?} is not an absolute path without `..`"
+        )));
+    }
+    Ok(())
+}
+
 /// `base` with `extra` added, a name given in both taking `extra`'s value: a process's
 /// environment, from its sandbox's and its own.
 pub fn merged_env(base: &[(String, String)], extra: &[(String, String)]) -> Vec<(String, String)> {
