@@ -184,10 +184,13 @@ impl Runsc {
     /// or so), not the sandbox's processes; a pids limit there starves gVisor, not the
     /// agent.
     pub fn set_pids_limit(&self, id: &str, pids: u32) -> Result<(), String> {
-        // One umount for every controller's mount and then their parent: each program
-        // started in gVisor costs tens of milliseconds.
+        // One umount for every controller's mount and then their parent (each program
+        // started in gVisor costs tens of milliseconds). Nothing the lane holds may run here, as root with these capabilities: the
+        // sandbox's own PATH and working directory can name the lane (which earlier calls
+        // wrote), so the shell is named by its path and the script sets both.
         let script = format!(
-            "set -e; echo {pids} > /sys/fs/cgroup/pids/pids.max; \
+            "set -e; cd /; PATH=/usr/sbin:/usr/bin:/sbin:/bin; export PATH; \
+             echo {pids} > /sys/fs/cgroup/pids/pids.max; \
              exec umount /sys/fs/cgroup/* /sys/fs/cgroup"
         );
         let ran = run_bounded(
@@ -197,8 +200,10 @@ impl Runsc {
                 "0:0",
                 "--cap",
                 "CAP_SYS_ADMIN,CAP_DAC_OVERRIDE",
+                "--cwd",
+                "/",
                 id,
-                "sh",
+                "/bin/sh",
                 "-c",
                 &script,
             ]),
