@@ -84,8 +84,8 @@ pub use export::__private;
 pub use abi_stable::std_types::{RBox, ROption, RResult, RSlice, RStr, RString, RVec};
 pub use error::{ErrorCode, PluginError};
 pub use sdk::{
-    guard, host_sink, render_lines, start_by_spawning, HarnessPlugin, ProcessPlugin, RuntimePlugin,
-    Sink, SocketForwarding, TerminalPlugin,
+    guard, host_sink, render_lines, start_by_spawning, take_options, HarnessPlugin, ProcessPlugin,
+    RuntimePlugin, Sink, SocketForwarding, TerminalPlugin,
 };
 pub use types::{
     CallOutcome, CredentialDecl, CredentialSource, CredentialSource_NE, EntryKind, EnvVar,

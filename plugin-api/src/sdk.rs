@@ -477,10 +477,35 @@ pub enum SocketForwarding {
 /// sandbox again. Any other option is refused by name.
 pub fn start_by_spawning<R: RuntimePlugin + ?Sized>(
     runtime: &R,
-    mut spec: SandboxSpec,
+    spec: SandboxSpec,
     options: Vec<SandboxOption>,
     sockets: SocketForwarding,
 ) -> Result<(SandboxInfo, Option<Box<dyn ProcessPlugin>>), PluginError> {
+    let (spec, first) = take_options(spec, options, sockets)?;
+    let info = runtime.create_sandbox(spec)?;
+    let first = match first {
+        Some(process) => match runtime.spawn(info.id.as_str(), process) {
+            Ok(process) => Some(process),
+            Err(e) => {
+                let _ = runtime.teardown(info.id.as_str());
+                return Err(e);
+            }
+        },
+        None => None,
+    };
+    Ok((info, first))
+}
+
+/// The options of [`RuntimePlugin::start`] taken apart, for a runtime that runs the first
+/// process itself: the spec with each forwarded socket added as a read-only mount of it
+/// (when `sockets` is [`SocketForwarding::AsMount`]; a path that is no listening socket,
+/// or a relative sandbox path, is refused), and the first process asked for, if any. Any
+/// other option is refused by name, so that none is ever ignored.
+pub fn take_options(
+    mut spec: SandboxSpec,
+    options: Vec<SandboxOption>,
+    sockets: SocketForwarding,
+) -> Result<(SandboxSpec, Option<ProcessSpec>), PluginError> {
     let mut first = None;
     for option in options {
         match option {
@@ -513,18 +538,7 @@ pub fn start_by_spawning<R: RuntimePlugin + ?Sized>(
             }
         }
     }
-    let info = runtime.create_sandbox(spec)?;
-    let first = match first {
-        Some(process) => match runtime.spawn(info.id.as_str(), process) {
-            Ok(process) => Some(process),
-            Err(e) => {
-                let _ = runtime.teardown(info.id.as_str());
-                return Err(e);
-            }
-        },
-        None => None,
-    };
-    Ok((info, first))
+    Ok((spec, first))
 }
 
 /// Runs `f`, turning a panic into a [`ErrorCode::PANICKED`] error naming `what`.

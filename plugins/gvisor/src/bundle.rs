@@ -7,37 +7,52 @@
 //!   its own that runsc layers over it (see [`crate::runsc::RunFlags::upper`]), and the
 //!   shared directory is only ever read (a test writes everywhere inside and finds the
 //!   unpacked image unchanged);
-//! - `/proc`, `/dev`, `/sys` (read-only) of gVisor's own, and the control group file
-//!   system, which the set-up takes away again after setting the pids limit;
+//! - `/proc`, `/dev`, `/sys` (read-only) of gVisor's own; no control group file system
+//!   (nothing inside needs one, and root in gVisor could write its limits);
 //! - the spec's mounts, as bind mounts, read-only unless asked for writable; a mount inside
 //!   another comes after it, so a read-only mount within a writable one stays read-only;
 //! - the spec's user, with no capabilities and no new privileges;
 //! - memory and CPU limits on the host's control group of the sandbox (what gVisor itself
-//!   uses counts too); the pids limit is set inside (see
-//!   [`crate::runsc::Runsc::set_pids_limit`]).
+//!   uses counts too); the pids limit as the sandbox's `RLIMIT_NPROC` (see [`PIDS_AS`]).
 
 use serde_json::{json, Value};
+use stet_plugin_api::Limits;
 use stet_runtime_support::records::Record;
 
-/// What every sandbox runs as its first process: nothing, for ever. Work arrives through
-/// `runsc exec`; gVisor reaps what those leave.
+/// What a sandbox runs as its first process when it is not given one: nothing, for ever.
+/// Work arrives through `runsc exec`; gVisor reaps what those leave.
 pub const IDLE: [&str; 2] = ["sleep", "infinity"];
+
+/// The pids limit is gVisor's `RLIMIT_NPROC`, hard and soft, not a control group's:
+/// - gVisor counts every task (thread or process) of a user in the sandbox against it and
+///   refuses a clone beyond it with EAGAIN, for root too unless it holds `CAP_SYS_ADMIN`
+///   or `CAP_SYS_RESOURCE` (`pkg/sentry/kernel/kernel.go`, `incRLimitNProc`) — every
+///   process here has no capability, and all run as the sandbox's one user (no new
+///   privileges, so none becomes another), so it bounds the sandbox as `pids.max` would;
+/// - raising a hard limit needs `CAP_SYS_RESOURCE`;
+/// - runsc gives every `runsc exec` the first process's limits
+///   (`runsc/boot/loader.go`, `createLimitSet(l.root.spec)`), so the one setting holds
+///   for every process the host starts;
+/// - the host's control group of the sandbox counts gVisor's own hundred-odd threads, not
+///   the sandbox's processes: a pids limit there starved gVisor (measured), and
+///   gVisor's own `pids.max` inside would need a privileged process to set it (an exec
+///   costing ~95 ms, measured) and the cgroup file system taken away again.
+pub const PIDS_AS: &str = "RLIMIT_NPROC";
 
 /// The host control group a sandbox's runsc processes are placed in.
 pub fn cgroup_path(id: &str) -> String {
     format!("/stet-gvisor/{id}")
 }
 
-/// The `config.json` of sandbox `record`, whose root file system is `rootfs`.
-pub fn config(record: &Record, rootfs: &str, memory_bytes: u64, millicpus: u32) -> Value {
+/// The `config.json` of sandbox `record`, whose root file system is `rootfs`, under
+/// `limits`, running `first` as its first process (a [`process`]; else [`IDLE`]).
+pub fn config(record: &Record, rootfs: &str, limits: &Limits, first: Option<Value>) -> Value {
     let mut mounts = vec![
         json!({"destination": "/proc", "type": "proc", "source": "proc"}),
         json!({"destination": "/dev", "type": "tmpfs", "source": "tmpfs",
                "options": ["nosuid", "strictatime", "mode=755", "size=65536k"]}),
         json!({"destination": "/sys", "type": "sysfs", "source": "sysfs",
                "options": ["nosuid", "noexec", "nodev", "ro"]}),
-        json!({"destination": "/sys/fs/cgroup", "type": "cgroup", "source": "cgroup",
-               "options": ["nosuid", "noexec", "nodev"]}),
     ];
     // Outer mounts before the ones inside them, whatever order the spec gave.
     let mut binds: Vec<_> = record.mounts.iter().collect();
@@ -50,6 +65,7 @@ pub fn config(record: &Record, rootfs: &str, memory_bytes: u64, millicpus: u32) 
             "options": ["rbind", if m.writable { "rw" } else { "ro" }],
         }));
     }
+    let (memory_bytes, millicpus) = (limits.memory_bytes, limits.millicpus);
     let mut resources = serde_json::Map::new();
     if memory_bytes > 0 {
         // No swap beyond the limit, so that the limit is one.
@@ -65,9 +81,21 @@ pub fn config(record: &Record, rootfs: &str, memory_bytes: u64, millicpus: u32) 
             json!({"quota": millicpus as u64 * PERIOD / 1000, "period": PERIOD}),
         );
     }
+    let mut process = first.unwrap_or_else(|| {
+        process(
+            record,
+            &IDLE.map(String::from),
+            &record.env,
+            &record.workdir,
+        )
+    });
+    if limits.pids > 0 {
+        let pids = u64::from(limits.pids);
+        process["rlimits"] = json!([{"type": PIDS_AS, "hard": pids, "soft": pids}]);
+    }
     json!({
         "ociVersion": "1.0.2",
-        "process": process(record, &IDLE.map(String::from), &record.env, &record.workdir),
+        "process": process,
         // Not read-only to the sandbox: runsc layers the sandbox's own file store over it
         // (`--overlay2`), so the shared directory itself is only ever read.
         "root": {"path": rootfs, "readonly": false},
@@ -133,7 +161,12 @@ mod tests {
 
     #[test]
     fn the_bundle_roots_in_the_shared_image_mounts_outer_first_and_grants_no_capabilities() {
-        let config = config(&record(), "/cache/rootfs", 512 << 20, 1500);
+        let limits = Limits {
+            memory_bytes: 512 << 20,
+            millicpus: 1500,
+            pids: 0,
+        };
+        let config = config(&record(), "/cache/rootfs", &limits, None);
         // Writable to the sandbox: its writes go to runsc's overlay, never to the image.
         assert_eq!(
             config["root"],
@@ -175,7 +208,30 @@ mod tests {
 
     #[test]
     fn no_limits_asked_means_none_set() {
-        let config = config(&record(), "/r", 0, 0);
+        let config = config(&record(), "/r", &Limits::default(), None);
         assert_eq!(config["linux"]["resources"], json!({}));
+        assert_eq!(config["process"].get("rlimits"), None);
+    }
+
+    #[test]
+    fn the_pids_limit_is_the_first_process_s_nproc_limit_and_no_cgroup_files_are_mounted() {
+        let limits = Limits {
+            pids: 64,
+            ..Default::default()
+        };
+        let first = process(&record(), &["make".into()], &[], "/lane");
+        let config = config(&record(), "/r", &limits, Some(first));
+        assert_eq!(config["process"]["args"], json!(["make"]));
+        assert_eq!(
+            config["process"]["rlimits"],
+            json!([{"type": "RLIMIT_NPROC", "hard": 64, "soft": 64}])
+        );
+        let kinds: Vec<&str> = config["mounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["type"].as_str().unwrap())
+            .collect();
+        assert!(!kinds.contains(&"cgroup"), "{kinds:?}");
     }
 }

@@ -10,7 +10,10 @@
 //!   the support crate's [`records`]) holding an OCI bundle ([`bundle`]) whose root is the
 //!   image's file system, unpacked once per image id and shared read-only ([`images`]); the
 //!   sandbox's writes to it go to a file store in the record's directory, gone with it.
-//!   `runsc run --detach` starts it with `sleep infinity` as its first process;
+//!   `runsc run --detach` starts it with `sleep infinity` as its first process — or, for a
+//!   one-process sandbox (`stet run`), an attached `runsc run` starts it with that process
+//!   as its first, streams it, and removes the sandbox when it ends, in one step as
+//!   `docker run` does;
 //! - each **process** is a `runsc exec --process <file>` child of the plugin, the file
 //!   giving exactly its argv, environment, working directory and user, with no
 //!   capabilities; its output streams through the exec's pipes;
@@ -20,7 +23,8 @@
 //!   the record, and leaves runsc to delete its own state in the background (a second or
 //!   more of polling that nothing waits for);
 //! - **limits**: memory and CPU on the host's control group of the sandbox; pids inside
-//!   gVisor, where its processes are counted (see [`runsc::Runsc::set_pids_limit`]);
+//!   gVisor, where its processes are counted, as their `RLIMIT_NPROC` (see
+//!   [`bundle::PIDS_AS`]);
 //! - **network**: `none` is gVisor's loopback alone; `open` is the host's network through
 //!   gVisor's sockets; a forwarded unix socket is a read-only mount of it, which runsc is
 //!   told to let the sandbox connect to (`--host-uds=open`), nothing more.
@@ -220,7 +224,15 @@ impl GvisorRuntime {
         }
     }
 
-    fn make(&self, runsc: &Runsc, spec: &SandboxSpec) -> Result<Record, PluginError> {
+    /// Makes sandbox `spec` and starts it: detached, with the idle first process, or —
+    /// given `first` — attached, with `first` as its first process, which comes back
+    /// running.
+    fn make(
+        &self,
+        runsc: &Runsc,
+        spec: &SandboxSpec,
+        first: Option<&ProcessSpec>,
+    ) -> Result<(Record, Option<GvisorProcess>), PluginError> {
         let network = match spec.network {
             Network::None => "none",
             Network::Open => "host",
@@ -258,6 +270,8 @@ impl GvisorRuntime {
             // where they are everywhere (the conformance kit counts PATH as the runtime's).
             record.env.insert(0, ("PATH".into(), DEFAULT_PATH.into()));
         }
+        let stdin = first.map(|p| p.stdin.to_vec()).unwrap_or_default();
+        let first = first.map(|p| process_of(&record, p)).transpose()?;
         let dir = self.store.create(&record)?;
         let made = (|| {
             let io = |what: &str| {
@@ -266,18 +280,9 @@ impl GvisorRuntime {
             };
             let upper = dir.join("upper");
             records::create_private_dir(&upper).map_err(io("make the sandbox's write layer"))?;
-            let mut config = bundle::config(
-                &record,
-                &rootfs.display().to_string(),
-                spec.limits.memory_bytes,
-                spec.limits.millicpus,
-            );
-            if spec.limits.pids == 0 {
-                // Mounted only for the set-up that sets the pids limit.
-                if let Some(mounts) = config["mounts"].as_array_mut() {
-                    mounts.retain(|m| m["type"] != "cgroup");
-                }
-            }
+            let attached = first.is_some();
+            let config =
+                bundle::config(&record, &rootfs.display().to_string(), &spec.limits, first);
             std::fs::write(dir.join("config.json"), config.to_string())
                 .map_err(io("write the sandbox's bundle"))?;
             let flags = RunFlags {
@@ -285,33 +290,85 @@ impl GvisorRuntime {
                 host_sockets: spec.mounts.iter().any(|m| is_socket(&m.source)),
                 upper: &upper,
             };
-            runsc.run(&record.id, &dir, flags).map_err(|why| {
-                PluginError::backend(format!("runsc could not start the sandbox: {why}")).with_remedy(
-                    "every mount source must exist; `stet plugins probe` says whether runsc runs here",
-                )
-            })?;
-            if spec.limits.pids > 0 {
-                runsc
-                    .set_pids_limit(&record.id, spec.limits.pids)
-                    .map_err(|why| {
-                        PluginError::backend(format!(
-                            "could not set the sandbox's pids limit inside gVisor: {why}"
-                        ))
-                        .with_remedy(format!(
-                            "the gvisor runtime sets it with `sh` and `umount` from the image: \
-                         {} must have both",
-                            spec.image
-                        ))
-                    })?;
+            if !attached {
+                runsc.run(&record.id, &dir, flags).map_err(|why| {
+                    PluginError::backend(format!("runsc could not start the sandbox: {why}"))
+                        .with_remedy(
+                            "every mount source must exist; `stet plugins probe` says whether runsc runs here",
+                        )
+                })?;
+                return Ok(None);
             }
-            Ok(())
+            let command = runsc.run_command(&record.id, &dir, flags, false);
+            let process = self.track(runsc, &record.id, command, stdin, None)?;
+            Ok(Some(process))
         })();
-        if let Err(e) = made {
-            let _ = self.teardown(&record.id);
-            return Err(e);
+        match made {
+            Ok(process) => Ok((record, process)),
+            Err(e) => {
+                let _ = self.teardown(&record.id);
+                Err(e)
+            }
         }
-        Ok(record)
     }
+
+    /// Starts `command` — the host side of a process in sandbox `sandbox` — and keeps
+    /// track of it: registered for teardown, noted in the record for another stet
+    /// process's `gc`. `file` is its process file, removed when it ends.
+    fn track(
+        &self,
+        runsc: &Runsc,
+        sandbox: &str,
+        command: std::process::Command,
+        stdin: Vec<u8>,
+        file: Option<PathBuf>,
+    ) -> Result<GvisorProcess, PluginError> {
+        let (process, shared) = process::start(
+            command,
+            stdin,
+            // runsc exits with 128 + N when the process died of signal N.
+            StatusEncoding::ShellStyle,
+            |mut c| c.spawn(),
+        )
+        .map_err(|e| {
+            if let Some(file) = &file {
+                let _ = std::fs::remove_file(file);
+            }
+            PluginError::backend(format!("could not start runsc: {e}"))
+        })?;
+        self.processes.register(sandbox, &shared);
+        let note = self.store.add_process(sandbox, process.pid())?;
+        Ok(GvisorProcess {
+            host: process.with_note(note),
+            runsc: runsc.clone(),
+            sandbox: sandbox.to_string(),
+            file,
+            killed: Default::default(),
+        })
+    }
+}
+
+/// Process `spec` in sandbox `record`, as runsc reads it: its argv, its environment added
+/// to the sandbox's, its working directory (else the sandbox's), the sandbox's user.
+fn process_of(record: &Record, spec: &ProcessSpec) -> Result<serde_json::Value, PluginError> {
+    if spec.argv.is_empty() {
+        return Err(PluginError::invalid_input("no program given to run"));
+    }
+    let argv: Vec<String> = spec.argv.iter().map(|a| a.to_string()).collect();
+    let extra: Vec<(String, String)> = spec
+        .env
+        .iter()
+        .map(|v| (v.name.to_string(), v.value.to_string()))
+        .collect();
+    let env = merged_env(&record.env, &extra);
+    let workdir = match &spec.workdir {
+        ROption::RSome(dir) => {
+            check_sandbox_path("the working directory", dir)?;
+            dir.to_string()
+        }
+        ROption::RNone => record.workdir.clone(),
+    };
+    Ok(bundle::process(record, &argv, &env, &workdir))
 }
 
 /// How many processes of sandbox `id` the host's OOM killer took: the `oom_kill` count of
@@ -328,15 +385,16 @@ fn oom_kills(id: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// A process started with `runsc exec`: the host side streams and reaps it; a kill ends
-/// every process of the sandbox, since the exec's own process is the runsc client, not the
-/// program inside.
+/// A process started with `runsc exec` (or the first, with an attached `runsc run`): the
+/// host side streams and reaps it; a kill ends every process of the sandbox, since the
+/// host's process is the runsc client, not the program inside.
 struct GvisorProcess {
     host: HostProcess,
     runsc: Runsc,
     sandbox: String,
-    /// The process file, removed once the process has ended.
-    file: PathBuf,
+    /// The process file, removed once the process has ended (the first process has
+    /// none: it is in the bundle).
+    file: Option<PathBuf>,
     /// Whether `kill` ended it: runsc exec then exits 128 (its sandbox is gone), which is
     /// reported as the SIGKILL it was.
     killed: std::sync::atomic::AtomicBool,
@@ -345,10 +403,12 @@ struct GvisorProcess {
 impl ProcessPlugin for GvisorProcess {
     fn wait(&self, sink: &mut Sink<'_>) -> Result<ExitStatus, PluginError> {
         let status = self.host.wait(sink);
-        let _ = std::fs::remove_file(&self.file);
+        if let Some(file) = &self.file {
+            let _ = std::fs::remove_file(file);
+        }
         let killed = self.killed.load(std::sync::atomic::Ordering::SeqCst);
         match status {
-            // runsc exec answers 128 when the sandbox itself went away under it.
+            // runsc answers 128 when the sandbox itself went away under it.
             Ok(s) if killed && s.code == ROption::RSome(128) => Ok(ExitStatus::signalled(9)),
             Ok(s) if s.code == ROption::RSome(128) && oom_kills(&self.sandbox) > 0 => {
                 // The host's OOM killer ended the sentry at the memory limit: the sandbox
@@ -363,7 +423,7 @@ impl ProcessPlugin for GvisorProcess {
 
     fn kill(&self) -> Result<(), PluginError> {
         self.killed.store(true, std::sync::atomic::Ordering::SeqCst);
-        let stopped = self.runsc.stop(&self.sandbox);
+        let stopped = self.runsc.stop(&self.sandbox).map(|_| ());
         self.host.kill()?;
         stopped.map_err(|why| {
             PluginError::backend(format!(
@@ -453,7 +513,7 @@ impl RuntimePlugin for GvisorRuntime {
     /// A missing image is NOT_FOUND with a remedy. The first sandbox of an image unpacks it.
     fn create_sandbox(&self, spec: SandboxSpec) -> Result<SandboxInfo, PluginError> {
         let runsc = self.runsc()?;
-        let record = self.make(&runsc, &spec)?;
+        let (record, _) = self.make(&runsc, &spec, None)?;
         Ok(SandboxInfo {
             id: record.id.into(),
             state: "running".into(),
@@ -469,56 +529,20 @@ impl RuntimePlugin for GvisorRuntime {
         sandbox: &str,
         spec: ProcessSpec,
     ) -> Result<Box<dyn ProcessPlugin>, PluginError> {
-        if spec.argv.is_empty() {
-            return Err(PluginError::invalid_input("no program given to run"));
-        }
         check_id(sandbox)?;
         let runsc = self.runsc()?;
         let record = self.store.record(sandbox)?;
-        let argv: Vec<String> = spec.argv.iter().map(|a| a.to_string()).collect();
-        let extra: Vec<(String, String)> = spec
-            .env
-            .iter()
-            .map(|v| (v.name.to_string(), v.value.to_string()))
-            .collect();
-        let env = merged_env(&record.env, &extra);
-        let workdir = match &spec.workdir {
-            ROption::RSome(dir) => {
-                check_sandbox_path("the working directory", dir)?;
-                dir.to_string()
-            }
-            ROption::RNone => record.workdir.clone(),
-        };
+        let process = process_of(&record, &spec)?;
         let file = self
             .store
             .dir(sandbox)?
             .join(format!("{}.process.json", records::new_id("p")));
-        std::fs::write(
-            &file,
-            bundle::process(&record, &argv, &env, &workdir).to_string(),
-        )
-        .map_err(|e| PluginError::backend(format!("could not write the process's file: {e}")))?;
-        let command = runsc.command(&["exec", "--process", &file.display().to_string(), sandbox]);
-        let (process, shared) = process::start(
-            command,
-            spec.stdin.to_vec(),
-            // runsc exec exits with 128 + N when the process died of signal N.
-            StatusEncoding::ShellStyle,
-            |mut c| c.spawn(),
-        )
-        .map_err(|e| {
-            let _ = std::fs::remove_file(&file);
-            PluginError::backend(format!("could not start runsc exec: {e}"))
+        std::fs::write(&file, process.to_string()).map_err(|e| {
+            PluginError::backend(format!("could not write the process's file: {e}"))
         })?;
-        self.processes.register(sandbox, &shared);
-        let note = self.store.add_process(sandbox, process.pid())?;
-        Ok(Box::new(GvisorProcess {
-            host: process.with_note(note),
-            runsc,
-            sandbox: sandbox.to_string(),
-            file,
-            killed: Default::default(),
-        }))
+        let command = runsc.command(&["exec", "--process", &file.display().to_string(), sandbox]);
+        let process = self.track(&runsc, sandbox, command, spec.stdin.to_vec(), Some(file))?;
+        Ok(Box::new(process))
     }
 
     /// Contract: stop and remove the sandbox and everything running in it; again, or for
@@ -526,6 +550,8 @@ impl RuntimePlugin for GvisorRuntime {
     fn teardown(&self, sandbox: &str) -> Result<(), PluginError> {
         check_id(sandbox)?;
         let runsc = self.runsc()?;
+        // An attached `runsc run` removed its own sandbox when its process ended: runsc
+        // knows it no more, and there is nothing of it to delete.
         let stopped = runsc.stop(sandbox);
         let Some(dir) = self.store.detach(sandbox)? else {
             // Torn down before (or never made here): nothing of it is left to end.
@@ -533,9 +559,12 @@ impl RuntimePlugin for GvisorRuntime {
         };
         let ours = self.processes.take(sandbox);
         records::end_detached(&dir, ours)?;
-        stopped.map_err(|why| {
+        let known = stopped.map_err(|why| {
             PluginError::backend(format!("could not stop sandbox {sandbox}: {why}"))
         })?;
+        if !known {
+            return Ok(());
+        }
         runsc.delete_in_background(sandbox).map_err(|why| {
             PluginError::backend(format!(
                 "could not delete sandbox {sandbox} in runsc: {why}"
@@ -555,18 +584,26 @@ impl RuntimePlugin for GvisorRuntime {
     }
 
     /// A forwarded socket is a read-only mount of it (see [`runsc::RunFlags::host_sockets`]);
-    /// a first process is spawned at once, since the sandbox's own first process idles.
+    /// a first process is the sandbox's own, started with it by an attached `runsc run`
+    /// (one runsc call where create-then-exec takes two, and no idle process).
     fn start(
         &self,
         spec: SandboxSpec,
         options: Vec<stet_plugin_api::SandboxOption>,
     ) -> Result<(SandboxInfo, Option<Box<dyn ProcessPlugin>>), PluginError> {
-        stet_plugin_api::start_by_spawning(
-            self,
+        let (spec, first) = stet_plugin_api::take_options(
             spec,
             options,
             stet_plugin_api::SocketForwarding::AsMount,
-        )
+        )?;
+        let runsc = self.runsc()?;
+        let (record, process) = self.make(&runsc, &spec, first.as_ref())?;
+        let info = SandboxInfo {
+            id: record.id.into(),
+            state: "running".into(),
+            labels: spec.labels,
+        };
+        Ok((info, process.map(|p| Box::new(p) as Box<dyn ProcessPlugin>)))
     }
 
     /// Contract (API 1.5): nothing in the sandbox runs or writes once this returns: its
@@ -574,7 +611,7 @@ impl RuntimePlugin for GvisorRuntime {
     /// its end waited for.
     fn stop(&self, sandbox: &str) -> Result<(), PluginError> {
         check_id(sandbox)?;
-        self.runsc()?.stop(sandbox).map_err(|why| {
+        self.runsc()?.stop(sandbox).map(|_| ()).map_err(|why| {
             PluginError::backend(format!("could not stop sandbox {sandbox}: {why}"))
                 .with_remedy("tear the sandbox down instead (`stet gc` removes what stet left)")
         })

@@ -1,6 +1,5 @@
 //! Everything about the `runsc` command: finding it, the flags every call shares, the calls
-//! that make, signal, inspect and delete a sandbox, and the in-sandbox set-up a sandbox
-//! gets before its first process.
+//! that make, signal, inspect and delete a sandbox.
 //!
 //! runsc keeps each sandbox's state under its `--root`; every call for one sandbox passes
 //! the same root (and platform), so that any stet process — a drive, `stet gc` — reaches
@@ -13,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use stet_runtime_support::command::{run_bounded, Ran};
 
-/// How long one control call (state, kill, delete, the set-up) may take.
+/// How long one control call (run detached, state, kill, delete) may take.
 const CONTROL_LIMIT: Duration = Duration::from_secs(30);
 
 /// A `runsc` binary and the flags every call for stet's sandboxes shares.
@@ -82,6 +81,25 @@ impl Runsc {
     /// Creates and starts sandbox `id` from the bundle in `bundle` (its `config.json`),
     /// detached: runsc returns once the sandbox's first process runs.
     pub fn run(&self, id: &str, bundle: &Path, flags: RunFlags<'_>) -> Result<(), String> {
+        ok(run_bounded(
+            self.run_command(id, bundle, flags, true),
+            CONTROL_LIMIT,
+        )?)
+    }
+
+    /// The `runsc run` that creates and starts sandbox `id` from the bundle in `bundle`.
+    /// Detached, it returns once the first process runs; attached, it is the first
+    /// process's stand-in on the host, as `runsc exec` is for the others: the process's
+    /// standard streams are its own, it ends when the process does, with its status
+    /// (`128 + N` for signal N), after removing the sandbox (its state, its host control
+    /// group) — ~10 ms, where a `runsc delete` polls for a second or more.
+    pub fn run_command(
+        &self,
+        id: &str,
+        bundle: &Path,
+        flags: RunFlags<'_>,
+        detach: bool,
+    ) -> Command {
         let mut command = self.command(&[]);
         // Global flags go before the subcommand.
         command.arg(format!("--network={}", flags.network));
@@ -95,15 +113,17 @@ impl Runsc {
         if flags.host_sockets {
             command.arg("--host-uds=open");
         }
+        command.arg("run");
+        if detach {
+            command.arg("--detach");
+        }
+        command.arg("--bundle").arg(bundle).arg(id);
         command
-            .args(["run", "--detach", "--bundle"])
-            .arg(bundle)
-            .arg(id);
-        ok(run_bounded(command, CONTROL_LIMIT)?)
     }
 
     /// The status runsc keeps for sandbox `id` (`running`, `stopped`, …), with the
-    /// sandbox's host process; `None` when runsc knows no such sandbox.
+    /// sandbox's host process; `None` when runsc knows no such sandbox (never made, or
+    /// removed: an attached `runsc run` removes its sandbox when its process ends).
     pub fn state(&self, id: &str) -> Result<Option<State>, String> {
         let ran = run_bounded(self.command(&["state", id]), CONTROL_LIMIT)?;
         if !ran.success() {
@@ -126,13 +146,14 @@ impl Runsc {
     /// sandbox running for a while after; `runsc delete` takes a second or more, polling.)
     /// The sentry is known by the pid runsc keeps and checked by its command line, so a
     /// pid reused since is never signalled. A sandbox runsc does not know, or whose
-    /// sentry is gone, has nothing left to stop.
-    pub fn stop(&self, id: &str) -> Result<(), String> {
+    /// sentry is gone, has nothing left to stop. Answers whether runsc knew the sandbox
+    /// (and so still keeps state of it to delete).
+    pub fn stop(&self, id: &str) -> Result<bool, String> {
         let Some(state) = self.state(id)? else {
-            return Ok(());
+            return Ok(false);
         };
         if state.pid <= 0 || !is_sentry_of(state.pid, id) {
-            return Ok(());
+            return Ok(true);
         }
         // SAFETY: plain syscall; the pid was just checked to be this sandbox's sentry.
         unsafe { libc::kill(state.pid, libc::SIGKILL) };
@@ -147,7 +168,7 @@ impl Runsc {
             }
             std::thread::sleep(Duration::from_millis(2));
         }
-        Ok(())
+        Ok(true)
     }
 
     /// Deletes what runsc keeps of sandbox `id` (its state, its host control group) in the
@@ -172,44 +193,6 @@ impl Runsc {
             })
             .map_err(|e| format!("could not start a thread: {e}"))?;
         Ok(())
-    }
-
-    /// Sets the sandbox's pids limit inside gVisor, where its processes are counted, and
-    /// takes the control group file system away again so that nothing in the sandbox can
-    /// raise the limit (gVisor lets root write its cgroup files even on a read-only
-    /// mount). Runs once, as root with the two capabilities it needs, before the first
-    /// process; needs `sh` and `umount` in the image.
-    ///
-    /// Why not the host's cgroup: the host counts gVisor's own threads there (a hundred
-    /// or so), not the sandbox's processes; a pids limit there starves gVisor, not the
-    /// agent.
-    pub fn set_pids_limit(&self, id: &str, pids: u32) -> Result<(), String> {
-        // One umount for every controller's mount and then their parent (each program
-        // started in gVisor costs tens of milliseconds). Nothing the lane holds may run here, as root with these capabilities: the
-        // sandbox's own PATH and working directory can name the lane (which earlier calls
-        // wrote), so the shell is named by its path and the script sets both.
-        let script = format!(
-            "set -e; cd /; PATH=/usr/sbin:/usr/bin:/sbin:/bin; export PATH; \
-             echo {pids} > /sys/fs/cgroup/pids/pids.max; \
-             exec umount /sys/fs/cgroup/* /sys/fs/cgroup"
-        );
-        let ran = run_bounded(
-            self.command(&[
-                "exec",
-                "--user",
-                "0:0",
-                "--cap",
-                "CAP_SYS_ADMIN,CAP_DAC_OVERRIDE",
-                "--cwd",
-                "/",
-                id,
-                "/bin/sh",
-                "-c",
-                &script,
-            ]),
-            CONTROL_LIMIT,
-        )?;
-        ok(ran)
     }
 }
 

@@ -35,50 +35,33 @@ fn gvisor_passes_the_runtime_conformance_kit() {
     assert!(checks.len() >= 14, "only {} checks ran", checks.len());
 }
 
-/// The pids set-up runs as root with CAP_SYS_ADMIN inside the sandbox, before the agent:
-/// a lane an earlier call wrote can hold programs named as the set-up's (`sh`, `umount`),
-/// and the sandbox's PATH and working directory may name the lane. None of them runs, and
-/// the set-up still takes the control group files away.
+/// The pids limit is the sandbox's RLIMIT_NPROC: it counts the processes of every exec
+/// together (runsc gives each the first process's limits), a process cannot raise it, and
+/// no control group file system is there to write a limit into.
 #[test]
-fn programs_planted_in_the_lane_never_run_in_gvisors_privileged_set_up() {
-    use std::os::unix::fs::PermissionsExt;
-    use stet_plugin_api::{EnvVar, Label, Limits, Mount, Network, ROption, SandboxSpec};
+fn gvisors_pids_limit_spans_every_process_and_cannot_be_raised() {
+    use stet_plugin_api::{EnvVar, Label, Limits, Network, ROption, SandboxSpec};
     let runtime = runtime();
-    let lane = tempfile::tempdir().unwrap();
-    for program in ["sh", "umount", "echo"] {
-        let path = lane.path().join(program);
-        std::fs::write(
-            &path,
-            format!("#!/bin/dash\necho ran > /lane/planted-{program}-ran\nexit 0\n"),
-        )
-        .unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
     let spec = SandboxSpec {
         image: "stet-lane:1".into(),
-        mounts: vec![Mount {
-            source: lane.path().display().to_string().into(),
-            target: "/lane".into(),
-            writable: true,
-        }]
-        .into(),
-        env: vec![EnvVar::new("PATH", "/lane:/usr/bin:/bin")].into(),
-        workdir: "/lane".into(),
+        mounts: Default::default(),
+        env: vec![EnvVar::new("PATH", "/usr/bin:/bin")].into(),
+        workdir: "/".into(),
         network: Network::None,
         limits: Limits {
             pids: 32,
             ..Default::default()
         },
-        labels: vec![Label::new("stet.test", "planted-set-up")].into(),
+        labels: vec![Label::new("stet.test", "pids-limit")].into(),
         user: ROption::RNone,
     };
     let info = runtime.create_sandbox(spec).unwrap();
-    let seen = {
+    let run = |script: &str| {
         let process = runtime
             .spawn(
                 &info.id,
                 stet_plugin_api::ProcessSpec {
-                    argv: vec!["/bin/ls".into(), "/sys/fs/cgroup".into()].into(),
+                    argv: vec!["sh".into(), "-c".into(), script.into()].into(),
                     env: Default::default(),
                     workdir: ROption::RNone,
                     stdin: Default::default(),
@@ -86,23 +69,38 @@ fn programs_planted_in_the_lane_never_run_in_gvisors_privileged_set_up() {
             )
             .unwrap();
         let mut out = Vec::new();
-        process
+        let status = process
             .wait(&mut stet_plugin_api::Sink::from_fn(&mut |_, b| {
                 out.extend_from_slice(b)
             }))
             .unwrap();
-        String::from_utf8_lossy(&out).into_owned()
+        (status, String::from_utf8_lossy(&out).into_owned())
     };
-    runtime.teardown(&info.id).unwrap();
-    let ran: Vec<_> = std::fs::read_dir(lane.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("planted-"))
-        .collect();
-    assert!(ran.is_empty(), "planted programs ran: {ran:?}");
+    let (_, said) = run(
+        "exec bash -c 'ulimit -Hu; ulimit -u 100000 && echo RAISED; ulimit -Hu 100000 && echo RAISED; \
+         ls -A /sys/fs/cgroup' 2>/dev/null",
+    );
     assert_eq!(
-        seen.trim(),
-        "",
-        "the control group files are gone: {seen:?}"
+        said.trim(),
+        "32",
+        "the limit is 32, it stays so, and there are no cgroup files"
+    );
+    // One exec holds 20 processes; a second may start no more than the limit leaves.
+    let (first, said) = run(
+        "i=0; while [ $i -lt 20 ]; do sleep 60 >/dev/null 2>&1 & i=$((i+1)); done; echo started",
+    );
+    assert_eq!(first.code, ROption::RSome(0), "{said}");
+    let (second, said) = run(
+        "i=0; while [ $i -lt 20 ]; do sleep 60 >/dev/null 2>&1 & i=$((i+1)); echo $i; done 2>&1",
+    );
+    let started = said
+        .lines()
+        .filter_map(|l| l.trim().parse::<u32>().ok())
+        .max();
+    runtime.teardown(&info.id).unwrap();
+    assert_ne!(second.code, ROption::RSome(0), "{said}");
+    assert!(
+        started.is_some_and(|n| n < 20),
+        "the second exec started {started:?} of 20 beside the first's 20 at a limit of 32: {said}"
     );
 }
