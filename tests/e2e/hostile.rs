@@ -384,7 +384,7 @@ fn forks(runtime: &str) {
     assert!(report.contains("forked until refused"), "{report}");
     let receipt = &a.receipts()[0];
     if runtime == "gvisor" {
-        // gVisor's pids controller keeps no count of the forks it refused (no pids.events),
+        // gVisor keeps no count of the forks its RLIMIT_NPROC refused (no pids.events),
         // and the host's control group counts gVisor's own threads: nothing can say how
         // often the limit was met, so the receipt does not claim it (README: the walls).
         assert!(receipt["limit_reached"].is_null(), "{receipt:#}");

@@ -617,8 +617,9 @@ impl RuntimePlugin for GvisorRuntime {
         })
     }
 
-    // `limit_counters` keeps its default (None): gVisor's pids controller keeps no count of
-    // refused forks, and the host's control group counts gVisor's threads, not the agent's.
+    // `limit_counters` keeps its default (None): gVisor keeps no count of the clones its
+    // RLIMIT_NPROC refused, and the host's control group counts gVisor's threads, not the
+    // agent's.
     // `spawn_terminal` keeps its default (UNSUPPORTED): no pseudo-terminal yet.
 }
 
