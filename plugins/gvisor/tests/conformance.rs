@@ -76,20 +76,15 @@ fn gvisors_pids_limit_spans_every_process_and_cannot_be_raised() {
             .unwrap();
         (status, String::from_utf8_lossy(&out).into_owned())
     };
-    let (_, said) = run(
+    // Everything runs before any assertion, so that a failing one leaves no sandbox.
+    let (_, limit) = run(
         "exec bash -c 'ulimit -Hu; ulimit -u 100000 && echo RAISED; ulimit -Hu 100000 && echo RAISED; \
          ls -A /sys/fs/cgroup' 2>/dev/null",
     );
-    assert_eq!(
-        said.trim(),
-        "32",
-        "the limit is 32, it stays so, and there are no cgroup files"
-    );
     // One exec holds 20 processes; a second may start no more than the limit leaves.
-    let (first, said) = run(
+    let (first, first_said) = run(
         "i=0; while [ $i -lt 20 ]; do sleep 60 >/dev/null 2>&1 & i=$((i+1)); done; echo started",
     );
-    assert_eq!(first.code, ROption::RSome(0), "{said}");
     let (second, said) = run(
         "i=0; while [ $i -lt 20 ]; do sleep 60 >/dev/null 2>&1 & i=$((i+1)); echo $i; done 2>&1",
     );
@@ -98,6 +93,12 @@ fn gvisors_pids_limit_spans_every_process_and_cannot_be_raised() {
         .filter_map(|l| l.trim().parse::<u32>().ok())
         .max();
     runtime.teardown(&info.id).unwrap();
+    assert_eq!(
+        limit.trim(),
+        "32",
+        "the limit is 32, it stays so, and there are no cgroup files"
+    );
+    assert_eq!(first.code, ROption::RSome(0), "{first_said}");
     assert_ne!(second.code, ROption::RSome(0), "{said}");
     assert!(
         started.is_some_and(|n| n < 20),
