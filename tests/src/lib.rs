@@ -7,6 +7,7 @@
 
 pub mod board;
 pub mod fake_api;
+pub mod fake_responses;
 pub mod http;
 pub mod oauth_double;
 
@@ -41,6 +42,20 @@ pub fn claude_binary() -> PathBuf {
     assert!(
         path.is_file(),
         "the real Claude Code binary is not installed at {}: run scripts/install-claude.sh (`cargo xtask test` does)",
+        path.display()
+    );
+    path
+}
+
+/// The real Codex CLI binary installed by `scripts/install-codex.sh` (`bin/codex` of the
+/// whole bundled tree: its bubblewrap is found beside it, at `../codex-resources/`).
+pub fn codex_binary() -> PathBuf {
+    let path = std::env::var_os("STET_TEST_CODEX")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("target/tools/codex/bin/codex"));
+    assert!(
+        path.is_file(),
+        "the real Codex CLI binary is not installed at {}: run scripts/install-codex.sh (`cargo xtask test` does)",
         path.display()
     );
     path

@@ -210,7 +210,10 @@ fn bench(root: &std::path::Path) -> Result<(), String> {
     // The plugins bench probes every shipped plugin: each real harness finds its pinned
     // CLI on this PATH.
     let mut bench_path = Vec::new();
-    for binary in [install_claude(root), install_codex(root)].into_iter().flatten() {
+    for binary in [install_claude(root), install_codex(root)]
+        .into_iter()
+        .flatten()
+    {
         bench_path.push(binary.parent().unwrap_or(root).display().to_string());
     }
     bench_path.extend(["/usr/bin".to_string(), "/bin".to_string()]);
