@@ -31,6 +31,9 @@ pub enum Reply {
     /// Ask codex to run `cmd` with its shell tool: a `function_call` of `exec_command`
     /// with the arguments `{"cmd": …}`.
     Exec(String),
+    /// Like [`Reply::Exec`], with `yield_time_ms`: how long codex waits for the command
+    /// before it answers the model with what it has so far (its own default is short).
+    ExecWaiting { cmd: String, yield_time_ms: u64 },
     /// Ask codex to apply a patch (`*** Begin Patch …`): a `custom_tool_call` of
     /// `apply_patch`, offered to known models such as `gpt-5.5`.
     Patch(String),
@@ -393,11 +396,18 @@ fn events(reply: &Reply) -> Vec<Value> {
             json!({"type": "message", "id": id, "role": "assistant", "status": "completed",
                 "content": [{"type": "output_text", "text": text, "annotations": []}]})
         }
-        Reply::Exec(cmd) => {
+        Reply::Exec(_) | Reply::ExecWaiting { .. } => {
+            let arguments = match reply {
+                Reply::ExecWaiting { cmd, yield_time_ms } => {
+                    json!({"cmd": cmd, "yield_time_ms": yield_time_ms})
+                }
+                Reply::Exec(cmd) => json!({"cmd": cmd}),
+                _ => unreachable!(),
+            };
             let call = fresh_id("call");
             let item = json!({"type": "function_call", "id": format!("fc_{call}"),
                 "call_id": call, "name": "exec_command",
-                "arguments": json!({"cmd": cmd}).to_string()});
+                "arguments": arguments.to_string()});
             events.push(
                 json!({"type": "response.output_item.added", "output_index": 0,
                 "item": item}),

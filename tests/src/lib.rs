@@ -534,6 +534,40 @@ pub fn walled_claude_config(world: &World, binary: &str, api_url: &str, extra: &
     )
 }
 
+/// Installs docker and codex into `world`, writes a dummy Codex login into the walled
+/// profile (`<profiles>/.codex/auth.json`, the hidden `CODEX_HOME` the codex harness keeps
+/// beside any other harness's profile), and returns the `stet.toml` text that points the
+/// codex harness (`binary`) at the fake Responses API `api` (on the host's loopback: the
+/// sandboxes reach it through stet's gateway, the login's real token swapped in there).
+/// `extra` is appended (e.g. a `[drive]` table).
+pub fn walled_codex_setup(
+    world: &World,
+    binary: &str,
+    api: &fake_responses::FakeResponses,
+    extra: &str,
+) -> String {
+    require_image();
+    world.install("docker");
+    world.install("codex");
+    dummy_codex_login(&world.root.path().join("profiles"));
+    walled_codex_config(world, binary, api, extra)
+}
+
+/// The `stet.toml` of [`walled_codex_setup`].
+pub fn walled_codex_config(
+    world: &World,
+    binary: &str,
+    api: &fake_responses::FakeResponses,
+    extra: &str,
+) -> String {
+    format!(
+        "[harness]\nprofiles = \"{profiles}\"\n\n[sandbox]\nimage = \"{IMAGE}\"\n\n\
+         [plugins.codex]\nbinary = \"{binary}\"\napi_base_url = \"{api_url}\"\nmodel = \"gpt-5.5\"\n{extra}",
+        profiles = world.root.path().join("profiles").display(),
+        api_url = api.base_url(),
+    )
+}
+
 /// Git on a bare remote a test made (whoever owns it: a sandbox may have written it).
 fn git_on_remote(remote: &Path, args: &[&str]) -> Option<String> {
     let out = Command::new("git")
