@@ -160,6 +160,9 @@ pub fn jwt_exp(token: &str) -> Option<u64> {
 }
 
 /// Decodes unpadded (or padded) base64url; `None` on any other character.
+// Each operation is bounded: a character's value is below 64, `bits` stays below 14 and
+// `acc` below 2^14, the capacity is a slice's length over four times three.
+#[allow(clippy::arithmetic_side_effects)]
 fn base64url(text: &str) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(text.len() / 4 * 3 + 3);
     let (mut acc, mut bits) = (0u32, 0u32);

@@ -189,6 +189,8 @@ const MONTHS: [&str; 12] = [
 ];
 
 /// Seconds after midnight of "2:29" "pm".
+// Bounded: the hour and minute are range-checked first.
+#[allow(clippy::arithmetic_side_effects)]
 fn clock_seconds(time: &str, meridiem: &str) -> Option<i64> {
     let (h, m) = time.split_once(':')?;
     let (h, m): (i64, i64) = (h.parse().ok()?, m.get(..2)?.parse().ok()?);
@@ -204,6 +206,8 @@ fn clock_seconds(time: &str, meridiem: &str) -> Option<i64> {
 }
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+// Bounded: the year, month and day are range-checked first.
+#[allow(clippy::arithmetic_side_effects)]
 fn days_from_civil(year: i64, month: u32, day: u32) -> Option<i64> {
     if !(1..=12).contains(&month) || !(1..=31).contains(&day) || !(1970..=9999).contains(&year) {
         return None;

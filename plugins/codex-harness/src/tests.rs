@@ -289,3 +289,32 @@ fn the_plugins_manifest_and_settings_keys_agree() {
     }
     assert!(CodexHarness::from_config("{\"bogus\": 1}").is_err());
 }
+
+/// The real proof launch's output (0.163.0 against the fake Responses API, the walled
+/// config and rule as written here): its events and then its session record.
+#[test]
+fn the_real_proofs_output_holds_every_wall() {
+    let s = setup(&[]);
+    let output = std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/proof-canary.jsonl"),
+    )
+    .unwrap();
+    let walls = s.harness.read_proof_typed(&output).unwrap();
+    assert!(walls.iter().all(WallReport::held), "{walls:?}");
+    let call = s
+        .harness
+        .read_call(Role::Proof, &output, ExitStatus::exited(0))
+        .unwrap();
+    assert_eq!(call.kind, OutcomeCode::DONE);
+    // The session record is said by its turn's mode alone.
+    let r = s
+        .harness
+        .render_transcript(Role::Proof, &output, true)
+        .unwrap();
+    assert!(r
+        .entries
+        .iter()
+        .all(|e| e.kind != stet_plugin_api::EntryKind::RAW));
+    assert!(r.entries.iter().any(|e| e.text.as_str()
+        == "session record: approval policy never, sandbox policy danger-full-access"));
+}

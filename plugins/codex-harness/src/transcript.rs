@@ -32,6 +32,21 @@ pub fn render(output: &[u8], end: bool) -> Rendered {
 
 fn entry(value: &Value, line: &[u8], entries: &mut Vec<TranscriptEntry>) {
     let s = |v: &Value| v.as_str().unwrap_or("").to_string();
+    // The proof prints Codex's session record after its events: its turn's mode is said,
+    // the rest (the whole conversation again) left out.
+    if value.get("payload").is_some() && value.get("timestamp").is_some() {
+        if value["type"] == "turn_context" {
+            entries.push(TranscriptEntry::new(
+                EntryKind::NOTE,
+                format!(
+                    "session record: approval policy {}, sandbox policy {}",
+                    s(&value["payload"]["approval_policy"]),
+                    s(&value["payload"]["sandbox_policy"]["type"])
+                ),
+            ));
+        }
+        return;
+    }
     match value["type"].as_str().unwrap_or("") {
         "thread.started" => entries.push(TranscriptEntry::new(
             EntryKind::NOTE,
