@@ -734,3 +734,301 @@ report "routes out: $(tail -n +2 /proc/net/route | wc -l) $(grep -v ' lo$' /proc
         "the receipt counts the refusals: {blocked:?}\n{receipt:#}"
     );
 }
+
+// The login's renewal: by the real Codex CLI, in a refresh sandbox of its own (no lane, no
+// tools, stet's stub for a model), reaching only its OAuth host — here a double of
+// `auth.openai.com` on the host's loopback (TLS with a CA made by the test, which the CLI
+// trusts through `[plugins.codex] ca_certificate`; the proxy dials the name there through
+// `[network.connect_to]`).
+
+/// A codex world whose stored login's access token expires in two minutes (less than a
+/// call may take), with `auth.openai.com:443` dialled at an OAuth double answering `answer`.
+fn expiring_login_world(
+    answer: stet_e2e::oauth_double::Answer,
+) -> (
+    World,
+    FakeResponses,
+    stet_e2e::oauth_double::OauthDouble,
+    tempfile::TempDir,
+) {
+    let api = scripted(FIX);
+    let world = World::new();
+    let dir = tempfile::tempdir().unwrap();
+    let double = stet_e2e::oauth_double::OauthDouble::start_for(
+        dir.path(),
+        "auth.openai.com",
+        "/oauth/token",
+        answer,
+    );
+    let extra = format!(
+        "ca_certificate = \"{}\"\n\n[network.connect_to]\n\"auth.openai.com:443\" = \"{}\"\n",
+        double.ca_pem.display(),
+        double.addr
+    );
+    let config = walled_codex_setup(&world, &codex_binary().display().to_string(), &api, &extra);
+    world.repo_config(&config);
+    let file = world.root.path().join("profiles/.codex/auth.json");
+    let mut login: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let soon = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 120;
+    login["tokens"]["access_token"] = serde_json::json!(stet_e2e::dummy_jwt(
+        &serde_json::json!({"exp": soon, "sub": "dummy-expiring"})
+    ));
+    std::fs::write(&file, login.to_string()).unwrap();
+    (world, api, double, dir)
+}
+
+const RENEWED_CODEX_REFRESH_TOKEN: &str = "rt_dummyRenewedByTheOauthDoubleOnly0123456789abcd";
+
+fn stored_codex_login(world: &World) -> serde_json::Value {
+    let file = world.root.path().join("profiles/.codex/auth.json");
+    serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap()
+}
+
+#[test]
+fn through_codex_an_expiring_login_is_renewed_by_the_real_cli_in_a_sandbox_of_its_own_before_the_call(
+) {
+    let _serial = serial_drives();
+    let (world, api, double, _dir) =
+        expiring_login_world(stet_e2e::oauth_double::Answer::RenewWithIdToken {
+            id_token: stet_e2e::DUMMY_CODEX_ID_TOKEN.into(),
+            access_token: stet_e2e::DUMMY_CODEX_ACCESS_TOKEN.into(),
+            refresh_token: RENEWED_CODEX_REFRESH_TOKEN.into(),
+            expires_in: 864_000,
+        });
+    let out = world.run_stet(&["walls", "--json"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("codex: renewed the stored login"),
+        "{}",
+        out.stderr
+    );
+    // The real CLI asked the double once, with the stored refresh token, as it asks the
+    // real host.
+    let asked = double.requests();
+    assert_eq!(asked.len(), 1, "{asked:#?}");
+    assert_eq!(asked[0].path, "/oauth/token");
+    assert_eq!(asked[0].body["grant_type"], "refresh_token");
+    assert_eq!(
+        asked[0].body["refresh_token"],
+        stet_e2e::DUMMY_CODEX_REFRESH_TOKEN
+    );
+    // The renewed login is in the profile, its account kept.
+    let login = stored_codex_login(&world);
+    assert_eq!(
+        login["tokens"]["access_token"],
+        stet_e2e::DUMMY_CODEX_ACCESS_TOKEN
+    );
+    assert_eq!(
+        login["tokens"]["refresh_token"],
+        RENEWED_CODEX_REFRESH_TOKEN
+    );
+    assert_eq!(
+        login["tokens"]["account_id"],
+        "00000000-0000-4000-8000-000000000000"
+    );
+    // The proof's calls carried the renewed login, swapped in at the gateway; the refresh's
+    // own call went to stet's stub, never to the model API (every call the fake saw offered
+    // codex's tools, and none carried the stub's prompt).
+    assert_real_login_only_through_the_gateway(&api);
+    for call in api.requests() {
+        assert!(!call.tool_names().is_empty(), "{:#}", call.body);
+        assert!(
+            prompt(&call).contains("This is a wall check"),
+            "{:#}",
+            call.body
+        );
+    }
+    // Fresh now: the next proof renews nothing.
+    let again = world.run_stet(&["walls", "--json"]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert!(!again.stderr.contains("renew"), "{}", again.stderr);
+    assert_eq!(double.requests().len(), 1);
+}
+
+#[test]
+fn through_codex_a_renewal_the_oauth_host_refuses_stops_before_any_call_and_keeps_the_login() {
+    let _serial = serial_drives();
+    let (world, api, double, _dir) = expiring_login_world(stet_e2e::oauth_double::Answer::Refuse {
+        status: 400,
+        error: "invalid_grant".into(),
+    });
+    let file = world.root.path().join("profiles/.codex/auth.json");
+    let before = std::fs::read(&file).unwrap();
+    let out = world.run_stet(&["walls", "--json"]);
+    assert_ne!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("did not renew its stored login"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("stet profile login"), "{}", out.stderr);
+    // The CLI asked the double (Codex retries a refused refresh a few times itself), with
+    // the stored refresh token each time.
+    let asked = double.requests();
+    assert!(!asked.is_empty(), "the CLI never asked the double");
+    for request in &asked {
+        assert_eq!(request.path, "/oauth/token");
+        assert_eq!(
+            request.body["refresh_token"],
+            stet_e2e::DUMMY_CODEX_REFRESH_TOKEN
+        );
+    }
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        before,
+        "the stored login is as it was"
+    );
+    assert!(api.requests().is_empty(), "no call was made");
+}
+
+/// Codex cannot narrow its tools per role: a review holds its shell. The lane is read-only
+/// to it all the same — by the mount, not by Codex.
+#[test]
+fn through_codex_review_cannot_write_the_lane() {
+    let _serial = serial_drives();
+    let api = FakeResponses::start(|request| {
+        if let Some(reply) = proof_answer(request) {
+            return reply;
+        }
+        if request.tool_outputs().is_empty() {
+            Reply::Exec("echo pwned > review.txt; echo pwned >> kept.txt".into())
+        } else {
+            Reply::Text("LAND".into())
+        }
+    });
+    let world = ask_world(&api);
+    std::fs::write(world.work.join("kept.txt"), "as it was\n").unwrap();
+    let out = world.run_stet(&["ask", "--role", "review", "--json", "review this"]);
+    assert!(out.code == 0 || out.code == 1, "{}", out.stderr);
+    let outputs = api.tool_output_text();
+    assert!(outputs.contains("Read-only file system"), "{outputs}");
+    assert!(!world.work.join("review.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(world.work.join("kept.txt")).unwrap(),
+        "as it was\n"
+    );
+}
+
+/// A login the model API refuses mid-drive (401) stops the drive at once, saying to log in
+/// again — never an outage waited for hours; no item is given up, nothing stays reserved.
+#[test]
+fn through_codex_a_login_refused_mid_drive_stops_the_drive_at_once_saying_to_log_in_again() {
+    let _serial = serial_drives();
+    let api = FakeResponses::start(|request| {
+        if let Some(reply) = proof_answer(request) {
+            return reply;
+        }
+        Reply::Error {
+            status: 401,
+            headers: vec![],
+            body: serde_json::json!({"error": {"type": "invalid_request_error",
+                "code": "token_expired", "message": "Provided authentication token is expired."}}),
+        }
+    });
+    let world = drive_world(&api);
+    world.add_pushed("Add a FIXED.txt file");
+    // Bounded, so that a refused login taken for an outage fails here at once rather than
+    // waiting out the default schedule.
+    let out = world.run_stet(&[
+        "drive",
+        "--yes",
+        "--outage-schedule",
+        "1s",
+        "--outage-limit",
+        "3s",
+    ]);
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("log in again (stet profile login), then resume with: stet drive"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("outage"), "{}", out.stderr);
+    let receipts = stet_e2e::receipts_oldest_first(&world.run_stet(&["receipts", "--json"]));
+    let outcomes: Vec<&str> = receipts
+        .iter()
+        .map(|r| r["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(outcomes, ["not-logged-in"], "{receipts:#?}");
+    let queue = world.run_stet(&["queue", "--json"]).json()["items"].clone();
+    assert_eq!(queue[0]["state"], "open", "{queue}");
+}
+
+/// A model API that answers 500, call after call, enters the outage schedule; when the
+/// outage has lasted its limit the drive stops, handing nothing back and giving nothing up.
+#[test]
+fn through_codex_a_model_api_that_keeps_failing_enters_the_outage_schedule_and_stops_at_its_limit()
+{
+    let _serial = serial_drives();
+    let api = FakeResponses::start(|request| {
+        if let Some(reply) = proof_answer(request) {
+            return reply;
+        }
+        Reply::server_error("the fake is down")
+    });
+    let world = drive_world(&api);
+    world.add_pushed("Add a FIXED.txt file");
+    let out = world.run_stet(&[
+        "drive",
+        "--yes",
+        "--outage-schedule",
+        "1s",
+        "--outage-limit",
+        "2s",
+    ]);
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("a call could not be made (implement: "),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("given up"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("outage: trying again after 1s"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr
+            .contains("the drive stops; nothing was handed back"),
+        "{}",
+        out.stderr
+    );
+    let remote = world.root.path().join("remote.git");
+    assert!(stet_e2e::landed_on(&remote).is_empty());
+    let receipts = stet_e2e::receipts_oldest_first(&world.run_stet(&["receipts", "--json"]));
+    assert!(
+        receipts
+            .iter()
+            .all(|r| r["outcome"] == "service-unavailable"),
+        "{receipts:#?}"
+    );
+}
+
+/// A usage limit met by the proof that resets later than the outage limit refuses the
+/// drive at once, saying when to drive again; nothing is reserved.
+#[test]
+fn through_codex_a_usage_limit_at_the_proof_resetting_past_the_outage_limit_refuses_saying_when() {
+    let _serial = serial_drives();
+    let api = FakeResponses::start(|_| Reply::usage_limit(6 * 3600));
+    let world = drive_world(&api);
+    world.add_pushed("Add a FIXED.txt file");
+    let out = world.run_stet(&["drive", "--yes", "--outage-limit", "1h"]);
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("later than the outage limit (1h); nothing was reserved")
+            && out.stderr.contains("hint: run stet drive again after "),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("waiting until"), "{}", out.stderr);
+    let remote = world.root.path().join("remote.git");
+    assert!(stet_e2e::drive_records(&remote).is_empty());
+}

@@ -398,31 +398,6 @@ fn codex_refused_by_the_fake_without_the_dummy_login_fails_the_turn() {
     }
 }
 
-/// A dummy JSON Web Token (a made-up signature) with `claims`.
-fn dummy_jwt(claims: &Value) -> String {
-    fn base64url(bytes: &[u8]) -> String {
-        const ALPHABET: &[u8; 64] =
-            b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-        let mut out = String::new();
-        for chunk in bytes.chunks(3) {
-            let n = chunk
-                .iter()
-                .enumerate()
-                .fold(0u32, |n, (i, b)| n | (u32::from(*b) << (16 - 8 * i)));
-            for i in 0..=chunk.len() {
-                out.push(ALPHABET[(n >> (18 - 6 * i)) as usize & 63] as char);
-            }
-        }
-        out
-    }
-    format!(
-        "{}.{}.{}",
-        base64url(br#"{"alg":"RS256","typ":"JWT"}"#),
-        base64url(claims.to_string().as_bytes()),
-        base64url(b"dummy-signature-made-for-the-fake-only")
-    )
-}
-
 #[test]
 fn codex_renews_a_login_about_to_expire_at_the_fakes_token_endpoint() {
     let api = scripted(vec![Reply::Text("renewed".into())]);

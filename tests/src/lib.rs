@@ -534,6 +534,31 @@ pub fn walled_claude_config(world: &World, binary: &str, api_url: &str, extra: &
     )
 }
 
+/// A dummy JSON Web Token (a made-up signature) with `claims`.
+pub fn dummy_jwt(claims: &serde_json::Value) -> String {
+    fn base64url(bytes: &[u8]) -> String {
+        const ALPHABET: &[u8; 64] =
+            b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+        let mut out = String::new();
+        for chunk in bytes.chunks(3) {
+            let n = chunk
+                .iter()
+                .enumerate()
+                .fold(0u32, |n, (i, b)| n | (u32::from(*b) << (16 - 8 * i)));
+            for i in 0..=chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i)) as usize & 63] as char);
+            }
+        }
+        out
+    }
+    format!(
+        "{}.{}.{}",
+        base64url(br#"{"alg":"RS256","typ":"JWT"}"#),
+        base64url(claims.to_string().as_bytes()),
+        base64url(b"dummy-signature-made-for-the-fake-only")
+    )
+}
+
 /// Installs docker and codex into `world`, writes a dummy Codex login into the walled
 /// profile (`<profiles>/.codex/auth.json`, the hidden `CODEX_HOME` the codex harness keeps
 /// beside any other harness's profile), and returns the `stet.toml` text that points the
