@@ -1032,3 +1032,110 @@ fn through_codex_a_usage_limit_at_the_proof_resetting_past_the_outage_limit_refu
     let remote = world.root.path().join("remote.git");
     assert!(stet_e2e::drive_records(&remote).is_empty());
 }
+
+/// The login's access token is declared for the model API's host and its `/v1/` paths: the
+/// agent, through codex's shell, takes its stand-in from its `CODEX_HOME` and at its
+/// gateway climbs out of `/v1` with dot segments as an upstream that normalises them would
+/// read them (`..;`, `..\`, `%2e%2e`), sends the stand-in under `x-api-key` (a header it was
+/// not issued for), and a token of its own making. Each is refused at the gateway (403,
+/// counted in the receipt); the fake gets the legitimate requests alone, with the real
+/// token.
+#[test]
+fn through_codex_the_gateway_refuses_climbing_paths_and_foreign_stand_ins() {
+    let _serial = serial_drives();
+    let made_up =
+        stet_e2e::dummy_jwt(&serde_json::json!({"exp": 4_102_444_800u64, "sub": "made-up"}));
+    let script = format!(
+        r#"tok=$(grep -o '"access_token" *: *"[^"]*"' "$CODEX_HOME/auth.json" | head -n 1 | sed 's/.*"\([^"]*\)"$/\1/')
+[ -n "$tok" ] && echo "report: found a stand-in"
+ask() {{ name=$1; shift
+  printf 'report: %s: %s\n' "$name" "$(bash -c 'exec 3<>/dev/tcp/127.0.0.1/3180 || exit 1
+    printf "$@" >&3; timeout 3 cat <&3' _ "$@" 2>&1 | tr -d '\r' | tr '\n' ' ')"; }}
+ask "own token" 'GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1:3180\r\nAuthorization: Bearer %s\r\nConnection: close\r\n\r\n' "$tok"
+ask "dot-semicolon" 'GET /v1/..;/admin HTTP/1.1\r\nHost: 127.0.0.1:3180\r\nAuthorization: Bearer %s\r\nConnection: close\r\n\r\n' "$tok"
+ask "backslash" 'GET %s HTTP/1.1\r\nHost: 127.0.0.1:3180\r\nAuthorization: Bearer %s\r\nConnection: close\r\n\r\n' '/v1/..\admin' "$tok"
+ask "encoded dots" 'GET /v1/%%2e%%2e/admin HTTP/1.1\r\nHost: 127.0.0.1:3180\r\nAuthorization: Bearer %s\r\nConnection: close\r\n\r\n' "$tok"
+ask "other header" 'GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1:3180\r\nx-api-key: %s\r\nConnection: close\r\n\r\n' "$tok"
+ask "made-up" 'GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1:3180\r\nAuthorization: Bearer %s\r\nConnection: close\r\n\r\n' '{made_up}'
+"#
+    );
+    let api = FakeResponses::start(move |request| {
+        if let Some(reply) = proof_answer(request) {
+            return reply;
+        }
+        if request.tool_outputs().is_empty() {
+            Reply::ExecWaiting {
+                cmd: script.clone(),
+                yield_time_ms: 30_000,
+            }
+        } else {
+            Reply::Text("done".into())
+        }
+    });
+    let world = ask_world(&api);
+    let before = api.all_requests().len();
+    let out = world.run_stet(&["ask", "--json", "climb out"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let report = api.tool_output_text();
+    assert!(report.contains("report: found a stand-in"), "{report}");
+    let line = |name: &str| {
+        report
+            .lines()
+            .find(|l| l.starts_with(&format!("report: {name}: ")))
+            .unwrap_or_else(|| panic!("no {name} in the report:\n{report}"))
+            .to_string()
+    };
+    assert!(line("own token").contains("HTTP/1.1 200"), "{report}");
+    let fake = api.url.trim_start_matches("http://").to_string();
+    for (name, why) in [
+        ("dot-semicolon", "a dot segment, as /v1/..;/admin has"),
+        ("backslash", "a backslash, as /v1/..\\admin has"),
+        ("encoded dots", "a dot segment, as /v1/%2e%2e/admin has"),
+        (
+            "other header",
+            "the credential header x-api-key holds no stand-in this gateway issued for it",
+        ),
+        (
+            "made-up",
+            "the credential header authorization holds no stand-in this gateway issued for it",
+        ),
+    ] {
+        let answer = line(name);
+        assert!(
+            answer.contains("HTTP/1.1 403 Forbidden")
+                && answer.contains(&format!("stet: blocked {fake}: "))
+                && answer.contains(why),
+            "{answer}"
+        );
+    }
+    // The fake saw no climbing path, no foreign header, and the real token on every request
+    // that carried one.
+    let seen = api.all_requests();
+    for request in &seen[before..] {
+        assert!(!request.path.contains("admin"), "{}", request.path);
+        assert_eq!(request.header("x-api-key"), None, "{}", request.path);
+        if let Some(auth) = request.header("authorization") {
+            assert_eq!(
+                auth,
+                format!("Bearer {}", stet_e2e::DUMMY_CODEX_ACCESS_TOKEN),
+                "{}",
+                request.path
+            );
+        }
+    }
+    // The receipt counts each refusal at the gateway's target.
+    let answer = out.json();
+    let receipt: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(answer["receipt"].as_str().expect("the receipt's path")).unwrap(),
+    )
+    .unwrap();
+    let counted: u64 = receipt["network_blocked"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .filter(|b| b["target"] == fake.as_str())
+        .map(|b| b["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(counted, 5, "{receipt:#}");
+}

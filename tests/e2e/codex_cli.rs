@@ -409,7 +409,7 @@ fn codex_renews_a_login_about_to_expire_at_the_fakes_token_endpoint() {
         .as_secs()
         + 60;
     let mut auth = codex.auth();
-    auth["tokens"]["access_token"] = Value::String(dummy_jwt(
+    auth["tokens"]["access_token"] = Value::String(stet_e2e::dummy_jwt(
         &serde_json::json!({"exp": soon, "sub": "dummy-soon"}),
     ));
     std::fs::write(codex.codex_home().join("auth.json"), auth.to_string()).unwrap();
