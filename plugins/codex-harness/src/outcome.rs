@@ -40,6 +40,19 @@ pub fn call(run: &Run, exit: ExitStatus, model: Option<&str>, now_unix: i64) -> 
                 reset_time(failed, now_unix),
             );
         }
+        // The model API refused the login (401): Codex then tries to renew it, which in an
+        // agent's sandbox cannot work (its OAuth host is out of reach by design, and it
+        // holds a stand-in refresh token), and fails the turn naming the token endpoint it
+        // could not reach. The login is expired or revoked: the person logs in again, as
+        // Claude's refused login says. (Policy: read from the endpoint's path in Codex's
+        // message.)
+        if failed.contains(TOKEN_ENDPOINT_PATH) {
+            return make(
+                OutcomeCode::NOT_LOGGED_IN,
+                format!("the model API refused the login, and it cannot be renewed during a call: {failed}"),
+                None,
+            );
+        }
         // The model API did not answer: Codex retried ("Reconnecting... n/m") or could not
         // connect at all. Infrastructure, not the agent failing its task.
         if run.reconnects > 0 || failed.starts_with("Connection failed") {
@@ -77,6 +90,10 @@ pub fn call(run: &Run, exit: ExitStatus, model: Option<&str>, now_unix: i64) -> 
         None,
     )
 }
+
+/// The path of the OAuth token endpoint (Codex's default and any override), which Codex
+/// names when it could not renew a refused login.
+const TOKEN_ENDPOINT_PATH: &str = "/oauth/token";
 
 /// Whether a failure is Codex's usage-limit message (see [`call`]: policy, matched on
 /// Codex's words, with either apostrophe).
@@ -324,6 +341,17 @@ mod tests {
                 c.detail
             );
         }
+    }
+
+    #[test]
+    fn a_login_the_model_api_refused_is_not_logged_in_not_an_outage() {
+        let c = call(
+            &fixture("exec-401-refresh-unreachable.jsonl"),
+            ExitStatus::exited(1),
+            None,
+            NOW,
+        );
+        assert_eq!(c.kind, OutcomeCode::NOT_LOGGED_IN, "{}", c.detail);
     }
 
     #[test]

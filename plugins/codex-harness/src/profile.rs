@@ -8,7 +8,6 @@
 //! since every call runs on a copy. What Codex would read there as instructions or
 //! configuration besides stet's files is refused by name ([`foreign`]).
 
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use stet_plugin_api::PluginError;
@@ -20,79 +19,16 @@ pub const NAME: &str = ".codex";
 /// directory, writable by others, or someone else's.
 pub fn ensure(root: &Path) -> Result<PathBuf, PluginError> {
     let dir = root.join(NAME);
-    if std::fs::symlink_metadata(&dir).is_err() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&dir)
-            .map_err(|e| {
-                PluginError::backend(format!(
-                    "cannot make the profile directory {}: {e}",
-                    dir.display()
-                ))
-                .with_remedy(format!(
-                    "make it yourself: mkdir -m 700 -p {}",
-                    dir.display()
-                ))
-            })?;
-    }
-    if let Some((why, remedy)) = unfit(&dir) {
-        return Err(
-            PluginError::invalid_input(format!("the profile directory is unfit: {why}"))
-                .with_remedy(remedy),
-        );
-    }
+    stet_plugin_support::private_dir::ensure(&dir).map_err(|(why, remedy)| {
+        PluginError::invalid_input(format!("the walled CODEX_HOME is unfit: {why}"))
+            .with_remedy(remedy)
+    })?;
     Ok(dir)
 }
 
 /// What is wrong with the profile directory, with the remedy; `None` when it is fit.
 pub fn unfit(dir: &Path) -> Option<(String, String)> {
-    let meta = match std::fs::symlink_metadata(dir) {
-        Ok(meta) => meta,
-        Err(e) => {
-            return Some((
-                format!("{} cannot be read: {e}", dir.display()),
-                format!("create it: mkdir -m 700 {}", dir.display()),
-            ))
-        }
-    };
-    if meta.file_type().is_symlink() || !meta.is_dir() {
-        return Some((
-            format!(
-                "{} is not a directory of its own (a link, or a file)",
-                dir.display()
-            ),
-            format!(
-                "move it away; stet makes the directory: mv {d} {d}.old",
-                d = dir.display()
-            ),
-        ));
-    }
-    let mode = meta.permissions().mode() & 0o777;
-    if mode & 0o022 != 0 {
-        return Some((
-            format!(
-                "{} is writable by others than you (mode {mode:o})",
-                dir.display()
-            ),
-            format!("chmod go-w {}", dir.display()),
-        ));
-    }
-    let me = std::fs::metadata("/proc/self").ok().map(|m| m.uid());
-    if me.is_some_and(|uid| uid != meta.uid()) {
-        return Some((
-            format!(
-                "{} belongs to uid {}, not to you",
-                dir.display(),
-                meta.uid()
-            ),
-            format!(
-                "use a profile of your own: mv {d} {d}.old",
-                d = dir.display()
-            ),
-        ));
-    }
-    None
+    stet_plugin_support::private_dir::unfit(dir)
 }
 
 /// What Codex reads from `CODEX_HOME` as instructions, configuration or code besides stet's
@@ -149,6 +85,7 @@ pub fn foreign(dir: &Path) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn the_profile_is_hidden_private_and_made_once() {
@@ -160,7 +97,7 @@ mod tests {
         assert_eq!(ensure(root.path()).unwrap(), dir);
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
         let e = ensure(root.path()).unwrap_err();
-        assert!(e.message.contains("writable"), "{}", e.message);
+        assert!(e.message.contains("writable by"), "{}", e.message);
         assert_eq!(e.remedy.as_str(), format!("chmod go-w {}", dir.display()));
     }
 
@@ -172,7 +109,7 @@ mod tests {
         assert!(ensure(root.path())
             .unwrap_err()
             .message
-            .contains("not a directory of its own"));
+            .contains("symbolic link"));
     }
 
     #[test]

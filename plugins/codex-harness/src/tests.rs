@@ -318,3 +318,42 @@ fn the_real_proofs_output_holds_every_wall() {
     assert!(r.entries.iter().any(|e| e.text.as_str()
         == "session record: approval policy never, sandbox policy danger-full-access"));
 }
+
+#[test]
+fn the_older_outcome_and_the_expiry_read_through_the_trait() {
+    let s = setup(&[]);
+    let read = |name: &str| {
+        std::fs::read(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures")
+                .join(name),
+        )
+        .unwrap()
+    };
+    let o = s
+        .harness
+        .read_outcome(
+            Role::Implement,
+            &read("exec-429.jsonl"),
+            ExitStatus::exited(1),
+        )
+        .unwrap();
+    assert_eq!(o.kind, OutcomeKind::RateLimited);
+    assert!(o.retry_at_unix.is_some());
+    // Infrastructure has no older kind: a failure there.
+    let o = s
+        .harness
+        .read_outcome(
+            Role::Implement,
+            &read("exec-500.jsonl"),
+            ExitStatus::exited(1),
+        )
+        .unwrap();
+    assert_eq!(o.kind, OutcomeKind::Failed);
+    assert_eq!(s.harness.login_expiry(&s.context, &s.profile).unwrap(), 0);
+    chatgpt_login(Path::new(s.profile.dir.as_str()));
+    assert_eq!(
+        s.harness.login_expiry(&s.context, &s.profile).unwrap(),
+        (4_102_444_800 - 600) * 1000
+    );
+}

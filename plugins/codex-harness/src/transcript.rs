@@ -55,7 +55,16 @@ fn entry(value: &Value, line: &[u8], entries: &mut Vec<TranscriptEntry>) {
         "turn.started" | "item.started" | "item.updated" => {}
         "turn.completed" => {
             let usage = &value["usage"];
-            let mut e = TranscriptEntry::new(EntryKind::RESULT, "turn completed");
+            let n = |k: &str| usage[k].as_u64().unwrap_or(0);
+            let mut e = TranscriptEntry::new(
+                EntryKind::RESULT,
+                format!(
+                    "turn completed: {} input tokens ({} cached), {} output",
+                    n("input_tokens"),
+                    n("cached_input_tokens"),
+                    n("output_tokens")
+                ),
+            );
             let facts: Vec<Fact> = [
                 "input_tokens",
                 "cached_input_tokens",
