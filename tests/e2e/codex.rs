@@ -1139,3 +1139,78 @@ ask "made-up" 'GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1:3180\r\nAuthorization:
         .sum();
     assert_eq!(counted, 5, "{receipt:#}");
 }
+
+/// Two real harnesses side by side: Claude Code's walled profile and Codex's hidden
+/// `CODEX_HOME` under one profiles directory, each logged in. `stet plugins probe` shows both
+/// with their CLIs' versions; `[harness] prefer` decides which one a proof (and a drive)
+/// runs, and each harness's own walls hold with the other's profile beside it.
+#[test]
+fn claude_and_codex_side_by_side_prefer_decides_and_probe_shows_both() {
+    let _serial = serial_drives();
+    let codex_api = scripted(FIX);
+    let claude_api = stet_e2e::fake_api::FakeApi::start(|request| {
+        if request.tool_results().is_empty() {
+            stet_e2e::fake_api::Reply::ToolUse {
+                name: "Bash".into(),
+                input: serde_json::json!({"command": "stet-wall-canary", "description": "as asked"}),
+            }
+        } else {
+            stet_e2e::fake_api::Reply::Text("it was refused".into())
+        }
+    });
+    let world = World::new();
+    let claude_table = format!(
+        "\n[plugins.claude]\nbinary = \"{}\"\napi_base_url = \"{}\"\nmodel = \"sonnet\"\n",
+        stet_e2e::claude_binary().display(),
+        claude_api.url
+    );
+    let config = walled_codex_setup(
+        &world,
+        &codex_binary().display().to_string(),
+        &codex_api,
+        &claude_table,
+    );
+    world.install("claude");
+    let claude_profile = world.root.path().join("profiles/claude");
+    std::fs::create_dir_all(&claude_profile).unwrap();
+    stet_e2e::dummy_login(&claude_profile);
+    let prefer = |harness: &str| {
+        config.replacen(
+            "[harness]\n",
+            &format!("[harness]\nprefer = [\"{harness}\"]\n"),
+            1,
+        )
+    };
+
+    world.repo_config(&prefer("codex"));
+    let probe = world.run_stet(&["plugins", "probe", "--json"]);
+    assert_eq!(probe.code, 0, "{}", probe.stderr);
+    let json = probe.json();
+    let codex = stet_e2e::plugin_entry(&json, "codex");
+    assert_eq!(codex["status"], "available", "{codex:#}");
+    assert_eq!(codex["probe"]["backend_version"], "codex-cli 0.163.0");
+    let claude = stet_e2e::plugin_entry(&json, "claude");
+    assert_eq!(claude["status"], "available", "{claude:#}");
+    assert_eq!(claude["probe"]["backend_version"], "2.1.332 (Claude Code)");
+    assert_eq!(json["selection"]["harness"]["chosen"], "codex", "{json:#}");
+
+    let walls = world.run_stet(&["walls", "--json"]);
+    let json = walls.json();
+    assert_eq!(walls.code, 0, "{json:#}\n{}", walls.stderr);
+    assert_eq!(json["harness"], "codex", "{json:#}");
+    assert_eq!(wall(&json, "profile-alone")["held"], true, "{json:#}");
+    assert!(!codex_api.requests().is_empty());
+    assert!(claude_api.requests().is_empty(), "claude was not run");
+
+    world.repo_config(&prefer("claude"));
+    let walls = world.run_stet(&["walls", "--json"]);
+    let json = walls.json();
+    assert_eq!(walls.code, 0, "{json:#}\n{}", walls.stderr);
+    assert_eq!(json["harness"], "claude", "{json:#}");
+    assert_eq!(
+        wall(&json, "profile-alone")["held"],
+        true,
+        "Codex's hidden CODEX_HOME beside it leaves Claude Code one profile: {json:#}"
+    );
+    assert!(!claude_api.requests().is_empty());
+}
