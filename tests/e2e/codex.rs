@@ -1214,3 +1214,44 @@ fn claude_and_codex_side_by_side_prefer_decides_and_probe_shows_both() {
     );
     assert!(!claude_api.requests().is_empty());
 }
+
+/// Codex says a usage limit's reset as a time of day to the minute ("try again at 2:29
+/// PM"). A reset some seconds away, within the current minute, is said as this minute,
+/// already begun: it is that minute's reset, seconds away — never tomorrow's.
+#[test]
+fn through_codex_a_usage_limit_resetting_within_the_minute_is_this_minutes_not_tomorrows() {
+    let _serial = serial_drives();
+    let api = FakeResponses::start(|request| {
+        if let Some(reply) = proof_answer(request) {
+            return reply;
+        }
+        Reply::usage_limit(20)
+    });
+    let world = ask_world(&api);
+    // Early in a minute, so that the reset, 20 s on, falls within it.
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+    };
+    while now() % 60 > 25 {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let asked = now();
+    let out = world.run_stet(&["ask", "--json", "do something"]);
+    let answer = out.json();
+    assert_eq!(
+        answer["outcome"], "rate-limited",
+        "{answer:#}\n{}",
+        out.stderr
+    );
+    let retry_at = answer["retry_at_unix"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no reset: {answer:#}"));
+    assert!(
+        retry_at <= asked + 120,
+        "a reset 20 s away was read as {} s away: {answer:#}",
+        retry_at.saturating_sub(asked)
+    );
+}
