@@ -1255,3 +1255,127 @@ fn through_codex_a_usage_limit_resetting_within_the_minute_is_this_minutes_not_t
         retry_at.saturating_sub(asked)
     );
 }
+
+/// A review through codex without a verdict (neither LAND nor REVISE on its first line) is
+/// the item's round, never an outage: the reviewer's words are shown, the round counted,
+/// the item given up after its rounds. (Codex's own output out of shape cannot be provoked
+/// from the model's side: codex writes its events itself; the plugin's unit tests read
+/// such output from fixtures.)
+#[test]
+fn through_codex_a_review_without_a_verdict_is_its_items_round_never_an_outage() {
+    let _serial = serial_drives();
+    let api = scripted(Behaviour {
+        verdict: "Looks fine to me.",
+        ..FIX
+    });
+    let world = drive_world(&api);
+    world.add_pushed("Add a FIXED.txt file");
+    let out = world.run_stet(&[
+        "drive",
+        "--yes",
+        "--rounds",
+        "1",
+        "--outage-schedule",
+        "1s",
+        "--wait-floor",
+        "1s",
+    ]);
+    assert_eq!(out.code, 4, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("round 1 of 1: the review began with neither LAND nor REVISE")
+            && out.stderr.contains("Looks fine to me."),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("outage"), "{}", out.stderr);
+    let receipts = stet_e2e::receipts_oldest_first(&world.run_stet(&["receipts", "--json"]));
+    let roles: Vec<&str> = receipts
+        .iter()
+        .map(|r| r["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["implement", "check", "review"], "{receipts:#?}");
+    let queue = world.run_stet(&["queue", "--json"]).json()["items"].clone();
+    assert_eq!(queue[0]["state"], "failed", "{queue}");
+    assert!(
+        queue[0]["why"]
+            .as_str()
+            .unwrap()
+            .contains("the review began with neither LAND nor REVISE"),
+        "{queue}"
+    );
+}
+
+/// A reviewer through codex that keeps asking for changes gives the item up after its
+/// rounds, what it said shown under each move.
+#[test]
+fn through_codex_a_reviewer_that_never_lands_gives_the_item_up_after_the_rounds() {
+    let _serial = serial_drives();
+    let api = scripted(Behaviour {
+        verdict: "REVISE\nNot like this.",
+        ..FIX
+    });
+    let world = drive_world(&api);
+    world.add_pushed("Add a FIXED.txt file");
+    let out = world.run_stet(&["drive", "--yes", "--rounds", "2"]);
+    assert_eq!(out.code, 4, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(
+            "given up: not landed after 2 rounds: the reviewer asked for changes: Not like this."
+        ),
+        "{}",
+        out.stderr
+    );
+    let remote = world.root.path().join("remote.git");
+    assert!(stet_e2e::landed_on(&remote).is_empty());
+    assert!(git(&remote, &["for-each-ref", "refs/stet/reservations"])
+        .trim()
+        .is_empty());
+}
+
+/// A usage limit met by the proof is named as itself (not a guard that did not refuse),
+/// with its reset; a drive waits for the reset, proves the walls again, and goes on.
+#[test]
+fn through_codex_a_usage_limit_at_the_proof_is_named_as_itself_and_a_drive_waits_for_its_reset() {
+    let _serial = serial_drives();
+    // Limited for `stet walls`, then for the drive's first proof; 90 s on, so that the
+    // minute codex says is still ahead however it rounds.
+    let limited = Arc::new(AtomicUsize::new(0));
+    let api = FakeResponses::start(move |request| {
+        if limited.fetch_add(1, Ordering::SeqCst) < 2 {
+            return Reply::usage_limit(90);
+        }
+        proof_answer(request).unwrap_or_else(|| Reply::Text("nothing to do".into()))
+    });
+    let world = drive_world(&api);
+    let out = world.run_stet(&["walls", "--json"]);
+    assert_eq!(out.code, 3, "{}{}", out.stdout, out.stderr);
+    let json = out.json();
+    let limited = wall(&json, "proof-usage-limited");
+    assert_eq!(limited["state"], "usage-limited", "{json:#}");
+    assert_eq!(json["unserved"]["kind"], "usage-limited", "{json:#}");
+    let names: Vec<&str> = json["walls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w["wall"].as_str())
+        .collect();
+    assert!(
+        !names.contains(&"proof-guard-refused-canary"),
+        "no guard is blamed: {json:#}"
+    );
+    let drive = world.run_stet(&["drive", "--yes", "--wait-floor", "1s"]);
+    assert_eq!(drive.code, 0, "{}", drive.stderr);
+    assert!(
+        drive
+            .stderr
+            .contains("the agent hit its usage limit while the walls were proven: waiting until "),
+        "{}",
+        drive.stderr
+    );
+    assert!(
+        drive.stderr.contains("stet drive: 0 items"),
+        "{}",
+        drive.stderr
+    );
+}
