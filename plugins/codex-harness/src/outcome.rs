@@ -162,8 +162,11 @@ pub fn estimate(run: &Run, model: Option<&str>) -> Option<f64> {
 }
 
 /// When a usage limit resets, from Codex's words: "try again at 2:29 PM" (today, in the
-/// sandbox's local time, UTC) or "try again at Dec 5th, 2026 2:29 PM". A time of day
-/// already past is tomorrow's. `None` when it says no time ("Try again later").
+/// sandbox's local time, UTC) or "try again at Dec 5th, 2026 2:29 PM". Codex says the
+/// reset to the minute, cutting its seconds: the reset lies within the minute named, so
+/// the answer is that minute's end (waiting past it is never too early), and a time of day
+/// is tomorrow's only once its whole minute has passed — a reset seconds away, within the
+/// current minute, is this minute's. `None` when it says no time ("Try again later").
 pub fn reset_time(message: &str, now_unix: i64) -> Option<i64> {
     let lower = message.to_ascii_lowercase();
     let at = lower
@@ -180,8 +183,8 @@ pub fn reset_time(message: &str, now_unix: i64) -> Option<i64> {
     match date {
         None => {
             let midnight = now_unix.checked_sub(now_unix.rem_euclid(86_400))?;
-            let today = midnight.checked_add(seconds)?;
-            if today >= now_unix {
+            let today = midnight.checked_add(seconds)?.checked_add(60)?;
+            if today > now_unix {
                 Some(today)
             } else {
                 today.checked_add(86_400)
@@ -196,7 +199,9 @@ pub fn reset_time(message: &str, now_unix: i64) -> Option<i64> {
                 .ok()?;
             let year: i64 = year.trim_end_matches(',').parse().ok()?;
             let days = days_from_civil(year, u32::try_from(month).ok()?.checked_add(1)?, day)?;
-            days.checked_mul(86_400)?.checked_add(seconds)
+            days.checked_mul(86_400)?
+                .checked_add(seconds)?
+                .checked_add(60)
         }
     }
 }
@@ -285,24 +290,34 @@ mod tests {
         let c = call(&run, ExitStatus::exited(1), None, NOW);
         assert_eq!(c.kind, OutcomeCode::RATE_LIMITED);
         assert!(c.detail.contains("usage limit"), "{}", c.detail);
-        // "try again at 2:29 PM", read at 13:29 UTC: an hour later.
-        assert_eq!(c.retry_at_unix, ROption::RSome(NOW + 3600));
+        // "try again at 2:29 PM", read at 13:29 UTC: by the end of 14:29.
+        assert_eq!(c.retry_at_unix, ROption::RSome(NOW + 3600 + 60));
     }
 
     #[test]
     fn reset_times_are_read_in_both_of_codexs_forms() {
         assert_eq!(
             reset_time("… or try again at 2:29 PM.", NOW),
-            Some(NOW + 3600)
+            Some(NOW + 3600 + 60)
         );
-        // A time already past today is tomorrow's.
+        // A minute already over today is tomorrow's.
         assert_eq!(
             reset_time("Try again at 1:00 PM.", NOW),
-            Some(NOW - 29 * 60 + 86_400)
+            Some(NOW - 29 * 60 + 60 + 86_400)
         );
         assert_eq!(
             reset_time("Try again at 12:05 AM.", NOW),
-            Some(NOW - NOW % 86_400 + 86_400 + 300)
+            Some(NOW - NOW % 86_400 + 86_400 + 300 + 60)
+        );
+        // The current minute, begun but not over (Codex cut a reset seconds away to it):
+        // this minute's end, not tomorrow's.
+        assert_eq!(
+            reset_time("Try again at 1:29 PM.", NOW + 20),
+            Some(NOW + 60)
+        );
+        assert_eq!(
+            reset_time("Try again at 1:29 PM.", NOW + 60),
+            Some(NOW + 60 + 86_400)
         );
         // 2026-12-05 14:29 UTC.
         assert_eq!(
@@ -310,7 +325,7 @@ mod tests {
                 "You’ve hit your usage limit. Try again at Dec 5th, 2026 2:29 PM.",
                 NOW
             ),
-            Some(1_796_480_940)
+            Some(1_796_480_940 + 60)
         );
         assert_eq!(reset_time("Try again later.", NOW), None);
         for junk in [
