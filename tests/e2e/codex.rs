@@ -433,10 +433,9 @@ fn with_two_jobs_two_codex_lanes_work_at_once_and_both_items_land() {
 #[test]
 fn through_codex_a_usage_limit_is_waited_out_and_the_item_still_lands() {
     let _serial = serial_drives();
-    // Codex says the reset to the minute: 90 s on, it is a minute still ahead however it
-    // rounds.
+    // Codex says the reset to the minute; stet waits to the end of the minute it names.
     let api = scripted(Behaviour {
-        first_implement_limited_for: Some(90),
+        first_implement_limited_for: Some(5),
         ..FIX
     });
     let world = drive_world(&api);
@@ -451,7 +450,7 @@ fn through_codex_a_usage_limit_is_waited_out_and_the_item_still_lands() {
         out.stderr
     );
     assert!(out.stderr.contains("landed on origin"), "{}", out.stderr);
-    assert!(started.elapsed() >= Duration::from_secs(20), "it waited");
+    assert!(started.elapsed() >= Duration::from_secs(2), "it waited");
     let receipts = stet_e2e::receipts_oldest_first(&world.run_stet(&["receipts", "--json"]));
     let outcomes: Vec<&str> = receipts
         .iter()
@@ -1338,12 +1337,12 @@ fn through_codex_a_reviewer_that_never_lands_gives_the_item_up_after_the_rounds(
 #[test]
 fn through_codex_a_usage_limit_at_the_proof_is_named_as_itself_and_a_drive_waits_for_its_reset() {
     let _serial = serial_drives();
-    // Limited for `stet walls`, then for the drive's first proof; 90 s on, so that the
-    // minute codex says is still ahead however it rounds.
+    // Limited for `stet walls`, then for the drive's first proof (codex says the reset to
+    // the minute; stet waits to the end of the minute it names).
     let limited = Arc::new(AtomicUsize::new(0));
     let api = FakeResponses::start(move |request| {
         if limited.fetch_add(1, Ordering::SeqCst) < 2 {
-            return Reply::usage_limit(90);
+            return Reply::usage_limit(5);
         }
         proof_answer(request).unwrap_or_else(|| Reply::Text("nothing to do".into()))
     });
