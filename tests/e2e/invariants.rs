@@ -43,6 +43,7 @@ fn the_host_does_not_depend_on_any_backend_library() {
         "stet-plugin-docker",
         "stet-plugin-apple-container",
         "stet-plugin-claude",
+        "stet-plugin-codex",
         "stet-plugin-command",
     ] {
         assert!(
@@ -69,6 +70,7 @@ fn only_the_docker_plugin_depends_on_bollard() {
     for package in [
         "stet-plugin-apple-container",
         "stet-plugin-claude",
+        "stet-plugin-codex",
         "stet-plugin-command",
         "stet-plugin-support",
     ] {
@@ -127,9 +129,11 @@ fn scan(dir: &Path, offenders: &mut Vec<String>) {
                 continue;
             }
             let code = line.split("//").next().unwrap().to_lowercase();
-            if ["docker", "bollard", "apple", "claude", "podman", "colima"]
-                .iter()
-                .any(|word| code.contains(word))
+            if [
+                "docker", "bollard", "apple", "claude", "codex", "podman", "colima",
+            ]
+            .iter()
+            .any(|word| code.contains(word))
             {
                 offenders.push(format!("{}:{}: {line}", path.display(), number + 1));
             }

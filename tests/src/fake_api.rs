@@ -102,6 +102,7 @@ fn serve(stream: TcpStream, script: &Script, seen: &Mutex<Vec<Request>>) -> std:
             path,
             headers,
             body,
+            ..
         }) = crate::http::read_request(&mut reader)?
         else {
             return Ok(());

@@ -2,8 +2,10 @@
 
 use std::io::BufRead;
 
-/// One request: its path, its headers (names lowercase) and its body.
+/// One request: its method, its path, its headers (names lowercase) and its body.
 pub struct Head {
+    /// The request line's method (`GET`, `POST`).
+    pub method: String,
     /// The request line's path, query included.
     pub path: String,
     /// Header names (lowercase) and values.
@@ -18,7 +20,9 @@ pub fn read_request(reader: &mut impl BufRead) -> std::io::Result<Option<Head>> 
     if reader.read_line(&mut line)? == 0 {
         return Ok(None);
     }
-    let path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
+    let mut words = line.split_whitespace();
+    let method = words.next().unwrap_or("").to_string();
+    let path = words.next().unwrap_or("/").to_string();
     let mut headers = Vec::new();
     let mut length = 0usize;
     loop {
@@ -40,6 +44,7 @@ pub fn read_request(reader: &mut impl BufRead) -> std::io::Result<Option<Head>> 
     let mut body = vec![0u8; length];
     reader.read_exact(&mut body)?;
     Ok(Some(Head {
+        method,
         path,
         headers,
         body,

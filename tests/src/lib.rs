@@ -7,6 +7,7 @@
 
 pub mod board;
 pub mod fake_api;
+pub mod fake_responses;
 pub mod http;
 pub mod oauth_double;
 
@@ -41,6 +42,20 @@ pub fn claude_binary() -> PathBuf {
     assert!(
         path.is_file(),
         "the real Claude Code binary is not installed at {}: run scripts/install-claude.sh (`cargo xtask test` does)",
+        path.display()
+    );
+    path
+}
+
+/// The real Codex CLI binary installed by `scripts/install-codex.sh` (`bin/codex` of the
+/// whole bundled tree: its bubblewrap is found beside it, at `../codex-resources/`).
+pub fn codex_binary() -> PathBuf {
+    let path = std::env::var_os("STET_TEST_CODEX")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("target/tools/codex/bin/codex"));
+    assert!(
+        path.is_file(),
+        "the real Codex CLI binary is not installed at {}: run scripts/install-codex.sh (`cargo xtask test` does)",
         path.display()
     );
     path
@@ -516,6 +531,65 @@ pub fn walled_claude_config(world: &World, binary: &str, api_url: &str, extra: &
         "[harness]\nprofiles = \"{profiles}\"\n\n[sandbox]\nimage = \"{IMAGE}\"\n\n\
          [plugins.claude]\nbinary = \"{binary}\"\napi_base_url = \"{api_url}\"\nmodel = \"sonnet\"\n{extra}",
         profiles = world.root.path().join("profiles").display(),
+    )
+}
+
+/// A dummy JSON Web Token (a made-up signature) with `claims`.
+pub fn dummy_jwt(claims: &serde_json::Value) -> String {
+    fn base64url(bytes: &[u8]) -> String {
+        const ALPHABET: &[u8; 64] =
+            b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+        let mut out = String::new();
+        for chunk in bytes.chunks(3) {
+            let n = chunk
+                .iter()
+                .enumerate()
+                .fold(0u32, |n, (i, b)| n | (u32::from(*b) << (16 - 8 * i)));
+            for i in 0..=chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i)) as usize & 63] as char);
+            }
+        }
+        out
+    }
+    format!(
+        "{}.{}.{}",
+        base64url(br#"{"alg":"RS256","typ":"JWT"}"#),
+        base64url(claims.to_string().as_bytes()),
+        base64url(b"dummy-signature-made-for-the-fake-only")
+    )
+}
+
+/// Installs docker and codex into `world`, writes a dummy Codex login into the walled
+/// profile (`<profiles>/.codex/auth.json`, the hidden `CODEX_HOME` the codex harness keeps
+/// beside any other harness's profile), and returns the `stet.toml` text that points the
+/// codex harness (`binary`) at the fake Responses API `api` (on the host's loopback: the
+/// sandboxes reach it through stet's gateway, the login's real token swapped in there).
+/// `extra` is appended (e.g. a `[drive]` table).
+pub fn walled_codex_setup(
+    world: &World,
+    binary: &str,
+    api: &fake_responses::FakeResponses,
+    extra: &str,
+) -> String {
+    require_image();
+    world.install("docker");
+    world.install("codex");
+    dummy_codex_login(&world.root.path().join("profiles"));
+    walled_codex_config(world, binary, api, extra)
+}
+
+/// The `stet.toml` of [`walled_codex_setup`].
+pub fn walled_codex_config(
+    world: &World,
+    binary: &str,
+    api: &fake_responses::FakeResponses,
+    extra: &str,
+) -> String {
+    format!(
+        "[harness]\nprofiles = \"{profiles}\"\n\n[sandbox]\nimage = \"{IMAGE}\"\n\n\
+         [plugins.codex]\nbinary = \"{binary}\"\napi_base_url = \"{api_url}\"\nmodel = \"gpt-5.5\"\n{extra}",
+        profiles = world.root.path().join("profiles").display(),
+        api_url = api.base_url(),
     )
 }
 

@@ -1,7 +1,8 @@
-//! A test double of Claude Code's OAuth host (`platform.claude.com`), on 127.0.0.1 over TLS
-//! with a certificate of a CA made for the test, so that the real CLI renews a (dummy)
-//! login against it exactly as it would against the real host: `POST /v1/oauth/token`
-//! with `grant_type=refresh_token`, over its own TLS, through stet's proxy.
+//! A test double of Claude Code's OAuth host (`platform.claude.com`), or of another CLI's
+//! ([`OauthDouble::start_for`]: the Codex CLI's `auth.openai.com`, `POST /oauth/token`), on
+//! 127.0.0.1 over TLS with a certificate of a CA made for the test, so that the real CLI
+//! renews a (dummy) login against it exactly as it would against the real host: `POST
+//! /v1/oauth/token` with `grant_type=refresh_token`, over its own TLS, through stet's proxy.
 //!
 //! The CLI trusts the CA only because the test says so (`NODE_EXTRA_CA_CERTS`, set by the
 //! claude plugin's `extra_ca_certs`), and reaches the double only because the test's
@@ -23,6 +24,13 @@ pub const HOST: &str = "platform.claude.com";
 pub enum Answer {
     /// A renewed login: these tokens, good for `expires_in` seconds.
     Renew {
+        access_token: String,
+        refresh_token: String,
+        expires_in: u64,
+    },
+    /// A renewed login with an ID token too, as OpenAI's OAuth host answers the Codex CLI.
+    RenewWithIdToken {
+        id_token: String,
         access_token: String,
         refresh_token: String,
         expires_in: u64,
@@ -50,8 +58,15 @@ pub struct OauthDouble {
 }
 
 impl OauthDouble {
-    /// Starts the double; the CA's PEM is written into `dir`.
+    /// Starts the double of Claude Code's OAuth host; the CA's PEM is written into `dir`.
     pub fn start(dir: &Path, answer: Answer) -> OauthDouble {
+        OauthDouble::start_for(dir, HOST, "/v1/oauth/token", answer)
+    }
+
+    /// Starts a double of the OAuth host `host` answering token requests at `token_path`;
+    /// the CA's PEM is written into `dir`.
+    pub fn start_for(dir: &Path, host: &str, token_path: &str, answer: Answer) -> OauthDouble {
+        let token_path = token_path.to_string();
         let ca_key = rcgen::KeyPair::generate().unwrap();
         let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
         ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
@@ -64,7 +79,7 @@ impl OauthDouble {
             .push(rcgen::DnType::CommonName, "stet test CA");
         let ca = ca_params.self_signed(&ca_key).unwrap();
         let key = rcgen::KeyPair::generate().unwrap();
-        let mut params = rcgen::CertificateParams::new(vec![HOST.to_string()]).unwrap();
+        let mut params = rcgen::CertificateParams::new(vec![host.to_string()]).unwrap();
         params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
         let cert = params.signed_by(&key, &ca, &ca_key).unwrap();
         let ca_pem = dir.join("test-ca.pem");
@@ -88,12 +103,13 @@ impl OauthDouble {
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
                 let (config, seen, answer) = (config.clone(), seen.clone(), answer.clone());
+                let token_path = token_path.clone();
                 std::thread::spawn(move || {
                     let Ok(connection) = rustls::ServerConnection::new(config) else {
                         return;
                     };
                     let tls = rustls::StreamOwned::new(connection, stream);
-                    let _ = serve(tls, &seen, &answer);
+                    let _ = serve(tls, &seen, &answer, &token_path);
                 });
             }
         });
@@ -114,6 +130,7 @@ fn serve(
     mut tls: impl Read + Write,
     seen: &Mutex<Vec<Request>>,
     answer: &Answer,
+    token_path: &str,
 ) -> std::io::Result<()> {
     let mut reader = BufReader::new(&mut tls);
     let Some(crate::http::Head { path, body, .. }) = crate::http::read_request(&mut reader)? else {
@@ -125,7 +142,7 @@ fn serve(
         path: path.clone(),
         body,
     });
-    let (status, reply) = if path != "/v1/oauth/token" {
+    let (status, reply) = if path != token_path {
         (404, json!({"error": "not_found"}))
     } else {
         match answer {
@@ -138,6 +155,17 @@ fn serve(
                 json!({"token_type": "Bearer", "access_token": access_token,
                     "refresh_token": refresh_token, "expires_in": expires_in,
                     "scope": "user:inference user:profile"}),
+            ),
+            Answer::RenewWithIdToken {
+                id_token,
+                access_token,
+                refresh_token,
+                expires_in,
+            } => (
+                200,
+                json!({"token_type": "Bearer", "id_token": id_token,
+                    "access_token": access_token, "refresh_token": refresh_token,
+                    "expires_in": expires_in}),
             ),
             Answer::Refuse { status, error } => (
                 *status,

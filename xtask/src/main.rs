@@ -29,8 +29,8 @@ enum Task {
         #[arg(long, value_name = "DIR")]
         prefix: Option<PathBuf>,
     },
-    /// Install what the tests need (the pinned Claude Code, the lane image), build
-    /// everything, run every test.
+    /// Install what the tests need (the pinned Claude Code and Codex CLI, the lane image),
+    /// build everything, run every test.
     Test {
         /// Extra arguments for `cargo test`.
         #[arg(last = true)]
@@ -207,10 +207,17 @@ fn bench(root: &std::path::Path) -> Result<(), String> {
     }
     let mut bench = cargo(root);
     bench.args(["bench", "--package", "stet", "--package", "stet-egress"]);
-    if let Ok(claude) = install_claude(root) {
-        let dir = claude.parent().unwrap_or(root).display().to_string();
-        bench.env("BENCH_PATH", format!("{dir}:/usr/bin:/bin"));
+    // The plugins bench probes every shipped plugin: each real harness finds its pinned
+    // CLI on this PATH.
+    let mut bench_path = Vec::new();
+    for binary in [install_claude(root), install_codex(root)]
+        .into_iter()
+        .flatten()
+    {
+        bench_path.push(binary.parent().unwrap_or(root).display().to_string());
     }
+    bench_path.extend(["/usr/bin".to_string(), "/bin".to_string()]);
+    bench.env("BENCH_PATH", bench_path.join(":"));
     let others = run(&mut bench);
     // gvisor against the other runtimes runs even when a bench above failed: its figures
     // stand on their own, and the failure is still this command's.
@@ -385,12 +392,23 @@ fn package_name(dir: &std::path::Path) -> Result<String, String> {
 
 /// Runs scripts/install-claude.sh and returns the installed binary's path.
 fn install_claude(root: &std::path::Path) -> Result<PathBuf, String> {
-    let install = Command::new(root.join("scripts/install-claude.sh"))
+    install_tool(root, "scripts/install-claude.sh")
+}
+
+/// Runs scripts/install-codex.sh (the pinned Codex CLI, its whole bundled tree) and returns
+/// the installed binary's path.
+fn install_codex(root: &std::path::Path) -> Result<PathBuf, String> {
+    install_tool(root, "scripts/install-codex.sh")
+}
+
+/// Runs an install script that prints the installed binary's path on its last line.
+fn install_tool(root: &std::path::Path, script: &str) -> Result<PathBuf, String> {
+    let install = Command::new(root.join(script))
         .stderr(std::process::Stdio::inherit())
         .output()
-        .map_err(|e| format!("cannot run scripts/install-claude.sh: {e}"))?;
+        .map_err(|e| format!("cannot run {script}: {e}"))?;
     if !install.status.success() {
-        return Err("scripts/install-claude.sh failed (see above)".to_string());
+        return Err(format!("{script} failed (see above)"));
     }
     let path = String::from_utf8_lossy(&install.stdout)
         .lines()
@@ -546,6 +564,7 @@ pub(crate) fn demo_repository(
 
 fn test(root: &std::path::Path, cargo_args: &[String]) -> Result<(), String> {
     let claude = install_claude(root)?;
+    let codex = install_codex(root)?;
     // The lane image the sandbox tests run in; the script returns at once when it is loaded.
     run(&mut Command::new(root.join("scripts/build-image.sh")))?;
     // The bubblewrap runtime (an out-of-tree plugin in examples/) runs on bwrap.
@@ -580,7 +599,8 @@ fn test(root: &std::path::Path, cargo_args: &[String]) -> Result<(), String> {
     workspace
         .args(["test", "--workspace", "--no-fail-fast"])
         .args(cargo_args)
-        .env("STET_TEST_CLAUDE", &claude);
+        .env("STET_TEST_CLAUDE", &claude)
+        .env("STET_TEST_CODEX", &codex);
     if !counted(&mut workspace, &mut totals)? {
         failed.push("the workspace's tests (every failing test is listed above)".to_string());
     }

@@ -1,109 +1,30 @@
 //! The profile directory: the agent's HOME in the sandbox, where it keeps its own login
 //! and configuration. stet makes it (mode 0700) and never reads what is in it.
 
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use stet_plugin_api::PluginError;
 
 /// What is wrong with a profile directory, with the remedy; `None` when it is fit.
 pub fn unfit(dir: &Path) -> Option<(String, String)> {
-    let meta = match std::fs::symlink_metadata(dir) {
-        Ok(meta) => meta,
-        Err(e) => {
-            return Some((
-                format!("{} cannot be read: {e}", dir.display()),
-                format!("create it: mkdir -m 700 {}", dir.display()),
-            ))
-        }
-    };
-    if meta.file_type().is_symlink() {
-        return Some((
-            format!("{} is a symbolic link", dir.display()),
-            format!(
-                "make it a real directory of its own: rm {d} && mkdir -m 700 {d}",
-                d = dir.display()
-            ),
-        ));
-    }
-    if !meta.is_dir() {
-        return Some((
-            format!("{} is not a directory", dir.display()),
-            format!(
-                "move it away; stet makes the directory: mv {d} {d}.old",
-                d = dir.display()
-            ),
-        ));
-    }
-    let mode = meta.permissions().mode() & 0o777;
-    if mode & 0o022 != 0 {
-        return Some((
-            format!(
-                "{} is writable by {} (mode {mode:o})",
-                dir.display(),
-                match (mode & 0o020 != 0, mode & 0o002 != 0) {
-                    (true, true) => "its group and others",
-                    (true, false) => "its group",
-                    _ => "others",
-                }
-            ),
-            format!("chmod go-w {}", dir.display()),
-        ));
-    }
-    let me = current_uid();
-    if me.is_some_and(|uid| uid != meta.uid()) {
-        return Some((
-            format!(
-                "{} belongs to uid {}, not to you",
-                dir.display(),
-                meta.uid()
-            ),
-            format!(
-                "use a profile of your own, or chown it: chown \"$(id -u)\" {}",
-                dir.display()
-            ),
-        ));
-    }
-    None
-}
-
-/// This process's uid, read from `/proc/self` (Linux); `None` elsewhere (no check then).
-fn current_uid() -> Option<u32> {
-    std::fs::metadata("/proc/self").ok().map(|m| m.uid())
+    stet_plugin_support::private_dir::unfit(dir)
 }
 
 /// The profile directory `root/name`, made (mode 0700) when missing; refused when it is a
 /// symbolic link, not a directory, writable by others, or someone else's.
 pub fn ensure(root: &Path, name: &str) -> Result<PathBuf, PluginError> {
     let dir = root.join(name);
-    if std::fs::symlink_metadata(&dir).is_err() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&dir)
-            .map_err(|e| {
-                PluginError::backend(format!(
-                    "cannot make the profile directory {}: {e}",
-                    dir.display()
-                ))
-                .with_remedy(format!(
-                    "make it yourself: mkdir -m 700 -p {}",
-                    dir.display()
-                ))
-            })?;
-    }
-    if let Some((why, remedy)) = unfit(&dir) {
-        return Err(
-            PluginError::invalid_input(format!("the profile directory is unfit: {why}"))
-                .with_remedy(remedy),
-        );
-    }
+    stet_plugin_support::private_dir::ensure(&dir).map_err(|(why, remedy)| {
+        PluginError::invalid_input(format!("the profile directory is unfit: {why}"))
+            .with_remedy(remedy)
+    })?;
     Ok(dir)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     fn scratch(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!(

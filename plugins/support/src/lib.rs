@@ -14,6 +14,8 @@ use std::time::Duration;
 
 use wait_timeout::ChildExt;
 
+pub mod private_dir;
+
 /// What a bounded command printed and how it ended.
 #[derive(Debug, Clone)]
 pub struct CommandOutput {

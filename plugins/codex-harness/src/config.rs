@@ -1,0 +1,255 @@
+//! The walled configuration: `<CODEX_HOME>/config.toml` and `<CODEX_HOME>/rules/stet.rules`,
+//! written by stet, exactly, and checked against that text before every stage.
+//!
+//! Every key passed `codex exec --strict-config` with Codex CLI 0.163.0 (an unknown key
+//! fails the launch: the launch always passes `--strict-config`). Why each is there:
+//!
+//! - `model_provider = "stet"`, `[model_providers.stet]`: a provider of stet's own whose
+//!   `base_url` is the host's gateway on the sandbox's loopback (plain HTTP: the built-in
+//!   `openai` provider tries WebSockets first and ignores `OPENAI_BASE_URL`);
+//!   `requires_openai_auth = true` sends the login's access token (`auth.json`, a stand-in
+//!   in there) as `Authorization: Bearer`, with `chatgpt-account-id`.
+//! - `approval_policy = "never"`: `codex exec` never asks; nothing could answer.
+//! - `sandbox_mode = "danger-full-access"`: Codex's own sandbox (bubblewrap and seccomp)
+//!   cannot make its namespaces under Docker's default seccomp profile, so every command
+//!   would fail there (measured). stet's sandbox is the wall; Codex's is not used.
+//! - history, analytics, feedback, OpenTelemetry, the update check and web search off; the
+//!   `apps`, `plugins`, `memories`, `multi_agent`, `goals`, `shell_snapshot` features off
+//!   (with `apps` on a ChatGPT login dials chatgpt.com's MCP endpoint);
+//!   `unbounded_connection_retries = false` and bounded request and stream retries, so an
+//!   unreachable model API ends the call instead of retrying for ever.
+//! - `project_doc_max_bytes = 0`: no AGENTS.md from the lane. The lane's own
+//!   `.codex/config.toml` is kept out by the launch's `-c projects={"<lane>"={trust_level="untrusted"}}`
+//!   (the lane's path is known per call, not here); with that entry Codex also leaves this
+//!   file alone (without one it appends an auto-trust entry for the lane, in the call's
+//!   copy, which is then deleted).
+//! - `cli_auth_credentials_store = "file"`: the login stays in `auth.json`, where the host
+//!   seals it, never in a keyring.
+//!
+//! The rules file is Codex's exec policy (Starlark): the wall proof's canary, `forbidden`,
+//! which Codex refuses before it runs anything, in every sandbox mode (measured).
+
+use stet_plugin_api::WALL_CANARY;
+
+/// The configuration file in CODEX_HOME.
+pub const FILE: &str = "config.toml";
+
+/// The directory of exec-policy rules in CODEX_HOME, and stet's file in it.
+pub const RULES_DIR: &str = "rules";
+/// stet's rule file.
+pub const RULES_FILE: &str = "stet.rules";
+
+/// The provider id the config names, which the proof finds in Codex's session record.
+pub const PROVIDER: &str = "stet";
+
+/// What the canary's refusal says: stet's own words, which Codex repeats in the refusal the
+/// model sees (`` `<command>` rejected: <justification> ``).
+pub const CANARY_JUSTIFICATION: &str = "stet canary: refused by stet's exec-policy rule";
+
+/// What the configuration depends on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Walled<'a> {
+    /// The provider's base URL as the sandbox reaches it (the gateway).
+    pub base_url: &'a str,
+    /// The model, when the person named one.
+    pub model: Option<&'a str>,
+}
+
+/// The exact text of `config.toml`.
+pub fn text(walled: &Walled<'_>) -> String {
+    let mut out = String::from(
+        "# Written by stet: the walled configuration of the Codex harness. stet rewrites it\n\
+         # at the start of each drive and stops a drive when it differs; do not edit it.\n",
+    );
+    out.push_str(&format!("model_provider = {}\n", quote(PROVIDER)));
+    if let Some(model) = walled.model {
+        out.push_str(&format!("model = {}\n", quote(model)));
+    }
+    out.push_str(
+        "approval_policy = \"never\"\n\
+         sandbox_mode = \"danger-full-access\"\n\
+         check_for_update_on_startup = false\n\
+         project_doc_max_bytes = 0\n\
+         web_search = \"disabled\"\n\
+         cli_auth_credentials_store = \"file\"\n\
+         \n\
+         [history]\n\
+         persistence = \"none\"\n\
+         \n\
+         [analytics]\n\
+         enabled = false\n\
+         \n\
+         [feedback]\n\
+         enabled = false\n\
+         \n\
+         [otel]\n\
+         exporter = \"none\"\n\
+         log_user_prompt = false\n\
+         \n\
+         [features]\n\
+         apps = false\n\
+         plugins = false\n\
+         memories = false\n\
+         multi_agent = false\n\
+         goals = false\n\
+         shell_snapshot = false\n\
+         unbounded_connection_retries = false\n\
+         \n",
+    );
+    out.push_str(&format!("[model_providers.{PROVIDER}]\n"));
+    out.push_str(&format!("name = {}\n", quote("stet gateway")));
+    out.push_str(&format!("base_url = {}\n", quote(walled.base_url)));
+    out.push_str(
+        "wire_api = \"responses\"\n\
+         requires_openai_auth = true\n\
+         request_max_retries = 2\n\
+         stream_max_retries = 2\n\
+         stream_idle_timeout_ms = 300000\n",
+    );
+    out
+}
+
+/// The exact text of `rules/stet.rules`.
+pub fn rules() -> String {
+    format!(
+        "# Written by stet: the wall proof's canary, refused by Codex's own exec policy.\n\
+         prefix_rule(\n    pattern = [{}],\n    decision = \"forbidden\",\n    justification = {},\n)\n",
+        quote(WALL_CANARY),
+        quote(CANARY_JUSTIFICATION)
+    )
+}
+
+/// Whether `found` is exactly `expected`; else where it first differs, in words (a line
+/// number and which side is longer, never the line itself: the file may hold anything).
+pub fn compare(found: &str, expected: &str) -> Result<(), String> {
+    if found == expected {
+        return Ok(());
+    }
+    let mut f = found.lines();
+    let mut e = expected.lines();
+    let mut line = 0usize;
+    loop {
+        line = line.saturating_add(1);
+        match (f.next(), e.next()) {
+            (Some(a), Some(b)) if a == b => continue,
+            (Some(_), Some(_)) => return Err(format!("line {line} differs from what stet wrote")),
+            (Some(_), None) => {
+                return Err(format!("it holds more than stet wrote, from line {line}"))
+            }
+            (None, Some(_)) => return Err(format!("it ends early, at line {line}")),
+            (None, None) => return Err("its line ends differ from what stet wrote".into()),
+        }
+    }
+}
+
+/// A TOML basic string (also a Starlark string): quotes, backslashes and control
+/// characters escaped.
+pub fn quote(value: &str) -> String {
+    let mut out = String::with_capacity(value.len().saturating_add(2));
+    out.push('"');
+    for c in value.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_config_is_exactly_this_text() {
+        let text = text(&Walled {
+            base_url: "http://127.0.0.1:3180/backend-api/codex",
+            model: Some("gpt-5.5"),
+        });
+        assert_eq!(
+            text,
+            r#"# Written by stet: the walled configuration of the Codex harness. stet rewrites it
+# at the start of each drive and stops a drive when it differs; do not edit it.
+model_provider = "stet"
+model = "gpt-5.5"
+approval_policy = "never"
+sandbox_mode = "danger-full-access"
+check_for_update_on_startup = false
+project_doc_max_bytes = 0
+web_search = "disabled"
+cli_auth_credentials_store = "file"
+
+[history]
+persistence = "none"
+
+[analytics]
+enabled = false
+
+[feedback]
+enabled = false
+
+[otel]
+exporter = "none"
+log_user_prompt = false
+
+[features]
+apps = false
+plugins = false
+memories = false
+multi_agent = false
+goals = false
+shell_snapshot = false
+unbounded_connection_retries = false
+
+[model_providers.stet]
+name = "stet gateway"
+base_url = "http://127.0.0.1:3180/backend-api/codex"
+wire_api = "responses"
+requires_openai_auth = true
+request_max_retries = 2
+stream_max_retries = 2
+stream_idle_timeout_ms = 300000
+"#
+        );
+        let without = super::text(&Walled {
+            base_url: "http://127.0.0.1:3180/v1",
+            model: None,
+        });
+        assert!(!without.contains("\nmodel ="), "{without}");
+    }
+
+    #[test]
+    fn the_rule_forbids_the_canary_in_stets_words() {
+        assert_eq!(
+            rules(),
+            "# Written by stet: the wall proof's canary, refused by Codex's own exec policy.\n\
+             prefix_rule(\n    pattern = [\"stet-wall-canary\"],\n    decision = \"forbidden\",\n    \
+             justification = \"stet canary: refused by stet's exec-policy rule\",\n)\n"
+        );
+    }
+
+    #[test]
+    fn a_difference_is_named_by_line_never_by_content() {
+        let expected = "a\nb\n";
+        assert_eq!(compare("a\nb\n", expected), Ok(()));
+        let e = compare("a\nsecret-ish\n", expected).unwrap_err();
+        assert_eq!(e, "line 2 differs from what stet wrote");
+        assert!(compare("a\nb\nc\n", expected).unwrap_err().contains("more"));
+        assert!(compare("a\n", expected).unwrap_err().contains("early"));
+        assert!(compare("a\r\nb\r\n", expected)
+            .unwrap_err()
+            .contains("line ends"));
+    }
+
+    #[test]
+    fn values_are_quoted_for_toml() {
+        assert_eq!(quote(r#"a"b\c"#), r#""a\"b\\c""#);
+        assert_eq!(quote("x\u{1b}y\n"), "\"x\\u001By\\n\"");
+    }
+}
