@@ -603,6 +603,21 @@ pub struct WallReport {
 }
 
 impl WallReport {
+    /// Wall `wall`, held or broken as `held` says, with `detail`; `remedy` is kept only
+    /// when it is broken (a held wall needs none).
+    pub fn checked(wall: &str, held: bool, detail: impl Into<String>, remedy: &str) -> Self {
+        WallReport {
+            wall: wall.into(),
+            state: if held {
+                WallState::HELD
+            } else {
+                WallState::BROKEN
+            },
+            detail: detail.into().into(),
+            remedy: if held { "".into() } else { remedy.into() },
+        }
+    }
+
     /// Whether the wall held.
     pub fn held(&self) -> bool {
         self.state == WallState::HELD

@@ -1,6 +1,7 @@
 //! The walled launch of `claude -p` for a role.
 
 use stet_plugin_api::{EnvVar, Launch, Mount, Network, ProcessSpec, ROption, Role, WALL_CANARY};
+use stet_plugin_support::url;
 
 /// The MCP server name of stet's approver, and the tool the CLI asks.
 pub const APPROVER_SERVER: &str = "stet";
@@ -151,11 +152,7 @@ fn headless_env(config_dir: &str) -> Vec<EnvVar> {
 /// Where the sandbox reaches the model API: the host's gateway
 /// (`stet_plugin_api::GATEWAY_PORT`), with the configured base URL's path.
 pub fn gateway_url(api_base_url: Option<&str>) -> String {
-    let path = api_base_url
-        .and_then(|u| u.split_once("://"))
-        .and_then(|(_, rest)| rest.find('/').map(|i| &rest[i..]))
-        .unwrap_or("")
-        .trim_end_matches('/');
+    let path = api_base_url.map(url::path).unwrap_or("");
     format!("http://127.0.0.1:{}{path}", stet_plugin_api::GATEWAY_PORT)
 }
 
@@ -164,33 +161,14 @@ pub fn gateway_url(api_base_url: Option<&str>) -> String {
 /// that the gateway sends the real login nowhere else on that host (not to an OAuth
 /// endpoint that mints keys, say).
 pub fn api_credential_host(api_base_url: Option<&str>) -> String {
-    let base = gateway_url(api_base_url);
-    let path = base
-        .split_once("://")
-        .and_then(|(_, rest)| rest.find('/').map(|i| rest[i..].to_string()))
-        .unwrap_or_default();
+    let path = api_base_url.map(url::path).unwrap_or("");
     format!("{}{path}/v1/", api_endpoint(api_base_url))
 }
 
 /// The model API as `host:port`, for the network wall: the configured base URL's (its
 /// port, else its scheme's), else Anthropic's API on 443.
 pub fn api_endpoint(api_base_url: Option<&str>) -> String {
-    let Some(url) = api_base_url else {
-        return "api.anthropic.com:443".to_string();
-    };
-    let (scheme, rest) = url.split_once("://").unwrap_or(("https", url));
-    let authority = rest.split('/').next().unwrap_or(rest);
-    let has_port = authority
-        .rsplit_once(':')
-        .is_some_and(|(_, port)| port.parse::<u16>().is_ok())
-        && !authority.ends_with(']');
-    if has_port {
-        authority.to_string()
-    } else if scheme.eq_ignore_ascii_case("http") {
-        format!("{authority}:80")
-    } else {
-        format!("{authority}:443")
-    }
+    api_base_url.map_or_else(|| "api.anthropic.com:443".to_string(), url::endpoint)
 }
 
 /// Claude Code's own login (`claude auth login`), writing into the profile. It runs on a

@@ -171,19 +171,6 @@ impl ClaudeHarness {
 const INSTALL_HINT: &str =
     "install Claude Code (https://code.claude.com) or set `binary` under [plugins.claude] in stet.toml";
 
-fn wall(name: &str, held: bool, detail: impl Into<String>, remedy: &str) -> WallReport {
-    WallReport {
-        wall: name.into(),
-        state: if held {
-            WallState::HELD
-        } else {
-            WallState::BROKEN
-        },
-        detail: detail.into().into(),
-        remedy: if held { "".into() } else { remedy.into() },
-    }
-}
-
 impl HarnessPlugin for ClaudeHarness {
     fn probe(&self) -> Result<ProbeReport, PluginError> {
         let Some(binary) = self.binary() else {
@@ -192,25 +179,12 @@ impl HarnessPlugin for ClaudeHarness {
                 INSTALL_HINT,
             ));
         };
-        let version = match self.claude(&binary, &["--version"], None) {
-            Ok(out) if out.success() => out.stdout.trim().to_string(),
-            Ok(out) => {
-                return Ok(ProbeReport::unavailable(
-                    format!(
-                        "`{} --version` exited with {:?}: {}",
-                        binary.display(),
-                        out.code,
-                        out.stderr.trim()
-                    ),
-                    "reinstall Claude Code",
-                ))
-            }
-            Err(e) => {
-                return Ok(ProbeReport::unavailable(
-                    format!("`{} --version`: {e}", binary.display()),
-                    "reinstall Claude Code",
-                ))
-            }
+        let version = match stet_plugin_support::version_of(
+            &binary,
+            self.claude(&binary, &["--version"], None),
+        ) {
+            Ok(version) => version,
+            Err(why) => return Ok(ProbeReport::unavailable(why, "reinstall Claude Code")),
         };
         // No login is read here: the probe knows no walled profile, and the person's own
         // login (the default configuration directory) is not what a drive runs on. The
@@ -294,19 +268,19 @@ impl HarnessPlugin for ClaudeHarness {
         let root = Path::new(context.profiles_root.as_str());
         let mut walls = Vec::new();
         walls.push(match profile::find(root) {
-            Ok(dir) if dir == Path::new(profile.dir.as_str()) => wall(
+            Ok(dir) if dir == Path::new(profile.dir.as_str()) => WallReport::checked(
                 walls::PROFILE_ALONE,
                 true,
                 format!("{} is the only profile", dir.display()),
                 "",
             ),
-            Ok(dir) => wall(
+            Ok(dir) => WallReport::checked(
                 walls::PROFILE_ALONE,
                 false,
                 format!("the profile is now {}, not {}", dir.display(), profile.dir),
                 "start the drive again",
             ),
-            Err(e) => wall(
+            Err(e) => WallReport::checked(
                 walls::PROFILE_ALONE,
                 false,
                 e.message.to_string(),
@@ -319,7 +293,7 @@ impl HarnessPlugin for ClaudeHarness {
         walls.push(match token {
             // Tokens the login file holds beside the login are not declared: they would
             // enter the sandbox as they are.
-            _ if !others.is_empty() => wall(
+            _ if !others.is_empty() => WallReport::checked(
                 walls::LOGIN_PRESENT,
                 false,
                 format!(
@@ -329,7 +303,7 @@ impl HarnessPlugin for ClaudeHarness {
                 ),
                 "keep the walled profile for stet alone: log out of those there (or make a fresh profile and log in once)",
             ),
-            Ok(Some(_)) => wall(
+            Ok(Some(_)) => WallReport::checked(
                 walls::LOGIN_PRESENT,
                 true,
                 format!(
@@ -338,7 +312,7 @@ impl HarnessPlugin for ClaudeHarness {
                 ),
                 "",
             ),
-            Err(e) => wall(
+            Err(e) => WallReport::checked(
                 walls::LOGIN_PRESENT,
                 false,
                 e.message.to_string(),
@@ -353,7 +327,7 @@ impl HarnessPlugin for ClaudeHarness {
                         .map_or(0, |d| d.as_millis() as u64)
                 }) && !login::renewable(Path::new(profile.dir.as_str())) =>
             {
-                wall(
+                WallReport::checked(
                     walls::LOGIN_PRESENT,
                     false,
                     "the stored login has expired and holds no refresh token to renew it with",
@@ -365,8 +339,8 @@ impl HarnessPlugin for ClaudeHarness {
                 )
             }
             Ok(None) => match self.login(&binary, Some(Path::new(profile.dir.as_str()))) {
-                Ok(s) if s.logged_in => wall(walls::LOGIN_PRESENT, true, describe_login(Ok(s)), ""),
-                other => wall(
+                Ok(s) if s.logged_in => WallReport::checked(walls::LOGIN_PRESENT, true, describe_login(Ok(s)), ""),
+                other => WallReport::checked(
                     walls::LOGIN_PRESENT,
                     false,
                     describe_login(other),
@@ -382,13 +356,13 @@ impl HarnessPlugin for ClaudeHarness {
         let path = Path::new(profile.dir.as_str()).join(settings::FILE);
         walls.push(match std::fs::read_to_string(&path) {
             Ok(text) => match settings::check(&text, &context.stet_binary) {
-                Ok(()) => wall(
+                Ok(()) => WallReport::checked(
                     walls::SETTINGS_EXACT,
                     true,
                     "stet's hooks and nothing else",
                     "",
                 ),
-                Err(why) => wall(
+                Err(why) => WallReport::checked(
                     walls::SETTINGS_EXACT,
                     false,
                     format!("{}: {why}", path.display()),
@@ -397,7 +371,7 @@ impl HarnessPlugin for ClaudeHarness {
             },
             Err(_) => WallReport {
                 state: WallState::ABSENT,
-                ..wall(
+                ..WallReport::checked(
                     walls::SETTINGS_EXACT,
                     false,
                     format!("{} is absent", path.display()),
@@ -415,7 +389,7 @@ impl HarnessPlugin for ClaudeHarness {
                     .any(|v| v.name.as_str() == *name && !v.value.is_empty())
             })
             .collect();
-        walls.push(wall(
+        walls.push(WallReport::checked(
             walls::NO_BILLING_KEY,
             keys.is_empty(),
             if keys.is_empty() {
@@ -497,7 +471,7 @@ impl HarnessPlugin for ClaudeHarness {
             }]);
         }
         let Some(init) = &t.init else {
-            return Ok(vec![wall(
+            return Ok(vec![WallReport::checked(
                 walls::PROOF_LAUNCHED,
                 false,
                 "the proof launch printed no init line",
@@ -536,13 +510,13 @@ impl HarnessPlugin for ClaudeHarness {
             .iter()
             .any(|o| o.contains(SESSION_HOOK_MARKER));
         Ok(vec![
-            wall(
+            WallReport::checked(
                 "proof-tool-list",
                 held == expected,
                 format!("the agent holds {held:?}; the launch named {expected:?}"),
                 "the tool wall is down: do not drive; report this with the claude version",
             ),
-            wall(
+            WallReport::checked(
                 "proof-approver-connected",
                 approver.as_deref() == Some("connected"),
                 format!(
@@ -551,7 +525,7 @@ impl HarnessPlugin for ClaudeHarness {
                 ),
                 "check that the stet binary runs inside the sandbox (`stet approver`)",
             ),
-            wall(
+            WallReport::checked(
                 "proof-hooks-fired",
                 stet_hooks_ran,
                 if stet_hooks_ran {
@@ -564,7 +538,7 @@ impl HarnessPlugin for ClaudeHarness {
                 },
                 "the walled settings were not loaded: check the profile's settings.json",
             ),
-            wall(
+            WallReport::checked(
                 "proof-no-memory",
                 !init.memory_paths,
                 if init.memory_paths {
@@ -574,7 +548,7 @@ impl HarnessPlugin for ClaudeHarness {
                 },
                 "auto-memory must be off (CLAUDE_CODE_DISABLE_AUTO_MEMORY)",
             ),
-            wall(
+            WallReport::checked(
                 "proof-guard-refused-canary",
                 refused,
                 if canary_ids.is_empty() {

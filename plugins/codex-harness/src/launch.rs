@@ -18,6 +18,7 @@
 //! refuses the canary alone. Policy, as for every agent: the walls are what hold.
 
 use stet_plugin_api::{EnvVar, Launch, Mount, Network, ProcessSpec, ROption, Role, WALL_CANARY};
+use stet_plugin_support::url::{self, endpoint};
 
 /// Where the package of a pip-installed Codex keeps its binary: `<package>/bin/codex`,
 /// beside `codex-package.json` (and its bundled `rg`, which the agent's search uses).
@@ -166,12 +167,7 @@ fn proof_argv(codex: &str, workdir: &str) -> Vec<String> {
 /// Where the sandbox reaches the model API: the host's gateway
 /// (`stet_plugin_api::GATEWAY_PORT`), with the configured base URL's path.
 pub fn gateway_url(api_base_url: Option<&str>) -> String {
-    let url = api_base_url.unwrap_or(DEFAULT_API_BASE_URL);
-    let path = url
-        .split_once("://")
-        .and_then(|(_, rest)| rest.find('/').map(|i| &rest[i..]))
-        .unwrap_or("")
-        .trim_end_matches('/');
+    let path = url::path(api_base_url.unwrap_or(DEFAULT_API_BASE_URL));
     format!("http://127.0.0.1:{}{path}", stet_plugin_api::GATEWAY_PORT)
 }
 
@@ -179,34 +175,13 @@ pub fn gateway_url(api_base_url: Option<&str>) -> String {
 /// `host:port` and its base path (`/backend-api/codex/`), so that the gateway sends the
 /// access token nowhere else on that host.
 pub fn api_credential_host(api_base_url: Option<&str>) -> String {
-    let base = gateway_url(api_base_url);
-    let path = base
-        .split_once("://")
-        .and_then(|(_, rest)| rest.find('/').map(|i| rest[i..].to_string()))
-        .unwrap_or_default();
+    let path = url::path(api_base_url.unwrap_or(DEFAULT_API_BASE_URL));
     format!("{}{path}/", api_endpoint(api_base_url))
-}
-
-/// A URL's `host:port` (its port, else its scheme's).
-pub fn endpoint(url: &str) -> String {
-    let (scheme, rest) = url.split_once("://").unwrap_or(("https", url));
-    let authority = rest.split('/').next().unwrap_or(rest);
-    let has_port = authority
-        .rsplit_once(':')
-        .is_some_and(|(_, port)| port.parse::<u16>().is_ok())
-        && !authority.ends_with(']');
-    if has_port {
-        authority.to_string()
-    } else if scheme.eq_ignore_ascii_case("http") {
-        format!("{authority}:80")
-    } else {
-        format!("{authority}:443")
-    }
 }
 
 /// The model API as `host:port`, for the network wall.
 pub fn api_endpoint(api_base_url: Option<&str>) -> String {
-    endpoint(api_base_url.unwrap_or(DEFAULT_API_BASE_URL))
+    url::endpoint(api_base_url.unwrap_or(DEFAULT_API_BASE_URL))
 }
 
 /// Codex's own login, on a terminal, writing into the profile: `codex login --device-auth`

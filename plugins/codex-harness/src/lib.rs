@@ -227,19 +227,6 @@ impl Drop for Scratch {
     }
 }
 
-fn wall(name: &str, held: bool, detail: impl Into<String>, remedy: &str) -> WallReport {
-    WallReport {
-        wall: name.into(),
-        state: if held {
-            WallState::HELD
-        } else {
-            WallState::BROKEN
-        },
-        detail: detail.into().into(),
-        remedy: if held { "".into() } else { remedy.into() },
-    }
-}
-
 /// Writes `text` to `path` through a file beside it renamed over it.
 fn write_atomic(path: &Path, text: &str) -> Result<(), PluginError> {
     let partial = path.with_extension("stet-partial");
@@ -264,7 +251,7 @@ fn proof_walls(run: &events::Run) -> Vec<WallReport> {
         }
     }
     if !run.started {
-        return vec![wall(
+        return vec![WallReport::checked(
             walls::PROOF_LAUNCHED,
             false,
             "the proof launch printed no thread.started line: Codex did not start (with --strict-config, a configuration it refused exits before it)",
@@ -284,13 +271,13 @@ fn proof_walls(run: &events::Run) -> Vec<WallReport> {
         );
     let refused = run.canary_rejected && !run.canary_ran;
     vec![
-        wall(
+        WallReport::checked(
             walls::PROOF_LAUNCHED,
             true,
             "codex exec started on the walled configuration (--strict-config: no key it does not know)",
             "",
         ),
-        wall(
+        WallReport::checked(
             PROOF_MODE,
             mode_held,
             format!(
@@ -304,7 +291,7 @@ fn proof_walls(run: &events::Run) -> Vec<WallReport> {
             ),
             "the walled config.toml was not what Codex ran with: check the profile's config.toml and the Codex version",
         ),
-        wall(
+        WallReport::checked(
             PROOF_CANARY,
             refused,
             if run.canary_ran {
@@ -329,25 +316,12 @@ impl HarnessPlugin for CodexHarness {
                 INSTALL_HINT,
             ));
         };
-        let version = match self.codex(&binary, &["--version"], None) {
-            Ok(out) if out.success() => out.stdout.trim().to_string(),
-            Ok(out) => {
-                return Ok(ProbeReport::unavailable(
-                    format!(
-                        "`{} --version` exited with {:?}: {}",
-                        binary.display(),
-                        out.code,
-                        out.stderr.trim()
-                    ),
-                    "reinstall the Codex CLI",
-                ))
-            }
-            Err(e) => {
-                return Ok(ProbeReport::unavailable(
-                    format!("`{} --version`: {e}", binary.display()),
-                    "reinstall the Codex CLI",
-                ))
-            }
+        let version = match stet_plugin_support::version_of(
+            &binary,
+            self.codex(&binary, &["--version"], None),
+        ) {
+            Ok(version) => version,
+            Err(why) => return Ok(ProbeReport::unavailable(why, "reinstall the Codex CLI")),
         };
         // No login is read here: the probe knows no walled profile (the host asks the
         // walled profile, `profile`, and shows that).
@@ -435,7 +409,7 @@ impl HarnessPlugin for CodexHarness {
         let foreign = profile::foreign(dir);
         let unfit = profile::unfit(dir);
         let mut reports = vec![if dir != expected {
-            wall(
+            WallReport::checked(
                 walls::PROFILE_ALONE,
                 false,
                 format!(
@@ -446,9 +420,9 @@ impl HarnessPlugin for CodexHarness {
                 "start the drive again",
             )
         } else if let Some((why, remedy)) = unfit {
-            wall(walls::PROFILE_ALONE, false, why, &remedy)
+            WallReport::checked(walls::PROFILE_ALONE, false, why, &remedy)
         } else if !foreign.is_empty() {
-            wall(
+            WallReport::checked(
                 walls::PROFILE_ALONE,
                 false,
                 format!(
@@ -459,7 +433,7 @@ impl HarnessPlugin for CodexHarness {
                 "move them out: the walled CODEX_HOME holds stet's config.toml and rules/stet.rules and Codex's login alone",
             )
         } else {
-            wall(
+            WallReport::checked(
                 walls::PROFILE_ALONE,
                 true,
                 format!(
@@ -476,20 +450,20 @@ impl HarnessPlugin for CodexHarness {
         reports.push(match kind {
             login::Kind::None => WallReport {
                 state: WallState::ABSENT,
-                ..wall(
+                ..WallReport::checked(
                     walls::LOGIN_PRESENT,
                     false,
                     format!("{} holds no login", dir.join(login::FILE).display()),
                     login_hint,
                 )
             },
-            login::Kind::ApiKey => wall(
+            login::Kind::ApiKey => WallReport::checked(
                 walls::LOGIN_PRESENT,
                 false,
                 "the walled profile holds an API key login, which bills per token",
                 login_hint,
             ),
-            login::Kind::ChatGpt if !unknown.is_empty() => wall(
+            login::Kind::ChatGpt if !unknown.is_empty() => WallReport::checked(
                 walls::LOGIN_PRESENT,
                 false,
                 format!(
@@ -499,14 +473,14 @@ impl HarnessPlugin for CodexHarness {
                 "log in afresh into an empty profile: move the walled CODEX_HOME away, then stet profile login",
             ),
             login::Kind::ChatGpt => match self.login_status(&binary, dir) {
-                Ok(true) => wall(walls::LOGIN_PRESENT, true, "logged in with ChatGPT", ""),
-                Ok(false) => wall(
+                Ok(true) => WallReport::checked(walls::LOGIN_PRESENT, true, "logged in with ChatGPT", ""),
+                Ok(false) => WallReport::checked(
                     walls::LOGIN_PRESENT,
                     false,
                     "`codex login status` says it is not logged in",
                     login_hint,
                 ),
-                Err(why) => wall(
+                Err(why) => WallReport::checked(
                     walls::LOGIN_PRESENT,
                     false,
                     format!("`codex login status` did not answer: {why}"),
@@ -536,7 +510,7 @@ impl HarnessPlugin for CodexHarness {
             }
         }
         reports.push(if settings.is_empty() {
-            wall(
+            WallReport::checked(
                 walls::SETTINGS_EXACT,
                 true,
                 "config.toml and rules/stet.rules are exactly what stet wrote",
@@ -549,7 +523,7 @@ impl HarnessPlugin for CodexHarness {
                 } else {
                     WallState::BROKEN
                 },
-                ..wall(
+                ..WallReport::checked(
                     walls::SETTINGS_EXACT,
                     false,
                     settings.join("; "),
@@ -573,7 +547,7 @@ impl HarnessPlugin for CodexHarness {
                 dir.join(login::FILE).display()
             ));
         }
-        reports.push(wall(
+        reports.push(WallReport::checked(
             walls::NO_BILLING_KEY,
             keys.is_empty(),
             if keys.is_empty() {
@@ -755,7 +729,7 @@ impl HarnessPlugin for CodexHarness {
             CredentialDecl {
                 id: "codex-login-refresh".into(),
                 source: in_file(login::REFRESH_TOKEN),
-                host: launch::endpoint(self.oauth_url()).into(),
+                host: stet_plugin_support::url::endpoint(self.oauth_url()).into(),
                 header: "".into(),
                 value: "{secret}".into(),
             },

@@ -15,6 +15,7 @@ use std::time::Duration;
 use wait_timeout::ChildExt;
 
 pub mod private_dir;
+pub mod url;
 
 /// What a bounded command printed and how it ended.
 #[derive(Debug, Clone)]
@@ -31,6 +32,21 @@ impl CommandOutput {
     /// Whether it exited with code 0.
     pub fn success(&self) -> bool {
         self.code == Some(0)
+    }
+}
+
+/// What an agent's CLI answered to `BINARY --version` (`ran`), trimmed: the version a
+/// harness's probe reports; or why it gave none, in words naming the binary.
+pub fn version_of(binary: &Path, ran: Result<CommandOutput, String>) -> Result<String, String> {
+    match ran {
+        Ok(out) if out.success() => Ok(out.stdout.trim().to_string()),
+        Ok(out) => Err(format!(
+            "`{} --version` exited with {:?}: {}",
+            binary.display(),
+            out.code,
+            out.stderr.trim()
+        )),
+        Err(e) => Err(format!("`{} --version`: {e}", binary.display())),
     }
 }
 
