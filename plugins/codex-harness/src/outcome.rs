@@ -164,9 +164,11 @@ pub fn estimate(run: &Run, model: Option<&str>) -> Option<f64> {
 /// When a usage limit resets, from Codex's words: "try again at 2:29 PM" (today, in the
 /// sandbox's local time, UTC) or "try again at Dec 5th, 2026 2:29 PM". Codex says the
 /// reset to the minute, cutting its seconds: the reset lies within the minute named, so
-/// the answer is that minute's end (waiting past it is never too early), and a time of day
-/// is tomorrow's only once its whole minute has passed — a reset seconds away, within the
-/// current minute, is this minute's. `None` when it says no time ("Try again later").
+/// the answer is that minute's end (waiting past it is never too early). A time of day is
+/// today's unless its minute ended more than [`JUST_PASSED`] ago: a reset seconds away,
+/// within the current minute, is this minute's, and one that passed while Codex said it is
+/// over (the drive tries again at once), never tomorrow's. `None` when it says no time
+/// ("Try again later").
 pub fn reset_time(message: &str, now_unix: i64) -> Option<i64> {
     let lower = message.to_ascii_lowercase();
     let at = lower
@@ -184,7 +186,7 @@ pub fn reset_time(message: &str, now_unix: i64) -> Option<i64> {
         None => {
             let midnight = now_unix.checked_sub(now_unix.rem_euclid(86_400))?;
             let today = midnight.checked_add(seconds)?.checked_add(60)?;
-            if today > now_unix {
+            if today.checked_add(JUST_PASSED)? > now_unix {
                 Some(today)
             } else {
                 today.checked_add(86_400)
@@ -205,6 +207,10 @@ pub fn reset_time(message: &str, now_unix: i64) -> Option<i64> {
         }
     }
 }
+
+/// How long ago a reset said as a time of day may have passed and still be today's: the
+/// time between Codex reading its clock and the plugin reading its words.
+const JUST_PASSED: i64 = 5 * 60;
 
 const MONTHS: [&str; 12] = [
     "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
@@ -300,10 +306,14 @@ mod tests {
             reset_time("… or try again at 2:29 PM.", NOW),
             Some(NOW + 3600 + 60)
         );
-        // A minute already over today is tomorrow's.
+        // A minute over for more than a moment today is tomorrow's.
         assert_eq!(
             reset_time("Try again at 1:00 PM.", NOW),
             Some(NOW - 29 * 60 + 60 + 86_400)
+        );
+        assert_eq!(
+            reset_time("Try again at 1:23 PM.", NOW),
+            Some(NOW - 6 * 60 + 60 + 86_400)
         );
         assert_eq!(
             reset_time("Try again at 12:05 AM.", NOW),
@@ -315,10 +325,12 @@ mod tests {
             reset_time("Try again at 1:29 PM.", NOW + 20),
             Some(NOW + 60)
         );
+        // Said as the minute just over, read a moment later: over, not tomorrow's.
         assert_eq!(
-            reset_time("Try again at 1:29 PM.", NOW + 60),
-            Some(NOW + 60 + 86_400)
+            reset_time("Try again at 1:29 PM.", NOW + 61),
+            Some(NOW + 60)
         );
+        assert_eq!(reset_time("Try again at 1:25 PM.", NOW), Some(NOW - 3 * 60));
         // 2026-12-05 14:29 UTC.
         assert_eq!(
             reset_time(
