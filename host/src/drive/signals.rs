@@ -193,6 +193,8 @@ impl Signals {
             "{said} (stopped by {})",
             crate::receipts::signal_name(signal)
         );
+        // Once more: a thread may have made a path again while the receipts settled.
+        leftovers::remove_own_temp_dirs();
         std::process::exit(128 + signal);
     }
 }

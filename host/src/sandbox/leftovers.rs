@@ -151,12 +151,21 @@ pub fn reap_dead_temp_dirs(dry_run: bool) -> Vec<RemovedTemp> {
 }
 
 /// Removes this process's own temporary directories, for a stop: other threads may still
-/// be writing into one (a scratch lane being laid out) and make a path again, so passes
-/// repeat until one finds nothing, for at most about a second.
+/// be writing into one (a scratch lane being laid out, a call's end being written) and
+/// make a path again, so passes repeat until two in a row, 50 ms apart, find nothing, for
+/// at most about a second. A stop calls it once more just before the process exits, for
+/// what a thread made in between; what still outlives that, the next stet removes (its
+/// owner is gone: [`reap_dead_temp_dirs`]).
 pub fn remove_own_temp_dirs() {
+    let mut quiet = 0;
     for _ in 0..20 {
         if reap_temp_dirs(None, true, |_| true, false).is_empty() {
-            return;
+            quiet += 1;
+            if quiet == 2 {
+                return;
+            }
+        } else {
+            quiet = 0;
         }
         std::thread::sleep(Duration::from_millis(50));
     }
