@@ -15,7 +15,7 @@ use crate::error::{Concept, Error};
 use crate::harness::{self, LaunchOutput, OpenHarness};
 use crate::printer::Printer;
 use crate::receipts;
-use crate::sandbox::{self, LaneAccess, LaneMounts, Plan};
+use crate::sandbox::{LaneAccess, LaneMounts, Plan};
 use crate::settings::Settings;
 
 /// What one `stet ask` call did: what its `--json` prints.
@@ -34,10 +34,20 @@ pub struct Asked {
     /// The receipt this call left (in a repository).
     pub receipt: Option<PathBuf>,
     /// Git directories the agent made or replaced, renamed out of git's sight.
-    pub quarantined: Vec<sandbox::git_dirs::Quarantined>,
+    pub quarantined: Vec<Quarantined>,
     /// How the agent's task ended.
     #[serde(skip)]
     pub kind: OutcomeCode,
+}
+
+/// A repository the agent made or changed, renamed out of git's sight: where it was, and
+/// where what made it one is now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Quarantined {
+    /// The repository (a `.git` entry, or a directory git would take for one).
+    pub found: PathBuf,
+    /// What was renamed: the `.git` entry, or the directory's `HEAD` (and `refs`).
+    pub moved_to: PathBuf,
 }
 
 /// What `stet ask` is asked.
@@ -55,7 +65,7 @@ pub struct Question<'a> {
 /// Makes one walled call as `question` says; `printer` is told warnings and notes.
 pub fn ask(settings: &Settings, question: &Question<'_>, printer: Printer) -> Result<Asked, Error> {
     let cwd = question.dir;
-    let git_dirs = fit_to_mount(cwd)?;
+    let repositories = fit_to_mount(cwd)?;
     let (harness, runtime) = harness::open_with_runtime(settings)?;
     let profile = harness.profile()?;
     walls_hold(&harness, &profile, printer)?;
@@ -78,6 +88,7 @@ pub fn ask(settings: &Settings, question: &Question<'_>, printer: Printer) -> Re
     let repo = crate::config::repository_root(cwd);
     let commit_before = head(cwd);
     let started = call::now_ms();
+    let started_at = std::time::SystemTime::now();
     let call_id = format!("{started}-ask-{}", std::process::id());
     let log = match (question.log, &repo) {
         (Some(log), _) => Some(log.to_path_buf()),
@@ -91,12 +102,12 @@ pub fn ask(settings: &Settings, question: &Question<'_>, printer: Printer) -> Re
     let output = walled.run(
         &mut launched,
         Plan::new("ask", &format!("ask-{}", std::process::id()), &workdir)
-            .with_lane(LaneMounts::of_directory(cwd, &git_dirs), access),
+            .with_lane(LaneMounts::of_directory(cwd, &repositories), access),
         harness::Watch::default(),
         log.as_deref(),
     )?;
     let ended = call::now_ms();
-    let quarantined = quarantine(cwd, &git_dirs, printer)?;
+    let quarantined = quarantine(cwd, started_at, printer)?;
     let carried = walled.settle(launched.profile)?;
     let outcome = harness::outcome_of(&harness, question.role, &output)?;
     // In a repository, the call leaves a receipt (and its full output) like a drive's.
@@ -142,9 +153,13 @@ pub fn ask(settings: &Settings, question: &Question<'_>, printer: Printer) -> Re
     ))
 }
 
-/// Refuses a directory the call cannot be given: one inside a git directory, or one
-/// holding more git directories than are mounted read-only. Returns those it holds.
-fn fit_to_mount(cwd: &Path) -> Result<Vec<sandbox::git_dirs::GitDir>, Error> {
+/// The most repositories one `stet ask` mounts read-only: each is a mount of its own.
+pub const MOST_MOUNTED: usize = 1000;
+
+/// Refuses a directory the call cannot be given: one inside a git directory, one that
+/// cannot be walked whole, or one holding more repositories than are mounted read-only.
+/// Returns those it holds (by the gate's shapes, none missed).
+fn fit_to_mount(cwd: &Path) -> Result<Vec<PathBuf>, Error> {
     // Inside a git directory the working directory *is* the person's `.git`.
     if crate::git::Inert::at(cwd)
         .run(&["rev-parse", "--is-inside-git-dir"])
@@ -156,18 +171,32 @@ fn fit_to_mount(cwd: &Path) -> Result<Vec<sandbox::git_dirs::GitDir>, Error> {
         ))
         .hint("cd into the working tree (the agent never gets write access to a .git)"));
     }
-    // Every git directory under it is mounted read-only, and held to what it was after.
-    let git_dirs = sandbox::git_dirs::find(cwd);
-    if git_dirs.len() > sandbox::git_dirs::MOST {
+    // Every repository under it is mounted read-only, and what the call makes is moved out
+    // of git's sight after.
+    let found = crate::gate::survey(cwd).map_err(|e| {
+        Concept::Call
+            .usage(format!(
+                "stet cannot look at every repository under {}",
+                cwd.display()
+            ))
+            .caused_by(e.to_string())
+            .hint("run stet ask in the repository (or the folder) the task is about")
+    })?;
+    let mounted: Vec<PathBuf> = found
+        .iter()
+        .filter(|r| !r.link)
+        .map(|r| cwd.join(&r.path))
+        .collect();
+    if mounted.len() > MOST_MOUNTED {
         return Err(Concept::Call
             .usage(format!(
-                "{} holds more than {} git directories; stet ask mounts each read-only",
+                "{} holds {} git repositories; stet ask mounts each read-only, at most {MOST_MOUNTED}",
                 cwd.display(),
-                sandbox::git_dirs::MOST
+                mounted.len()
             ))
             .hint("run stet ask in the repository (or the folder) the task is about"));
     }
-    Ok(git_dirs)
+    Ok(mounted)
 }
 
 /// The walled settings rewritten if edited, then every static wall must hold.
@@ -197,25 +226,44 @@ fn walls_hold(harness: &OpenHarness, profile: &Profile, printer: Printer) -> Res
     Err(error.hint(first.remedy.to_string()))
 }
 
-/// Before any git of stet's or the person's looks at the directory again: git
-/// directories the agent made or replaced are moved out of git's sight, each said.
+/// Before any git of stet's or the person's looks at the directory again, through the
+/// gate: what the call touched is put right (set-id bits, group and other write, extended
+/// attributes), special files it made are removed, and every repository it made or changed
+/// is moved out of git's sight, each said.
 fn quarantine(
     cwd: &Path,
-    git_dirs: &[sandbox::git_dirs::GitDir],
+    started: std::time::SystemTime,
     printer: Printer,
-) -> Result<Vec<sandbox::git_dirs::Quarantined>, Error> {
-    let quarantined = sandbox::git_dirs::quarantine_new(cwd, git_dirs).map_err(|e| {
+) -> Result<Vec<Quarantined>, Error> {
+    let looked = crate::gate::after_ask(cwd, started).map_err(|e| {
         Concept::Call
             .failure(format!(
-                "cannot move aside a git directory the agent made under {}",
+                "stet could not look at everything the agent left under {}",
                 cwd.display()
             ))
             .caused_by(e.to_string())
-            .hint("look for .git entries the agent made, and remove them before running git there")
+            .hint("look for .git entries and directories holding HEAD, objects or refs the agent made, and remove them before running git there")
     })?;
+    for removed in &looked.removed {
+        printer.warn(&format!(
+            "the agent made {}; removed ({})",
+            cwd.join(&removed.path).display(),
+            removed.why
+        ));
+    }
+    let quarantined: Vec<Quarantined> = looked
+        .repositories
+        .iter()
+        .filter_map(|r| {
+            Some(Quarantined {
+                found: cwd.join(&r.path),
+                moved_to: cwd.join(r.moved_to.as_ref()?),
+            })
+        })
+        .collect();
     for q in &quarantined {
         printer.warn(&format!(
-            "the agent made or replaced the git directory {}; moved out of git's sight to {}",
+            "the agent made or changed the git repository {}; moved out of git's sight: {}",
             q.found.display(),
             q.moved_to.display()
         ));
@@ -237,7 +285,7 @@ fn asked(
     output: &LaunchOutput,
     outcome: &CallOutcome,
     receipt: Option<PathBuf>,
-    quarantined: Vec<sandbox::git_dirs::Quarantined>,
+    quarantined: Vec<Quarantined>,
 ) -> Asked {
     Asked {
         harness: harness.name.clone(),

@@ -300,6 +300,8 @@ pub struct Inert {
     /// `GIT_DIR` and `GIT_WORK_TREE`, for a lane (whose git directory is not inside its
     /// working tree).
     lane: Option<(PathBuf, PathBuf)>,
+    /// `GIT_DIR` alone with `core.bare`, for a lane's history: no working tree.
+    history: Option<PathBuf>,
     /// When a command is killed.
     deadline: std::time::Duration,
     /// `GIT_INDEX_FILE`: an index of the host's own instead of the lane's (`stet diff`).
@@ -331,6 +333,20 @@ impl Inert {
         Inert {
             dir: work_tree.to_path_buf(),
             lane: Some((git_dir.to_path_buf(), work_tree.to_path_buf())),
+            history: None,
+            deadline: LANE_GIT_DEADLINE,
+            index: None,
+        }
+    }
+
+    /// Git on a lane's history alone: its git directory as a bare repository, so that a
+    /// command that would read the working tree a sandbox writes fails instead. (The
+    /// working tree is read only through `crate::gate`.)
+    pub fn history(git_dir: &Path) -> Inert {
+        Inert {
+            dir: git_dir.to_path_buf(),
+            lane: None,
+            history: Some(git_dir.to_path_buf()),
             deadline: LANE_GIT_DEADLINE,
             index: None,
         }
@@ -341,6 +357,7 @@ impl Inert {
         Inert {
             dir: dir.to_path_buf(),
             lane: None,
+            history: None,
             deadline: LANE_GIT_DEADLINE,
             index: None,
         }
@@ -372,13 +389,18 @@ impl Inert {
                 .env("GIT_DIR", git_dir)
                 .env("GIT_WORK_TREE", work_tree);
         }
+        let bare = [("core.bare".to_string(), "true".to_string())];
+        if let Some(git_dir) = &self.history {
+            command.env("GIT_DIR", git_dir);
+        }
         if let Some(index) = &self.index {
             command.env("GIT_INDEX_FILE", index);
         }
         let config = INERT_CONFIG
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
-            .chain(extra_config.iter().cloned());
+            .chain(extra_config.iter().cloned())
+            .chain(bare.into_iter().filter(|_| self.history.is_some()));
         let mut count = 0;
         for (i, (key, value)) in config.enumerate() {
             command
@@ -488,7 +510,9 @@ impl Inert {
     fn lock_file(&self) -> Option<PathBuf> {
         self.lane
             .as_ref()
-            .map(|(git_dir, _)| git_dir.join("index.lock"))
+            .map(|(git_dir, _)| git_dir)
+            .or(self.history.as_ref())
+            .map(|git_dir| git_dir.join("index.lock"))
     }
 
     /// The command for `args`, with the lane's filter drivers emptied and diffs without

@@ -37,35 +37,14 @@ use crate::git::git_dir;
 use crate::git::Inert;
 
 mod change;
-mod examine;
 mod reopen;
 mod take;
 pub use change::{base_of, change, uncommitted, Change};
-pub use examine::{Removed, TooLarge};
 pub use reopen::{branch_items, here, reopen, Reopened};
 pub use take::{checkout, dirty, merge, TakeError, Taken};
 
+pub use crate::gate::{CommitError, Committed, Removed};
 pub use crate::settings::MAX_FILE;
-
-/// Why a lane's work was not committed.
-#[derive(Debug, thiserror::Error)]
-pub enum CommitError {
-    /// Git failed, or the tree could not be looked at.
-    #[error(transparent)]
-    Git(#[from] GitError),
-    /// The agent left files too large to commit (named, with the limit).
-    #[error("{0}")]
-    TooLarge(String),
-}
-
-/// What a commit of a lane did.
-#[derive(Debug, Default)]
-pub struct Committed {
-    /// Whether there was anything to commit.
-    pub changed: bool,
-    /// What was taken out of the tree before git looked at it.
-    pub removed: Vec<Removed>,
-}
 
 /// One lane.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,6 +69,14 @@ pub fn branch_of(item: &str) -> String {
 /// Where lanes live in `repo`.
 fn lanes_dir(repo: &Path) -> PathBuf {
     stet_dir(repo).join("lanes")
+}
+
+/// Makes `dir` (and its parents) reachable by its owner alone: stet's directory and every
+/// lane under it hold what agents wrote, which no other local user may run or read.
+pub(crate) fn private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
 }
 
 /// The items whose lanes are kept on this clone.
@@ -216,13 +203,10 @@ fn make(repo: &Path, lane: &Lane, source: &str) -> Result<(), GitError> {
         }
     }
     let made = lay_out(&partial, item)?;
-    let git = made.git();
     fill(repo, &made, source, branch)?;
     // A new lane holds nothing a sandbox wrote yet: its first checkout, as long as a large
     // repository's takes, is not held to the deadline of git on a sandbox's files.
-    git.clone()
-        .with_deadline(crate::git::HOST_ONLY_DEADLINE)
-        .run(&["reset", "--quiet", "--hard"])?;
+    made.tree().reset("HEAD", crate::git::HOST_ONLY_DEADLINE)?;
     made.forget_host_traces();
     std::fs::rename(&partial, &root).map_err(|e| io_error("rename", &root, e))?;
     Ok(())
@@ -236,7 +220,7 @@ fn make(repo: &Path, lane: &Lane, source: &str) -> Result<(), GitError> {
 /// right, or any failure) the fetch of [`point_at`]. Either way the lane holds the
 /// branch's history and nothing else of the repository.
 fn fill(repo: &Path, lane: &Lane, source: &str, branch: &str) -> Result<(), GitError> {
-    let git = lane.git();
+    let git = lane.history();
     match packed_into(repo, lane, source) {
         Ok(commit) => {
             git.run(&["update-ref", &format!("refs/heads/{branch}"), &commit])?;
@@ -400,7 +384,7 @@ fn reuse(repo: &Path, copy: &Lane, item: &str, source: &str) -> Result<(), GitEr
         ));
     }
     lane.write_attributes()?;
-    let git = lane.git();
+    let git = lane.history();
     // The last item's refs and reflogs are not this lane's to see.
     let _ = std::fs::remove_dir_all(lane.git_dir.join("logs"));
     point_at(repo, &git, source, &branch)?;
@@ -432,7 +416,7 @@ fn reuse(repo: &Path, copy: &Lane, item: &str, source: &str) -> Result<(), GitEr
     // The tree is the base's, as `forget_item` left it (nothing has written it since):
     // only the files the new branch changes are written. FETCH_HEAD names the
     // repository's path.
-    git.run(&["reset", "--quiet", "--hard"])?;
+    lane.tree().restore()?;
     lane.forget_host_traces();
     Ok(())
 }
@@ -530,6 +514,16 @@ fn lay_out(root: &Path, item: &str) -> Result<Lane, GitError> {
         dir: root.join("work"),
         git_dir: root.join("git"),
     };
+    private_dir(root).map_err(|e| io_error("mkdir", root, e))?;
+    if let Some(lanes) = root.parent() {
+        private_dir(lanes).map_err(|e| io_error("mkdir", lanes, e))?;
+        if let Some(stet) = lanes
+            .parent()
+            .filter(|s| s.file_name().is_some_and(|n| n == "stet"))
+        {
+            private_dir(stet).map_err(|e| io_error("mkdir", stet, e))?;
+        }
+    }
     std::fs::create_dir_all(&lane.dir).map_err(|e| io_error("mkdir", &lane.dir, e))?;
     Inert::at(root).run(&[
         "init",
@@ -538,7 +532,7 @@ fn lay_out(root: &Path, item: &str) -> Result<Lane, GitError> {
         "--template=",
         lane.git_dir.to_str().unwrap_or_default(),
     ])?;
-    lane.git().run(&["config", "core.bare", "false"])?;
+    lane.history().run(&["config", "core.bare", "false"])?;
     lane.write_attributes()?;
     // The mount point of the read-only git directory inside the sandbox; the host's git
     // never reads it (it is told where the git directory is).
@@ -551,7 +545,7 @@ fn lay_out(root: &Path, item: &str) -> Result<Lane, GitError> {
 /// lanes are (the wall proof's scratch lane).
 pub fn scratch(root: &Path) -> Result<Lane, GitError> {
     let lane = lay_out(root, "wall-proof")?;
-    let git = lane.git();
+    let git = lane.history();
     git.run(&[
         "symbolic-ref",
         "HEAD",
@@ -583,7 +577,7 @@ fn catch_up(repo: &Path, remote: &str, lane: &Lane) -> Result<(), GitError> {
     if pushed == here {
         return Ok(());
     }
-    let git = lane.git();
+    let git = lane.history();
     git.run(&[
         "fetch",
         "--quiet",
@@ -596,7 +590,7 @@ fn catch_up(repo: &Path, remote: &str, lane: &Lane) -> Result<(), GitError> {
         .run(&["merge-base", "--is-ancestor", &here, &pushed])
         .is_ok()
     {
-        git.run(&["reset", "--quiet", "--hard", &pushed])?;
+        lane.tree().reset(&pushed, crate::git::LANE_GIT_DEADLINE)?;
     }
     lane.forget_host_traces();
     Ok(())
@@ -618,69 +612,50 @@ impl Lane {
             .map_err(|e| io_error("write info/attributes", &self.git_dir, e))
     }
 
-    pub fn git(&self) -> Inert {
-        Inert::lane(&self.git_dir, &self.dir)
+    /// Inert git on the lane's history alone: its working tree, which sandboxes write, is
+    /// read only through [`Lane::tree`].
+    pub fn history(&self) -> Inert {
+        Inert::history(&self.git_dir)
+    }
+
+    /// The lane's working tree, through the gate: every host git command on it.
+    pub fn tree(&self) -> crate::gate::Tree<'_> {
+        crate::gate::Tree {
+            git_dir: &self.git_dir,
+            work: &self.dir,
+        }
     }
 
     /// The lane's current commit.
     pub fn head(&self) -> Result<String, GitError> {
-        self.git().run(&["rev-parse", "HEAD"])
+        self.history().run(&["rev-parse", "HEAD"])
     }
 
     /// Commits whatever the agent left uncommitted; returns whether there was anything.
     pub fn commit_all(&self, message: &str) -> Result<bool, CommitError> {
-        self.commit_all_as(message, None, MAX_FILE)
+        self.commit_all_as(message, None, MAX_FILE, u64::MAX)
             .map(|c| c.changed)
     }
 
     /// Commits whatever the agent left uncommitted, authored by `author` (stet stays the
-    /// committer). The tree is examined first (`examine.rs`): special files and the agent's
-    /// own repositories are taken out before git looks, and a file over `max_file` bytes the
-    /// call added or changed refuses the commit before git hashes anything.
+    /// committer), through the gate (`crate::gate::Tree::commit`): special files are taken
+    /// out, what was touched is put right, and a repository, a path git cannot hold, a
+    /// file over `max_file` bytes or more than `max_read` bytes for git to read refuses
+    /// the commit before git reads anything.
     pub fn commit_all_as(
         &self,
         message: &str,
         author: Option<&crate::git::Person>,
         max_file: u64,
+        max_read: u64,
     ) -> Result<Committed, CommitError> {
-        let git = self.git();
-        let examined = self.examine(max_file)?;
-        let too_large = examined.too_large(&git)?;
-        if !too_large.is_empty() {
-            return Err(CommitError::TooLarge(examine::refusal(
-                &too_large, max_file,
-            )));
+        let committed =
+            self.tree()
+                .commit(message, author, crate::gate::Bounds { max_file, max_read })?;
+        if committed.changed {
+            self.forget_host_traces();
         }
-        git.run(&["add", "--all", "--", "."])?;
-        let committed = Committed {
-            changed: git.run(&["diff", "--cached", "--quiet"]).is_err(),
-            removed: examined.removed,
-        };
-        if !committed.changed {
-            return Ok(committed);
-        }
-        match author {
-            Some(person) => {
-                let author = format!("{} <{}>", person.name, person.email);
-                git.run(&[
-                    "commit",
-                    "--quiet",
-                    "--no-verify",
-                    "--author",
-                    &author,
-                    "-m",
-                    message,
-                ])?
-            }
-            None => git.run(&["commit", "--quiet", "--no-verify", "-m", message])?,
-        };
-        self.forget_host_traces();
         Ok(committed)
-    }
-
-    /// The working tree looked at before git runs on it (see `examine.rs`).
-    fn examine(&self, max_file: u64) -> Result<examine::Examined, GitError> {
-        examine::examine(&self.dir, max_file).map_err(|e| io_error("examine", &self.dir, e))
     }
 
     /// Removes what git leaves in the lane's git directory — which the sandbox can read —
@@ -692,17 +667,11 @@ impl Lane {
         }
     }
 
-    /// Puts the working tree back to the lane's last commit: what a stage wrote that it
-    /// did not commit — untracked and ignored files too — is gone, so the next call sees
-    /// only committed work.
+    /// Puts the working tree back to the lane's last commit through the gate
+    /// (`crate::gate::Tree::restore`): what a stage wrote that it did not commit —
+    /// untracked and ignored files too — is gone, so the next call sees only committed work.
     pub fn restore(&self) -> Result<(), GitError> {
-        // Nothing git would open or follow is left for it (no size limit applies here:
-        // clean removes what it does not read).
-        self.examine(u64::MAX)?;
-        let git = self.git();
-        git.run(&["reset", "--quiet", "--hard"])?;
-        // `-ff`: nested repositories go too; `.git` (the mount point) is never touched.
-        git.run(&["clean", "--quiet", "-ffdx", "--exclude=/.git"])?;
+        self.tree().restore()?;
         self.forget_host_traces();
         Ok(())
     }
@@ -788,7 +757,7 @@ impl Lane {
     /// is dropped, packed or loose (`repack -a -d`, `prune`) — this walks the history, so
     /// it runs off the drive's path, before the copy joins the pool.
     fn forget_item(&self, base: &str) -> Result<(), GitError> {
-        let git = self.git();
+        let git = self.history();
         git.run(&["update-ref", POOL_BASE, base])?;
         git.run(&["symbolic-ref", "HEAD", POOL_BASE])?;
         let refs = git.run(&["for-each-ref", "--format=%(refname)"])?;
@@ -796,11 +765,37 @@ impl Lane {
             git.run(&["update-ref", "-d", other])?;
         }
         let _ = std::fs::remove_dir_all(self.git_dir.join("logs"));
+        // The index names the item's blobs until the tree is the base's: reset first, or
+        // `repack` and `prune` keep them.
+        self.restore()?;
         // The lane's git directory, which no sandbox writes: as long as its history takes.
         let objects = git.clone().with_deadline(crate::git::HOST_ONLY_DEADLINE);
         objects.run(&["repack", "-a", "-d", "-q"])?;
         objects.run(&["prune", "--expire=now"])?;
-        self.restore()
+        self.holds_only(base)
+    }
+
+    /// Checks that every object the lane's git directory holds, packed or loose, is one
+    /// `base` reaches: a copy holding anything of the last item is not pooled.
+    fn holds_only(&self, base: &str) -> Result<(), GitError> {
+        let objects = self.history().with_deadline(crate::git::HOST_ONLY_DEADLINE);
+        let held = objects.run(&[
+            "cat-file",
+            "--batch-all-objects",
+            "--batch-check=%(objectname)",
+        ])?;
+        let reached = objects.run(&["rev-list", "--objects", "--no-object-names", base])?;
+        let reached: std::collections::HashSet<&str> = reached.lines().collect();
+        match held.lines().find(|oid| !reached.contains(oid)) {
+            None => Ok(()),
+            Some(oid) => Err(io_error(
+                "pool",
+                &self.git_dir,
+                std::io::Error::other(format!(
+                    "it still holds {oid}, which its base does not reach"
+                )),
+            )),
+        }
     }
 
     /// The stet directory this lane lives in (`<stet>/lanes/<item>/work`).
@@ -812,6 +807,12 @@ impl Lane {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Git on a lane's working tree, as a test looks at it (stet's own code goes through
+    /// the gate).
+    fn tree_git(lane: &Lane) -> Inert {
+        Inert::lane(&lane.git_dir, &lane.dir)
+    }
 
     fn repo_with_remote() -> (tempfile::TempDir, PathBuf) {
         let (root, bare, work) = crate::git::testing::clone_of_fresh_remote();
@@ -844,7 +845,7 @@ mod tests {
         let secret = git(&work, &["rev-parse", "HEAD:secret.txt"]).unwrap();
         git(&work, &["checkout", "--quiet", "-"]).unwrap();
         let lane = open(&work, "origin", "packed", "HEAD").unwrap();
-        let lane_git = lane.git();
+        let lane_git = lane.history();
         assert_eq!(
             lane_git.run(&["rev-list", "--count", "HEAD"]).unwrap(),
             git(&work, &["rev-list", "--count", "HEAD"]).unwrap()
@@ -880,13 +881,13 @@ mod tests {
         .unwrap();
         let lane = open(&shallow, "origin", "shallow", "HEAD").unwrap();
         assert_eq!(
-            lane.git()
+            lane.history()
                 .run(&["rev-list", "--count", "HEAD"])
                 .unwrap()
                 .trim(),
             "1"
         );
-        lane.git().run(&["log", "--oneline"]).unwrap();
+        lane.history().run(&["log", "--oneline"]).unwrap();
         assert_eq!(
             std::fs::read_to_string(lane.dir.join("README")).unwrap(),
             "version 2\n"
@@ -909,16 +910,16 @@ mod tests {
             "and empty"
         );
         assert!(
-            lane.git().run(&["remote"]).unwrap().is_empty(),
+            lane.history().run(&["remote"]).unwrap().is_empty(),
             "a lane has no remote"
         );
         let config = std::fs::read_to_string(lane.git_dir.join("config")).unwrap();
         assert!(!config.contains("remote.git"), "{config}");
         std::fs::write(lane.dir.join("README"), "hello, fixed\n").unwrap();
-        lane.git()
+        tree_git(&lane)
             .run(&["checkout", "--quiet", "-b", "stray"])
             .unwrap();
-        lane.git()
+        tree_git(&lane)
             .run(&["checkout", "--quiet", "stet/fix-typo"])
             .unwrap();
         assert!(lane.commit_all("stet: fix-typo").unwrap());
@@ -958,8 +959,7 @@ mod tests {
         let git_dir_was = inode(&first.git_dir);
         let firsts = first.head().unwrap();
         // A reset leaves the last item's commit in ORIG_HEAD.
-        first
-            .git()
+        tree_git(&first)
             .run(&["reset", "--quiet", "--hard", "HEAD"])
             .unwrap();
         let base = git(&work, &["rev-parse", "HEAD"]).unwrap();
@@ -985,20 +985,23 @@ mod tests {
         }
         assert!(second.dir.join(".git").is_dir(), "the mount point stays");
         let refs = second
-            .git()
+            .history()
             .run(&["for-each-ref", "--format=%(refname)"])
             .unwrap();
         assert_eq!(refs, "refs/heads/stet/second", "only its own branch");
         for pseudo in ["ORIG_HEAD", "FETCH_HEAD"] {
             let named = second
-                .git()
+                .history()
                 .run(&["rev-parse", "--verify", "--quiet", pseudo]);
             assert_ne!(named.ok().as_deref(), Some(firsts.as_str()), "{pseudo}");
         }
-        assert_eq!(second.git().run(&["status", "--porcelain"]).unwrap(), "");
+        assert_eq!(
+            tree_git(&second).run(&["status", "--porcelain"]).unwrap(),
+            ""
+        );
         // Nothing of the last item's objects, and no file naming the host's paths.
         assert!(
-            second.git().run(&["cat-file", "-e", &firsts]).is_err(),
+            second.history().run(&["cat-file", "-e", &firsts]).is_err(),
             "the last item's commit is still in the lane"
         );
         let mut pending = vec![second.git_dir.clone()];
@@ -1066,7 +1069,8 @@ mod tests {
     }
 
     #[test]
-    fn repositories_the_agent_made_in_the_lane_are_left_out() {
+    fn a_repository_the_agent_made_in_the_lane_refuses_the_commit_by_name_and_a_restore_removes_it()
+    {
         let (_root, work) = repo_with_remote();
         let lane = open(&work, "origin", "item", "HEAD").unwrap();
         for nested in ["empty", "deep/er"] {
@@ -1075,10 +1079,97 @@ mod tests {
             std::fs::create_dir_all(dot_git.join("refs")).unwrap();
             std::fs::write(dot_git.join("HEAD"), "ref: refs/heads/main\n").unwrap();
         }
+        // And one under another name: a worktree's layout among the docs.
+        std::fs::create_dir_all(lane.dir.join("docs")).unwrap();
+        std::fs::write(lane.dir.join("docs/HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(lane.dir.join("docs/commondir"), "../deep/er/.git\n").unwrap();
         std::fs::write(lane.dir.join("deep/file"), "content\n").unwrap();
-        assert!(lane.commit_all("work").unwrap());
-        let files = lane.git().run(&["ls-files"]).unwrap();
-        assert_eq!(files, "README\ndeep/file");
+        let head = lane.head().unwrap();
+        let refused = lane.commit_all("work").unwrap_err().to_string();
+        for named in ["deep/er/.git", "docs", "empty/.git"] {
+            assert!(refused.contains(named), "{named}: {refused}");
+        }
+        assert_eq!(lane.head().unwrap(), head, "nothing was committed");
+        lane.restore().unwrap();
+        for gone in ["empty", "deep", "docs"] {
+            assert!(!lane.dir.join(gone).exists(), "{gone} is left");
+        }
+        assert!(!lane.commit_all("nothing").unwrap());
+    }
+
+    #[test]
+    fn a_sparse_file_is_too_large_by_its_length_and_a_tracked_one_unchanged_is_not() {
+        let (_root, work) = repo_with_remote();
+        let lane = open(&work, "origin", "item", "HEAD").unwrap();
+        std::fs::write(lane.dir.join("asset.bin"), vec![7u8; 4096]).unwrap();
+        assert!(lane.commit_all("an asset").unwrap());
+        lane.restore().unwrap();
+        std::fs::File::create(lane.dir.join("sparse.bin"))
+            .unwrap()
+            .set_len(20 << 30)
+            .unwrap();
+        let refused = lane
+            .commit_all_as("big", None, 1024, u64::MAX)
+            .unwrap_err()
+            .to_string();
+        assert!(refused.contains("sparse.bin (20 GiB)"), "{refused}");
+        assert!(!refused.contains("asset.bin"), "{refused}");
+        // The tracked asset, changed in place at the same length, is refused too.
+        std::fs::write(lane.dir.join("asset.bin"), vec![8u8; 4096]).unwrap();
+        let refused = lane
+            .commit_all_as("big", None, 1024, u64::MAX)
+            .unwrap_err()
+            .to_string();
+        assert!(refused.contains("asset.bin (4 KiB)"), "{refused}");
+        // A touched tracked file unchanged is the repository's own.
+        lane.restore().unwrap();
+        std::fs::set_permissions(
+            lane.dir.join("asset.bin"),
+            std::os::unix::fs::PermissionsExt::from_mode(0o600),
+        )
+        .unwrap();
+        assert!(
+            !lane
+                .commit_all_as("same", None, 1024, u64::MAX)
+                .unwrap()
+                .changed
+        );
+    }
+
+    #[test]
+    fn what_a_lane_holds_is_its_owners_alone_and_no_set_id_bit_survives_a_restore() {
+        use std::os::unix::fs::PermissionsExt;
+        let (_root, work) = repo_with_remote();
+        let lane = open(&work, "origin", "item", "HEAD").unwrap();
+        for dir in [
+            stet_dir(&work),
+            lanes_dir(&work),
+            lane.dir.parent().unwrap().to_path_buf(),
+        ] {
+            let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o700, "{}", dir.display());
+        }
+        std::fs::write(lane.dir.join("tool"), "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(
+            lane.dir.join("tool"),
+            std::fs::Permissions::from_mode(0o4755),
+        )
+        .unwrap();
+        std::fs::set_permissions(
+            lane.dir.join("README"),
+            std::fs::Permissions::from_mode(0o2777),
+        )
+        .unwrap();
+        assert!(lane.commit_all("a tool").unwrap());
+        let mode = |p: &str| {
+            std::fs::metadata(lane.dir.join(p))
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o7777
+        };
+        assert_eq!(mode("tool") & 0o7000, 0);
+        assert_eq!(mode("README") & 0o7022, 0);
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub mod doctor;
 pub mod drive;
 pub mod error;
 pub mod files;
+pub mod gate;
 pub mod git;
 pub mod handles;
 pub mod harness;

@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-pub mod git_dirs;
 pub mod leftovers;
 pub mod shell;
 pub mod terminal;
@@ -487,18 +486,18 @@ impl LaneMounts {
         }
     }
 
-    /// A directory of the person's own (`stet ask`): every git directory found under it
-    /// (`git_dirs::find`: its `.git`, nested clones', submodules', worktrees', bare
-    /// repositories) read-only at its own path, so the agent can read the history but plant
-    /// nothing the person's git would obey later. (A `.git` that is a link is not mounted:
-    /// a mount would follow it; it is held to what it was after the call.)
-    pub fn of_directory(dir: &std::path::Path, found: &[git_dirs::GitDir]) -> LaneMounts {
+    /// A directory of the person's own (`stet ask`): every repository found under it
+    /// (`crate::gate::survey`: its `.git`, nested clones', submodules', worktrees', bare
+    /// repositories, common directories — by shape, under any name) read-only at its own
+    /// path, so the agent can read the history but plant nothing the person's git would
+    /// obey later. (A `.git` that is a link is not mounted: a mount would follow it; the
+    /// gate renames one the call touched.)
+    pub fn of_directory(dir: &std::path::Path, repositories: &[std::path::PathBuf]) -> LaneMounts {
         LaneMounts {
             work_tree: dir.to_path_buf(),
-            read_only: found
+            read_only: repositories
                 .iter()
-                .filter(|g| !g.link)
-                .map(|g| (g.path.clone(), g.path.clone()))
+                .map(|p| (p.clone(), p.clone()))
                 .collect(),
         }
     }

@@ -69,22 +69,10 @@ pub fn change(repo: &Path, remote: &str, item: &str) -> Result<Option<Change>, G
 }
 
 /// What `lane`'s working tree holds that its last commit does not (`git status --short`
-/// lines): a person's edits from `stet shell` (a drive leaves none: it commits or restores
-/// around every call).
+/// lines), through the gate: a person's edits from `stet shell` (a drive leaves none: it
+/// commits or restores around every call).
 pub fn uncommitted(lane: &Lane) -> Result<Vec<String>, GitError> {
-    Ok(lane
-        .git()
-        // Ignored files too: the lane's `.gitignore` is the agent's, and a file a person
-        // made in a shell is theirs whatever it says.
-        .run(&[
-            "status",
-            "--porcelain",
-            "--untracked-files=normal",
-            "--ignored=matching",
-        ])?
-        .lines()
-        .map(str::to_string)
-        .collect())
+    lane.tree().uncommitted()
 }
 
 impl Change {
@@ -101,19 +89,7 @@ impl Change {
                 static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
                 let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 let index = stet_dir(repo).join(format!("diff-{}-{n}.index", std::process::id()));
-                let result = (|| {
-                    match std::fs::copy(lane.git_dir.join("index"), &index) {
-                        Ok(_) => {}
-                        Err(_) => {
-                            lane.git().with_index(&index).run(&["read-tree", "HEAD"])?;
-                        }
-                    }
-                    let git = lane.git().with_index(&index);
-                    // A file git cannot index is left out, not the whole diff (git still
-                    // exits non-zero then: what it could add is added).
-                    git.output(&["add", "--intent-to-add", "--ignore-errors", "--", "."])?;
-                    git.stream(&["diff", base], PIECE, on_line)
-                })();
+                let result = lane.tree().diff(base, &index, PIECE, on_line);
                 let _ = std::fs::remove_file(&index);
                 result
             }

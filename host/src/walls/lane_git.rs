@@ -186,8 +186,8 @@ pub fn prove(settings: &Settings, runtime: &OpenRuntime) -> Result<Wall, Error> 
             },
         })?;
         lane.bring_back(&repo)?;
-        lane.git().run(&["diff", "HEAD~1", "--stat"])?;
-        lane.git().run(&["log", "-p", "-1"])?;
+        lane.history().run(&["diff", "HEAD~1", "HEAD", "--stat"])?;
+        lane.history().run(&["log", "-p", "-1"])?;
         lane.restore()?;
         Ok(())
     })();

@@ -26,9 +26,17 @@ pub(in crate::drive) struct Call {
     /// Why the call never ran its task, when it did not: the harness could not describe
     /// its launch, or the sandbox could not start or run it.
     pub not_run: Option<Error>,
-    /// What the call left in the lane cannot be taken (a file over `[drive] max_file`):
-    /// the item fails, saying why.
-    pub refused: Option<String>,
+    /// What the call left in the lane cannot be taken, and why.
+    pub refused: Option<Refused>,
+}
+
+/// Why what a call left in the lane was not taken.
+pub(in crate::drive) enum Refused {
+    /// The gate would not let it cross (a repository, a path or file git cannot hold, too
+    /// much to read): the item's round, its words handed to the next one.
+    Round(String),
+    /// The lane could not be committed or put back: the item fails, saying why.
+    Fail(String),
 }
 
 impl Call {
@@ -431,14 +439,14 @@ impl Worker<'_, '_> {
 
     /// Commits what the call left in the lane, with git trailers naming the agent and the
     /// receipt, then puts the lane back to that commit: the next call sees only what was
-    /// committed. `Some` is why what it left cannot be taken (the item fails).
+    /// committed. `Some` is why what it left was not taken.
     fn commit_work(
         &self,
         item: &queue::Item,
         lane: &Lane,
         message: &str,
         receipt: &str,
-    ) -> Result<Option<String>, Error> {
+    ) -> Result<Option<Refused>, Error> {
         let _lock = self.lock()?;
         let harness = &self.drive.harness;
         let message = format!(
@@ -450,6 +458,7 @@ impl Worker<'_, '_> {
             &message,
             self.drive.author.as_ref(),
             self.drive.settings.max_file,
+            self.drive.settings.limits.disk_bytes,
         );
         match committed {
             Ok(committed) if !committed.removed.is_empty() => {
@@ -462,7 +471,12 @@ impl Worker<'_, '_> {
                 ));
             }
             Ok(_) => {}
-            Err(lanes::CommitError::TooLarge(why)) => refused = Some(why),
+            Err(lanes::CommitError::Refused(why)) => refused = Some(Refused::Round(why)),
+            Err(lanes::CommitError::Gate(e)) => {
+                refused = Some(Refused::Fail(format!(
+                    "stet could not look at what the agent left, so it took none of it: {e}"
+                )))
+            }
             Err(e) => self
                 .drive
                 .progress
@@ -470,9 +484,9 @@ impl Worker<'_, '_> {
         }
         // What this call left beside the commit — ignored files too — is gone.
         if let Err(e) = lane.restore() {
-            refused.get_or_insert(format!(
+            refused.get_or_insert(Refused::Fail(format!(
                 "the lane could not be put back to its last commit after the call: {e}"
-            ));
+            )));
         }
         Ok(refused)
     }

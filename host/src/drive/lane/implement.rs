@@ -11,7 +11,7 @@ use super::super::ahead::Ahead;
 use super::super::note;
 use super::super::state::ItemEnd;
 use super::super::worker::{first_line, shown_words, tail, Worker};
-use super::call::Call;
+use super::call::{Call, Refused};
 use super::Moved;
 impl Worker<'_, '_> {
     /// The implementing agent's call of this round.
@@ -58,12 +58,14 @@ impl Worker<'_, '_> {
         item: &queue::Item,
         lane: &Lane,
         at: &Checkpoint,
-        call: Call,
+        mut call: Call,
     ) -> Result<Moved, Error> {
         let round = at.round;
-        if let Some(why) = call.refused {
-            return Ok(Moved::Fail(why));
-        }
+        let refused = match call.refused.take() {
+            Some(Refused::Fail(why)) => return Ok(Moved::Fail(why)),
+            Some(Refused::Round(why)) => Some(why),
+            None => None,
+        };
         if let Some(end) = call.outside_the_item("implement") {
             return Ok(Moved::End(end));
         }
@@ -91,6 +93,12 @@ impl Worker<'_, '_> {
                 run: self.drive.run.clone(),
             })
         };
+        if let Some(why) = refused {
+            return Ok(failed(
+                why.clone(),
+                format!("Your previous attempt was not taken: {why}"),
+            ));
+        }
         if call.kind != OutcomeCode::DONE {
             let detail = first_line(said).to_string();
             return Ok(failed(

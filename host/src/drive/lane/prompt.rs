@@ -29,7 +29,7 @@ impl Worker<'_, '_> {
     /// commit holds (read from git's tree, as data: a name is all that is taken).
     pub(in crate::drive) fn brief(&self, lane: &Lane) -> Brief<'_> {
         let listed = lane
-            .git()
+            .history()
             .run(&["ls-tree", "--name-only", "HEAD", "--"])
             .unwrap_or_default();
         let names: Vec<&str> = listed.lines().collect();

@@ -19,7 +19,7 @@ impl Worker<'_, '_> {
         let known = crate::credentials::known();
         let mut scanner = crate::scan::Scanner::new(&known, &self.drive.settings.secrets_allowed);
         // Streamed: the change is never held whole (a long line comes in pieces).
-        lane.git()
+        lane.history()
             .stream(
                 &[
                     "diff",
