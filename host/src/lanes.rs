@@ -958,6 +958,7 @@ mod tests {
         std::fs::create_dir_all(first.dir.join("nested/.git")).unwrap();
         let git_dir_was = inode(&first.git_dir);
         let firsts = first.head().unwrap();
+        let firsts_blob = first.history().run(&["rev-parse", "HEAD:README"]).unwrap();
         // A reset leaves the last item's commit in ORIG_HEAD.
         tree_git(&first)
             .run(&["reset", "--quiet", "--hard", "HEAD"])
@@ -1003,6 +1004,19 @@ mod tests {
         assert!(
             second.history().run(&["cat-file", "-e", &firsts]).is_err(),
             "the last item's commit is still in the lane"
+        );
+        // Nor its blobs, which the index named until the tree was reset.
+        let all = second
+            .history()
+            .run(&[
+                "cat-file",
+                "--batch-all-objects",
+                "--batch-check=%(objectname)",
+            ])
+            .unwrap();
+        assert!(
+            !all.contains(firsts_blob.trim()),
+            "the last item's blob is still in the lane"
         );
         let mut pending = vec![second.git_dir.clone()];
         while let Some(dir) = pending.pop() {

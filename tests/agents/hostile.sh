@@ -31,6 +31,10 @@ directive() { printf '%s\n' "$prompt" | sed -n "s/^$1: *//p" | head -n 1; }
 marks=$(directive marks)
 secret=$(directive secret)
 report() { printf '%s\n' "$*" >>report.txt; }
+# A round after one whose work stet did not take: what it refused (a repository of the
+# agent's own) is not made again, as an agent reading its feedback would, so the item can
+# land and the test see the rest.
+retried() { printf '%s\n' "$prompt" | grep -q 'was not taken'; }
 try() { if ( eval "$2" ) 2>/dev/null; then report "wrote $1"; else report "refused $1"; fi; }
 mark() { printf 'touch %s/%s' "$marks" "$1"; }
 # at_gateway URL PATH HEADER: a GET for PATH, sent as it is written, at the gateway URL
@@ -54,6 +58,7 @@ plant_git() {
         chmod +x ".githooks/$hook"
     done
     echo '* filter=evil diff=evil' > .gitattributes
+    retried && return
     mkdir -p nested/.git/objects nested/.git/refs
     printf 'ref: refs/heads/main\n' > nested/.git/HEAD
     printf '[core]\n\tfsmonitor = "%s"\n' "$(mark nested-fsmonitor)" > nested/.git/config
@@ -85,9 +90,11 @@ implement)
         mkdir -p fixtures && printf 'aws_access_key_id = AKIAIOSFODNN7EXAMPLE\n' > fixtures/creds.txt
         ;;
     gitdir-file)
-        mkdir -p evil-git
-        cp -r .git/. evil-git/ 2>/dev/null
-        printf '[core]\n\tfsmonitor = "%s"\n\tbare = false\n' "$(mark gitdir-fsmonitor)" > evil-git/config
+        if ! retried; then
+            mkdir -p evil-git
+            cp -r .git/. evil-git/ 2>/dev/null
+            printf '[core]\n\tfsmonitor = "%s"\n\tbare = false\n' "$(mark gitdir-fsmonitor)" > evil-git/config
+        fi
         try '.git replaced by a gitdir file' "rm -rf .git && echo 'gitdir: evil-git' > .git"
         ;;
     symlinks)
@@ -137,14 +144,16 @@ implement)
     fifo)
         # A repository whose HEAD is a FIFO, named by a .git file: host git that looks at
         # probe/ opens the FIFO and waits forever.
-        mkdir -p fake/objects fake/refs probe
-        mkfifo fake/HEAD
-        echo "gitdir: $PWD/fake" > probe/.git
+        mkdir -p probe probe-host
+        if ! retried; then
+            mkdir -p fake/objects fake/refs
+            mkfifo fake/HEAD
+            echo "gitdir: $PWD/fake" > probe/.git
+            # A .git file naming a host path: whether that path is a repository would
+            # decide what is committed (one bit per probe).
+            echo "gitdir: $(directive host-repo)" > probe-host/.git
+        fi
         echo "probe data" > probe/data.txt
-        # A .git file naming a host path: whether that path is a repository would decide
-        # what is committed (one bit per probe).
-        mkdir -p probe-host
-        echo "gitdir: $(directive host-repo)" > probe-host/.git
         echo "probe data" > probe-host/data.txt
         mkfifo pipe
         report "made FIFOs"
@@ -176,9 +185,14 @@ implement)
         # What a later lane made from this one's working copy must not see: ignored and
         # untracked files, a repository of its own, and the git directory (read-only).
         printf 'leftover/\n' > .gitignore
-        mkdir -p leftover own-repo/.git
+        mkdir -p leftover
         echo planted > leftover/planted
-        echo planted > own-repo/.git/planted
+        if ! retried; then
+            mkdir -p own-repo/.git
+            echo planted > own-repo/.git/planted
+        fi
+        # Committed, so it lands: its blob must not be in a later lane's git directory.
+        echo "planted-blob-$$-of-the-last-item" > planted-blob.txt
         try .git/planted "echo planted > .git/planted"
         # A link to a host directory, untracked: cleaning it away must not follow it.
         try link-to-host "ln -s '$(dirname "$secret")' link-to-host"
@@ -196,6 +210,10 @@ implement)
         for commit in $(git cat-file --batch-all-objects --batch-check='%(objecttype) %(objectname)' | sed -n 's/^commit //p'); do
             report "object: $(git cat-file commit "$commit" | tail -n +5 | head -n 1)"
         done
+        # Nor any blob of the last item's (the index once kept one past a repack).
+        if git cat-file --batch-all-objects --batch 2>/dev/null | grep -q 'planted-blob-.*-of-the-last-item'; then
+            report "saw the last item's blob"
+        fi
         # Nor git's notes of the last commit, fetch or reset.
         for note in COMMIT_EDITMSG FETCH_HEAD ORIG_HEAD; do
             if [ -e ".git/$note" ]; then report "saw planted .git/$note: $(head -c 200 ".git/$note")"; fi

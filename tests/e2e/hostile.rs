@@ -251,13 +251,19 @@ fn hooks_fsmonitor_filters_and_signing_planted_in_a_lane_run_nothing_on_the_host
     ] {
         assert!(report.contains(refused), "{report}");
     }
-    // What the working tree may hold lands as data; the agent's own repository does not.
+    // What the working tree may hold lands as data; the agent's own repository does not:
+    // its first round was not taken, by name, and its words reached the next round.
     let tree = a.landed_tree();
     assert!(tree.iter().any(|(p, _, _)| p == ".gitattributes"));
     assert!(tree.iter().any(|(p, _, _)| p == ".githooks/post-commit"));
     assert!(
         !tree.iter().any(|(p, _, _)| p.starts_with("nested")),
         "{tree:?}"
+    );
+    assert!(
+        out.stderr.contains("round 1 of 3: stet did not commit the agent's work: it left 1 git repository in the lane: nested/.git (a .git entry)"),
+        "{}",
+        out.stderr
     );
 }
 
@@ -530,8 +536,16 @@ fn fifos_and_git_files_in_a_lane_never_hold_or_steer_host_git() {
     )]);
     let (out, _) = a.drive_measured(std::time::Duration::from_secs(600));
     assert_eq!(out.code, 0, "{}", out.stderr);
+    // The first round: nothing committed, every repository named (the FIFO HEAD's by its
+    // shape), before git looked at any of it.
     assert!(
-        out.stderr.contains("taken out of the lane before it was committed: fake/HEAD (a FIFO: whoever opens it may wait forever), pipe (a FIFO: whoever opens it may wait forever), probe-host/.git (a repository of the agent's own: host git would follow it), probe/.git (a repository of the agent's own: host git would follow it)"),
+        out.stderr.contains("round 1 of 3: stet did not commit the agent's work: it left 3 git repositories in the lane: fake (a directory laid out as a git directory (HEAD with objects, refs, commondir or gitdir)), probe-host/.git (a .git entry), probe/.git (a .git entry)"),
+        "{}",
+        out.stderr
+    );
+    // The second: the FIFO taken out, the rest committed.
+    assert!(
+        out.stderr.contains("taken out of the lane before it was committed: pipe (a FIFO: whoever opens it may wait forever)"),
         "{}",
         out.stderr
     );
@@ -543,7 +557,9 @@ fn fifos_and_git_files_in_a_lane_never_hold_or_steer_host_git() {
         assert!(paths.contains(&path), "{path} missing: {paths:?}");
     }
     assert!(
-        !paths.iter().any(|p| p.ends_with(".git") || *p == "pipe"),
+        !paths
+            .iter()
+            .any(|p| p.ends_with(".git") || *p == "pipe" || p.starts_with("fake")),
         "{paths:?}"
     );
 }
@@ -660,6 +676,7 @@ fn what_one_lane_leaves_in_its_working_copy_the_next_lane_made_from_it_never_see
     assert_eq!(looked.len(), 2, "{reports:#?}");
     for looked in looked {
         assert!(!looked.contains("saw planted"), "{looked}");
+        assert!(!looked.contains("saw the last item's blob"), "{looked}");
         // Its git directory holds its own branch alone, and no history of the last
         // lane's refs.
         let refs = looked.lines().find(|l| l.starts_with("refs: ")).unwrap();

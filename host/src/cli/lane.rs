@@ -239,6 +239,11 @@ fn refused(e: TakeError, id: &str, command: &str, remote: &str) -> CliError {
         .hint(format!(
             "git switch {branch} to use the local one, or git branch -m {branch} OTHER-NAME to keep it and run stet {command} {id} again"
         )),
+        TakeError::CarriesRepository(words) => CliError::new(Exit::Failure, words).hint(format!(
+            "stet takes no branch that would put a repository into your working copy; look at it with git ls-tree -r {} and stet retry {} to work it again",
+            lanes::branch_of(id),
+            queue::handle_of(id)
+        )),
         TakeError::Conflict(files) => CliError::new(
             Exit::Failure,
             format!("the merge of {} stopped on conflicts in: {}", lanes::branch_of(id), files.join(", ")),

@@ -225,6 +225,9 @@ impl Worker<'_, '_> {
             if let Some(end) = self.refuse_secrets(lane, &checkpoint)? {
                 return Ok(Some(end));
             }
+            if let Some(end) = self.refuse_repositories(lane, &checkpoint)? {
+                return Ok(Some(end));
+            }
         }
         // The push renews the reservation too: no push of its own is needed for that.
         let saved = self.keeper.renewing(|renewal| {

@@ -27,6 +27,10 @@ pub enum TakeError {
         /// Where the remote's is.
         there: String,
     },
+    /// The branch carries a repository its base does not (words for a person): git would
+    /// take it for one in the person's working copy.
+    #[error("{0}")]
+    CarriesRepository(String),
     /// The merge stopped on conflicts, in these files.
     #[error("the merge stopped on conflicts")]
     Conflict(Vec<String>),
@@ -66,6 +70,21 @@ fn clean(repo: &Path) -> Result<(), TakeError> {
     }
 }
 
+/// Refuses a branch that carries a repository its base (where it branched from the
+/// remote's base) does not hold as it is: once in the person's tree, their git would obey
+/// it (the gate's rule for what lands, `crate::gate::check_branch`).
+fn carries_nothing(repo: &Path, remote: &str, branch: &str, commit: &str) -> Result<(), TakeError> {
+    let base = super::base_of(repo, remote, commit)?;
+    let carried = crate::gate::check_branch(repo, &base, commit)?;
+    if carried.is_empty() {
+        Ok(())
+    } else {
+        Err(TakeError::CarriesRepository(crate::gate::carried_words(
+            branch, &carried,
+        )))
+    }
+}
+
 fn commit_of(repo: &Path, name: &str) -> Result<String, GitError> {
     git(
         repo,
@@ -87,6 +106,7 @@ pub fn checkout(repo: &Path, remote: &str, item: &str) -> Result<Taken, TakeErro
     let (source, from) =
         branch_ref(repo, remote, item).ok_or_else(|| TakeError::NoBranch(branch.clone()))?;
     let commit = commit_of(repo, &source)?;
+    carries_nothing(repo, remote, &branch, &commit)?;
     if from == Reopened::Local {
         // The local branch: refused when the remote's holds other work.
         if let Some(pushed) = super::fetch_pushed(repo, remote, item) {
@@ -129,6 +149,7 @@ pub fn merge(repo: &Path, remote: &str, item: &str) -> Result<Taken, TakeError> 
             already: true,
         });
     }
+    carries_nothing(repo, remote, &branch, &commit)?;
     // The person's own identity makes the merge commit (not stet's, which its other git
     // commands carry).
     let args = [

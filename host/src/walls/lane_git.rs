@@ -14,6 +14,8 @@
 //!    agent left, bring the branch back into a repository, show the diff, restore the
 //!    working tree. Each planted program would leave a mark in a host directory no
 //!    sandbox sees; the wall holds when no mark appears and every write in 1 was refused.
+//!    The nested repository is refused by the gate (`crate::gate`) by name before git
+//!    reads anything; the rest is committed without it.
 
 use std::path::Path;
 
@@ -177,13 +179,28 @@ pub fn prove(settings: &Settings, runtime: &OpenRuntime) -> Result<Wall, Error> 
     // out, then stet's own operations on the lane.
     plant_on_host(&lane, &marks).map_err(|e| failure(format!("cannot plant: {e}")))?;
     let operations = (|| -> Result<(), crate::git::GitError> {
+        let failed = |detail: String| crate::git::GitError {
+            args: "commit".into(),
+            dir: lane.dir.display().to_string(),
+            detail,
+        };
+        // The nested repository is refused by the gate, by name, before git reads anything.
+        match lane.commit_all("the lane-git proof") {
+            Err(crate::lanes::CommitError::Refused(why)) if why.contains("nested/.git") => {}
+            Err(crate::lanes::CommitError::Git(e)) => return Err(e),
+            Err(other) => return Err(failed(other.to_string())),
+            Ok(_) => {
+                return Err(failed(
+                    "the gate let a nested repository be committed".to_string(),
+                ))
+            }
+        }
+        // Without it (as a round that reads the refusal leaves the lane), the rest is
+        // committed by git with every program planted beside it.
+        std::fs::remove_dir_all(lane.dir.join("nested")).map_err(|e| failed(e.to_string()))?;
         lane.commit_all("the lane-git proof").map_err(|e| match e {
             crate::lanes::CommitError::Git(e) => e,
-            other => crate::git::GitError {
-                args: "commit".into(),
-                dir: lane.dir.display().to_string(),
-                detail: other.to_string(),
-            },
+            other => failed(other.to_string()),
         })?;
         lane.bring_back(&repo)?;
         lane.history().run(&["diff", "HEAD~1", "HEAD", "--stat"])?;

@@ -1,4 +1,5 @@
-//! Before a lane's branch is pushed: the change must hold no secret (`crate::scan`).
+//! Before a lane's branch is pushed: the change must hold no secret (`crate::scan`) and
+//! carry no repository (`crate::gate::check_branch`).
 
 use crate::checkpoints::{Checkpoint, Mark, SaveError};
 use crate::error::{Concept, Error};
@@ -56,6 +57,45 @@ impl Worker<'_, '_> {
             "the change holds a secret, so its branch was not pushed: {} ({how})",
             listed.join(", ")
         );
+        self.keep_unpushed(lane, checkpoint, &note).map(Some)
+    }
+
+    /// Before the lane's branch is pushed: it must carry no repository its base does not
+    /// hold as it is (the gate's shapes, on the trees). A lane's commit refuses one, so
+    /// this holds a branch another clone or an older stet made to the same rule.
+    pub(in crate::drive) fn refuse_repositories(
+        &self,
+        lane: &Lane,
+        checkpoint: &Checkpoint,
+    ) -> Result<Option<ItemEnd>, Error> {
+        let base = self.base_of(lane)?;
+        let carried = crate::gate::check_branch(
+            &self.drive.repo,
+            &base,
+            &format!("refs/heads/{}", lane.branch),
+        )
+        .map_err(|e| {
+            Concept::Drive
+                .failure(format!("cannot read the lane {}'s tree", lane.branch))
+                .caused_by(e.to_string())
+        })?;
+        if carried.is_empty() {
+            return Ok(None);
+        }
+        let note = format!(
+            "{}, so it was not pushed (remove the repository from the lane's history)",
+            crate::gate::carried_words(&lane.branch, &carried)
+        );
+        self.keep_unpushed(lane, checkpoint, &note).map(Some)
+    }
+
+    /// Saves `checkpoint` without the lane's branch and marks the item failed with `note`.
+    fn keep_unpushed(
+        &self,
+        lane: &Lane,
+        checkpoint: &Checkpoint,
+        note: &str,
+    ) -> Result<ItemEnd, Error> {
         let saved = self.keeper.renewing(|renewal| {
             self.drive
                 .remote()
@@ -64,10 +104,10 @@ impl Worker<'_, '_> {
         match saved {
             Ok(()) => {}
             Err(SaveError::TakenByPeer(why)) => {
-                return Ok(Some(ItemEnd::Lost(format!("taken by a peer: {why}"))))
+                return Ok(ItemEnd::Lost(format!("taken by a peer: {why}")))
             }
-            Err(SaveError::Remote(e)) => return Ok(Some(ItemEnd::RemoteUnreachable(short(&e)))),
+            Err(SaveError::Remote(e)) => return Ok(ItemEnd::RemoteUnreachable(short(&e))),
         }
-        Ok(Some(self.finish(lane, Mark::Failed, &note, true)))
+        Ok(self.finish(lane, Mark::Failed, note, true))
     }
 }
