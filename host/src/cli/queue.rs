@@ -236,6 +236,20 @@ struct Shown<'a> {
     lane_path: Option<std::path::PathBuf>,
 }
 
+/// What a kept lane is to other local users, in words: its directory (`<item>/`, above
+/// `work/`) is its owner's alone, or says how to make it so.
+fn kept_words(work: &std::path::Path) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let root = work.parent().unwrap_or(work);
+    match std::fs::metadata(root).map(|m| m.permissions().mode() & 0o077) {
+        Ok(0) => "kept on this clone, yours alone".to_string(),
+        _ => format!(
+            "kept on this clone, open to other users: chmod 700 {}",
+            root.display()
+        ),
+    }
+}
+
 /// `stet show ID`: an item's story on this clone and the remote.
 pub fn show(args: &super::ShowArgs, printer: Printer) -> Result<Exit, CliError> {
     let repo = repo()?;
@@ -306,8 +320,9 @@ pub fn show(args: &super::ShowArgs, printer: Printer) -> Result<Exit, CliError> 
     printer.out(&format!("file:  {}", item.path.display()));
     if let Some(path) = &lane_path {
         printer.out(&format!(
-            "lane:  {} (stet shell {} opens a shell there)",
+            "lane:  {} ({}; stet shell {} opens a shell there)",
             path.display(),
+            kept_words(path),
             item.id
         ));
     }
