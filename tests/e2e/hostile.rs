@@ -1853,7 +1853,12 @@ fn stet_ask_finds_repositories_under_any_name_past_a_thousand_decoys_and_the_per
     assert_eq!(found.len(), 1100 + 4, "every decoy too");
     persons_git_runs_nothing(
         &a,
-        &[w.join("docs"), w.join("src"), w.join("zz-real/repo"), w.clone()],
+        &[
+            w.join("docs"),
+            w.join("src"),
+            w.join("zz-real/repo"),
+            w.clone(),
+        ],
     );
 }
 
@@ -1882,7 +1887,12 @@ fn a_lane_never_lands_a_repository_under_another_name_and_no_branch_carrying_one
     let peer = a.world.root.path().join("peer");
     git(
         a.world.root.path(),
-        &["clone", "--quiet", a.remote().to_str().unwrap(), peer.to_str().unwrap()],
+        &[
+            "clone",
+            "--quiet",
+            a.remote().to_str().unwrap(),
+            peer.to_str().unwrap(),
+        ],
     );
     git(&peer, &["checkout", "--quiet", "-b", "stet/by-hand"]);
     std::fs::create_dir_all(peer.join("docs")).unwrap();
@@ -1894,7 +1904,10 @@ fn a_lane_never_lands_a_repository_under_another_name_and_no_branch_carrying_one
     std::fs::write(peer.join("docs/commondir"), "../common\n").unwrap();
     std::fs::write(
         peer.join("docs/config.worktree"),
-        format!("[core]\n\tfsmonitor = \"touch {}/by-hand\"\n", a.marks.display()),
+        format!(
+            "[core]\n\tfsmonitor = \"touch {}/by-hand\"\n",
+            a.marks.display()
+        ),
     )
     .unwrap();
     git(&peer, &["add", "."]);
@@ -1952,7 +1965,14 @@ fn no_set_id_bit_or_open_write_survives_in_a_kept_lane_or_through_ask_and_lanes_
     let mut left = weapon_modes(&a.world.work);
     left.retain(|l| !l.contains("/.git/"));
     assert_eq!(left, Vec::<String>::new());
-    assert!(a.world.work.join("data").symlink_metadata().unwrap().file_type().is_symlink());
+    assert!(a
+        .world
+        .work
+        .join("data")
+        .symlink_metadata()
+        .unwrap()
+        .file_type()
+        .is_symlink());
     assert_eq!(
         std::fs::metadata(&a.secret).unwrap().permissions().mode() & 0o7777,
         0o640
@@ -2000,7 +2020,9 @@ fn a_fifo_under_any_path_length_never_blocks_diff_or_show_of_a_lane_a_killed_dri
         let group = child.id() as libc::pid_t;
         let (ended, watch) = std::sync::mpsc::channel::<()>();
         let killer = std::thread::spawn(move || {
-            let hung = watch.recv_timeout(std::time::Duration::from_secs(30)).is_err();
+            let hung = watch
+                .recv_timeout(std::time::Duration::from_secs(30))
+                .is_err();
             if hung {
                 // SAFETY: a signal to the process group this test started.
                 unsafe { libc::kill(-group, libc::SIGKILL) };
@@ -2009,7 +2031,11 @@ fn a_fifo_under_any_path_length_never_blocks_diff_or_show_of_a_lane_a_killed_dri
         });
         let out = Output::of(child.wait_with_output().unwrap());
         let _ = ended.send(());
-        assert!(!killer.join().unwrap(), "stet {args:?} blocked: {}", out.stderr);
+        assert!(
+            !killer.join().unwrap(),
+            "stet {args:?} blocked: {}",
+            out.stderr
+        );
         assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
     }
     assert!(a.world.run_stet(&["gc"]).code == 0);
@@ -2040,9 +2066,14 @@ fn four_thousand_hard_links_of_a_sparse_file_are_refused_by_name_before_git_read
     let (out, _) = a.drive_measured(std::time::Duration::from_secs(600));
     assert_eq!(out.code, 4, "{}", out.stderr);
     assert!(
-        out.stderr.contains("for git to read (each hard link counted), over the 10 GiB disk limit"),
+        out.stderr
+            .contains("for git to read (each hard link counted), over the 10 GiB disk limit"),
         "{}",
         out.stderr
     );
-    assert!(!out.stderr.contains("the agent changed nothing"), "{}", out.stderr);
+    assert!(
+        !out.stderr.contains("the agent changed nothing"),
+        "{}",
+        out.stderr
+    );
 }

@@ -1248,6 +1248,35 @@ fn a_usage_limit_resetting_past_the_outage_limit_stops_the_drive_saying_when_to_
     }
 }
 
+#[test]
+fn a_usage_limit_without_a_reset_time_that_can_be_read_is_the_items_round_after_three_never_a_wait_for_ever(
+) {
+    // A reset before now, and 2^64-1 as a plugin's i64 reads it.
+    for reset in [-5, -1] {
+        let world = World::new(&["limited", "next"]);
+        let clock = Arc::new(FakeClock::new());
+        let options = DriveOptions {
+            max_rounds: 2,
+            ..world.options()
+        };
+        world.script_implement(&vec![Act::Limited(reset); 6]);
+        let (exit, lines) = world.drive(&options, &clock);
+        assert_eq!(exit, Ended::GaveUp, "{lines:#?}");
+        let floor = options.wait_floor_secs;
+        assert_eq!(
+            clock.waits(),
+            [floor, floor, floor, floor],
+            "two waits at the floor per round, then the round"
+        );
+        let why = world.failed_why("limited").expect("given up");
+        assert!(
+            why.contains("hit a usage limit 3 times in a row without a reset time stet could read"),
+            "{why}"
+        );
+        assert_eq!(world.landed(), ["next"], "the next item still lands");
+    }
+}
+
 /// Every push the remote received from now on, as the refs each one updated: a hook of the
 /// bare remote records them (`post-receive` gets one line per ref of a push).
 fn record_pushes(remote: &std::path::Path) -> PathBuf {

@@ -107,6 +107,8 @@ pub(in crate::drive) struct Tally {
     pub said_stop: bool,
     /// What the agent calls of this drive reported they cost, so far.
     pub cost_usd: f64,
+    /// Per item, the usage limits in a row whose reset time could not be read.
+    pub unreadable_limits: std::collections::HashMap<String, u32>,
 }
 
 pub(in crate::drive) fn duration(secs: i64) -> humantime::FormattedDuration {

@@ -75,6 +75,10 @@ impl Call {
     }
 }
 
+/// How many usage limits in a row without a readable reset time an item's call may meet
+/// before the limit counts as the item's round.
+pub(in crate::drive) const UNREADABLE_LIMITS: u32 = 3;
+
 /// Whether an error that kept a call (or a check) from running its task counts toward
 /// the drive's outage rule rather than the item's rounds: a match on whose it is to mend.
 /// Today every such error counts toward an outage — the runtime or the engine failing
@@ -273,14 +277,61 @@ impl Worker<'_, '_> {
         }
         receipts::record_end(&self.drive.repo, receipt, end)
             .map_err(|e| Concept::Drive.failure(format!("cannot record the receipt: {e}")))?;
+        let (kind, detail) = self.limit_read(
+            &item.id,
+            outcome.kind,
+            outcome.detail.to_string(),
+            outcome.retry_at_unix.into_option(),
+        );
         Ok(Call {
-            kind: outcome.kind,
-            detail: outcome.detail.to_string(),
-            retry_at: outcome.retry_at_unix.into_option(),
+            kind,
+            detail,
+            retry_at: outcome
+                .retry_at_unix
+                .into_option()
+                .filter(|at| self.readable_reset(*at)),
             receipt: id,
             not_run,
             refused,
         })
+    }
+
+    /// Whether a usage limit's reset time `at` can be read as one: later than now, and a
+    /// date (a time before now — `-5`, or `2^64-1` read as -1 — or past the year 9999 is
+    /// no reset time).
+    fn readable_reset(&self, at: i64) -> bool {
+        const YEAR_9999_END: i64 = 253_402_300_799;
+        at > self.drive.clock.now() && at <= YEAR_9999_END
+    }
+
+    /// A usage limit whose reset time cannot be read is waited at the drive's floor, then
+    /// the call is made again; after [`UNREADABLE_LIMITS`] of them in a row for one item,
+    /// the limit is the item's round (its words kept), never a wait for ever.
+    fn limit_read(
+        &self,
+        item: &str,
+        kind: OutcomeCode,
+        detail: String,
+        retry_at: Option<i64>,
+    ) -> (OutcomeCode, String) {
+        let mut tally = self.drive.tally();
+        if kind != OutcomeCode::RATE_LIMITED || retry_at.is_some_and(|at| self.readable_reset(at)) {
+            tally.unreadable_limits.remove(item);
+            return (kind, detail);
+        }
+        let count = tally.unreadable_limits.entry(item.to_string()).or_insert(0);
+        *count += 1;
+        if *count < UNREADABLE_LIMITS {
+            return (kind, detail);
+        }
+        tally.unreadable_limits.remove(item);
+        (
+            OutcomeCode::FAILED,
+            format!(
+                "the agent said it hit a usage limit {UNREADABLE_LIMITS} times in a row without a reset time stet could read ({}): {detail}",
+                retry_at.map_or_else(|| "none given".to_string(), |at| format!("it said {at}"))
+            ),
+        )
     }
 
     /// The walled settings must still be exactly what the drive wrote at its start.
