@@ -6,7 +6,9 @@
 //! narrow until the person trusts its content (`trust.rs`): its land command, profile
 //! directory, plugin tables and runtime and harness preferences are ignored while it is
 //! untrusted, and its sandbox limits and `[drive] jobs` apply only where they are lower.
-//! Its image applies (it only shapes the sandbox; never a login's, [`Settings::login_image`]).
+//! Its image applies (it only shapes the sandbox), trusted or not, as a repository's: never
+//! a login's ([`Settings::login_image`]), since whoever can commit can change the recipe it
+//! is built from.
 //! [`Settings::repository_config`] says what was ignored.
 
 use std::collections::BTreeMap;
@@ -66,9 +68,11 @@ pub struct Settings {
     pub harness: Preference,
     /// The image sandboxes start from.
     pub image: String,
-    /// The image a sandbox that holds a real login starts from (a login's refresh): as
-    /// [`Settings::image`], but never an untrusted repository file's, whose image would run
-    /// its own code beside the login.
+    /// The image a sandbox that holds a real login starts from (a login's refresh): the
+    /// person's own choice (`--image`, their config file), else stet's lane image — never
+    /// one a repository's `stet.toml` names, trusted or not: such an image is built from
+    /// the repository's own recipe (`.stet/Containerfile`), which whoever can commit — a
+    /// landed agent branch included — can change, and it would run beside the login.
     pub login_image: String,
     /// Where the one walled harness profile lives.
     pub profiles_root: PathBuf,
@@ -290,23 +294,7 @@ pub fn resolve(plugins_dirs: &[PathBuf], overrides: &Overrides) -> Result<Settin
         executable.as_deref(),
     );
 
-    let image = overrides
-        .image
-        .clone()
-        .or_else(|| files.iter().rev().find_map(|f| f.sandbox_image.clone()))
-        .unwrap_or_else(|| DEFAULT_IMAGE.to_string());
-    let repository_trusted = repository_config.as_ref().is_none_or(|r| r.trusted);
-    let login_image = overrides
-        .image
-        .clone()
-        .or_else(|| {
-            files
-                .iter()
-                .rev()
-                .filter(|f| !f.from_repository || repository_trusted)
-                .find_map(|f| f.sandbox_image.clone())
-        })
-        .unwrap_or_else(|| DEFAULT_IMAGE.to_string());
+    let (image, login_image) = images(overrides.image.as_deref(), &files);
 
     let profiles_root = overrides
         .profiles_root
@@ -373,6 +361,24 @@ pub fn resolve(plugins_dirs: &[PathBuf], overrides: &Overrides) -> Result<Settin
         harness,
         config_files: files.into_iter().map(|f| f.path).collect(),
     })
+}
+
+/// The sandboxes' image (`--image`, else the last file naming one, the repository's
+/// included, trusted or not, else stet's), and the image of a sandbox holding a real login
+/// (the same, but never from a repository's file).
+fn images(flag: Option<&str>, files: &[ConfigFile]) -> (String, String) {
+    let named = |from_repository: bool| {
+        flag.map(str::to_string)
+            .or_else(|| {
+                files
+                    .iter()
+                    .rev()
+                    .filter(|f| from_repository || !f.from_repository)
+                    .find_map(|f| f.sandbox_image.clone())
+            })
+            .unwrap_or_else(|| DEFAULT_IMAGE.to_string())
+    };
+    (named(true), named(false))
 }
 
 /// Applies the trust rule to the repository's file (the last of `files`, when there is
@@ -683,6 +689,33 @@ mod tests {
         let decided = untrusted_narrow_only(&mut files, Some(&store)).unwrap();
         assert!(!decided.trusted);
         assert!(decided.ignored.contains(&"[harness] prefer".to_string()));
+    }
+
+    #[test]
+    fn a_repositorys_image_shapes_its_sandboxes_but_never_a_logins_even_trusted() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::trust::store_path(dir.path());
+        let path = dir.path().join("stet.toml");
+        crate::trust::record(&store, &path, EVERYTHING.as_bytes(), false).unwrap();
+        let mut files = vec![repository(&path, EVERYTHING)];
+        assert!(
+            untrusted_narrow_only(&mut files, Some(&store))
+                .unwrap()
+                .trusted
+        );
+        assert_eq!(
+            images(None, &files),
+            ("their-image:1".to_string(), DEFAULT_IMAGE.to_string())
+        );
+        files.insert(0, persons("[sandbox]\nimage = \"mine:1\"\n"));
+        assert_eq!(
+            images(None, &files),
+            ("their-image:1".to_string(), "mine:1".to_string())
+        );
+        assert_eq!(
+            images(Some("flag:1"), &files),
+            ("flag:1".to_string(), "flag:1".to_string())
+        );
     }
 
     #[test]

@@ -1034,6 +1034,101 @@ fn an_expired_login_is_renewed_by_the_real_cli_in_a_sandbox_of_its_own_before_th
     assert_eq!(double.requests().len(), 1);
 }
 
+/// The image and `stet.kind` of every container the engine made between `since` and
+/// `until` (seconds since the epoch), as `docker events` reports them.
+fn containers_made(since: u64, until: u64) -> Vec<(String, String)> {
+    let out = std::process::Command::new("docker")
+        .args([
+            "events",
+            "--since",
+            &since.to_string(),
+            "--until",
+            &until.to_string(),
+            "--filter",
+            "type=container",
+            "--filter",
+            "event=create",
+            "--format",
+            "{{.Actor.Attributes.image}} {{index .Actor.Attributes \"stet.kind\"}}",
+        ])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .map(|(image, kind)| (image.to_string(), kind.to_string()))
+        .collect()
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+#[test]
+fn a_trusted_repositorys_image_serves_its_sandboxes_but_never_the_logins_refresh() {
+    let (c, _double, _dir) = expired_login_world(Answer::Renew {
+        access_token: stet_e2e::DUMMY_ACCESS_TOKEN.into(),
+        refresh_token: RENEWED_REFRESH_TOKEN.into(),
+        expires_in: 8 * 3600,
+    });
+    // An image built from the repository's own recipe (whoever can commit wrote it), named
+    // by its stet.toml, which the person trusts.
+    let recipe = c.world.root.path().join("recipe");
+    std::fs::create_dir_all(&recipe).unwrap();
+    std::fs::write(
+        recipe.join("Containerfile"),
+        format!(
+            "FROM {}\nRUN echo the-repositorys > /repository-image\n",
+            stet_e2e::IMAGE
+        ),
+    )
+    .unwrap();
+    let built = std::process::Command::new("docker")
+        .args(["build", "-q", "-t", "stet-repository-image:1", "-f"])
+        .arg(recipe.join("Containerfile"))
+        .arg(&recipe)
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let config = std::fs::read_to_string(c.world.work.join("stet.toml"))
+        .unwrap()
+        .replace(
+            &format!("image = \"{}\"", stet_e2e::IMAGE),
+            "image = \"stet-repository-image:1\"",
+        );
+    c.world.repo_config(&config);
+    let since = unix_now();
+    let out = c.world.run_stet(&["walls", "--json"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("claude: renewed the stored login"),
+        "{}",
+        out.stderr
+    );
+    let made = containers_made(since, unix_now() + 1);
+    let of = |kind: &str| -> Vec<&str> {
+        made.iter()
+            .filter(|(_, k)| k == kind)
+            .map(|(image, _)| image.as_str())
+            .collect()
+    };
+    assert_eq!(of("refresh"), [stet_e2e::IMAGE], "{made:?}");
+    assert!(!of("proof").is_empty(), "{made:?}");
+    assert!(
+        of("proof")
+            .iter()
+            .all(|image| *image == "stet-repository-image:1"),
+        "{made:?}"
+    );
+}
+
 #[test]
 fn a_renewal_the_oauth_host_refuses_stops_before_any_call_and_keeps_the_login() {
     let (c, double, _dir) = expired_login_world(Answer::Refuse {

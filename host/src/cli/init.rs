@@ -229,7 +229,7 @@ pub fn run(settings: &Settings, json: bool, printer: Printer) -> Result<Exit, Cl
     if let Some((_, tag, _)) = &toolchain_image {
         printer.out(&if containerfile_kept {
             format!(
-                "kept {} as it was (it is yours): build {tag} from it",
+                "kept {} as it was: it is the repository's, not stet's nor yours (whoever can commit wrote it, an agent's landed branch included): read it before you build {tag} from it; its image shapes this repository's sandboxes, never one that holds your login",
                 root.join(init::CONTAINERFILE).display()
             )
         } else {
