@@ -18,13 +18,40 @@
 //!   (with `apps` on a ChatGPT login dials chatgpt.com's MCP endpoint);
 //!   `unbounded_connection_retries = false` and bounded request and stream retries, so an
 //!   unreachable model API ends the call instead of retrying for ever.
-//! - `project_doc_max_bytes = 0`: no AGENTS.md from the lane. The lane's own
-//!   `.codex/config.toml` is kept out by the launch's `-c projects={"<lane>"={trust_level="untrusted"}}`
-//!   (the lane's path is known per call, not here); with that entry Codex also leaves this
-//!   file alone (without one it appends an auto-trust entry for the lane, in the call's
-//!   copy, which is then deleted).
 //! - `cli_auth_credentials_store = "file"`: the login stays in `auth.json`, where the host
 //!   seals it, never in a keyring.
+//!
+//! **What Codex reads from the lane** (the agent's working directory: whatever the last
+//! agent left there), each measured with 0.163.0 on a lane holding all of them:
+//!
+//! - `AGENTS.md`, `AGENTS.override.md` (from the project root down to the working
+//!   directory) and the fallback names: `project_doc_max_bytes = 0` reads none;
+//!   `project_doc_fallback_filenames = []` names none (its default, said here).
+//! - `.codex/config.toml` (instructions, `developer_instructions`, MCP servers, `notify`,
+//!   project-doc settings, hooks), `.codex/rules/*.rules`, and the project's hooks: kept out
+//!   by the launch's `-c projects={"<lane>"={trust_level="untrusted"}}` (the lane's path is
+//!   known per call, not here; trusted, the same lane's config and rules are loaded and
+//!   its MCP server started: measured). With that entry Codex also leaves this file alone
+//!   (without one it appends an auto-trust entry for the lane, in the call's copy, which is
+//!   then deleted).
+//! - Skills: `.codex/skills/**/SKILL.md` (the untrusted project's layer all the same) and
+//!   `.agents/skills/**/SKILL.md`. 0.163.0 has no key that stops it loading them: `[skills]
+//!   include_instructions = false` keeps their names, descriptions and paths out of the
+//!   developer message (where an implementer's skill reached the reviewer), and
+//!   `[skills.bundled] enabled = false` drops Codex's own bundled skills. **What does not
+//!   hold**: a `$name` or `[$name](…/SKILL.md)` in the prompt still makes Codex add that
+//!   lane skill's `SKILL.md` to the turn as a user message (the prompt is stet's: the
+//!   item's words, a check's output, an unreadable review's words). `[[skills.config]]`
+//!   turns skills off only by exact path or name, which the lane chooses.
+//! - Hooks: `[features] hooks = false`, so no hook runs, from anywhere, even if a trust
+//!   step were bypassed (measured: a `$CODEX_HOME/hooks.json` runs under
+//!   `--dangerously-bypass-hook-trust`, not with the feature off).
+//!   `skill_mcp_dependency_install = false`: a skill's declared MCP servers are never
+//!   installed.
+//! - Not read at all by 0.163.0 from the lane (measured): `.env` (Codex loads only
+//!   `$CODEX_HOME/.env`), `.codex/prompts` (slash commands of the interactive CLI),
+//!   `.codex/agents/*.toml`, `.agents/plugins/marketplace.json`, `CLAUDE.md`, skills under
+//!   any other directory.
 //!
 //! The rules file is Codex's exec policy (Starlark): the wall proof's canary, `forbidden`,
 //! which Codex refuses before it runs anything, in every sandbox mode (measured).
@@ -70,8 +97,15 @@ pub fn text(walled: &Walled<'_>) -> String {
          sandbox_mode = \"danger-full-access\"\n\
          check_for_update_on_startup = false\n\
          project_doc_max_bytes = 0\n\
+         project_doc_fallback_filenames = []\n\
          web_search = \"disabled\"\n\
          cli_auth_credentials_store = \"file\"\n\
+         \n\
+         [skills]\n\
+         include_instructions = false\n\
+         \n\
+         [skills.bundled]\n\
+         enabled = false\n\
          \n\
          [history]\n\
          persistence = \"none\"\n\
@@ -88,11 +122,13 @@ pub fn text(walled: &Walled<'_>) -> String {
          \n\
          [features]\n\
          apps = false\n\
+         hooks = false\n\
          plugins = false\n\
          memories = false\n\
          multi_agent = false\n\
          goals = false\n\
          shell_snapshot = false\n\
+         skill_mcp_dependency_install = false\n\
          unbounded_connection_retries = false\n\
          \n",
     );
@@ -182,8 +218,15 @@ approval_policy = "never"
 sandbox_mode = "danger-full-access"
 check_for_update_on_startup = false
 project_doc_max_bytes = 0
+project_doc_fallback_filenames = []
 web_search = "disabled"
 cli_auth_credentials_store = "file"
+
+[skills]
+include_instructions = false
+
+[skills.bundled]
+enabled = false
 
 [history]
 persistence = "none"
@@ -200,11 +243,13 @@ log_user_prompt = false
 
 [features]
 apps = false
+hooks = false
 plugins = false
 memories = false
 multi_agent = false
 goals = false
 shell_snapshot = false
+skill_mcp_dependency_install = false
 unbounded_connection_retries = false
 
 [model_providers.stet]
@@ -222,6 +267,54 @@ stream_idle_timeout_ms = 300000
             model: None,
         });
         assert!(!without.contains("\nmodel ="), "{without}");
+    }
+
+    /// What Codex 0.163.0 reads from a lane as instructions, each with the key that turns it
+    /// off (measured with the real CLI on a lane holding all of them; see the module's
+    /// words). Read as TOML, as Codex reads it.
+    #[test]
+    fn the_config_turns_off_what_codex_reads_from_a_lane() {
+        let text = text(&Walled {
+            base_url: "http://127.0.0.1:3180/backend-api/codex",
+            model: None,
+        });
+        let config: toml::Table = text.parse().expect("the config is TOML");
+        let at = |path: &str| {
+            let mut value = config.get(path.split('.').next().unwrap());
+            for key in path.split('.').skip(1) {
+                value = value.and_then(|v| v.get(key));
+            }
+            value
+                .cloned()
+                .unwrap_or_else(|| panic!("no {path} in\n{text}"))
+        };
+        let off = toml::Value::Boolean(false);
+        // AGENTS.md, AGENTS.override.md and any fallback name: none read.
+        assert_eq!(at("project_doc_max_bytes"), toml::Value::Integer(0));
+        assert_eq!(
+            at("project_doc_fallback_filenames"),
+            toml::Value::Array(vec![])
+        );
+        // .codex/skills and .agents/skills: never listed in the developer message; Codex's
+        // bundled skills dropped.
+        assert_eq!(at("skills.include_instructions"), off);
+        assert_eq!(at("skills.bundled.enabled"), off);
+        // Hooks from anywhere, a skill's MCP servers, plugins, apps, memories, sub-agents.
+        for feature in [
+            "hooks",
+            "skill_mcp_dependency_install",
+            "plugins",
+            "apps",
+            "memories",
+            "multi_agent",
+        ] {
+            assert_eq!(at(&format!("features.{feature}")), off, "{feature}");
+        }
+        // The model API, the one host, through the gateway.
+        assert_eq!(
+            at("model_providers.stet.base_url").as_str(),
+            Some("http://127.0.0.1:3180/backend-api/codex")
+        );
     }
 
     #[test]
