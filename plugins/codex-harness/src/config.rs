@@ -53,6 +53,23 @@
 //!   `.codex/agents/*.toml`, `.agents/plugins/marketplace.json`, `CLAUDE.md`, skills under
 //!   any other directory.
 //!
+//! **Codex's side calls.** Besides the model API (`GET {base_url}/models`, `POST
+//! {base_url}/responses`, both through the gateway) 0.163.0 asks ChatGPT's backend
+//! (`chatgpt_base_url`, `https://chatgpt.com/backend-api/` by default) for
+//! `/wham/accounts/check` (twice) and `/wham/settings/user` on every call, with the login's
+//! access token (measured: no feature or key turns them off). `chatgpt_base_url` points
+//! them at port 0 of the sandbox's own loopback ([`NO_BACKEND`]), where nothing can listen:
+//! they fail at connect, before a byte is sent, so no stand-in leaves and no receipt counts
+//! a refused host. Codex goes on without their answers (a commit trailer it would add).
+//! **What does not hold**: a Business, Enterprise or Edu login (plan `business`,
+//! `enterprise`, `enterprise_cbp_usage_based`, `edu`; measured: `team`, `plus`, `pro`,
+//! `free` run) makes 0.163.0 also fetch its workspace's managed policies
+//! (`/wham/config/bundle`), without which it refuses to start ("Failed to load cloud
+//! config bundle (workspace-managed policies)", on its standard error: the proof sees only
+//! that Codex did not start). stet does not fetch them (the login would go to a second
+//! ChatGPT endpoint, whose answer the agent could ask for too), so such a login does not
+//! run under stet.
+//!
 //! The rules file is Codex's exec policy (Starlark): the wall proof's canary, `forbidden`,
 //! which Codex refuses before it runs anything, in every sandbox mode (measured).
 
@@ -68,6 +85,11 @@ pub const RULES_FILE: &str = "stet.rules";
 
 /// The provider id the config names, which the proof finds in Codex's session record.
 pub const PROVIDER: &str = "stet";
+
+/// Where Codex's ChatGPT-backend side calls go (`chatgpt_base_url`): port 0 of the
+/// sandbox's own loopback, which no process can listen on (and `NO_PROXY` keeps loopback
+/// off the proxy), so each fails at connect and nothing is sent.
+pub const NO_BACKEND: &str = "http://127.0.0.1:0/";
 
 /// What the canary's refusal says: stet's own words, which Codex repeats in the refusal the
 /// model sees (`` `<command>` rejected: <justification> ``).
@@ -97,8 +119,11 @@ pub fn text(walled: &Walled<'_>) -> String {
          sandbox_mode = \"danger-full-access\"\n\
          check_for_update_on_startup = false\n\
          project_doc_max_bytes = 0\n\
-         project_doc_fallback_filenames = []\n\
-         web_search = \"disabled\"\n\
+         project_doc_fallback_filenames = []\n",
+    );
+    out.push_str(&format!("chatgpt_base_url = {}\n", quote(NO_BACKEND)));
+    out.push_str(
+        "web_search = \"disabled\"\n\
          cli_auth_credentials_store = \"file\"\n\
          \n\
          [skills]\n\
@@ -219,6 +244,7 @@ sandbox_mode = "danger-full-access"
 check_for_update_on_startup = false
 project_doc_max_bytes = 0
 project_doc_fallback_filenames = []
+chatgpt_base_url = "http://127.0.0.1:0/"
 web_search = "disabled"
 cli_auth_credentials_store = "file"
 
@@ -269,11 +295,11 @@ stream_idle_timeout_ms = 300000
         assert!(!without.contains("\nmodel ="), "{without}");
     }
 
-    /// What Codex 0.163.0 reads from a lane as instructions, each with the key that turns it
-    /// off (measured with the real CLI on a lane holding all of them; see the module's
-    /// words). Read as TOML, as Codex reads it.
+    /// What Codex 0.163.0 reads from a lane as instructions, and where it calls besides the
+    /// model API, each with the key that turns it off (measured with the real CLI on a lane
+    /// holding all of them; see the module's words). Read as TOML, as Codex reads it.
     #[test]
-    fn the_config_turns_off_what_codex_reads_from_a_lane() {
+    fn the_config_turns_off_what_codex_reads_from_a_lane_and_its_side_calls() {
         let text = text(&Walled {
             base_url: "http://127.0.0.1:3180/backend-api/codex",
             model: None,
@@ -310,6 +336,14 @@ stream_idle_timeout_ms = 300000
         ] {
             assert_eq!(at(&format!("features.{feature}")), off, "{feature}");
         }
+        // ChatGPT's backend (accounts/check, settings/user): port 0 of the sandbox's own
+        // loopback, where nothing can listen; never chatgpt.com.
+        assert_eq!(at("chatgpt_base_url").as_str(), Some("http://127.0.0.1:0/"));
+        assert_eq!(at("analytics.enabled"), off);
+        assert_eq!(at("feedback.enabled"), off);
+        assert_eq!(at("check_for_update_on_startup"), off);
+        assert_eq!(at("otel.exporter").as_str(), Some("none"));
+        assert!(!text.contains("chatgpt.com"), "{text}");
         // The model API, the one host, through the gateway.
         assert_eq!(
             at("model_providers.stet.base_url").as_str(),
