@@ -18,13 +18,57 @@
 //!   (with `apps` on a ChatGPT login dials chatgpt.com's MCP endpoint);
 //!   `unbounded_connection_retries = false` and bounded request and stream retries, so an
 //!   unreachable model API ends the call instead of retrying for ever.
-//! - `project_doc_max_bytes = 0`: no AGENTS.md from the lane. The lane's own
-//!   `.codex/config.toml` is kept out by the launch's `-c projects={"<lane>"={trust_level="untrusted"}}`
-//!   (the lane's path is known per call, not here); with that entry Codex also leaves this
-//!   file alone (without one it appends an auto-trust entry for the lane, in the call's
-//!   copy, which is then deleted).
 //! - `cli_auth_credentials_store = "file"`: the login stays in `auth.json`, where the host
 //!   seals it, never in a keyring.
+//!
+//! **What Codex reads from the lane** (the agent's working directory: whatever the last
+//! agent left there), each measured with 0.163.0 on a lane holding all of them:
+//!
+//! - `AGENTS.md`, `AGENTS.override.md` (from the project root down to the working
+//!   directory) and the fallback names: `project_doc_max_bytes = 0` reads none;
+//!   `project_doc_fallback_filenames = []` names none (its default, said here).
+//! - `.codex/config.toml` (instructions, `developer_instructions`, MCP servers, `notify`,
+//!   project-doc settings, hooks), `.codex/rules/*.rules`, and the project's hooks: kept out
+//!   by the launch's `-c projects={"<lane>"={trust_level="untrusted"}}` (the lane's path is
+//!   known per call, not here; trusted, the same lane's config and rules are loaded and
+//!   its MCP server started: measured). With that entry Codex also leaves this file alone
+//!   (without one it appends an auto-trust entry for the lane, in the call's copy, which is
+//!   then deleted).
+//! - Skills: `.codex/skills/**/SKILL.md` (the untrusted project's layer all the same) and
+//!   `.agents/skills/**/SKILL.md`. 0.163.0 has no key that stops it loading them: `[skills]
+//!   include_instructions = false` keeps their names, descriptions and paths out of the
+//!   developer message (where an implementer's skill reached the reviewer), and
+//!   `[skills.bundled] enabled = false` drops Codex's own bundled skills. **What does not
+//!   hold**: a `$name` or `[$name](…/SKILL.md)` in the prompt still makes Codex add that
+//!   lane skill's `SKILL.md` to the turn as a user message (the prompt is stet's: the
+//!   item's words, a check's output, an unreadable review's words). `[[skills.config]]`
+//!   turns skills off only by exact path or name, which the lane chooses.
+//! - Hooks: `[features] hooks = false`, so no hook runs, from anywhere, even if a trust
+//!   step were bypassed (measured: a `$CODEX_HOME/hooks.json` runs under
+//!   `--dangerously-bypass-hook-trust`, not with the feature off).
+//!   `skill_mcp_dependency_install = false`: a skill's declared MCP servers are never
+//!   installed.
+//! - Not read at all by 0.163.0 from the lane (measured): `.env` (Codex loads only
+//!   `$CODEX_HOME/.env`), `.codex/prompts` (slash commands of the interactive CLI),
+//!   `.codex/agents/*.toml`, `.agents/plugins/marketplace.json`, `CLAUDE.md`, skills under
+//!   any other directory.
+//!
+//! **Codex's side calls.** Besides the model API (`GET {base_url}/models`, `POST
+//! {base_url}/responses`, both through the gateway) 0.163.0 asks ChatGPT's backend
+//! (`chatgpt_base_url`, `https://chatgpt.com/backend-api/` by default) for
+//! `/wham/accounts/check` (twice) and `/wham/settings/user` on every call, with the login's
+//! access token (measured: no feature or key turns them off). `chatgpt_base_url` points
+//! them at port 0 of the sandbox's own loopback ([`NO_BACKEND`]), where nothing can listen:
+//! they fail at connect, before a byte is sent, so no stand-in leaves and no receipt counts
+//! a refused host. Codex goes on without their answers (a commit trailer it would add).
+//! **What does not hold**: a Business, Enterprise or Edu login (plan `business`,
+//! `enterprise`, `enterprise_cbp_usage_based`, `edu`; measured: `team`, `plus`, `pro`,
+//! `free` run) makes 0.163.0 also fetch its workspace's managed policies
+//! (`/wham/config/bundle`), without which it refuses to start ("Failed to load cloud
+//! config bundle (workspace-managed policies)", on its standard error: the proof sees only
+//! that Codex did not start). stet does not fetch them (the login would go to a second
+//! ChatGPT endpoint, whose answer the agent could ask for too), so such a login does not
+//! run under stet.
 //!
 //! The rules file is Codex's exec policy (Starlark): the wall proof's canary, `forbidden`,
 //! which Codex refuses before it runs anything, in every sandbox mode (measured).
@@ -41,6 +85,11 @@ pub const RULES_FILE: &str = "stet.rules";
 
 /// The provider id the config names, which the proof finds in Codex's session record.
 pub const PROVIDER: &str = "stet";
+
+/// Where Codex's ChatGPT-backend side calls go (`chatgpt_base_url`): port 0 of the
+/// sandbox's own loopback, which no process can listen on (and `NO_PROXY` keeps loopback
+/// off the proxy), so each fails at connect and nothing is sent.
+pub const NO_BACKEND: &str = "http://127.0.0.1:0/";
 
 /// What the canary's refusal says: stet's own words, which Codex repeats in the refusal the
 /// model sees (`` `<command>` rejected: <justification> ``).
@@ -70,8 +119,18 @@ pub fn text(walled: &Walled<'_>) -> String {
          sandbox_mode = \"danger-full-access\"\n\
          check_for_update_on_startup = false\n\
          project_doc_max_bytes = 0\n\
-         web_search = \"disabled\"\n\
+         project_doc_fallback_filenames = []\n",
+    );
+    out.push_str(&format!("chatgpt_base_url = {}\n", quote(NO_BACKEND)));
+    out.push_str(
+        "web_search = \"disabled\"\n\
          cli_auth_credentials_store = \"file\"\n\
+         \n\
+         [skills]\n\
+         include_instructions = false\n\
+         \n\
+         [skills.bundled]\n\
+         enabled = false\n\
          \n\
          [history]\n\
          persistence = \"none\"\n\
@@ -88,11 +147,13 @@ pub fn text(walled: &Walled<'_>) -> String {
          \n\
          [features]\n\
          apps = false\n\
+         hooks = false\n\
          plugins = false\n\
          memories = false\n\
          multi_agent = false\n\
          goals = false\n\
          shell_snapshot = false\n\
+         skill_mcp_dependency_install = false\n\
          unbounded_connection_retries = false\n\
          \n",
     );
@@ -182,8 +243,16 @@ approval_policy = "never"
 sandbox_mode = "danger-full-access"
 check_for_update_on_startup = false
 project_doc_max_bytes = 0
+project_doc_fallback_filenames = []
+chatgpt_base_url = "http://127.0.0.1:0/"
 web_search = "disabled"
 cli_auth_credentials_store = "file"
+
+[skills]
+include_instructions = false
+
+[skills.bundled]
+enabled = false
 
 [history]
 persistence = "none"
@@ -200,11 +269,13 @@ log_user_prompt = false
 
 [features]
 apps = false
+hooks = false
 plugins = false
 memories = false
 multi_agent = false
 goals = false
 shell_snapshot = false
+skill_mcp_dependency_install = false
 unbounded_connection_retries = false
 
 [model_providers.stet]
@@ -222,6 +293,62 @@ stream_idle_timeout_ms = 300000
             model: None,
         });
         assert!(!without.contains("\nmodel ="), "{without}");
+    }
+
+    /// What Codex 0.163.0 reads from a lane as instructions, and where it calls besides the
+    /// model API, each with the key that turns it off (measured with the real CLI on a lane
+    /// holding all of them; see the module's words). Read as TOML, as Codex reads it.
+    #[test]
+    fn the_config_turns_off_what_codex_reads_from_a_lane_and_its_side_calls() {
+        let text = text(&Walled {
+            base_url: "http://127.0.0.1:3180/backend-api/codex",
+            model: None,
+        });
+        let config: toml::Table = text.parse().expect("the config is TOML");
+        let at = |path: &str| {
+            let mut value = config.get(path.split('.').next().unwrap());
+            for key in path.split('.').skip(1) {
+                value = value.and_then(|v| v.get(key));
+            }
+            value
+                .cloned()
+                .unwrap_or_else(|| panic!("no {path} in\n{text}"))
+        };
+        let off = toml::Value::Boolean(false);
+        // AGENTS.md, AGENTS.override.md and any fallback name: none read.
+        assert_eq!(at("project_doc_max_bytes"), toml::Value::Integer(0));
+        assert_eq!(
+            at("project_doc_fallback_filenames"),
+            toml::Value::Array(vec![])
+        );
+        // .codex/skills and .agents/skills: never listed in the developer message; Codex's
+        // bundled skills dropped.
+        assert_eq!(at("skills.include_instructions"), off);
+        assert_eq!(at("skills.bundled.enabled"), off);
+        // Hooks from anywhere, a skill's MCP servers, plugins, apps, memories, sub-agents.
+        for feature in [
+            "hooks",
+            "skill_mcp_dependency_install",
+            "plugins",
+            "apps",
+            "memories",
+            "multi_agent",
+        ] {
+            assert_eq!(at(&format!("features.{feature}")), off, "{feature}");
+        }
+        // ChatGPT's backend (accounts/check, settings/user): port 0 of the sandbox's own
+        // loopback, where nothing can listen; never chatgpt.com.
+        assert_eq!(at("chatgpt_base_url").as_str(), Some("http://127.0.0.1:0/"));
+        assert_eq!(at("analytics.enabled"), off);
+        assert_eq!(at("feedback.enabled"), off);
+        assert_eq!(at("check_for_update_on_startup"), off);
+        assert_eq!(at("otel.exporter").as_str(), Some("none"));
+        assert!(!text.contains("chatgpt.com"), "{text}");
+        // The model API, the one host, through the gateway.
+        assert_eq!(
+            at("model_providers.stet.base_url").as_str(),
+            Some("http://127.0.0.1:3180/backend-api/codex")
+        );
     }
 
     #[test]

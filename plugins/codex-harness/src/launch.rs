@@ -50,10 +50,12 @@ pub fn binary_mount(codex: &str) -> String {
     }
 }
 
-/// The `-c` override that makes the lane untrusted: Codex then reads no `.codex/` config,
-/// rules or AGENTS.md from it, and writes no auto-trust entry into `config.toml` (measured
-/// with 0.163.0: the value is an inline TOML table, so a lane path with dots in it stays
-/// one key).
+/// The `-c` override that makes the lane untrusted: Codex then loads no
+/// `.codex/config.toml`, rules or hooks from it, and writes no auto-trust entry into
+/// `config.toml` (measured with 0.163.0: the value is an inline TOML table, so a lane path
+/// with dots in it stays one key). It still finds the lane's skills (`.codex/skills`,
+/// `.agents/skills`): the walled config keeps them out of the developer message, and says
+/// what it cannot keep out (`crate::config`).
 pub fn untrusted_lane(lane: &str) -> String {
     format!(
         "projects={{{}={{trust_level=\"untrusted\"}}}}",

@@ -4,7 +4,8 @@
 //! - `profile.rs`: the walled profile, `<profiles root>/.codex` (hidden, so the Claude
 //!   harness's "exactly one visible profile" still holds beside it), and what in it Codex
 //!   would read besides stet's files.
-//! - `config.rs`: the walled `config.toml` and `rules/stet.rules`, exact text.
+//! - `config.rs`: the walled `config.toml` and `rules/stet.rules`, exact text; what Codex
+//!   reads from a lane and calls besides the model API, and how each is off (or why not).
 //! - `login.rs`: the stored login (`auth.json`) read by shape: its kind (ChatGPT, or an API
 //!   key, refused), its expiry (the access token's JWT `exp`), the refresh's copy and
 //!   settling.
