@@ -133,7 +133,7 @@ fn main() {
         // The first lane, with nothing pooled.
         lanes::clear_pool(&work).unwrap();
         let t = Instant::now();
-        let mut lane = lanes::open(&work, "origin", &format!("first-{rep}"), "HEAD").unwrap();
+        let mut lane = lanes::open(&work, "origin", &format!("first-{rep}"), "HEAD", None).unwrap();
         first_t.push(t.elapsed());
         first_disk = stet::files::tree_size(lane.dir.parent().unwrap(), u64::MAX);
 
@@ -147,7 +147,7 @@ fn main() {
             lanes::pool_ready();
             ready_t.push(t.elapsed());
             let t = Instant::now();
-            lane = lanes::open(&work, "origin", &format!("later-{rep}-{n}"), "HEAD").unwrap();
+            lane = lanes::open(&work, "origin", &format!("later-{rep}-{n}"), "HEAD", None).unwrap();
             later_t.push(t.elapsed());
             later_disk = stet::files::tree_size(lane.dir.parent().unwrap(), u64::MAX);
         }

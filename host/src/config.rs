@@ -17,7 +17,9 @@
 //! pids = 4096                               # limits of every drive, ask and run sandbox
 //! memory = "4GiB"
 //! cpus = 2.0
-//! disk = "10GiB"                            # how far a lane may grow
+//! disk = "10GiB"                            # how much a sandbox may write
+//! files = 1000000                           # how many files it may make
+//! lane_file_systems = true                  # each lane its own file system, where stet may mount
 //!
 //! [drive]
 //! check = "cargo test"                      # run in a sandbox on each lane before review
@@ -81,6 +83,9 @@ pub struct ConfigFile {
     pub probe_timeout: Option<Duration>,
     /// `[sandbox] image`.
     pub sandbox_image: Option<String>,
+    /// `[sandbox] lane_file_systems`: whether each lane is a file system of its own where
+    /// stet may mount one (the disk and files limits then held by the kernel).
+    pub lane_file_systems: Option<bool>,
     /// `[sandbox]` limits.
     pub limits: LimitSettings,
     /// `[drive] check`: the repository's check command.
@@ -119,8 +124,10 @@ pub struct LimitSettings {
     pub memory_bytes: Option<u64>,
     /// `cpus`, in thousandths of a core.
     pub millicpus: Option<u32>,
-    /// `disk`: how far a lane's working tree may grow, in bytes.
+    /// `disk`: how much a sandbox may write, in bytes.
     pub disk_bytes: Option<u64>,
+    /// `files`: how many files (inodes) a sandbox may make.
+    pub files: Option<u64>,
 }
 
 /// A configuration file that could not be used.
@@ -188,6 +195,8 @@ struct RawSandbox {
     memory: Option<Spanned<String>>,
     cpus: Option<Spanned<f64>>,
     disk: Option<Spanned<String>>,
+    files: Option<Spanned<i64>>,
+    lane_file_systems: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -371,6 +380,7 @@ pub fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
         }
     };
     let mut sandbox_image = None;
+    let mut lane_file_systems = None;
     let mut limits = LimitSettings::default();
     if let Some(sandbox) = raw.sandbox {
         if let Some(image) = sandbox.image {
@@ -382,6 +392,7 @@ pub fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
             }
             sandbox_image = Some(image.into_inner());
         }
+        lane_file_systems = sandbox.lane_file_systems;
         if let Some(pids) = sandbox.pids {
             let n = *pids.get_ref();
             if !(16..=1_000_000).contains(&n) {
@@ -393,6 +404,18 @@ pub fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
                 ));
             }
             limits.pids = Some(n as u32);
+        }
+        if let Some(files) = sandbox.files {
+            let n = *files.get_ref();
+            if !(1_000..=1_000_000_000).contains(&n) {
+                return Err(error(
+                    Some(files.span().start),
+                    format!(
+                        "key `sandbox.files`: {n} is not a number of files between 1000 and 1000000000"
+                    ),
+                ));
+            }
+            limits.files = Some(n as u64);
         }
         if let Some(cpus) = sandbox.cpus {
             let n = *cpus.get_ref();
@@ -537,6 +560,7 @@ pub fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
             .map(|p| expand_home(&p)),
         probe_timeout,
         sandbox_image,
+        lane_file_systems,
         limits,
         drive_check: raw.drive.as_ref().and_then(|d| d.check.clone()),
         drive_land: raw.drive.as_ref().and_then(|d| d.land.clone()),
@@ -757,8 +781,10 @@ mod tests {
 
     #[test]
     fn sandbox_limits_and_their_errors() {
-        let c = parse_str("[sandbox]\npids = 512\nmemory = \"2GiB\"\ncpus = 1.5\ndisk = \"10g\"\n")
-            .unwrap();
+        let c = parse_str(
+            "[sandbox]\npids = 512\nmemory = \"2GiB\"\ncpus = 1.5\ndisk = \"10g\"\nfiles = 50000\n",
+        )
+        .unwrap();
         assert_eq!(
             c.limits,
             LimitSettings {
@@ -766,8 +792,11 @@ mod tests {
                 memory_bytes: Some(2 << 30),
                 millicpus: Some(1500),
                 disk_bytes: Some(10 << 30),
+                files: Some(50_000),
             }
         );
+        let err = parse_str("[sandbox]\nfiles = 10\n").unwrap_err();
+        assert!(err.message.contains("sandbox.files"), "{err}");
         let err = parse_str("[sandbox]\nimage = \"stet-lane:1\"\nmemory = \"lots\"\n").unwrap_err();
         assert_eq!(err.line, Some(3));
         assert!(err.message.contains("sandbox.memory"), "{err}");

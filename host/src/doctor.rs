@@ -199,7 +199,13 @@ pub fn disk(settings: &Settings, repo: &Path) -> Check {
             if free >= needed {
                 Check::ok(
                     "disk",
-                    format!("{} free for lanes at {}", size(free), at.display()),
+                    format!(
+                        "{} free for lanes at {}; the disk and files limits {}",
+                        size(free),
+                        at.display(),
+                        crate::lanes::disk::enforcement(settings.lane_file_systems)
+                            .describe(&settings.limits)
+                    ),
                 )
             } else {
                 Check::fail(

@@ -144,6 +144,88 @@ pub fn tree_size(root: &Path, stop_at: u64) -> u64 {
     total
 }
 
+/// What a sandbox wrote under some directories, as its limits count it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Footprint {
+    /// Bytes: each regular file the larger of its length and its blocks (a sparse file is
+    /// read whole by whoever reads it), each hard link counted.
+    pub bytes: u64,
+    /// Entries: files, directories, links, every name.
+    pub files: u64,
+}
+
+/// What the entries under `root` come to (links not followed, other file systems not
+/// entered), stopping early once past `stop` in bytes or files.
+pub fn footprint(root: &Path, stop: Footprint) -> Footprint {
+    use std::os::unix::fs::MetadataExt;
+    let mut seen = Footprint::default();
+    let Ok(top) = std::fs::symlink_metadata(root) else {
+        return seen;
+    };
+    if !top.is_dir() {
+        return Footprint {
+            bytes: charge(&top),
+            files: 1,
+        };
+    }
+    let device = top.dev();
+    let mut pending = vec![root.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.filter_map(Result::ok) {
+            let Ok(meta) = entry.path().symlink_metadata() else {
+                continue;
+            };
+            if meta.dev() != device {
+                continue;
+            }
+            seen.bytes = seen.bytes.saturating_add(charge(&meta));
+            seen.files += 1;
+            if seen.bytes > stop.bytes || seen.files > stop.files {
+                return seen;
+            }
+            if meta.is_dir() {
+                pending.push(entry.path());
+            }
+        }
+    }
+    seen
+}
+
+/// The disk blocks the files under `root` take (each inode once, links not followed,
+/// other file systems not entered): what removing it frees. A sparse file counts what it
+/// holds, not its length.
+pub fn disk_usage(root: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(top) = std::fs::symlink_metadata(root) else {
+        return 0;
+    };
+    let device = top.dev();
+    let mut total = top.blocks().saturating_mul(512);
+    let mut linked = std::collections::HashSet::new();
+    let mut pending = vec![root.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.filter_map(Result::ok) {
+            let Ok(meta) = entry.metadata() else {
+                continue;
+            };
+            if meta.dev() != device || (meta.nlink() > 1 && !linked.insert(meta.ino())) {
+                continue;
+            }
+            total = total.saturating_add(meta.blocks().saturating_mul(512));
+            if meta.is_dir() {
+                pending.push(entry.path());
+            }
+        }
+    }
+    total
+}
+
 /// What one entry counts toward a tree's size: its allocated blocks, or its length when
 /// that is more (a sparse regular file).
 fn charge(meta: &std::fs::Metadata) -> u64 {

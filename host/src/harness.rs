@@ -313,9 +313,11 @@ pub struct Watch<'a> {
 pub enum LimitReached {
     /// The kernel killed a process of the sandbox for memory: the limit, in bytes.
     Memory(u64),
-    /// What the sandbox wrote on the host (the lane, its profile copy, its session
-    /// directory) grew past the disk limit, in bytes; the call was killed.
+    /// What the sandbox wrote (its lane, its profile copy, its session directory) met the
+    /// disk limit, in bytes; the call was ended.
     Disk(u64),
+    /// What it made met the files limit; the call was ended.
+    Files(u64),
     /// Forks were refused at the pids limit (how many, the limit).
     Pids(u64, u32),
 }
@@ -326,6 +328,7 @@ impl LimitReached {
         match self {
             LimitReached::Memory(_) => "memory",
             LimitReached::Disk(_) => "disk",
+            LimitReached::Files(_) => "files",
             LimitReached::Pids(..) => "pids",
         }
     }
@@ -338,8 +341,11 @@ impl LimitReached {
                 format!("killed by the memory limit, {}", size(*limit))
             }
             LimitReached::Disk(limit) => format!(
-                "killed: what it wrote on the host (the lane, its profile copy, its session) grew past the disk limit, {}",
+                "ended: what it wrote (its lane, its profile copy, its session) met the disk limit, {}",
                 size(*limit)
+            ),
+            LimitReached::Files(limit) => format!(
+                "ended: the files it made (in its lane, its profile copy, its session) met the files limit, {limit}"
             ),
             LimitReached::Pids(refused, limit) => {
                 format!("the process limit ({limit}) was reached: {refused} fork(s) failed")
@@ -612,8 +618,16 @@ pub fn run_ready(
     let watchdog = watch
         .time_limit
         .map(|limit| crate::sandbox::Watchdog::start(&running, limit));
-    let disk_watch =
-        (!disk.is_empty()).then(|| DiskWatch::start(&running, disk, settings.limits.disk_bytes));
+    let disk_watch = (!disk.is_empty()).then(|| {
+        DiskWatch::start(
+            &running,
+            disk,
+            crate::files::Footprint {
+                bytes: settings.limits.disk_bytes,
+                files: settings.limits.files,
+            },
+        )
+    });
     let status = running.wait(&mut |stream, bytes| {
         if let Some(follow) = watch.follow {
             follow(stream, bytes);
@@ -630,8 +644,13 @@ pub fn run_ready(
     let timed_out = watchdog.filter(|w| w.fired()).and(watch.time_limit);
     let events = sandbox.limit_events();
     let limits = settings.limits;
-    let limit = if disk_watch.is_some_and(|w| w.exceeded()) {
-        Some(LimitReached::Disk(limits.disk_bytes))
+    let limit = match disk_watch.and_then(|w| w.met()) {
+        Some(crate::sandbox::DiskMet::Bytes) => Some(LimitReached::Disk(limits.disk_bytes)),
+        Some(crate::sandbox::DiskMet::Files) => Some(LimitReached::Files(limits.files)),
+        None => None,
+    };
+    let limit = if limit.is_some() {
+        limit
     } else if status.out_of_memory
         || (events.oom_kills > 0 && status.signal.into_option().is_some() && timed_out.is_none())
     {
@@ -891,7 +910,7 @@ mod tests {
         assert_eq!(end.exit_signal, Some(9));
         assert_eq!(end.outcome, crate::receipts::Outcome::ResourceLimit);
         assert!(
-            end.detail.ends_with("grew past the disk limit, 1 GiB"),
+            end.detail.ends_with("met the disk limit, 1 GiB"),
             "{}",
             end.detail
         );

@@ -37,6 +37,7 @@ use crate::git::git_dir;
 use crate::git::Inert;
 
 mod change;
+pub mod disk;
 mod reopen;
 mod take;
 pub use change::{base_of, change, uncommitted, Change};
@@ -119,23 +120,38 @@ pub fn open_new(
     remote: &str,
     item: &str,
     base: &str,
+    bounds: Option<disk::Bounds>,
 ) -> Result<Option<Lane>, GitError> {
     let _opening = opening(repo, item)?;
     if lanes_dir(repo).join(item).exists() {
         return Ok(None);
     }
-    open_held(repo, remote, item, base).map(Some)
+    open_held(repo, remote, item, base, bounds).map(Some)
 }
 
 /// Opens `item`'s lane: the existing working copy on this clone, else a new one starting
-/// from the lane's branch on the remote (a peer's pushed work), else from `base`.
-pub fn open(repo: &Path, remote: &str, item: &str, base: &str) -> Result<Lane, GitError> {
+/// from the lane's branch on the remote (a peer's pushed work), else from `base`. A new
+/// lane is a file system of its own holding `bounds` beyond its checkout, when given
+/// (`disk.rs`).
+pub fn open(
+    repo: &Path,
+    remote: &str,
+    item: &str,
+    base: &str,
+    bounds: Option<disk::Bounds>,
+) -> Result<Lane, GitError> {
     let _opening = opening(repo, item)?;
-    open_held(repo, remote, item, base)
+    open_held(repo, remote, item, base, bounds)
 }
 
 /// [`open`], with the lane held.
-fn open_held(repo: &Path, remote: &str, item: &str, base: &str) -> Result<Lane, GitError> {
+fn open_held(
+    repo: &Path,
+    remote: &str,
+    item: &str,
+    base: &str,
+    bounds: Option<disk::Bounds>,
+) -> Result<Lane, GitError> {
     let branch = branch_of(item);
     let root = lanes_dir(repo).join(item);
     let lane = Lane {
@@ -151,6 +167,9 @@ fn open_held(repo: &Path, remote: &str, item: &str, base: &str) -> Result<Lane, 
         for dir in [stet_dir(repo), lanes_dir(repo), root.clone()] {
             private_dir(&dir).map_err(|e| io_error("chmod", &dir, e))?;
         }
+        // After a restart its file system is mounted again.
+        disk::ensure_mounted(&root, &lane.dir)
+            .map_err(|e| io_error("mount the lane's file system", &root, e))?;
         catch_up(repo, remote, &lane)?;
         return Ok(lane);
     }
@@ -161,7 +180,7 @@ fn open_held(repo: &Path, remote: &str, item: &str, base: &str) -> Result<Lane, 
     }
     // The remote's copy of the lane, if a drive (here or on a peer) pushed one.
     let source = fetch_pushed(repo, remote, item).unwrap_or_else(|| base.to_string());
-    make(repo, &lane, &source)?;
+    make(repo, &lane, &source, bounds)?;
     Ok(lane)
 }
 
@@ -185,7 +204,12 @@ pub(crate) fn fetch_pushed(repo: &Path, remote: &str, item: &str) -> Option<Stri
 
 /// Makes `lane` (nothing of it on this clone) at `source`, a ref of the repository: from a
 /// pooled copy when one fits, else afresh.
-fn make(repo: &Path, lane: &Lane, source: &str) -> Result<(), GitError> {
+fn make(
+    repo: &Path,
+    lane: &Lane,
+    source: &str,
+    bounds: Option<disk::Bounds>,
+) -> Result<(), GitError> {
     let (item, branch) = (lane.item.as_str(), lane.branch.as_str());
     let root = lanes_dir(repo).join(item);
     let partial = root.with_extension("partial");
@@ -193,7 +217,7 @@ fn make(repo: &Path, lane: &Lane, source: &str) -> Result<(), GitError> {
         discard(&stet_dir(repo), &partial).map_err(|e| io_error("remove", &partial, e))?;
     }
     sweep(repo);
-    if let Some(pooled) = take_pooled(repo, &partial) {
+    if let Some(pooled) = take_pooled(repo, &partial, bounds.is_some()) {
         match reuse(repo, &pooled, item, source) {
             Ok(()) => {
                 std::fs::rename(&partial, &root).map_err(|e| io_error("rename", &root, e))?;
@@ -207,6 +231,19 @@ fn make(repo: &Path, lane: &Lane, source: &str) -> Result<(), GitError> {
         }
     }
     let made = lay_out(&partial, item)?;
+    if let Some(bounds) = bounds {
+        let (bytes, entries) = disk::checkout_size(repo, source)?;
+        disk::make(
+            &partial,
+            &made.dir,
+            bytes.saturating_add(bounds.bytes),
+            entries.saturating_add(bounds.files),
+        )
+        .map_err(|e| io_error("make the lane's file system", &partial, e))?;
+        // The mount point of the git directory, in the file system now over `work/`.
+        std::fs::create_dir_all(made.dir.join(".git"))
+            .map_err(|e| io_error("mkdir .git", &made.dir, e))?;
+    }
     fill(repo, &made, source, branch)?;
     // A new lane holds nothing a sandbox wrote yet: its first checkout, as long as a large
     // repository's takes, is not held to the deadline of git on a sandbox's files.
@@ -349,10 +386,18 @@ fn pooled(stet: &Path) -> Vec<PathBuf> {
     found
 }
 
-/// Moves a pooled copy to `to` (one rename: two lanes never get the same copy).
-fn take_pooled(repo: &Path, to: &Path) -> Option<Lane> {
+/// Moves a pooled copy to `to` (one rename: two lanes never get the same copy): one with a
+/// file system of its own when `own_file_system`, else one without.
+fn take_pooled(repo: &Path, to: &Path, own_file_system: bool) -> Option<Lane> {
     for copy in pooled(&stet_dir(repo)) {
+        if copy.join(disk::IMAGE).is_file() != own_file_system {
+            continue;
+        }
         if std::fs::rename(&copy, to).is_ok() {
+            if disk::ensure_mounted(to, &to.join("work")).is_err() {
+                let _ = discard(&stet_dir(repo), to);
+                continue;
+            }
             return Some(Lane {
                 item: String::new(),
                 branch: String::new(),
@@ -427,6 +472,8 @@ fn reuse(repo: &Path, copy: &Lane, item: &str, source: &str) -> Result<(), GitEr
 
 /// Moves `path` into the trash at once and deletes it in the background.
 fn discard(stet: &Path, path: &Path) -> std::io::Result<()> {
+    // A lane's own file system is let go first: the rest is plain directories.
+    disk::release(path);
     let trash = trash_dir(stet);
     std::fs::create_dir_all(&trash)?;
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -467,6 +514,7 @@ fn sweep(repo: &Path) {
     if !left.is_empty() {
         std::thread::spawn(move || {
             for path in left {
+                disk::release(&path);
                 let _ = std::fs::remove_dir_all(path);
             }
         });
@@ -479,7 +527,7 @@ pub fn pool_size(repo: &Path) -> u64 {
     [pool_dir(&stet), trash_dir(&stet)]
         .iter()
         .filter(|dir| dir.exists())
-        .map(|dir| crate::files::tree_size(dir, u64::MAX))
+        .map(|dir| crate::files::disk_usage(dir))
         .sum()
 }
 
@@ -490,7 +538,10 @@ pub fn clear_pool(repo: &Path) -> std::io::Result<u64> {
     let stet = stet_dir(repo);
     for dir in [pool_dir(&stet), trash_dir(&stet)] {
         if dir.exists() {
-            freed += crate::files::tree_size(&dir, u64::MAX);
+            freed += crate::files::disk_usage(&dir);
+            for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                disk::release(&entry.path());
+            }
             // A background deletion may be taking entries away meanwhile: what it removed
             // first is not an error, and a second pass takes what the first raced.
             let mut passes = 0;
@@ -848,7 +899,7 @@ mod tests {
         git(&work, &["commit", "--quiet", "-m", "private"]).unwrap();
         let secret = git(&work, &["rev-parse", "HEAD:secret.txt"]).unwrap();
         git(&work, &["checkout", "--quiet", "-"]).unwrap();
-        let lane = open(&work, "origin", "packed", "HEAD").unwrap();
+        let lane = open(&work, "origin", "packed", "HEAD", None).unwrap();
         let lane_git = lane.history();
         assert_eq!(
             lane_git.run(&["rev-list", "--count", "HEAD"]).unwrap(),
@@ -883,7 +934,7 @@ mod tests {
             ],
         )
         .unwrap();
-        let lane = open(&shallow, "origin", "shallow", "HEAD").unwrap();
+        let lane = open(&shallow, "origin", "shallow", "HEAD", None).unwrap();
         assert_eq!(
             lane.history()
                 .run(&["rev-list", "--count", "HEAD"])
@@ -901,7 +952,7 @@ mod tests {
     #[test]
     fn a_lane_has_its_own_git_dir_with_no_remote_and_only_its_branch_comes_back() {
         let (root, work) = repo_with_remote();
-        let lane = open(&work, "origin", "fix-typo", "HEAD").unwrap();
+        let lane = open(&work, "origin", "fix-typo", "HEAD", None).unwrap();
         assert_eq!(lane.branch, "stet/fix-typo");
         assert!(
             !lane.git_dir.starts_with(&lane.dir),
@@ -939,7 +990,10 @@ mod tests {
             "only the lane's branch leaves: {remote_branches}"
         );
         // Opening again on this clone reuses the working copy.
-        assert_eq!(open(&work, "origin", "fix-typo", "HEAD").unwrap(), lane);
+        assert_eq!(
+            open(&work, "origin", "fix-typo", "HEAD", None).unwrap(),
+            lane
+        );
         assert_eq!(kept(&work), ["fix-typo"]);
     }
 
@@ -951,7 +1005,7 @@ mod tests {
     #[test]
     fn a_landed_lane_is_reused_for_the_next_item_with_nothing_of_the_last_one_left() {
         let (_root, work) = repo_with_remote();
-        let first = open(&work, "origin", "first", "HEAD").unwrap();
+        let first = open(&work, "origin", "first", "HEAD", None).unwrap();
         std::fs::write(first.dir.join("README"), "first's work\n").unwrap();
         assert!(first.commit_all("first").unwrap());
         // What the agent left uncommitted or ignored, and a repository of its own.
@@ -973,7 +1027,7 @@ mod tests {
         assert!(!first.dir.exists(), "the landed lane left its place");
         assert_eq!(pooled(&stet_dir(&work)).len(), 1);
 
-        let second = open(&work, "origin", "second", "HEAD").unwrap();
+        let second = open(&work, "origin", "second", "HEAD", None).unwrap();
         assert_eq!(
             inode(&second.git_dir),
             git_dir_was,
@@ -1053,7 +1107,7 @@ mod tests {
     #[test]
     fn a_pooled_copy_whose_mount_point_holds_anything_is_not_reused() {
         let (_root, work) = repo_with_remote();
-        let first = open(&work, "origin", "first", "HEAD").unwrap();
+        let first = open(&work, "origin", "first", "HEAD", None).unwrap();
         std::fs::write(first.dir.join(".git/planted"), "x").unwrap();
         // Which copy a lane is: a mark in its git directory (an inode number is reused
         // once the thrown-away copy is deleted).
@@ -1061,7 +1115,7 @@ mod tests {
         let base = git(&work, &["rev-parse", "HEAD"]).unwrap();
         first.retire(1, Some(&base));
         pool_ready();
-        let second = open(&work, "origin", "second", "HEAD").unwrap();
+        let second = open(&work, "origin", "second", "HEAD", None).unwrap();
         assert!(!second.git_dir.join("first-copy").exists(), "made afresh");
         assert!(!second.dir.join(".git/planted").exists());
         assert!(pooled(&stet_dir(&work)).is_empty());
@@ -1072,7 +1126,7 @@ mod tests {
         let (_root, work) = repo_with_remote();
         let lanes: Vec<Lane> = ["a", "b", "c"]
             .iter()
-            .map(|item| open(&work, "origin", item, "HEAD").unwrap())
+            .map(|item| open(&work, "origin", item, "HEAD", None).unwrap())
             .collect();
         let base = git(&work, &["rev-parse", "HEAD"]).unwrap();
         for lane in &lanes {
@@ -1090,7 +1144,7 @@ mod tests {
     fn a_repository_the_agent_made_in_the_lane_refuses_the_commit_by_name_and_a_restore_removes_it()
     {
         let (_root, work) = repo_with_remote();
-        let lane = open(&work, "origin", "item", "HEAD").unwrap();
+        let lane = open(&work, "origin", "item", "HEAD", None).unwrap();
         for nested in ["empty", "deep/er"] {
             let dot_git = lane.dir.join(nested).join(".git");
             std::fs::create_dir_all(dot_git.join("objects")).unwrap();
@@ -1118,7 +1172,7 @@ mod tests {
     #[test]
     fn a_sparse_file_is_too_large_by_its_length_and_a_tracked_one_unchanged_is_not() {
         let (_root, work) = repo_with_remote();
-        let lane = open(&work, "origin", "item", "HEAD").unwrap();
+        let lane = open(&work, "origin", "item", "HEAD", None).unwrap();
         std::fs::write(lane.dir.join("asset.bin"), vec![7u8; 4096]).unwrap();
         assert!(lane.commit_all("an asset").unwrap());
         lane.restore().unwrap();
@@ -1158,7 +1212,7 @@ mod tests {
     fn what_a_lane_holds_is_its_owners_alone_and_no_set_id_bit_survives_a_restore() {
         use std::os::unix::fs::PermissionsExt;
         let (_root, work) = repo_with_remote();
-        let lane = open(&work, "origin", "item", "HEAD").unwrap();
+        let lane = open(&work, "origin", "item", "HEAD", None).unwrap();
         for dir in [
             stet_dir(&work),
             lanes_dir(&work),
@@ -1193,7 +1247,7 @@ mod tests {
     #[test]
     fn what_a_stage_wrote_is_restored_away() {
         let (_root, work) = repo_with_remote();
-        let lane = open(&work, "origin", "item", "HEAD").unwrap();
+        let lane = open(&work, "origin", "item", "HEAD", None).unwrap();
         std::fs::write(lane.dir.join("README"), "changed by the check\n").unwrap();
         std::fs::create_dir_all(lane.dir.join("target/debug")).unwrap();
         std::fs::write(lane.dir.join("target/debug/out"), "built\n").unwrap();
@@ -1210,7 +1264,7 @@ mod tests {
     #[test]
     fn a_peer_continues_from_the_pushed_branch() {
         let (root, work) = repo_with_remote();
-        let lane = open(&work, "origin", "item", "HEAD").unwrap();
+        let lane = open(&work, "origin", "item", "HEAD", None).unwrap();
         std::fs::write(lane.dir.join("NEW"), "from the first clone\n").unwrap();
         lane.commit_all("first clone's work").unwrap();
         lane.push(&work, "origin").unwrap();
@@ -1225,7 +1279,7 @@ mod tests {
             ],
         )
         .unwrap();
-        let theirs = open(&peer, "origin", "item", "HEAD").unwrap();
+        let theirs = open(&peer, "origin", "item", "HEAD", None).unwrap();
         assert_eq!(
             std::fs::read_to_string(theirs.dir.join("NEW")).unwrap(),
             "from the first clone\n"

@@ -689,62 +689,111 @@ impl Watchdog {
     }
 }
 
-/// Kills a process whose writable host directories grow past the disk limit while it runs
-/// (a runtime cannot bound a bind mount's size): the lane's working tree, and every other
-/// host directory the sandbox may write — the call's profile copy, its session directory —,
-/// counted together, a sparse file by its length. They are measured now and then — more
-/// seldom the longer a measurement takes, so a large lane costs little — and once more when
-/// the process ends.
-pub struct DiskWatch {
-    _done: std::sync::mpsc::Sender<()>,
-    fired: Arc<std::sync::atomic::AtomicBool>,
-    trees: Vec<std::path::PathBuf>,
-    limit: u64,
+/// Which disk limit a sandbox met.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DiskMet {
+    /// `[sandbox] disk`.
+    Bytes,
+    /// `[sandbox] files`.
+    Files,
 }
 
-/// What `trees` take together, stopping once past `limit`.
-fn trees_size(trees: &[std::path::PathBuf], limit: u64) -> u64 {
-    let mut total = 0u64;
+/// Ends a process that meets the disk or files limit while it runs. A lane that is a file
+/// system of its own (`crate::lanes::disk`) is held by the kernel, which refuses the write
+/// past it; its room is looked at four times a second, so that the limit, once met, ends
+/// the call and is named. Every other host directory the sandbox may write (a lane
+/// without one, the call's profile copy, its session directory) is measured — bytes, each
+/// hard link counted, a sparse file by its length, and files — a second after the last
+/// look ended, and the process is killed once they pass a limit together. Such a look
+/// takes a walk of at most the files limit's entries: an agent may pass the disk limit by
+/// what it writes within one look (the consent says so where no lane has a file system of
+/// its own). Each is looked at once more when the process ends.
+pub struct DiskWatch {
+    _done: std::sync::mpsc::Sender<()>,
+    met: Arc<std::sync::Mutex<Option<DiskMet>>>,
+    trees: Vec<std::path::PathBuf>,
+    lanes: Vec<std::path::PathBuf>,
+    limits: crate::files::Footprint,
+}
+
+/// The limit `trees` together pass, if any.
+fn trees_met(trees: &[std::path::PathBuf], limits: crate::files::Footprint) -> Option<DiskMet> {
+    let mut total = crate::files::Footprint::default();
     for tree in trees {
-        total = total.saturating_add(crate::files::tree_size(tree, limit.saturating_sub(total)));
-        if total > limit {
-            break;
+        let left = crate::files::Footprint {
+            bytes: limits.bytes.saturating_sub(total.bytes),
+            files: limits.files.saturating_sub(total.files),
+        };
+        let seen = crate::files::footprint(tree, left);
+        total.bytes = total.bytes.saturating_add(seen.bytes);
+        total.files = total.files.saturating_add(seen.files);
+        if total.files > limits.files {
+            return Some(DiskMet::Files);
+        }
+        if total.bytes > limits.bytes {
+            return Some(DiskMet::Bytes);
         }
     }
-    total
+    None
+}
+
+/// The limit a lane file system of `lanes` met, if any.
+fn lanes_met(lanes: &[std::path::PathBuf]) -> Option<DiskMet> {
+    lanes.iter().find_map(|lane| {
+        crate::lanes::disk::room(lane)
+            .and_then(|room| room.met())
+            .map(|met| match met {
+                crate::lanes::disk::Met::Bytes => DiskMet::Bytes,
+                crate::lanes::disk::Met::Files => DiskMet::Files,
+            })
+    })
 }
 
 impl DiskWatch {
-    /// Watches `trees` for `process`, killing it when they pass `limit` bytes together.
-    pub fn start(process: &Process, trees: Vec<std::path::PathBuf>, limit: u64) -> DiskWatch {
-        use std::sync::atomic::{AtomicBool, Ordering};
+    /// Watches what `process`'s sandbox can write: `writable`, the host directories it
+    /// mounts read-write, within `limits` (bytes and files).
+    pub fn start(
+        process: &Process,
+        writable: Vec<std::path::PathBuf>,
+        limits: crate::files::Footprint,
+    ) -> DiskWatch {
+        let (lanes, trees): (Vec<_>, Vec<_>) = writable
+            .into_iter()
+            .partition(|dir| crate::lanes::disk::mounted(dir));
         let (done, watch) = std::sync::mpsc::channel::<()>();
-        let fired = Arc::new(AtomicBool::new(false));
-        let (process, flag, roots) = (process.clone(), fired.clone(), trees.clone());
+        let met = Arc::new(std::sync::Mutex::new(None));
+        let (process, found) = (process.clone(), met.clone());
+        let (watched_lanes, watched_trees) = (lanes.clone(), trees.clone());
         std::thread::spawn(move || {
-            let mut pause = std::time::Duration::from_secs(2);
-            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = watch.recv_timeout(pause) {
-                let started = std::time::Instant::now();
-                if trees_size(&roots, limit) > limit {
-                    flag.store(true, Ordering::SeqCst);
+            const TICK: std::time::Duration = std::time::Duration::from_millis(250);
+            let mut next_walk = std::time::Instant::now() + std::time::Duration::from_secs(1);
+            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = watch.recv_timeout(TICK) {
+                let mut seen = lanes_met(&watched_lanes);
+                if seen.is_none() && std::time::Instant::now() >= next_walk {
+                    seen = trees_met(&watched_trees, limits);
+                    next_walk = std::time::Instant::now() + std::time::Duration::from_secs(1);
+                }
+                if let Some(seen) = seen {
+                    *found.lock().unwrap_or_else(|p| p.into_inner()) = Some(seen);
                     let _ = process.kill();
                     return;
                 }
-                pause = (started.elapsed() * 20).max(std::time::Duration::from_secs(2));
             }
         });
         DiskWatch {
             _done: done,
-            fired,
+            met,
             trees,
-            limit,
+            lanes,
+            limits,
         }
     }
 
-    /// Whether the trees passed the limit: while the process ran, or now that it ended.
-    pub fn exceeded(&self) -> bool {
-        self.fired.load(std::sync::atomic::Ordering::SeqCst)
-            || trees_size(&self.trees, self.limit) > self.limit
+    /// The limit met: while the process ran, or now that it ended.
+    pub fn met(&self) -> Option<DiskMet> {
+        let seen = *self.met.lock().unwrap_or_else(|p| p.into_inner());
+        seen.or_else(|| lanes_met(&self.lanes))
+            .or_else(|| trees_met(&self.trees, self.limits))
     }
 }
 

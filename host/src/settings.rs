@@ -87,6 +87,9 @@ pub struct Settings {
     pub secrets_allowed: Vec<String>,
     /// How many items a drive works at once (`[drive] jobs`), when a file says.
     pub drive_jobs: Option<usize>,
+    /// Whether each lane is a file system of its own where stet may mount one
+    /// (`[sandbox] lane_file_systems`, default true).
+    pub lane_file_systems: bool,
     /// The largest file an agent may add or change in a lane (`[drive] max_file`).
     pub max_file: u64,
     /// The configuration files that were read, lowest precedence first.
@@ -121,13 +124,18 @@ pub struct SandboxLimits {
     pub memory_bytes: u64,
     /// CPU, in thousandths of a core.
     pub millicpus: u32,
-    /// How far a lane's working tree may grow, in bytes.
+    /// How much a sandbox may write (its lane's growth, its profile copy, its scratch),
+    /// in bytes; hard links count once per link.
     pub disk_bytes: u64,
+    /// How many files (inodes) it may make: empty files take no bytes, but a file
+    /// system's inodes run out all the same.
+    pub files: u64,
 }
 
 impl SandboxLimits {
     /// Defaults that fit a laptop: 4096 processes, half the memory up to 4 GiB, half the
-    /// cores (at least one), and 10 GiB of lane.
+    /// cores (at least one), 10 GiB written and a million files (a large repository's
+    /// checkout and build hold a few hundred thousand).
     pub fn defaults() -> SandboxLimits {
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get()) as u32;
         SandboxLimits {
@@ -135,6 +143,7 @@ impl SandboxLimits {
             memory_bytes: (physical_memory() / 2).clamp(256 << 20, 4 << 30),
             millicpus: (cores / 2).max(1) * 1000,
             disk_bytes: 10 << 30,
+            files: DEFAULT_FILES,
         }
     }
 
@@ -147,19 +156,23 @@ impl SandboxLimits {
         }
     }
 
-    /// In a line: `4096 processes, 4 GiB memory, 1 cpu, 10 GiB disk`.
+    /// In a line: `4096 processes, 4 GiB memory, 1 cpu, 10 GiB disk, 1000000 files`.
     pub fn describe(&self) -> String {
         let cpus = self.millicpus as f64 / 1000.0;
         format!(
-            "{} processes, {} memory, {} cpu{}, {} disk",
+            "{} processes, {} memory, {} cpu{}, {} disk, {} files",
             self.pids,
             size(self.memory_bytes),
             cpus,
             if cpus == 1.0 { "" } else { "s" },
-            size(self.disk_bytes)
+            size(self.disk_bytes),
+            self.files
         )
     }
 }
+
+/// The files a sandbox may make unless the settings say otherwise.
+pub const DEFAULT_FILES: u64 = 1_000_000;
 
 /// This machine's memory, in bytes (8 GiB when it cannot be read).
 fn physical_memory() -> u64 {
@@ -309,6 +322,11 @@ pub fn resolve(plugins_dirs: &[PathBuf], overrides: &Overrides) -> Result<Settin
         .rev()
         .find_map(|f| f.drive_pull_request_repo.clone());
     let drive_jobs = files.iter().rev().find_map(|f| f.drive_jobs);
+    let lane_file_systems = files
+        .iter()
+        .rev()
+        .find_map(|f| f.lane_file_systems)
+        .unwrap_or(true);
     let max_file = files
         .iter()
         .rev()
@@ -326,6 +344,7 @@ pub fn resolve(plugins_dirs: &[PathBuf], overrides: &Overrides) -> Result<Settin
         limits.memory_bytes = l.memory_bytes.unwrap_or(limits.memory_bytes);
         limits.millicpus = l.millicpus.unwrap_or(limits.millicpus);
         limits.disk_bytes = l.disk_bytes.unwrap_or(limits.disk_bytes);
+        limits.files = l.files.unwrap_or(limits.files);
     }
 
     let mut network = NetworkSettings::default();
@@ -345,6 +364,7 @@ pub fn resolve(plugins_dirs: &[PathBuf], overrides: &Overrides) -> Result<Settin
         drive_land,
         drive_pull_request_repo,
         drive_jobs,
+        lane_file_systems,
         max_file,
         secrets_allowed,
         profiles_root,
@@ -467,12 +487,14 @@ fn narrow_only(repo: &mut ConfigFile, persons: &[ConfigFile]) -> Vec<String> {
         theirs.memory_bytes = l.memory_bytes.unwrap_or(theirs.memory_bytes);
         theirs.millicpus = l.millicpus.unwrap_or(theirs.millicpus);
         theirs.disk_bytes = l.disk_bytes.unwrap_or(theirs.disk_bytes);
+        theirs.files = l.files.unwrap_or(theirs.files);
     }
     let LimitSettings {
         pids,
         memory_bytes,
         millicpus,
         disk_bytes,
+        files,
     } = &mut repo.limits;
     if pids.is_some_and(|p| p > theirs.pids) {
         *pids = None;
@@ -489,6 +511,16 @@ fn narrow_only(repo: &mut ConfigFile, persons: &[ConfigFile]) -> Vec<String> {
     if disk_bytes.is_some_and(|d| d > theirs.disk_bytes) {
         *disk_bytes = None;
         ignored.push("[sandbox] disk (it raises the limit)".to_string());
+    }
+    if files.is_some_and(|f| f > theirs.files) {
+        *files = None;
+        ignored.push("[sandbox] files (it raises the limit)".to_string());
+    }
+    // Without a file system of its own a lane's limits are only watched: that is the
+    // person's choice alone.
+    if repo.lane_file_systems == Some(false) {
+        repo.lane_file_systems = None;
+        ignored.push("[sandbox] lane_file_systems = false (it weakens the disk limit)".to_string());
     }
     // A larger file an agent may commit is more for the host's git to read: only smaller.
     let their_max_file = persons
@@ -737,7 +769,7 @@ mod tests {
             persons(PERSONS_LIMITS),
             repository(
                 &dir.path().join("stet.toml"),
-                "[sandbox]\npids = 2000\nmemory = \"2GiB\"\ncpus = 4\ndisk = \"4GiB\"\n\n\
+                "[sandbox]\npids = 2000\nmemory = \"2GiB\"\ncpus = 4\ndisk = \"4GiB\"\nfiles = 2000000\n\n\
                  [drive]\nmax_file = \"16MiB\"\n",
             ),
         ];
@@ -750,6 +782,7 @@ mod tests {
                 "[sandbox] memory (it raises the limit)",
                 "[sandbox] cpus (it raises the limit)",
                 "[sandbox] disk (it raises the limit)",
+                "[sandbox] files (it raises the limit)",
                 "[drive] max_file (it raises the limit)",
             ]
         );

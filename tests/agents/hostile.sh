@@ -139,6 +139,21 @@ implement)
         perl -e 'my ($f, $n, $v) = ("README", "user.note", "LAND"); syscall(188, $f, $n, $v, 4, 0) == 0 or exit 1' && report "set an attribute"
         report "left notes"
         ;;
+    burst)
+        # Many empty files first (no bytes; a walk of them is slow), then a burst far past
+        # the disk limit, deleted at once (between two looks of a watcher). What it managed
+        # goes to standard output, the call's log, which the host keeps whatever the end.
+        mkdir -p many
+        made=$(cd many && perl -e 'my $n = 0; for my $i (1 .. $ARGV[0]) { open(my $f, ">", "e$i") or last; close $f; $n++ } print $n' "$(directive files)")
+        echo "made $made empty files"
+        if dd if=/dev/zero of=burst.bin bs=1M count=3000 2>/dev/null; then
+            echo "wrote the burst whole"
+        else
+            echo "the burst was refused at $(( $(stat -c %s burst.bin 2>/dev/null || echo 0) / 1048576 )) MiB"
+        fi
+        rm -rf burst.bin many
+        echo "deleted it all"
+        ;;
     hardlinks)
         # One sparse file of 15 MiB and 4,000 hard links to it: no disk, 60 GB for git.
         truncate -s 15M big.bin

@@ -587,7 +587,7 @@ fn what_a_call_writes_outside_the_lane_counts_toward_the_disk_limit() {
         receipt["detail"]
             .as_str()
             .unwrap()
-            .contains("the lane, its profile copy, its session"),
+            .contains("its lane, its profile copy, its session"),
         "{receipt:#}"
     );
     assert_eq!(stet_e2e::landed_on(&a.remote()), Vec::<String>::new());
@@ -1923,7 +1923,7 @@ fn a_lane_never_lands_a_repository_under_another_name_and_no_branch_carrying_one
         );
         assert!(!a.world.work.join("docs").exists(), "{command} took it");
     }
-    persons_git_runs_nothing(&a, &[a.world.work.clone()]);
+    persons_git_runs_nothing(&a, std::slice::from_ref(&a.world.work));
 }
 
 #[test]
@@ -2074,6 +2074,107 @@ fn four_thousand_hard_links_of_a_sparse_file_are_refused_by_name_before_git_read
     assert!(
         !out.stderr.contains("the agent changed nothing"),
         "{}",
+        out.stderr
+    );
+}
+
+// Disk and files limits: held by the kernel where each lane is a file system of its own
+// (stet runs as root here and in CI: a machine where it may not mount runs the watched
+// test alone, and this one fails saying why), watched otherwise.
+
+/// The call's log (its standard output) of the only implementing receipt.
+fn implementing_log(a: &Attack) -> (serde_json::Value, String) {
+    let receipt = a
+        .receipts()
+        .into_iter()
+        .find(|r| r["role"] == "implement")
+        .expect("an implementing call");
+    let log = std::fs::read_to_string(receipt["log"].as_str().unwrap()).unwrap_or_default();
+    (receipt, log)
+}
+
+/// The number in `text` after `before`.
+fn number_after(text: &str, before: &str) -> Option<u64> {
+    let at = text.find(before)? + before.len();
+    text[at..]
+        .split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
+}
+
+fn require_lane_file_systems() {
+    assert!(
+        nix::unistd::geteuid().is_root() && Path::new("/dev/loop-control").exists(),
+        "lane file systems need root and loop devices here (CI runs as root); on another machine leave this test out by name"
+    );
+}
+
+#[test]
+fn a_lane_file_system_refuses_files_past_the_files_limit_at_the_kernel_and_names_it() {
+    require_lane_file_systems();
+    let a = Attack::new("[sandbox]\ndisk = \"200MiB\"\nfiles = 100000\n");
+    a.queue(&[a.item("Make many files", "attack: burst\nfiles: 150000")]);
+    let out = a.drive(&[]);
+    assert_ne!(out.code, 0, "{}", out.stderr);
+    let (receipt, log) = implementing_log(&a);
+    assert_eq!(receipt["limit_reached"], "files", "{receipt:#}\n{log}");
+    let made = number_after(&log, "made ").expect("the agent said how many it made");
+    // The limit is beyond the lane's checkout (a few entries), rounded up to whole groups
+    // of inodes by ext4.
+    assert!(
+        made <= 100_000 + 1024,
+        "the kernel let it make {made} files"
+    );
+    assert_eq!(stet_e2e::landed_on(&a.remote()), Vec::<String>::new());
+}
+
+#[test]
+fn a_lane_file_system_refuses_a_burst_past_the_disk_limit_at_the_kernel() {
+    require_lane_file_systems();
+    let a = Attack::new("[sandbox]\ndisk = \"50MiB\"\n");
+    a.queue(&[a.item("Burst", "attack: burst\nfiles: 1000")]);
+    let (out, _) = a.drive_measured(std::time::Duration::from_secs(600));
+    let (_, log) = implementing_log(&a);
+    let refused_at = number_after(&log, "the burst was refused at ")
+        .unwrap_or_else(|| panic!("the 3 GB burst was not refused: {log}\n{}", out.stderr));
+    // Within the limit and what ext4 keeps for itself; never the 3 GB asked for.
+    assert!(
+        refused_at <= 60,
+        "written {refused_at} MiB past a 50 MiB limit"
+    );
+    // Nothing of it on the host beyond the lane's own file system: its image holds what was
+    // written, and the burst was deleted.
+    let images: Vec<u64> = std::fs::read_dir(a.world.work.join(".git/stet/lanes"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|lane| {
+            use std::os::unix::fs::MetadataExt;
+            std::fs::metadata(lane.path().join("disk.img"))
+                .ok()
+                .map(|m| m.blocks() * 512)
+        })
+        .collect();
+    assert!(images.iter().all(|b| *b < 200 << 20), "{images:?}");
+}
+
+#[test]
+fn without_lane_file_systems_the_files_limit_is_watched_and_the_call_ended_and_named() {
+    let a = Attack::new("[sandbox]\ndisk = \"50MiB\"\nfiles = 100000\nlane_file_systems = false\n");
+    a.queue(&[a.item("Make many files", "attack: burst\nfiles: 300000")]);
+    let out = a.drive(&[]);
+    assert_ne!(out.code, 0, "{}", out.stderr);
+    let (receipt, log) = implementing_log(&a);
+    assert_eq!(receipt["limit_reached"], "files", "{receipt:#}\n{log}");
+    assert!(
+        !log.contains("deleted it all"),
+        "the watcher ended the call before the agent did: {log}"
+    );
+    assert!(
+        out.stderr
+            .contains("watched, not enforced by the kernel ([sandbox] lane_file_systems = false)"),
+        "the consent says how the limit holds: {}",
         out.stderr
     );
 }

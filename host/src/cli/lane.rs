@@ -71,7 +71,9 @@ pub fn shell(settings: &Settings, args: &ShellArgs, printer: Printer) -> Result<
         )
         .hint("wait until it is done with the item (stet queue shows its state), then run stet shell again"));
     }
-    let Some((lane, from)) = lanes::reopen(&repo, &args.remote, &id).map_err(git_failed)? else {
+    let bounds = lanes::disk::bounds(settings);
+    let Some((lane, from)) = lanes::reopen(&repo, &args.remote, &id, bounds).map_err(git_failed)?
+    else {
         return Err(CliError::usage(format!(
             "{id} has no lane on this clone and no branch {} here or on {}",
             lanes::branch_of(&id),

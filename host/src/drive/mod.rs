@@ -518,12 +518,13 @@ fn consent_of(facts: ConsentFacts<'_>, harness: &OpenHarness, runtime: &OpenRunt
         network: proof.network.clone().unwrap_or_default(),
         land,
         limits: format!(
-            "{} per sandbox{}",
+            "{} per sandbox{}; disk and files {}",
             settings.limits.describe(),
             runtime
                 .unenforced_limits()
                 .map(|why| format!(" — {why}"))
-                .unwrap_or_default()
+                .unwrap_or_default(),
+            crate::lanes::disk::enforcement(settings.lane_file_systems).describe(&settings.limits)
         ),
     }
 }

@@ -525,6 +525,8 @@ impl World {
             drive_pull_request_repo: None,
             secrets_allowed: Vec::new(),
             drive_jobs: None,
+            // The scenarios' lanes are plain directories, whoever runs them.
+            lane_file_systems: false,
             max_file: crate::lanes::MAX_FILE,
             config_files: Vec::new(),
             limits: SandboxLimits::defaults(),

@@ -114,7 +114,7 @@ mod tests {
     #[test]
     fn a_lanes_change_holds_its_commits_its_uncommitted_edits_and_new_files_and_a_link_as_a_link() {
         let (root, _bare, work) = crate::git::testing::clone_of_fresh_remote();
-        let lane = super::super::open(&work, "origin", "item", "HEAD").unwrap();
+        let lane = super::super::open(&work, "origin", "item", "HEAD", None).unwrap();
         std::fs::write(lane.dir.join("committed.txt"), "by the agent\n").unwrap();
         lane.commit_all("the agent's work").unwrap();
         std::fs::write(
@@ -165,7 +165,7 @@ mod tests {
     #[test]
     fn with_no_lane_here_the_branch_is_diffed_local_else_the_remotes_and_neither_is_none() {
         let (_root, _bare, work) = crate::git::testing::clone_of_fresh_remote();
-        let lane = super::super::open(&work, "origin", "item", "HEAD").unwrap();
+        let lane = super::super::open(&work, "origin", "item", "HEAD", None).unwrap();
         std::fs::write(lane.dir.join("landed.txt"), "landed\n").unwrap();
         lane.commit_all("the agent's work").unwrap();
         lane.push(&work, "origin").unwrap();

@@ -17,7 +17,8 @@ pub enum Reopened {
     Remote,
 }
 
-/// `item`'s lane as kept on this clone, untouched; `None` when there is none.
+/// `item`'s lane as kept on this clone, untouched (its file system mounted again after a
+/// restart); `None` when there is none, or its file system cannot be mounted here.
 pub fn here(repo: &Path, item: &str) -> Option<Lane> {
     let root = lanes_dir(repo).join(item);
     let lane = Lane {
@@ -26,7 +27,10 @@ pub fn here(repo: &Path, item: &str) -> Option<Lane> {
         dir: root.join("work"),
         git_dir: root.join("git"),
     };
-    (lane.git_dir.join("HEAD").is_file() && lane.dir.is_dir()).then_some(lane)
+    let usable = lane.git_dir.join("HEAD").is_file()
+        && lane.dir.is_dir()
+        && super::disk::ensure_mounted(&root, &lane.dir).is_ok();
+    usable.then_some(lane)
 }
 
 /// The items whose lane branch this clone or `remote` has (local `stet/*` branches, stet's
@@ -94,8 +98,14 @@ pub(super) fn branch_ref(repo: &Path, remote: &str, item: &str) -> Option<(Strin
 }
 
 /// `item`'s lane for a person to enter: the one kept here, else one opened again from its
-/// branch (local, else the remote's). `None` when there is neither a lane nor a branch.
-pub fn reopen(repo: &Path, remote: &str, item: &str) -> Result<Option<(Lane, Reopened)>, GitError> {
+/// branch (local, else the remote's), within `bounds` as a drive's. `None` when there is
+/// neither a lane nor a branch.
+pub fn reopen(
+    repo: &Path,
+    remote: &str,
+    item: &str,
+    bounds: Option<super::disk::Bounds>,
+) -> Result<Option<(Lane, Reopened)>, GitError> {
     let _opening = opening(repo, item)?;
     if let Some(lane) = here(repo, item) {
         return Ok(Some((lane, Reopened::Kept)));
@@ -114,7 +124,7 @@ pub fn reopen(repo: &Path, remote: &str, item: &str) -> Result<Option<(Lane, Reo
         dir: root.join("work"),
         git_dir: root.join("git"),
     };
-    make(repo, &lane, &source)?;
+    make(repo, &lane, &source, bounds)?;
     Ok(Some((lane, from)))
 }
 
@@ -125,26 +135,26 @@ mod tests {
     #[test]
     fn a_lane_gone_is_opened_again_from_the_local_branch_else_the_remotes() {
         let (_root, _bare, work) = crate::git::testing::clone_of_fresh_remote();
-        let lane = super::super::open(&work, "origin", "item", "HEAD").unwrap();
+        let lane = super::super::open(&work, "origin", "item", "HEAD", None).unwrap();
         std::fs::write(lane.dir.join("work.txt"), "the agent's\n").unwrap();
         lane.commit_all("the agent's work").unwrap();
         lane.push(&work, "origin").unwrap();
         let pushed = lane.head().unwrap();
         std::fs::write(lane.dir.join("edit.txt"), "uncommitted\n").unwrap();
 
-        let (kept, from) = reopen(&work, "origin", "item").unwrap().unwrap();
+        let (kept, from) = reopen(&work, "origin", "item", None).unwrap().unwrap();
         assert_eq!(from, Reopened::Kept);
         assert!(kept.dir.join("edit.txt").is_file(), "kept as it is");
 
         lane.remove();
-        let (again, from) = reopen(&work, "origin", "item").unwrap().unwrap();
+        let (again, from) = reopen(&work, "origin", "item", None).unwrap().unwrap();
         assert_eq!(from, Reopened::Local);
         assert_eq!(again.head().unwrap(), pushed);
         assert!(again.dir.join("work.txt").is_file());
 
         again.remove();
         git(&work, &["branch", "-D", "stet/item"]).unwrap();
-        let (remote, from) = reopen(&work, "origin", "item").unwrap().unwrap();
+        let (remote, from) = reopen(&work, "origin", "item", None).unwrap().unwrap();
         assert_eq!(from, Reopened::Remote);
         assert_eq!(remote.head().unwrap(), pushed);
 
@@ -155,6 +165,6 @@ mod tests {
         )
         .unwrap();
         git(&work, &["update-ref", "-d", "refs/stet/pushed/item"]).unwrap();
-        assert!(reopen(&work, "origin", "item").unwrap().is_none());
+        assert!(reopen(&work, "origin", "item", None).unwrap().is_none());
     }
 }

@@ -145,10 +145,14 @@ impl Worker<'_, '_> {
         *self.in_flight.lock().unwrap_or_else(|p| p.into_inner()) = Some(process.clone());
         let limit = std::time::Duration::from_secs(self.drive.options.call_limit_secs);
         let watchdog = sandbox::Watchdog::start(&process, limit);
+        let limits = &self.drive.settings.limits;
         let disk = sandbox::DiskWatch::start(
             &process,
             vec![lane.dir.clone()],
-            self.drive.settings.limits.disk_bytes,
+            crate::files::Footprint {
+                bytes: limits.disk_bytes,
+                files: limits.files,
+            },
         );
         let mut output = crate::capture::Capture::new(Some(&call.log), 32 * 1024).map_err(|e| {
             Concept::Drive.failure(format!("cannot write {}: {e}", call.log.display()))
@@ -167,8 +171,10 @@ impl Worker<'_, '_> {
         let output_bytes = output.total();
         let (kept, log_cut_bytes) = output.finish_counting().unwrap_or_default();
         let kept = String::from_utf8_lossy(&kept).into_owned();
+        // What the check left is measured before the restore takes it away.
+        let disk_met = disk.met();
         let restored = lane.restore();
-        let why = self.check_stopped(watchdog.fired(), disk.exceeded(), &status, &events);
+        let why = self.check_stopped(watchdog.fired(), disk_met, &status, &events);
         if let Err(e) = restored {
             return Err(Concept::Drive
                 .failure(format!(
@@ -214,7 +220,7 @@ impl Worker<'_, '_> {
     fn check_stopped(
         &self,
         timed_out: bool,
-        disk_exceeded: bool,
+        disk_met: Option<sandbox::DiskMet>,
         status: &stet_plugin_api::ExitStatus,
         events: &sandbox::LimitEvents,
     ) -> Option<String> {
@@ -226,8 +232,10 @@ impl Worker<'_, '_> {
                     self.drive.options.call_limit_secs
                 ))
             ))
-        } else if disk_exceeded {
+        } else if disk_met == Some(sandbox::DiskMet::Bytes) {
             Some(harness::LimitReached::Disk(limits.disk_bytes).describe())
+        } else if disk_met == Some(sandbox::DiskMet::Files) {
+            Some(harness::LimitReached::Files(limits.files).describe())
         } else if status.out_of_memory || (events.oom_kills > 0 && !status.success()) {
             Some(harness::LimitReached::Memory(limits.memory_bytes).describe())
         } else if events.pids_refused > 0 && !status.success() {

@@ -34,13 +34,13 @@ impl Worker<'_, '_> {
     /// change under review.
     pub(in crate::drive) fn brief(&self, lane: &Lane) -> Brief<'_> {
         let base = self.base_of(lane).unwrap_or_default();
-        let listed = (!base.is_empty())
-            .then(|| {
-                lane.history()
-                    .run(&["ls-tree", "--name-only", &base, "--"])
-                    .unwrap_or_default()
-            })
-            .unwrap_or_default();
+        let listed = if base.is_empty() {
+            String::new()
+        } else {
+            lane.history()
+                .run(&["ls-tree", "--name-only", &base, "--"])
+                .unwrap_or_default()
+        };
         let names: Vec<&str> = listed.lines().collect();
         Brief {
             check: self.drive.options.check.as_deref(),
