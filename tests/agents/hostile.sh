@@ -374,6 +374,30 @@ implement)
             sleep 1
             printf 'CONNECT 127.0.0.1:%s HTTP/1.1\r\nHost: 127.0.0.1:%s\r\n\r\n' '$unlisted' '$unlisted' >&3
             timeout 3 cat <&3" 2>&1 | tr -d '\r' | tr '\n' ' ')"
+        # Host names with odd bytes, and other spellings of loopback, for the unlisted
+        # port: each target is a printf format, so a NUL or a line break reaches the proxy
+        # as the raw byte.
+        odd() { # odd LABEL TARGET-FORMAT
+            report "odd $1: $(bash -c "exec 3<>/dev/tcp/$proxy_host/$proxy_port || exit 1
+                printf 'CONNECT $2 HTTP/1.1\r\nHost: x\r\n\r\n' >&3
+                timeout 3 cat <&3" 2>&1 | tr -d '\r\000' | head -n 1)"
+        }
+        u=$unlisted
+        odd nul "127.0.0.1\\000.listed.example:$u"
+        odd percent "127.0.0.1%%00.listed.example:$u"
+        odd short "127.1:$u"
+        odd decimal "2130706433:$u"
+        odd hex "0x7f000001:$u"
+        odd octal "0177.0.0.1:$u"
+        odd ipv6 "[::1]:$u"
+        odd mapped "[::ffff:127.0.0.1]:$u"
+        odd trailing-dot "127.0.0.1.:$u"
+        odd upper "LOCALHOST:$u"
+        odd userinfo "x@127.0.0.1:$u"
+        odd line-break "127.0.0.1\\r\\nX-Injected: 1:$u"
+        odd tab "127.0.0.1\\t:$u"
+        odd fullwidth "１２７.0.0.1:$u"
+        odd empty ":$u"
         # Not HTTP at all, to the proxy's port.
         report "not http: $(bash -c "exec 3<>/dev/tcp/$proxy_host/$proxy_port || exit 1
             printf 'SSH-2.0-OpenSSH_9.6\r\n' >&3; timeout 3 cat <&3" 2>&1 | tr -d '\r' | head -n 2 | tr '\n' ' ')"

@@ -1319,6 +1319,18 @@ fn tries_every_way_out(runtime: &str) {
         "git went through the proxy and was refused:\n{report}"
     );
     assert!(report.contains("not http: HTTP/1.1 400"), "{report}");
+    // Names with a NUL, a line break or other odd bytes, and every other spelling of
+    // loopback: each refused (or the connection closed), none tunnelled.
+    let odd: Vec<&str> = report.lines().filter(|l| l.starts_with("odd ")).collect();
+    assert_eq!(odd.len(), 15, "{report}");
+    for line in odd {
+        let (_, answer) = line.split_once(": ").unwrap_or((line, ""));
+        assert!(
+            answer.is_empty() || answer.starts_with("HTTP/1.1 4"),
+            "{line}\n{report}"
+        );
+        assert!(!answer.contains(" 200"), "{line}");
+    }
     assert!(
         report.contains("interfaces: lo \n"),
         "loopback is all there is:\n{report}"
@@ -1340,7 +1352,10 @@ fn tries_every_way_out(runtime: &str) {
     );
     let queue = attack.world.run_stet(&["queue"]);
     assert!(
-        queue.stdout.contains("network blocked: 127.0.0.1"),
+        queue.stdout.contains("network blocked: ")
+            && queue
+                .stdout
+                .contains(&format!("127.0.0.1:{} ×", unlisted.port)),
         "{}",
         queue.stdout
     );
