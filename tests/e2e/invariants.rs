@@ -1072,3 +1072,64 @@ fn production_code_repeats_no_block_of_twenty_lines() {
         copies.join("\n")
     );
 }
+
+/// Where host code outside the gate makes git that reads a lane's working tree: an
+/// `Inert::lane` (`GIT_DIR` with `GIT_WORK_TREE`), or a `GIT_WORK_TREE` of its own.
+fn working_tree_git_outside_the_gate(file: &Path, code: &str) -> Vec<String> {
+    let root = repo_root();
+    let relative = file.strip_prefix(&root).unwrap_or(file);
+    if relative.starts_with("host/src/gate") || relative == Path::new("host/src/git.rs") {
+        return Vec::new();
+    }
+    // The items `#[cfg(test)]` gates are skipped, as `scan` skips them.
+    let (mut gated, mut depth, mut opened) = (false, 0i64, false);
+    let mut found = Vec::new();
+    for (n, line) in code.lines().enumerate() {
+        let code = line.split("//").next().unwrap_or("");
+        if line.trim_start().starts_with("#[cfg(test)]") {
+            (gated, depth, opened) = (true, 0, false);
+            continue;
+        }
+        if gated {
+            depth += code.matches('{').count() as i64 - code.matches('}').count() as i64;
+            opened |= code.contains('{');
+            if (opened && depth <= 0) || (!opened && code.trim_end().ends_with(';')) {
+                gated = false;
+            }
+            continue;
+        }
+        if code.contains("Inert::lane(") || code.contains("GIT_WORK_TREE") {
+            found.push(format!("{}:{}: {}", relative.display(), n + 1, line.trim()));
+        }
+    }
+    found
+}
+
+/// Everything a sandbox wrote crosses back through one gate: host git reads a lane's
+/// working tree only in `host/src/gate/` (`Tree`, after the walk its purpose needs);
+/// elsewhere a lane's git is its history alone (`Inert::history`, a bare repository).
+#[test]
+fn host_git_reads_a_lanes_working_tree_only_through_the_gate() {
+    let host = repo_root().join("host/src");
+    let mut offenders = Vec::new();
+    for file in production_sources()
+        .into_iter()
+        .filter(|f| f.starts_with(&host))
+    {
+        let code = std::fs::read_to_string(&file).unwrap();
+        offenders.extend(working_tree_git_outside_the_gate(&file, &code));
+    }
+    assert!(
+        offenders.is_empty(),
+        "host git on a lane's working tree outside the gate:\n{}",
+        offenders.join("\n")
+    );
+    // The scan finds one where it is made, and not in a test.
+    let made = "fn x() { Inert::lane(&git, &work).run(&[\"status\"]); }\n\
+                #[cfg(test)]\nmod tests { fn y() { Inert::lane(&a, &b); } }\n";
+    assert_eq!(
+        working_tree_git_outside_the_gate(&host.join("drive/x.rs"), made).len(),
+        1
+    );
+    assert!(working_tree_git_outside_the_gate(&host.join("gate/tree.rs"), made).is_empty());
+}
