@@ -443,12 +443,12 @@ fn clean_here(
                 continue;
             }
         }
-        let bytes = crate::files::tree_size(&root, u64::MAX);
+        let bytes = crate::files::disk_usage(&root);
         if options.dry_run {
             done.push(entry(act).bytes(bytes));
             continue;
         }
-        match std::fs::remove_dir_all(&root) {
+        match crate::lanes::delete(&root) {
             Ok(()) => done.push(entry(act).bytes(bytes)),
             Err(e) => done.push(entry(Action::Kept).why(format!("cannot remove it: {e}"))),
         }

@@ -212,6 +212,10 @@ fn make(
 ) -> Result<(), GitError> {
     let (item, branch) = (lane.item.as_str(), lane.branch.as_str());
     let root = lanes_dir(repo).join(item);
+    // Stet's directory and the lanes' are the owner's alone.
+    for dir in [stet_dir(repo), lanes_dir(repo)] {
+        private_dir(&dir).map_err(|e| io_error("mkdir", &dir, e))?;
+    }
     let partial = root.with_extension("partial");
     if partial.exists() {
         discard(&stet_dir(repo), &partial).map_err(|e| io_error("remove", &partial, e))?;
@@ -470,6 +474,12 @@ fn reuse(repo: &Path, copy: &Lane, item: &str, source: &str) -> Result<(), GitEr
     Ok(())
 }
 
+/// Deletes the lane whose root is `root` now: its own file system let go first.
+pub fn delete(root: &Path) -> std::io::Result<()> {
+    disk::release(root);
+    std::fs::remove_dir_all(root)
+}
+
 /// Moves `path` into the trash at once and deletes it in the background.
 fn discard(stet: &Path, path: &Path) -> std::io::Result<()> {
     // A lane's own file system is let go first: the rest is plain directories.
@@ -569,16 +579,9 @@ fn lay_out(root: &Path, item: &str) -> Result<Lane, GitError> {
         dir: root.join("work"),
         git_dir: root.join("git"),
     };
+    // The lane's own directory; never its parents, which are the caller's (stet's and the
+    // lanes' directories for a drive's lane, `make`; a temporary directory for a scratch).
     private_dir(root).map_err(|e| io_error("mkdir", root, e))?;
-    if let Some(lanes) = root.parent() {
-        private_dir(lanes).map_err(|e| io_error("mkdir", lanes, e))?;
-        if let Some(stet) = lanes
-            .parent()
-            .filter(|s| s.file_name().is_some_and(|n| n == "stet"))
-        {
-            private_dir(stet).map_err(|e| io_error("mkdir", stet, e))?;
-        }
-    }
     std::fs::create_dir_all(&lane.dir).map_err(|e| io_error("mkdir", &lane.dir, e))?;
     Inert::at(root).run(&[
         "init",
@@ -764,7 +767,7 @@ impl Lane {
     pub fn remove(&self) {
         if let (Some(root), Some(stet)) = (self.dir.parent(), self.stet_dir()) {
             if discard(&stet, root).is_err() {
-                let _ = std::fs::remove_dir_all(root);
+                let _ = delete(root);
             }
         }
     }
@@ -1206,6 +1209,21 @@ mod tests {
                 .unwrap()
                 .changed
         );
+    }
+
+    #[test]
+    fn a_scratch_lane_makes_its_own_directory_private_and_leaves_its_parents_as_they_were() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
+        let lane = scratch(&dir.path().join("lane")).unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(
+            mode(dir.path()),
+            0o1777,
+            "a parent (a /tmp) is left as it was"
+        );
+        assert_eq!(mode(lane.dir.parent().unwrap()), 0o700);
     }
 
     #[test]

@@ -157,6 +157,8 @@ pub fn walk(top: &std::path::Path, rules: Rules, max_file: u64) -> Result<Walked
             .map(|d| d.as_millis())
             .unwrap_or_default(),
         renamed: 0,
+        changed: std::collections::HashMap::new(),
+        to_rename: std::collections::HashSet::new(),
     };
     let top_stat = fs::fstat(&top_fd).map_err(|e| fail("", e))?;
     if walker.touched(&top_stat) && rules.purpose != Purpose::Survey {
@@ -204,12 +206,11 @@ struct Frame {
     subdirectories: Vec<(CString, bool)>,
 }
 
-/// A repository a directory is inside: where, what shape, and whether it is recorded yet.
+/// A repository a directory is inside: where, and what shape.
 #[derive(Debug, Clone)]
 struct Inside {
     path: String,
     shape: Shape,
-    recorded: bool,
 }
 
 impl Frame {
@@ -230,6 +231,11 @@ struct Walker {
     found: Walked,
     stamp: u128,
     renamed: u64,
+    /// The repositories found made or changed, by path: their index in `found`.
+    changed: std::collections::HashMap<String, usize>,
+    /// Those `Look` renames out of git's sight when the walk leaves their directory (a
+    /// change found below its top).
+    to_rename: std::collections::HashSet<String>,
 }
 
 fn fail(path: &str, e: Errno) -> GateError {
@@ -313,6 +319,11 @@ impl Walker {
                     moved_up.push(aside);
                     continue;
                 }
+                if self.rules.purpose == Purpose::Commit {
+                    // Deeper than git could hold anyway: named, and the commit refused.
+                    self.found.too_long.push(path);
+                    continue;
+                }
                 return Err(GateError {
                     path,
                     why: format!(
@@ -371,7 +382,6 @@ impl Walker {
                 frame.repository = Some(Inside {
                     path: frame.path.clone(),
                     shape,
-                    recorded: false,
                 });
                 if self.rules.purpose == Purpose::Survey {
                     if !is_top {
@@ -556,9 +566,18 @@ impl Walker {
         Ok(())
     }
 
-    /// When a directory's walk ends: a touched one gets the crossing's times (after its
-    /// entries were removed or renamed, which set them).
+    /// When a directory's walk ends: a repository whose change was found below its top is
+    /// renamed out of git's sight (`Look`), and a touched directory gets the crossing's
+    /// times (after its entries were removed or renamed, which set them).
     fn leave(&mut self, frame: &Frame) -> Result<(), GateError> {
+        if let Some(inside) = &frame.repository {
+            if inside.path == frame.path && self.to_rename.remove(&inside.path) {
+                let moved_to = self.rename_markers(&frame.fd, &inside.path, inside.shape)?;
+                if let Some(&at) = self.changed.get(&inside.path) {
+                    self.found.repositories[at].moved_to = moved_to;
+                }
+            }
+        }
         if frame.touched && self.rules.purpose != Purpose::Survey {
             fs::futimens(&frame.fd, &now_stamps()).map_err(|e| fail(&frame.path, e))?;
         }
@@ -566,28 +585,30 @@ impl Walker {
     }
 
     /// Records the repository `frame` is in as made or changed, once; `Look` renames it
-    /// out of git's sight.
+    /// out of git's sight (now, at its top, or when the walk leaves its top).
     fn changed(&mut self, frame: &mut Frame) -> Result<(), GateError> {
-        let Some(inside) = frame.repository.as_mut() else {
+        let Some(inside) = frame.repository.clone() else {
             return Ok(());
         };
-        if inside.recorded {
+        // Git puts back what it tracks; what it does not track goes with `clean`.
+        if self.rules.purpose == Purpose::Restore || self.changed.contains_key(&inside.path) {
             return Ok(());
         }
-        inside.recorded = true;
-        if self.rules.purpose == Purpose::Restore {
-            // Git puts back what it tracks; what it does not track goes with `clean`.
-            return Ok(());
-        }
-        let (path, shape) = (inside.path.clone(), inside.shape);
-        let moved_to = if self.rules.purpose == Purpose::Look && path == frame.path {
-            self.rename_markers(&frame.fd, &path, shape)?
-        } else {
-            None
+        let moved_to = match self.rules.purpose {
+            Purpose::Look if inside.path == frame.path && !frame.path.is_empty() => {
+                self.rename_markers(&frame.fd, &inside.path, inside.shape)?
+            }
+            Purpose::Look if !inside.path.is_empty() => {
+                self.to_rename.insert(inside.path.clone());
+                None
+            }
+            _ => None,
         };
+        self.changed
+            .insert(inside.path.clone(), self.found.repositories.len());
         self.found.repositories.push(Repository {
-            path,
-            shape,
+            path: inside.path,
+            shape: inside.shape,
             link: false,
             moved_to,
         });
@@ -596,8 +617,7 @@ impl Walker {
 
     /// Records a repository found by `Survey` (one present, whatever touched it).
     fn record(&mut self, frame: &mut Frame, link: bool) {
-        if let Some(inside) = frame.repository.as_mut() {
-            inside.recorded = true;
+        if let Some(inside) = frame.repository.as_ref() {
             self.found.repositories.push(Repository {
                 path: inside.path.clone(),
                 shape: inside.shape,
@@ -855,6 +875,23 @@ mod tests {
             & 0o7777
     }
 
+    /// A crossing's start after `file` last changed: the status-change time of a probe in
+    /// `dir`, written until the file system's clock has moved past `file`'s (it ticks in
+    /// jiffies), so that `file` is untouched and whatever changes next is touched.
+    fn later_than(file: &Path, dir: &Path) -> Since {
+        let stat = |p: &Path| fs::stat(p).unwrap();
+        let before = changed_at(&stat(file));
+        let probe = dir.join(".probe");
+        loop {
+            std::fs::write(&probe, "").unwrap();
+            let now = changed_at(&stat(&probe));
+            if now > before {
+                std::fs::remove_file(&probe).unwrap();
+                return now;
+            }
+        }
+    }
+
     fn fifo(path: &Path) {
         nix::unistd::mkfifo(path, nix::sys::stat::Mode::S_IRWXU).unwrap();
     }
@@ -1000,6 +1037,28 @@ mod tests {
                 String::from_utf8_lossy(&out.stdout)
             );
         }
+    }
+
+    #[test]
+    fn a_change_deep_inside_a_repository_renames_it_once_the_walk_leaves_its_top() {
+        let dir = tempfile::tempdir().unwrap();
+        let top = dir.path();
+        std::fs::create_dir_all(top.join("fixture.git/objects/ab")).unwrap();
+        std::fs::create_dir_all(top.join("fixture.git/refs/heads")).unwrap();
+        std::fs::write(top.join("fixture.git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(top.join("fixture.git/objects/ab/cd"), "x").unwrap();
+        let since = later_than(&top.join("fixture.git/objects/ab/cd"), top);
+        // Touched below the top alone, twice: one record, renamed when the walk leaves it.
+        std::fs::write(top.join("fixture.git/objects/ab/cd"), "y").unwrap();
+        std::fs::write(top.join("fixture.git/refs/heads/main"), "0").unwrap();
+        let walked = walk(top, rules(Purpose::Look, Some(since)), u64::MAX).unwrap();
+        assert_eq!(walked.repositories.len(), 1, "{:?}", walked.repositories);
+        let moved = walked.repositories[0].moved_to.as_deref().unwrap();
+        assert!(
+            moved.starts_with("fixture.git/HEAD.stet-quarantined-"),
+            "{moved}"
+        );
+        assert!(!top.join("fixture.git/HEAD").exists());
     }
 
     #[test]
