@@ -154,9 +154,9 @@ pub struct Footprint {
     pub files: u64,
 }
 
-/// What the entries under `root` come to (links not followed, other file systems not
-/// entered), stopping early once past `stop` in bytes or files.
-pub fn footprint(root: &Path, stop: Footprint) -> Footprint {
+/// What the entries under `root` come to (links not followed, other file systems and the
+/// directories `skip` names not entered), stopping early once past `stop` in bytes or files.
+pub fn footprint(root: &Path, stop: Footprint, skip: &[std::path::PathBuf]) -> Footprint {
     use std::os::unix::fs::MetadataExt;
     let mut seen = Footprint::default();
     let Ok(top) = std::fs::symlink_metadata(root) else {
@@ -175,10 +175,14 @@ pub fn footprint(root: &Path, stop: Footprint) -> Footprint {
             continue;
         };
         for entry in entries.filter_map(Result::ok) {
-            let Ok(meta) = entry.path().symlink_metadata() else {
+            let path = entry.path();
+            let Ok(meta) = path.symlink_metadata() else {
                 continue;
             };
             if meta.dev() != device {
+                continue;
+            }
+            if meta.is_dir() && skip.contains(&path) {
                 continue;
             }
             seen.bytes = seen.bytes.saturating_add(charge(&meta));
@@ -187,7 +191,7 @@ pub fn footprint(root: &Path, stop: Footprint) -> Footprint {
                 return seen;
             }
             if meta.is_dir() {
-                pending.push(entry.path());
+                pending.push(path);
             }
         }
     }

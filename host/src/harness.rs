@@ -455,6 +455,9 @@ pub struct Ready<'a> {
     /// The host directories the disk limit is watched on: a lane mounted read-write, the
     /// session directory, every writable mount (the call's profile copy).
     disk: Vec<PathBuf>,
+    /// Directories within them mounted read-only (`stet ask`'s repositories): not the
+    /// sandbox's to grow.
+    disk_read_only: Vec<PathBuf>,
     /// What the sandbox was made for: a launch asking for other mounts or another network
     /// cannot run in it.
     mounts: Vec<stet_plugin_api::Mount>,
@@ -505,6 +508,12 @@ pub fn ready_launch<'a>(
     let workdir = plan.workdir.clone();
     // Every host directory the sandbox can write counts toward its disk limit: what it
     // writes outside the lane is on the host's disk all the same.
+    let disk_read_only: Vec<PathBuf> = plan
+        .lane
+        .iter()
+        .filter(|(_, access)| *access == LaneAccess::ReadWrite)
+        .flat_map(|(lane, _)| lane.read_only.iter().map(|(source, _)| source.clone()))
+        .collect();
     let disk: Vec<PathBuf> = plan
         .lane
         .iter()
@@ -546,6 +555,7 @@ pub fn ready_launch<'a>(
         walled,
         workdir,
         disk,
+        disk_read_only,
         mounts: launch.mounts.to_vec(),
         network: launch.network.clone(),
         env: launch.process.env.to_vec(),
@@ -573,6 +583,7 @@ pub fn run_ready(
         walled,
         workdir,
         disk,
+        disk_read_only,
         ..
     } = ready;
     let session_log = session_dir.path().join("session.jsonl");
@@ -622,6 +633,7 @@ pub fn run_ready(
         DiskWatch::start(
             &running,
             disk,
+            disk_read_only,
             crate::files::Footprint {
                 bytes: settings.limits.disk_bytes,
                 files: settings.limits.files,

@@ -712,19 +712,24 @@ pub struct DiskWatch {
     _done: std::sync::mpsc::Sender<()>,
     met: Arc<std::sync::Mutex<Option<DiskMet>>>,
     trees: Vec<std::path::PathBuf>,
+    read_only: Vec<std::path::PathBuf>,
     lanes: Vec<std::path::PathBuf>,
     limits: crate::files::Footprint,
 }
 
-/// The limit `trees` together pass, if any.
-fn trees_met(trees: &[std::path::PathBuf], limits: crate::files::Footprint) -> Option<DiskMet> {
+/// The limit `trees` together pass, if any, the read-only directories within them aside.
+fn trees_met(
+    trees: &[std::path::PathBuf],
+    read_only: &[std::path::PathBuf],
+    limits: crate::files::Footprint,
+) -> Option<DiskMet> {
     let mut total = crate::files::Footprint::default();
     for tree in trees {
         let left = crate::files::Footprint {
             bytes: limits.bytes.saturating_sub(total.bytes),
             files: limits.files.saturating_sub(total.files),
         };
-        let seen = crate::files::footprint(tree, left);
+        let seen = crate::files::footprint(tree, left, read_only);
         total.bytes = total.bytes.saturating_add(seen.bytes);
         total.files = total.files.saturating_add(seen.files);
         if total.files > limits.files {
@@ -751,10 +756,12 @@ fn lanes_met(lanes: &[std::path::PathBuf]) -> Option<DiskMet> {
 
 impl DiskWatch {
     /// Watches what `process`'s sandbox can write: `writable`, the host directories it
-    /// mounts read-write, within `limits` (bytes and files).
+    /// mounts read-write (but for `read_only`, directories within them mounted read-only:
+    /// `stet ask`'s repositories), within `limits` (bytes and files).
     pub fn start(
         process: &Process,
         writable: Vec<std::path::PathBuf>,
+        read_only: Vec<std::path::PathBuf>,
         limits: crate::files::Footprint,
     ) -> DiskWatch {
         let (lanes, trees): (Vec<_>, Vec<_>) = writable
@@ -763,14 +770,15 @@ impl DiskWatch {
         let (done, watch) = std::sync::mpsc::channel::<()>();
         let met = Arc::new(std::sync::Mutex::new(None));
         let (process, found) = (process.clone(), met.clone());
-        let (watched_lanes, watched_trees) = (lanes.clone(), trees.clone());
+        let (watched_lanes, watched_trees, skipped) =
+            (lanes.clone(), trees.clone(), read_only.clone());
         std::thread::spawn(move || {
             const TICK: std::time::Duration = std::time::Duration::from_millis(250);
             let mut next_walk = std::time::Instant::now() + std::time::Duration::from_secs(1);
             while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = watch.recv_timeout(TICK) {
                 let mut seen = lanes_met(&watched_lanes);
                 if seen.is_none() && std::time::Instant::now() >= next_walk {
-                    seen = trees_met(&watched_trees, limits);
+                    seen = trees_met(&watched_trees, &skipped, limits);
                     next_walk = std::time::Instant::now() + std::time::Duration::from_secs(1);
                 }
                 if let Some(seen) = seen {
@@ -784,6 +792,7 @@ impl DiskWatch {
             _done: done,
             met,
             trees,
+            read_only,
             lanes,
             limits,
         }
@@ -793,7 +802,7 @@ impl DiskWatch {
     pub fn met(&self) -> Option<DiskMet> {
         let seen = *self.met.lock().unwrap_or_else(|p| p.into_inner());
         seen.or_else(|| lanes_met(&self.lanes))
-            .or_else(|| trees_met(&self.trees, self.limits))
+            .or_else(|| trees_met(&self.trees, &self.read_only, self.limits))
     }
 }
 

@@ -1118,7 +1118,10 @@ fn a_trusted_repositorys_image_serves_its_sandboxes_but_never_the_logins_refresh
         made.iter()
             .any(|(image, k)| k == kind && image == "stet-repository-image:1")
     };
-    assert!(ours("proof"), "the proof ran in the repository's image: {made:?}");
+    assert!(
+        ours("proof"),
+        "the proof ran in the repository's image: {made:?}"
+    );
     assert!(
         !ours("refresh"),
         "the refresh (which holds the real login) ran in it: {made:?}"

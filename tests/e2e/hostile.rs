@@ -530,8 +530,10 @@ fn sparse_files_are_refused_by_name_before_host_git_reads_them_and_stet_stays_sm
         "{}",
         out.stderr
     );
-    // The length counted toward the disk limit too (10 GiB by default).
-    assert_eq!(a.receipts()[0]["limit_reached"], "disk");
+    // Where the lane is a file system of its own, the holes take no room there (the kernel
+    // counts blocks); where it is watched, their length counts toward the disk limit.
+    let reached = &a.receipts()[0]["limit_reached"];
+    assert!(reached.is_null() || *reached == "disk", "{reached}");
     let branches = git(&a.remote(), &["branch", "--list", "stet/*"]);
     assert!(branches.is_empty(), "pushed: {branches}");
 }
@@ -1974,7 +1976,7 @@ fn no_set_id_bit_or_open_write_survives_in_a_kept_lane_or_through_ask_and_lanes_
     );
     // Through stet ask, in the person's own directory.
     let out = a.ask(&a.item("Make set-id files here", "attack: setid"));
-    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     let report = std::fs::read_to_string(a.world.work.join("report.txt")).unwrap();
     assert!(report.contains("./tool"), "the sandbox made them: {report}");
     let mut left = weapon_modes(&a.world.work);

@@ -149,6 +149,7 @@ impl Worker<'_, '_> {
         let disk = sandbox::DiskWatch::start(
             &process,
             vec![lane.dir.clone()],
+            Vec::new(),
             crate::files::Footprint {
                 bytes: limits.disk_bytes,
                 files: limits.files,
