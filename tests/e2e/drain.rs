@@ -305,6 +305,38 @@ fn an_item_whose_agent_never_answers_is_given_up_after_its_rounds_and_the_next_i
     assert!(!branches.contains("-hang"), "{branches}");
 }
 
+/// A usage limit whose reset time cannot be read (the agent says `stet-retry-at: -5`,
+/// which the command harness takes for no time) is waited at the floor and the call made
+/// again; the third in a row is the item's round, with the agent's words — never a wait
+/// for ever.
+#[test]
+fn a_usage_limit_without_a_reset_time_is_the_items_round_after_three_never_a_wait_for_ever() {
+    let _serial = serial_drives();
+    let world = stand_in_world(&["Limited\n\nfile: l.txt\nimplement: limited -5"]);
+    let out = world.run_stet(&["drive", "--yes", "--wait-floor", "1s", "--rounds", "1"]);
+    assert_eq!(out.code, 4, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(
+            "the agent said it hit a usage limit 3 times in a row without a reset time stet could read (none given): the agent reported a usage limit (exit code 75): stand-in: usage limit reached"
+        ),
+        "{}",
+        out.stderr
+    );
+    let calls: Vec<String> = invocations(&world).into_iter().map(|(_, r)| r).collect();
+    assert_eq!(
+        calls,
+        ["implement", "implement", "implement"],
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        out.stderr.matches("waiting until").count(),
+        2,
+        "a wait at the floor after each of the first two: {}",
+        out.stderr
+    );
+}
+
 /// A usage limit whose reset is further away than the outage limit (here the agent names
 /// the year 2100, through the command harness's `stet-retry-at:` and exit 75) is not slept
 /// through: the drive stops at once with exit 3, naming the reset in UTC and the command to
