@@ -155,6 +155,19 @@ implement)
         echo "deleted it all"
         # The empty files stay: a limit met stays met when stet looks as the call ends.
         ;;
+    rootfs-fill)
+        # Outside its mounts: the image's own places, and where programs write. What each
+        # took goes to standard output, the call's log.
+        for dir in /usr /etc /root /opt /var/tmp /tmp; do
+            if dd if=/dev/zero of="$dir/stet-fill.bin" bs=1M count=600 2>/dev/null; then
+                got=600
+            else
+                got=$(( $(stat -c %s "$dir/stet-fill.bin" 2>/dev/null || echo 0) / 1048576 ))
+            fi
+            echo "filled $dir: $got MiB"
+            rm -f "$dir/stet-fill.bin"
+        done
+        ;;
     hardlinks)
         # One sparse file of 15 MiB and 4,000 hard links to it: no disk, 60 GB for git.
         truncate -s 15M big.bin

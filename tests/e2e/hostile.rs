@@ -2195,3 +2195,37 @@ fn without_lane_file_systems_the_files_limit_is_watched_and_the_call_ended_and_n
         out.stderr
     );
 }
+
+#[test]
+fn what_a_sandbox_writes_outside_its_mounts_is_bounded_and_the_images_own_places_refused() {
+    fills_its_own_root("docker");
+}
+
+#[test]
+fn what_a_sandbox_on_gvisor_writes_outside_its_mounts_is_bounded_by_its_memory() {
+    fills_its_own_root("gvisor");
+}
+
+fn fills_its_own_root(runtime: &str) {
+    let a = Attack::on(runtime, "[sandbox]\nmemory = \"256MiB\"\n");
+    a.queue(&[a.item("Fill the root", "attack: rootfs-fill")]);
+    let (out, _) = a.drive_measured(std::time::Duration::from_secs(600));
+    let (receipt, log) = implementing_log(&a);
+    let filled: Vec<(&str, u64)> = log
+        .lines()
+        .filter_map(|l| l.strip_prefix("filled "))
+        .filter_map(|l| {
+            let (dir, mib) = l.split_once(": ")?;
+            Some((dir, mib.trim_end_matches(" MiB").parse().ok()?))
+        })
+        .collect();
+    // Whatever it managed before the memory limit (if that ended it), never past it: in
+    // memory, never on the host's disk.
+    assert!(!filled.is_empty() || receipt["limit_reached"] == "memory", "{log}\n{}", out.stderr);
+    for (dir, mib) in &filled {
+        assert!(*mib <= 256, "{dir}: {mib} MiB under a 256 MiB memory limit\n{log}");
+        if runtime == "docker" && ["/usr", "/etc", "/root", "/opt"].contains(dir) {
+            assert_eq!(*mib, 0, "{dir} is the image's, read-only\n{log}");
+        }
+    }
+}

@@ -9,7 +9,9 @@
 //! docker's init; processes are `docker exec`s into it. What this runtime guarantees:
 //! only the listed mounts (read-only unless asked), the environment exactly as given
 //! (plus what the engine itself sets: `HOSTNAME`, and `PATH`/`HOME` when not given), no
-//! capabilities, no new privileges, no network unless asked, cpu/memory/pids limits,
+//! capabilities, no new privileges, no network unless asked, cpu/memory/pids limits, a
+//! read-only root whose writable places (`/tmp`, `/var/tmp`, `/run`) are in memory within
+//! the memory limit (the image's writable layer would be the host's disk, unbounded),
 //! labels, and output streamed chunk by chunk as the engine delivers it.
 
 use std::sync::{Arc, Mutex};

@@ -89,6 +89,23 @@ pub struct FirstProcess {
     pub stdin: Vec<u8>,
 }
 
+/// Where a sandbox with a read-only root may write besides its mounts: `/tmp` and
+/// `/var/tmp` (anyone's, programs run from them too) and `/run`, each a tmpfs of at most
+/// half the memory limit (1 GiB with none), so that a write past it fails for want of
+/// room before the memory limit kills the writer.
+pub fn scratch(memory_bytes: u64) -> std::collections::HashMap<String, String> {
+    let size = if memory_bytes == 0 { 1 << 30 } else { memory_bytes / 2 };
+    [("/tmp", "1777"), ("/var/tmp", "1777"), ("/run", "755")]
+        .into_iter()
+        .map(|(path, mode)| {
+            (
+                path.to_string(),
+                format!("rw,exec,nosuid,nodev,size={size},mode={mode}"),
+            )
+        })
+        .collect()
+}
+
 /// Creates and starts a sandbox with `options`: forwarded unix sockets are bind mounts of
 /// the socket (read-only: connecting needs no write); a first process replaces the idle
 /// one, as `docker run` does.
@@ -164,6 +181,11 @@ pub async fn create_with(
     let positive = |v: i64| (v > 0).then_some(v);
     let memory = positive(limits.memory_bytes as i64);
     let host_config = HostConfig {
+        // The image's writable layer would be the host's disk, bounded by nothing: the root
+        // is read-only, and the places programs write are file systems in memory, each no
+        // larger than the memory limit, whose pages the container's memory limit counts.
+        readonly_rootfs: Some(true),
+        tmpfs: Some(scratch(limits.memory_bytes)),
         mounts: Some(mounts),
         network_mode: Some(
             match spec.network {

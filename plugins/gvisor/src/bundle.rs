@@ -3,9 +3,10 @@
 //!
 //! What a sandbox is made of:
 //! - its root: the image's file system, unpacked once and shared by every sandbox of that
-//!   image; the sandbox writes to it as to any root, but its writes go to a file store of
-//!   its own that runsc layers over it (see [`crate::runsc::RunFlags::upper`]), and the
-//!   shared directory is only ever read (a test writes everywhere inside and finds the
+//!   image; the sandbox writes to it as to any root, but its writes go to an overlay in the
+//!   sandbox's memory (`--overlay2=root:memory`: its memory limit bounds them, where a file
+//!   store on the host's disk would be bounded by nothing), and the shared directory is
+//!   only ever read (a test writes everywhere inside and finds the
 //!   unpacked image unchanged);
 //! - `/proc`, `/dev`, `/sys` (read-only) of gVisor's own; no control group file system
 //!   (nothing inside needs one, and root in gVisor could write its limits);

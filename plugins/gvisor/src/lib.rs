@@ -278,8 +278,6 @@ impl GvisorRuntime {
                 let what = what.to_string();
                 move |e: std::io::Error| PluginError::backend(format!("could not {what}: {e}"))
             };
-            let upper = dir.join("upper");
-            records::create_private_dir(&upper).map_err(io("make the sandbox's write layer"))?;
             let attached = first.is_some();
             let config =
                 bundle::config(&record, &rootfs.display().to_string(), &spec.limits, first);
@@ -288,7 +286,6 @@ impl GvisorRuntime {
             let flags = RunFlags {
                 network,
                 host_sockets: spec.mounts.iter().any(|m| is_socket(&m.source)),
-                upper: &upper,
             };
             if !attached {
                 runsc.run(&record.id, &dir, flags).map_err(|why| {

@@ -35,9 +35,6 @@ pub struct RunFlags<'a> {
     /// A unix socket from the host is mounted: connecting to it is allowed (and only
     /// connecting: the sandbox cannot create a socket the host sees).
     pub host_sockets: bool,
-    /// Where the root file system's writes go: a file store in this directory (the shared
-    /// image stays read-only).
-    pub upper: &'a Path,
 }
 
 impl Runsc {
@@ -109,7 +106,10 @@ impl Runsc {
         // mount *after* truncating the host's file (found by the conformance kit's
         // nested read-only mount: a lane's git directory would be emptied).
         command.arg("--directfs=false");
-        command.arg(format!("--overlay2=root:dir={}", flags.upper.display()));
+        // The root's writes (the shared image stays read-only) are kept in the sandbox's
+        // memory, which its memory limit bounds: in a file store on the host's disk they
+        // would be bounded by nothing.
+        command.arg("--overlay2=root:memory");
         if flags.host_sockets {
             command.arg("--host-uds=open");
         }
