@@ -88,7 +88,7 @@ pub fn ask(settings: &Settings, question: &Question<'_>, printer: Printer) -> Re
     let repo = crate::config::repository_root(cwd);
     let commit_before = head(cwd);
     let started = call::now_ms();
-    let started_at = std::time::SystemTime::now();
+    let pending = Pending::begin(cwd);
     let call_id = format!("{started}-ask-{}", std::process::id());
     let log = match (question.log, &repo) {
         (Some(log), _) => Some(log.to_path_buf()),
@@ -107,7 +107,8 @@ pub fn ask(settings: &Settings, question: &Question<'_>, printer: Printer) -> Re
         log.as_deref(),
     )?;
     let ended = call::now_ms();
-    let quarantined = quarantine(cwd, started_at, printer)?;
+    let quarantined = quarantine(cwd, pending.since, printer)?;
+    pending.done();
     let carried = walled.settle(launched.profile)?;
     let outcome = harness::outcome_of(&harness, question.role, &output)?;
     // In a repository, the call leaves a receipt (and its full output) like a drive's.
@@ -151,6 +152,58 @@ pub fn ask(settings: &Settings, question: &Question<'_>, printer: Printer) -> Re
         receipt,
         quarantined,
     ))
+}
+
+/// A `stet ask` in progress in a directory: when its call started, kept on disk (in the
+/// person's data directory, `stet/ask-pending/<sha256 of the path>`) until the gate has
+/// looked at what the call left — so that the next `stet ask` there also looks at what
+/// one killed before that left.
+struct Pending {
+    file: Option<PathBuf>,
+    since: std::time::SystemTime,
+}
+
+impl Pending {
+    /// Notes an ask beginning in `dir` now, or keeps the start of one that never ended.
+    fn begin(dir: &Path) -> Pending {
+        use sha2::Digest;
+        let now = std::time::SystemTime::now();
+        let file = etcetera::choose_base_strategy().ok().map(|x| {
+            let name = format!(
+                "{:x}",
+                sha2::Sha256::digest(dir.as_os_str().as_encoded_bytes())
+            );
+            etcetera::BaseStrategy::data_dir(&x)
+                .join("stet/ask-pending")
+                .join(name)
+        });
+        let earlier = file
+            .as_deref()
+            .and_then(|f| crate::files::read_untrusted(f, 64).ok())
+            .and_then(|text| String::from_utf8_lossy(&text).trim().parse::<u64>().ok())
+            .map(|ms| std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms))
+            .filter(|at| *at < now);
+        let since = earlier.unwrap_or(now);
+        if let Some(file) = &file {
+            let ms = since
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis())
+                .unwrap_or_default();
+            let _ = file
+                .parent()
+                .map(std::fs::create_dir_all)
+                .transpose()
+                .and_then(|_| std::fs::write(file, format!("{ms}\n")));
+        }
+        Pending { file, since }
+    }
+
+    /// The gate has looked: nothing is pending here.
+    fn done(self) {
+        if let Some(file) = self.file {
+            let _ = std::fs::remove_file(file);
+        }
+    }
 }
 
 /// The most repositories one `stet ask` mounts read-only: each is a mount of its own.

@@ -108,6 +108,11 @@ implement)
         fi
         echo "docs" > notes.md
         report "made repositories under other names"
+        if [ -n "$(directive then-wait)" ]; then
+            # What the test waits for before it kills stet.
+            echo "waiting" > waiting.txt
+            sleep 600
+        fi
         ;;
     setid)
         # Programs any local user could run as whoever runs stet, and a directory anyone

@@ -107,8 +107,9 @@ const FILTERS: &[(&str, &str)] = &[
     (r"(base: +\S+) at [0-9a-f]{12}", "$1 at [COMMIT]"),
     // Ports on the host's loopback.
     (r"(127\.0\.0\.1|localhost):\d+", "$1:[PORT]"),
-    // Processes: owners (pid:start time) and bare pids.
-    (r"\b\d+:\d{6,}\b", "[PID:START]"),
+    // Processes: owners (pid:start time, in clock ticks since boot: few digits on a
+    // machine just booted).
+    (r#""owner": "\d+:\d+""#, r#""owner": "[PID:START]""#),
 ];
 
 /// A world whose commands run as a person would run stet: unprivileged (uid 4242 in the

@@ -2221,11 +2221,72 @@ fn fills_its_own_root(runtime: &str) {
         .collect();
     // Whatever it managed before the memory limit (if that ended it), never past it: in
     // memory, never on the host's disk.
-    assert!(!filled.is_empty() || receipt["limit_reached"] == "memory", "{log}\n{}", out.stderr);
+    assert!(
+        !filled.is_empty() || receipt["limit_reached"] == "memory",
+        "{log}\n{}",
+        out.stderr
+    );
     for (dir, mib) in &filled {
-        assert!(*mib <= 256, "{dir}: {mib} MiB under a 256 MiB memory limit\n{log}");
+        assert!(
+            *mib <= 256,
+            "{dir}: {mib} MiB under a 256 MiB memory limit\n{log}"
+        );
         if runtime == "docker" && ["/usr", "/etc", "/root", "/opt"].contains(dir) {
             assert_eq!(*mib, 0, "{dir} is the image's, read-only\n{log}");
         }
     }
+}
+
+#[test]
+fn what_a_killed_stet_ask_left_is_looked_at_by_the_next_ask_there() {
+    let a = Attack::new("");
+    let mut first = a.world.stet(&[
+        "ask",
+        "--harness",
+        "command",
+        &a.item(
+            "Make repositories, then wait",
+            "attack: shapes\nthen-wait: yes",
+        ),
+    ]);
+    std::os::unix::process::CommandExt::process_group(&mut first, 0);
+    let mut first = first
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let waiting = a.world.work.join("waiting.txt");
+    let start = std::time::Instant::now();
+    while !waiting.exists() {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(300),
+            "the agent never made its repositories"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // SAFETY: a signal to the process group this test started.
+    unsafe { libc::kill(-(first.id() as libc::pid_t), libc::SIGKILL) };
+    let _ = first.wait();
+    assert!(a.world.run_stet(&["gc"]).code == 0);
+    // The next ask there begins well after what the killed one's agent made (a call looks
+    // at what changed from a second before it began), as a person's next ask would.
+    let made = std::fs::metadata(&waiting).unwrap().modified().unwrap();
+    while std::time::SystemTime::now() < made + std::time::Duration::from_secs(3) {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    // The next ask there, of an agent that makes nothing of the kind.
+    let out = a.ask(&a.item("Look around", "attack: none"));
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let found: Vec<String> = out.json()["quarantined"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| q["found"].as_str().unwrap().to_string())
+        .collect();
+    let w = &a.world.work;
+    for made in ["docs", "src", "zz-real/repo/.git"] {
+        let made = w.join(made).display().to_string();
+        assert!(found.contains(&made), "{made} not quarantined: {found:?}");
+    }
+    persons_git_runs_nothing(&a, &[w.join("docs"), w.join("src"), w.join("zz-real/repo")]);
 }

@@ -170,6 +170,39 @@ pub struct World {
     pub path_prefix: Vec<PathBuf>,
 }
 
+/// Where stet runs as root, each lane is a file system of its own mounted at its `work/`
+/// (`host/src/lanes/disk.rs`), which a drive leaves mounted: a world lets every mount under
+/// its root go before its directory is deleted (else the deletion stops at the first).
+impl Drop for World {
+    fn drop(&mut self) {
+        release_mounts_under(self.root.path());
+    }
+}
+
+/// Unmounts (lazily) every file system mounted under `root`, deepest first.
+pub fn release_mounts_under(root: &Path) {
+    let Ok(table) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return;
+    };
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    let mut points: Vec<PathBuf> = table
+        .lines()
+        .filter_map(|line| line.split(' ').nth(4))
+        // mountinfo escapes a space, a tab, a newline and a backslash as octal.
+        .map(|p| {
+            p.replace("\\040", " ")
+                .replace("\\011", "\t")
+                .replace("\\134", "\\")
+        })
+        .map(PathBuf::from)
+        .filter(|p| p.starts_with(&root))
+        .collect();
+    points.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
+    for point in points {
+        let _ = nix::mount::umount2(&point, nix::mount::MntFlags::MNT_DETACH);
+    }
+}
+
 /// What a command did.
 #[derive(Debug)]
 pub struct Output {

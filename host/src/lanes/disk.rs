@@ -349,6 +349,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (root, work) = (dir.path().to_path_buf(), dir.path().join("work"));
         std::fs::create_dir(&work).unwrap();
+        /// Lets the file system go however the test ends, before the directory is deleted.
+        struct Released(PathBuf);
+        impl Drop for Released {
+            fn drop(&mut self) {
+                release(&self.0);
+            }
+        }
+        let _released = Released(root.clone());
         make(&root, &work, 8 << 20, 2000).unwrap();
         assert!(mounted(&work));
         let before = room(&work).unwrap();

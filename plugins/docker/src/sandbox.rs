@@ -94,7 +94,11 @@ pub struct FirstProcess {
 /// half the memory limit (1 GiB with none), so that a write past it fails for want of
 /// room before the memory limit kills the writer.
 pub fn scratch(memory_bytes: u64) -> std::collections::HashMap<String, String> {
-    let size = if memory_bytes == 0 { 1 << 30 } else { memory_bytes / 2 };
+    let size = if memory_bytes == 0 {
+        1 << 30
+    } else {
+        memory_bytes / 2
+    };
     [("/tmp", "1777"), ("/var/tmp", "1777"), ("/run", "755")]
         .into_iter()
         .map(|(path, mode)| {
