@@ -207,10 +207,4 @@ impl<'a> Walled<'a> {
     }
 }
 
-/// Milliseconds since the Unix epoch, as receipts stamp a call.
-pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
+pub use crate::timestamp::now_ms;

@@ -1,6 +1,6 @@
 //! `stet clean`: removing what finished items left behind.
 //!
-//! On this machine: the temporary directories of a stet that is gone (`sandbox::leftovers`).
+//! On this machine: the temporary directories of a stet that is gone (`owner.rs`).
 //!
 //! On this clone: the lanes (working copies and their git directories) and local branches
 //! of items that landed, failed or were cancelled — a branch only when the remote has it
@@ -470,7 +470,7 @@ fn clean_here(
         ),
     }
     // Temporary directories (profile copies, scratch lanes) of a stet that was killed.
-    let temps = crate::sandbox::leftovers::reap_dead_temp_dirs(options.dry_run);
+    let temps = crate::owner::reap_dead_temp_dirs(options.dry_run);
     if !temps.is_empty() {
         done.push(
             Entry::new(act, Kind::TempDirs)

@@ -382,7 +382,7 @@ pub struct LaunchOutput {
     /// The network it had, in words.
     pub network: String,
     /// What stet's proxy refused it.
-    pub blocked: Vec<crate::network::BlockedRecord>,
+    pub blocked: Vec<crate::receipts::BlockedRecord>,
     /// Requests to its credential gateways, and those sent on with the real credential.
     pub gateway: stet_egress::server::GatewayCounts,
 }

@@ -1,3 +1,6 @@
+//! The `stet` binary: the command line is `stet_cli`'s; this package alone carries the
+//! commit it was built from (its build script), so a new commit rebuilds this file only.
+
 fn main() -> std::process::ExitCode {
-    stet::cli::main()
+    stet::cli::main(env!("STET_COMMIT"))
 }

@@ -49,27 +49,15 @@ const PROXY_PORT: u16 = 3128;
 /// What the bridge prints once it listens (see `stet_egress::bridge::run`).
 pub const BRIDGE_READY: &str = "stet-bridge: ready";
 
-/// One host a call's sandbox was refused, as its receipt records it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct BlockedRecord {
-    /// `host:port`.
-    pub target: String,
-    /// Why, in a line.
-    pub why: String,
-    /// How many times.
-    pub count: u64,
-    /// The first time, ms since the epoch.
-    pub first_unix_ms: u64,
-}
+pub use crate::receipts::BlockedRecord;
 
-impl From<Blocked> for BlockedRecord {
-    fn from(b: Blocked) -> Self {
-        BlockedRecord {
-            target: b.target,
-            why: b.why,
-            count: b.count,
-            first_unix_ms: b.first_unix_ms,
-        }
+/// A host the proxy refused, as the receipt records it.
+fn blocked_record(b: Blocked) -> BlockedRecord {
+    BlockedRecord {
+        target: b.target,
+        why: b.why,
+        count: b.count,
+        first_unix_ms: b.first_unix_ms,
     }
 }
 
@@ -257,7 +245,7 @@ impl Egress {
         let blocked = self.proxy.blocked();
         let counts = self.proxy.gateway_counts();
         self.proxy.stop();
-        (blocked.into_iter().map(Into::into).collect(), counts)
+        (blocked.into_iter().map(blocked_record).collect(), counts)
     }
 }
 

@@ -93,7 +93,7 @@ pub fn cancel(
     remote
         .mark_cancelled(
             item,
-            &format!("cancelled by {by} at {}", crate::drive::clock(now_unix)),
+            &format!("cancelled by {by} at {}", crate::timestamp::clock(now_unix)),
         )
         .map_err(CancelRefused::Unreachable)?;
     Ok(Cancelled::Now)

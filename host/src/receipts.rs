@@ -257,7 +257,7 @@ pub struct Receipt {
     pub profile_carried: Vec<String>,
     /// What stet's proxy refused the call: each host:port, why, how often, first when.
     #[serde(default)]
-    pub network_blocked: Vec<crate::network::BlockedRecord>,
+    pub network_blocked: Vec<BlockedRecord>,
     /// What the agent was asked: its prompt, kept beside the log. None for the repository's
     /// check (no agent) and for receipts written before prompts were kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -388,7 +388,7 @@ pub struct CallEnd {
     /// Profile files the harness carried back.
     pub profile_carried: Vec<String>,
     /// What stet's proxy refused it.
-    pub network_blocked: Vec<crate::network::BlockedRecord>,
+    pub network_blocked: Vec<BlockedRecord>,
 }
 
 /// Records that an agent call is starting: a receipt whose outcome is [`Outcome::Running`],
@@ -450,7 +450,7 @@ fn receipt_of(call: CallContext<'_>) -> Receipt {
         prompt,
         id: call.id,
         run: call.run,
-        owner: crate::sandbox::owner_token(std::process::id()).unwrap_or_default(),
+        owner: crate::owner::owner_token(std::process::id()).unwrap_or_default(),
         item: call.item,
         lane: call.lane,
         role: call.role,
@@ -654,6 +654,19 @@ pub fn signal_name(signal: i32) -> String {
     }
 }
 
+/// One host a call's sandbox was refused, as its receipt records it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct BlockedRecord {
+    /// `host:port`.
+    pub target: String,
+    /// Why, in a line.
+    pub why: String,
+    /// How many times.
+    pub count: u64,
+    /// The first time, ms since the epoch.
+    pub first_unix_ms: u64,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -795,7 +808,7 @@ mod tests {
     fn a_call_cut_short_keeps_its_log_and_its_time_and_says_who_stopped_it() {
         let repo = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(repo.path().join(".git")).unwrap();
-        let now = crate::call::now_ms();
+        let now = crate::timestamp::now_ms();
         for (id, owner) in [("died", "4194999:1"), ("stopped", "me:1")] {
             let log = repo.path().join(format!("{id}.log"));
             std::fs::write(&log, vec![b'x'; 5 * 1024]).unwrap();

@@ -21,7 +21,7 @@
 //! the old one, so a second renewal with the old one would fail).
 
 use std::path::Path;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use stet_plugin_api::Profile;
 
@@ -141,11 +141,7 @@ fn lock_path(profile: &Path) -> std::path::PathBuf {
     profile.with_file_name(format!(".{name}.refresh.lock"))
 }
 
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, millis)
-}
+use crate::timestamp::now_ms;
 
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)

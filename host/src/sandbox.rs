@@ -142,41 +142,7 @@ pub fn isolation_said(isolation: Option<&str>) -> String {
 
 pub use crate::error::plugin_error;
 
-/// This process, as `<pid>:<start time>`: a pid alone could be reused by the time a later
-/// `stet gc` asks whether the owner still runs.
-pub fn owner_token(pid: u32) -> Option<String> {
-    // Linux: field 22 of /proc/<pid>/stat is the start time in clock ticks since boot.
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();
-    let start = stat.as_deref().and_then(|s| {
-        let after_name = &s[s.rfind(')')? + 2..];
-        after_name.split_whitespace().nth(19).map(str::to_string)
-    });
-    match start {
-        Some(start) => Some(format!("{pid}:{start}")),
-        // Elsewhere the pid is all there is; a live pid is taken as the owner.
-        None if cfg!(target_os = "linux") => None,
-        None => Some(format!("{pid}:")),
-    }
-}
-
-/// Whether the process named by an owner token still runs.
-pub fn owner_alive(token: &str) -> bool {
-    let Some((pid, start)) = token.split_once(':') else {
-        return false;
-    };
-    let Ok(pid) = pid.parse::<u32>() else {
-        return false;
-    };
-    let exists = match nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None) {
-        Ok(()) => true,
-        Err(errno) => errno == nix::errno::Errno::EPERM,
-    };
-    if !exists {
-        return false;
-    }
-    // With a start time, the pid must still belong to the same process.
-    start.is_empty() || owner_token(pid).as_deref() == Some(token)
-}
+pub use crate::owner::{owner_alive, owner_token};
 
 /// This machine's name, for the host label.
 pub fn host_name() -> String {

@@ -277,12 +277,12 @@ pub fn detail_of(row: &Row) -> String {
         ("reserved", Some(holder), Some(stage), Some(until)) => format!(
             " — in lane {} at {stage}, held by {holder} until {}",
             crate::lanes::branch_of(&row.id),
-            crate::drive::clock(until)
+            crate::timestamp::clock(until)
         ),
         ("lapsed", Some(holder), Some(stage), Some(until)) => format!(
             " — lane {} left at {stage} by {holder}, lapsed at {}; the next drive takes it up",
             crate::lanes::branch_of(&row.id),
-            crate::drive::clock(until)
+            crate::timestamp::clock(until)
         ),
         ("failed", ..) => format!(
             " — {} (stet retry {} to take it up again)",
@@ -357,7 +357,7 @@ pub struct Step {
     pub detail: String,
     pub seconds: f64,
     pub cost_usd: Option<f64>,
-    pub network_blocked: Vec<crate::network::BlockedRecord>,
+    pub network_blocked: Vec<crate::receipts::BlockedRecord>,
     /// The last lines of its output (a check's; an agent's are in `stet log`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tail: Vec<String>,

@@ -142,3 +142,22 @@ impl From<crate::drive::Ended> for Exit {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Exit;
+    use crate::drive::Ended;
+
+    #[test]
+    fn how_a_drive_ended_is_its_exit_code() {
+        for (ended, code) in [
+            (Ended::Done, 0),
+            (Ended::GaveUp, 4),
+            (Ended::Unusable, 3),
+            (Ended::Stopped(2), 130),
+            (Ended::Stopped(15), 143),
+        ] {
+            assert_eq!(Exit::from(ended).code(), code, "{ended:?}");
+        }
+    }
+}

@@ -49,8 +49,12 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// The commit the `stet` binary was built from, as its `main` hands it over: the binary
+/// alone carries the stamp, so a new commit rebuilds the binary and nothing under it.
+static COMMIT: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+
 /// What `stet --version` says: stet's version, the plugin API it speaks, the commit it was
-/// built from (`unknown` outside a git checkout).
+/// built from (`unknown` outside a git checkout, or before `main` named it).
 pub fn version_text() -> &'static str {
     static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     TEXT.get_or_init(|| {
@@ -58,7 +62,7 @@ pub fn version_text() -> &'static str {
             "{} (plugin API {}, commit {})",
             env!("CARGO_PKG_VERSION"),
             stet_plugin_api::API_VERSION,
-            env!("STET_COMMIT")
+            COMMIT.get().copied().unwrap_or("unknown")
         )
     })
 }
@@ -1119,7 +1123,9 @@ fn usage_error(e: clap::Error) -> ExitCode {
 
 pub use help::command;
 
-pub fn main() -> ExitCode {
+/// The `stet` binary: `commit` is the one it was built from, for `stet --version`.
+pub fn main(commit: &'static str) -> ExitCode {
+    let _ = COMMIT.set(commit);
     // `COMPLETE=<shell> stet …`: the shell asking for candidates (or for its registration
     // script); answered and exited here, before anything else is written to stdout.
     clap_complete::CompleteEnv::with_factory(command).complete();

@@ -134,12 +134,7 @@ pub(crate) use note;
 
 pub use crate::sandbox::IN_SANDBOX;
 
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
+use crate::timestamp::now_ms;
 
 impl Drive<'_> {
     /// The lock on the walled profile every lane copies (see `profile_lock`).

@@ -275,22 +275,7 @@ impl std::fmt::Display for Overall {
     }
 }
 
-/// The last second RFC 3339 can write: 9999-12-31T23:59:59Z.
-const LAST_WRITABLE: i64 = 253_402_300_799;
-
-/// A time as the display shows it: RFC 3339, UTC, to the second (a time from others — an
-/// agent's reset — beyond the year 9999 is shown as that year's end).
-pub fn clock(unix: i64) -> String {
-    humantime::format_rfc3339_seconds(
-        std::time::UNIX_EPOCH + Duration::from_secs(unix.clamp(0, LAST_WRITABLE) as u64),
-    )
-    .to_string()
-}
-
-/// A time as a person reads it: `2100-01-01 00:00:00 UTC`.
-pub fn utc(unix: i64) -> String {
-    clock(unix).replacen('T', " ", 1).replace('Z', " UTC")
-}
+pub use crate::timestamp::{clock, utc};
 
 #[cfg(test)]
 mod tests {
@@ -323,12 +308,5 @@ mod tests {
             .ends_with("so far · stopping after the calls in flight"));
         o.landed = 9;
         assert_eq!(o.secs_left(), None, "nothing left");
-    }
-
-    #[test]
-    fn a_time_reads_in_utc_and_one_past_the_year_9999_does_not_panic() {
-        assert_eq!(super::utc(4_102_444_800), "2100-01-01 00:00:00 UTC");
-        assert_eq!(super::clock(-5), "1970-01-01T00:00:00Z");
-        assert_eq!(super::utc(i64::MAX), "9999-12-31 23:59:59 UTC");
     }
 }

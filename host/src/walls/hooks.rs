@@ -202,12 +202,7 @@ fn append_session_log(line: &Value) {
     }
 }
 
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
+use crate::timestamp::now_ms;
 
 /// The largest hook input or approver message read: a tool call's input (a file the agent
 /// writes, say) is in it, so it may be large, but not without bound.

@@ -11,7 +11,7 @@
 //! plugin's own error, as it would have a moment after any probe.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -92,11 +92,7 @@ fn file() -> Option<PathBuf> {
     Some(base.join("stet/probes.json"))
 }
 
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
+use crate::timestamp::now_ms;
 
 fn read_all(path: &Path) -> Vec<Entry> {
     crate::files::read_untrusted(path, 1 << 20)
