@@ -4,5 +4,5 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|bytes: &[u8]| {
     let mut out = Vec::new();
-    let _ = stet::walls::hooks::approver(&mut &bytes[..], &mut out);
+    let _ = stet_cli::walls::hooks::approver(&mut &bytes[..], &mut out);
 });

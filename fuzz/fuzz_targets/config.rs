@@ -4,5 +4,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|text: &str| {
-    let _ = stet::config::parse(std::path::Path::new("stet.toml"), text);
+    let _ = stet_cli::config::parse(std::path::Path::new("stet.toml"), text);
 });

@@ -1,7 +1,7 @@
 //! The hook input stet's own processes get inside the sandbox: the agent's tool calls.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use stet::walls::hooks::{hook, HookEvent};
+use stet_cli::walls::hooks::{hook, HookEvent};
 
 fuzz_target!(|bytes: &[u8]| {
     for event in [

@@ -3,5 +3,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|text: &str| {
-    let _ = stet::plugins::manifest::parse(std::path::Path::new("plugin.toml"), text);
+    let _ = stet_cli::plugins::manifest::parse(std::path::Path::new("plugin.toml"), text);
 });

@@ -3,8 +3,8 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|bytes: &[u8]| {
-    let _ = stet::queue::parse_item("item", std::path::Path::new("item.md"), bytes.to_vec());
+    let _ = stet_cli::queue::parse_item("item", std::path::Path::new("item.md"), bytes.to_vec());
     if let Ok(id) = std::str::from_utf8(bytes) {
-        let _ = stet::queue::valid_id(id);
+        let _ = stet_cli::queue::valid_id(id);
     }
 });

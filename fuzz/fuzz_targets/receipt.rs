@@ -4,5 +4,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|text: &str| {
-    let _ = serde_json::from_str::<stet::receipts::Receipt>(text);
+    let _ = serde_json::from_str::<stet_cli::receipts::Receipt>(text);
 });

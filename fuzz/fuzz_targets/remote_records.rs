@@ -4,6 +4,6 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|text: &str| {
-    let _ = serde_json::from_str::<stet::reservations::Reservation>(text);
-    let _ = serde_json::from_str::<stet::checkpoints::Checkpoint>(text);
+    let _ = serde_json::from_str::<stet_cli::reservations::Reservation>(text);
+    let _ = serde_json::from_str::<stet_cli::checkpoints::Checkpoint>(text);
 });

@@ -20,8 +20,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use stet::queue;
-use stet::receipts::{self, Receipt};
+use stet_cli::queue;
+use stet_cli::receipts::{self, Receipt};
 
 const ITEMS: usize = 10_000;
 const RECEIPTS_OF_ONE: usize = 50;
@@ -29,11 +29,11 @@ const REQUESTS: usize = 200;
 const EVENTS: usize = 3_600;
 
 fn git(dir: &Path, args: &[&str]) -> String {
-    stet::git::run(dir, args).unwrap_or_else(|e| panic!("{e}"))
+    stet_cli::git::run(dir, args).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn git_input(dir: &Path, args: &[&str], input: &str) -> String {
-    stet::git::run_input(dir, args, input.as_bytes()).unwrap_or_else(|e| panic!("{e}"))
+    stet_cli::git::run_input(dir, args, input.as_bytes()).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn item_id(n: usize) -> String {

@@ -16,9 +16,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use stet::queue;
-use stet::receipts;
-use stet::reservations::{Remote, Reservation};
+use stet_cli::queue;
+use stet_cli::receipts;
+use stet_cli::reservations::{Remote, Reservation};
 
 const ITEMS: usize = 10_000;
 
@@ -53,7 +53,7 @@ fn git(dir: &Path, args: &[&str]) -> String {
 }
 
 fn git_input(dir: &Path, args: &[&str], input: &str) -> String {
-    stet::git::run_input(dir, args, input.as_bytes()).unwrap_or_else(|e| panic!("{e}"))
+    stet_cli::git::run_input(dir, args, input.as_bytes()).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// A clone of a fresh bare remote with `items` queued (written directly, as a person's

@@ -15,14 +15,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use stet::lanes;
+use stet_cli::lanes;
 
 const FILES: usize = 50_000;
 const COMMITS: usize = 20_000;
 
 /// The host's own git runner (a fixed identity, no prompt), failing the bench on an error.
 fn git(dir: &Path, args: &[&str]) -> String {
-    stet::git::run(dir, args).unwrap_or_else(|e| panic!("{e}"))
+    stet_cli::git::run(dir, args).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// A repository of `FILES` files (in 500 directories) and `COMMITS` commits, each after the
@@ -127,15 +127,15 @@ fn main() {
         );
         worktree_t.push(t.elapsed());
         let admin = git_dir.join("worktrees").join(format!("worktree-{rep}"));
-        worktree_disk =
-            stet::files::tree_size(&tree, u64::MAX) + stet::files::tree_size(&admin, u64::MAX);
+        worktree_disk = stet_cli::files::tree_size(&tree, u64::MAX)
+            + stet_cli::files::tree_size(&admin, u64::MAX);
 
         // The first lane, with nothing pooled.
         lanes::clear_pool(&work).unwrap();
         let t = Instant::now();
         let mut lane = lanes::open(&work, "origin", &format!("first-{rep}"), "HEAD", None).unwrap();
         first_t.push(t.elapsed());
-        first_disk = stet::files::tree_size(lane.dir.parent().unwrap(), u64::MAX);
+        first_disk = stet_cli::files::tree_size(lane.dir.parent().unwrap(), u64::MAX);
 
         // Later lanes, each made from the last one's pooled copy.
         for n in 0..3 {
@@ -149,7 +149,7 @@ fn main() {
             let t = Instant::now();
             lane = lanes::open(&work, "origin", &format!("later-{rep}-{n}"), "HEAD", None).unwrap();
             later_t.push(t.elapsed());
-            later_disk = stet::files::tree_size(lane.dir.parent().unwrap(), u64::MAX);
+            later_disk = stet_cli::files::tree_size(lane.dir.parent().unwrap(), u64::MAX);
         }
         lanes_made.push(lane);
     }

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use stet::plugins::{loader, manifest};
+use stet_cli::plugins::{loader, manifest};
 
 fn release_dir() -> PathBuf {
     let exe = std::env::current_exe().unwrap();

@@ -2,5 +2,5 @@
 //! commit it was built from (its build script), so a new commit rebuilds this file only.
 
 fn main() -> std::process::ExitCode {
-    stet::cli::main(env!("STET_COMMIT"))
+    stet_cli::cli::main(env!("STET_COMMIT"))
 }

@@ -1819,7 +1819,7 @@ fn through_claude_the_login_never_enters_a_sandbox_and_a_stand_in_dies_with_its_
     );
 }
 
-// The gate (host/src/gate.rs): everything an agent made crosses back to the host through
+// The gate (the host's gate.rs): everything an agent made crosses back to the host through
 // one place, judged by shape.
 
 /// Every file and directory under `root` (not entering `.git`) whose mode keeps a

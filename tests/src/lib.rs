@@ -171,7 +171,7 @@ pub struct World {
 }
 
 /// Where stet runs as root, each lane is a file system of its own mounted at its `work/`
-/// (`host/src/lanes/disk.rs`), which a drive leaves mounted: a world lets every mount under
+/// (`lanes/disk.rs` of the host), which a drive leaves mounted: a world lets every mount under
 /// its root go before its directory is deleted (else the deletion stops at the first).
 impl Drop for World {
     fn drop(&mut self) {

@@ -25,12 +25,12 @@ pub struct PluginCrate {
     pub kind: String,
 }
 
-pub use stet::plugins::manifest::{Manifest, ManifestError};
+pub use stet_cli::plugins::manifest::{Manifest, ManifestError};
 
 /// Reads and checks a `plugin.toml` with the host's own parser, so that what the
 /// repository builds and installs is read exactly as stet reads it.
 pub fn read_manifest(path: &Path) -> Result<Manifest, ManifestError> {
-    stet::plugins::manifest::read(path)
+    stet_cli::plugins::manifest::read(path)
 }
 
 /// The plugins under `dir` (`plugins/` or `tests/fixtures/`): every subdirectory with a
@@ -48,13 +48,16 @@ pub fn plugin_crates(dir: &Path) -> Vec<PluginCrate> {
         .filter(|entry| {
             entry
                 .path()
-                .join(stet::plugins::manifest::MANIFEST_FILE)
+                .join(stet_cli::plugins::manifest::MANIFEST_FILE)
                 .is_file()
         })
         .map(|entry| {
-            let manifest =
-                read_manifest(&entry.path().join(stet::plugins::manifest::MANIFEST_FILE))
-                    .unwrap_or_else(|e| panic!("{e}"));
+            let manifest = read_manifest(
+                &entry
+                    .path()
+                    .join(stet_cli::plugins::manifest::MANIFEST_FILE),
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
             let library = manifest
                 .library
                 .file_name()
@@ -163,7 +166,7 @@ pub fn assemble_dist(built: &Path, out: &Path) -> std::io::Result<()> {
 
 /// The markdown command reference, generated from the CLI definition.
 pub fn cli_reference() -> String {
-    let mut command = stet::cli::command();
+    let mut command = stet_cli::cli::command();
     command.build();
     let mut out = String::from(
         "# `stet` command reference\n\n\
