@@ -3,11 +3,12 @@
 //!
 //! See ARCHITECTURE.md at the repository root for the code map.
 
+pub use stet_base::{capture, error, files, git, owner, printer, text, timestamp};
+
 pub mod ask;
 pub mod base;
 pub mod board;
 pub mod call;
-pub mod capture;
 pub mod checkpoints;
 pub mod clean;
 pub mod cli;
@@ -15,20 +16,15 @@ pub mod config;
 pub mod credentials;
 pub mod doctor;
 pub mod drive;
-pub mod error;
-pub mod files;
 pub mod gate;
-pub mod git;
 pub mod handles;
 pub mod harness;
 pub mod init;
 pub mod land;
 pub mod lanes;
 pub mod network;
-pub mod owner;
 pub mod plugin_report;
 pub mod plugins;
-pub mod printer;
 pub mod queue;
 pub mod queue_actions;
 pub mod receipts;
@@ -38,8 +34,6 @@ pub mod sandbox;
 pub mod scan;
 pub mod settings;
 pub mod story;
-pub mod text;
-pub mod timestamp;
 pub mod transcript;
 pub mod trust;
 pub mod walls;

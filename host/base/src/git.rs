@@ -24,7 +24,7 @@
 //! ([`HURRIED`]) by a drive's first stop signal ([`hurry_all`]), and is killed at once by
 //! its second ([`kill_all`]). Git must never wait on what a sandbox made — a FIFO it opens
 //! blocks it forever — and the lane's files are looked at before git runs on them
-//! (`lanes::examine`); the deadline is the second layer.
+//! (the gate's walk); the deadline is the second layer.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -826,7 +826,7 @@ mod tests {
     }
 
     /// A lane whose working tree holds a `.git` file naming a repository whose `HEAD` is
-    /// a FIFO: git listing the untracked files opens it and waits (what `lanes::examine`
+    /// a FIFO: git listing the untracked files opens it and waits (what the gate's walk
     /// takes away first; here, the deadline's own test).
     fn lane_with_a_fifo_repository(root: &Path) -> Inert {
         let (git_dir, work) = (root.join("git"), root.join("work"));
@@ -914,8 +914,8 @@ mod tests {
     }
 }
 
-#[cfg(test)]
-pub(crate) mod testing {
+#[cfg(any(test, feature = "testing"))]
+pub mod testing {
     //! What the host's tests share: a clone of a fresh bare remote, with one commit.
 
     use std::path::PathBuf;
