@@ -25,12 +25,12 @@ pub struct PluginCrate {
     pub kind: String,
 }
 
-pub use stet_cli::plugins::manifest::{Manifest, ManifestError};
+pub use stet_plugin_host::plugins::manifest::{Manifest, ManifestError};
 
 /// Reads and checks a `plugin.toml` with the host's own parser, so that what the
 /// repository builds and installs is read exactly as stet reads it.
 pub fn read_manifest(path: &Path) -> Result<Manifest, ManifestError> {
-    stet_cli::plugins::manifest::read(path)
+    stet_plugin_host::plugins::manifest::read(path)
 }
 
 /// The plugins under `dir` (`plugins/` or `tests/fixtures/`): every subdirectory with a
@@ -48,14 +48,14 @@ pub fn plugin_crates(dir: &Path) -> Vec<PluginCrate> {
         .filter(|entry| {
             entry
                 .path()
-                .join(stet_cli::plugins::manifest::MANIFEST_FILE)
+                .join(stet_plugin_host::plugins::manifest::MANIFEST_FILE)
                 .is_file()
         })
         .map(|entry| {
             let manifest = read_manifest(
                 &entry
                     .path()
-                    .join(stet_cli::plugins::manifest::MANIFEST_FILE),
+                    .join(stet_plugin_host::plugins::manifest::MANIFEST_FILE),
             )
             .unwrap_or_else(|e| panic!("{e}"));
             let library = manifest
@@ -162,36 +162,4 @@ pub fn assemble_dist(built: &Path, out: &Path) -> std::io::Result<()> {
     std::fs::copy(built.join("stet"), &partial)?;
     std::fs::rename(&partial, bin.join("stet"))?;
     Ok(())
-}
-
-/// The markdown command reference, generated from the CLI definition.
-pub fn cli_reference() -> String {
-    let mut command = stet_cli::cli::command();
-    command.build();
-    let mut out = String::from(
-        "# `stet` command reference\n\n\
-         Generated from the CLI definition by `cargo xtask docs`; a test fails when it is stale.\n",
-    );
-    render(&mut command, "stet", &mut out);
-    out
-}
-
-fn render(command: &mut clap::Command, path: &str, out: &mut String) {
-    if command.is_hide_set() {
-        return;
-    }
-    let help = command.render_long_help().to_string();
-    out.push_str(&format!(
-        "\n## `{path}`\n\n```text\n{}\n```\n",
-        help.trim_end()
-    ));
-    let names: Vec<String> = command
-        .get_subcommands()
-        .filter(|c| !c.is_hide_set() && c.get_name() != "help")
-        .map(|c| c.get_name().to_string())
-        .collect();
-    for name in names {
-        let sub = command.find_subcommand_mut(&name).expect("listed above");
-        render(sub, &format!("{path} {name}"), out);
-    }
 }

@@ -82,8 +82,17 @@ fn main() -> ExitCode {
         Task::Dist { out } => dist(&root, &root.join(out)),
         Task::Install { prefix } => install(&root, prefix),
         Task::Test { cargo_args } => test(&root, &cargo_args),
-        Task::Docs => std::fs::write(root.join("docs/cli.md"), xtask::cli_reference())
-            .map_err(|e| format!("cannot write docs/cli.md: {e}")),
+        Task::Docs => run(cargo(&root)
+            .args([
+                "test",
+                "-q",
+                "-p",
+                "stet-cli",
+                "--lib",
+                "the_command_reference_is_current",
+            ])
+            .env("STET_WRITE_DOCS", "1"))
+        .map_err(|e| format!("cannot write docs/cli.md: {e}")),
         Task::Demo { harness } => return demo(&root, harness.as_deref()),
         Task::Bench => bench(&root),
         Task::Screenshots => screenshots::screenshots(&root),

@@ -4,6 +4,7 @@
 //! See ARCHITECTURE.md at the repository root for the code map.
 
 pub use stet_base::{capture, error, files, git, owner, printer, text, timestamp};
+pub use stet_plugin_host::plugins;
 
 pub mod ask;
 pub mod base;
@@ -24,7 +25,6 @@ pub mod land;
 pub mod lanes;
 pub mod network;
 pub mod plugin_report;
-pub mod plugins;
 pub mod queue;
 pub mod queue_actions;
 pub mod receipts;

@@ -138,3 +138,54 @@ mod tests {
         );
     }
 }
+
+/// The markdown command reference, generated from the CLI definition.
+pub fn reference() -> String {
+    let mut command = command();
+    command.build();
+    let mut out = String::from(
+        "# `stet` command reference\n\n\
+         Generated from the CLI definition by `cargo xtask docs`; a test fails when it is stale.\n",
+    );
+    render(&mut command, "stet", &mut out);
+    out
+}
+
+fn render(command: &mut clap::Command, path: &str, out: &mut String) {
+    if command.is_hide_set() {
+        return;
+    }
+    let help = command.render_long_help().to_string();
+    out.push_str(&format!(
+        "\n## `{path}`\n\n```text\n{}\n```\n",
+        help.trim_end()
+    ));
+    let names: Vec<String> = command
+        .get_subcommands()
+        .filter(|c| !c.is_hide_set() && c.get_name() != "help")
+        .map(|c| c.get_name().to_string())
+        .collect();
+    for name in names {
+        let sub = command.find_subcommand_mut(&name).expect("listed above");
+        render(sub, &format!("{path} {name}"), out);
+    }
+}
+
+#[cfg(test)]
+mod reference_tests {
+    /// `docs/cli.md` is the reference as the CLI defines it; `cargo xtask docs` writes it
+    /// (this test, with `STET_WRITE_DOCS=1`).
+    #[test]
+    fn the_command_reference_is_current() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/cli.md");
+        let reference = super::reference();
+        if std::env::var_os("STET_WRITE_DOCS").is_some() {
+            std::fs::write(&path, &reference).unwrap();
+        }
+        let current = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            current == reference,
+            "docs/cli.md is stale: run `cargo xtask docs` and commit the result"
+        );
+    }
+}

@@ -1121,7 +1121,7 @@ fn usage_error(e: clap::Error) -> ExitCode {
     }
 }
 
-pub use help::command;
+pub use help::{command, reference};
 
 /// The `stet` binary: `commit` is the one it was built from, for `stet --version`.
 pub fn main(commit: &'static str) -> ExitCode {

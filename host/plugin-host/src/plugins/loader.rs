@@ -316,7 +316,10 @@ fn older_of_the_line(header: &'static LibHeader) -> Result<v1::StetPlugin_Ref, L
     // layout at the same place, and that its prefix is the host's; the fields it lacks lie
     // after the prefix, where prefix-type accessors check the library's own field count
     // before they read (the appended methods have defaults, `requires` is optional).
-    unsafe { header.init_root_module_with_unchecked_layout::<v1::StetPlugin_Ref>() }
+    #[allow(unsafe_code)]
+    unsafe {
+        header.init_root_module_with_unchecked_layout::<v1::StetPlugin_Ref>()
+    }
 }
 
 fn open(name: &str, path: &Path) -> Result<&'static LibHeader, LoadError> {

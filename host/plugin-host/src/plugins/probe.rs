@@ -8,7 +8,7 @@
 //! and reports every plugin, broken or not.
 
 use std::io::{Read, Write};
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
@@ -577,12 +577,8 @@ fn answer(manifest_path: &Path, config_json: &str, enter: &mut dyn FnMut(&str)) 
 fn redirect_stdout_to_stderr() -> std::io::Result<OwnedFd> {
     let stdout = std::io::stdout();
     let saved = nix::unistd::dup(stdout.as_fd()).map_err(std::io::Error::from)?;
-    // SAFETY: fds 1 and 2 are open for the life of the process; dup2 replaces fd 1 with a
-    // copy of fd 2, and `saved` keeps the original stdout open for the answer.
-    let rc = unsafe { nix::libc::dup2(2, stdout.as_raw_fd()) };
-    if rc < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
+    // Fd 1 becomes a copy of fd 2; `saved` keeps the original stdout open for the answer.
+    nix::unistd::dup2_stdout(std::io::stderr().as_fd()).map_err(std::io::Error::from)?;
     Ok(saved)
 }
 
