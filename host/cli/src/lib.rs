@@ -5,35 +5,23 @@
 
 pub use stet_base::{capture, error, files, git, owner, printer, text, timestamp};
 pub use stet_plugin_host::plugins;
+pub use stet_records::{
+    base, checkpoints, clean, config, gate, handles, init, land, lanes, queue, queue_actions,
+    receipts, reservations, settings, story, trust,
+};
 
 pub mod ask;
-pub mod base;
 pub mod board;
 pub mod call;
-pub mod checkpoints;
-pub mod clean;
 pub mod cli;
-pub mod config;
 pub mod credentials;
 pub mod doctor;
 pub mod drive;
-pub mod gate;
-pub mod handles;
 pub mod harness;
-pub mod init;
-pub mod land;
-pub mod lanes;
 pub mod network;
 pub mod plugin_report;
-pub mod queue;
-pub mod queue_actions;
-pub mod receipts;
 pub mod refresh;
-pub mod reservations;
 pub mod sandbox;
 pub mod scan;
-pub mod settings;
-pub mod story;
 pub mod transcript;
-pub mod trust;
 pub mod walls;

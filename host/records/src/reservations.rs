@@ -642,7 +642,7 @@ impl Remote<'_> {
 
     /// The record of `next`, made here and not pushed yet (for a push that carries a
     /// renewal with other refs).
-    pub(crate) fn record(&self, next: &Reservation) -> Result<Held, ReservationError> {
+    pub fn record(&self, next: &Reservation) -> Result<Held, ReservationError> {
         let message = serde_json::to_string(next)
             .map_err(|e| self.unreachable(format!("cannot write the reservation: {e}")))?;
         Ok(Held {
