@@ -53,21 +53,12 @@ impl Drop for RawMode {
 
 /// The size of the terminal on standard input (80×24 when it says none).
 pub fn size() -> TerminalSize {
-    let mut size = nix::libc::winsize {
-        ws_row: 0,
-        ws_col: 0,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
-    };
-    // SAFETY: TIOCGWINSZ writes one `winsize` into the pointer given; fd 0 is open.
-    let rc = unsafe { nix::libc::ioctl(0, nix::libc::TIOCGWINSZ, &mut size) };
-    if rc == 0 && size.ws_row > 0 && size.ws_col > 0 {
-        TerminalSize {
+    match rustix::termios::tcgetwinsize(std::io::stdin()) {
+        Ok(size) if size.ws_row > 0 && size.ws_col > 0 => TerminalSize {
             rows: size.ws_row,
             cols: size.ws_col,
-        }
-    } else {
-        TerminalSize { rows: 24, cols: 80 }
+        },
+        _ => TerminalSize { rows: 24, cols: 80 },
     }
 }
 

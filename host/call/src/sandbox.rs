@@ -813,7 +813,7 @@ impl LimitEvents {
 /// Prints the control group's counters (cgroup v2's files, else v1's) with shell builtins
 /// only: once the shell has started, nothing more needs a process, so leftovers holding
 /// every pid cannot stop the reading.
-pub(crate) const LIMIT_EVENTS_SCRIPT: &str =
+pub const LIMIT_EVENTS_SCRIPT: &str =
     "for f in /sys/fs/cgroup/pids.events /sys/fs/cgroup/pids/pids.events; do \
      [ -r \"$f\" ] && { echo '[pids]'; while read -r l; do echo \"$l\"; done < \"$f\"; }; done; \
      for f in /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control; do \

@@ -97,8 +97,8 @@ pub fn open_probed(
 impl OpenHarness {
     /// A harness object made in this process, not loaded from a library (the drive's
     /// scenario tests, through the SDK's own constructors).
-    #[cfg(test)]
-    pub(crate) fn in_process(name: &str, handle: HarnessHandle, context: HarnessContext) -> Self {
+    #[cfg(any(test, feature = "testing"))]
+    pub fn in_process(name: &str, handle: HarnessHandle, context: HarnessContext) -> Self {
         OpenHarness {
             name: name.to_string(),
             version: "0.0.0".to_string(),
