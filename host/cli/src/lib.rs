@@ -8,6 +8,7 @@ pub use stet_call::{
     ask, call, credentials, doctor, harness, network, plugin_report, refresh, sandbox, scan,
     transcript, walls,
 };
+pub use stet_drive::drive;
 pub use stet_plugin_host::plugins;
 pub use stet_records::{
     base, checkpoints, clean, config, gate, handles, init, land, lanes, queue, queue_actions,
@@ -16,4 +17,3 @@ pub use stet_records::{
 
 pub mod board;
 pub mod cli;
-pub mod drive;
