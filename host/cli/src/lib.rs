@@ -4,6 +4,7 @@
 //! See ARCHITECTURE.md at the repository root for the code map.
 
 pub use stet_base::{capture, error, files, git, owner, printer, text, timestamp};
+pub use stet_board::board;
 pub use stet_call::{
     ask, call, credentials, doctor, harness, network, plugin_report, refresh, sandbox, scan,
     transcript, walls,
@@ -15,5 +16,4 @@ pub use stet_records::{
     receipts, reservations, settings, story, trust,
 };
 
-pub mod board;
 pub mod cli;
