@@ -72,6 +72,108 @@ fn crate_names(tree: &str) -> Vec<&str> {
         .collect()
 }
 
+/// The host's crates in the order ARCHITECTURE.md draws them (`stet ─▶ stet-cli ─▶ …`),
+/// the binary first and the floor last.
+fn drawn_crate_order() -> Vec<String> {
+    let map = std::fs::read_to_string(repo_root().join("ARCHITECTURE.md")).unwrap();
+    let line = map
+        .lines()
+        .find(|l| l.trim_start().starts_with("stet ─▶ stet-cli"))
+        .expect("ARCHITECTURE.md draws the host's crates as `stet ─▶ stet-cli ─▶ …`");
+    line.split("─▶").map(|c| c.trim().to_string()).collect()
+}
+
+/// Each package's direct dependencies (every kind), from `cargo metadata`.
+fn direct_dependencies() -> BTreeMap<String, Vec<(String, Option<String>)>> {
+    let out = Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .current_dir(repo_root())
+        .output()
+        .expect("run cargo metadata");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let metadata: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    metadata["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let deps = p["dependencies"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|d| {
+                    let name = d["name"].as_str().unwrap().to_string();
+                    (name, d["kind"].as_str().map(str::to_string))
+                })
+                .collect();
+            (p["name"].as_str().unwrap().to_string(), deps)
+        })
+        .collect()
+}
+
+/// The host is a few crates along its floors, and the compiler keeps them there: each
+/// depends only on crates drawn below it in ARCHITECTURE.md (its tests too), the drawing
+/// names every host package once, and only the board's crate has a web stack.
+#[test]
+fn the_host_crates_depend_only_on_the_floors_below_them() {
+    let order = drawn_crate_order();
+    let mut drawn: Vec<String> = order.clone();
+    drawn.sort();
+    let mut packages: Vec<String> = host_packages().into_iter().map(|(n, _)| n).collect();
+    packages.sort();
+    assert_eq!(
+        drawn, packages,
+        "ARCHITECTURE.md's crate order names the host's packages"
+    );
+    let deps = direct_dependencies();
+    let mut upward = Vec::new();
+    for (at, name) in order.iter().enumerate() {
+        for (dep, kind) in &deps[name] {
+            let Some(dep_at) = order.iter().position(|c| c == dep) else {
+                continue;
+            };
+            if dep_at <= at {
+                upward.push(format!(
+                    "{name} → {dep} ({})",
+                    kind.as_deref().unwrap_or("normal")
+                ));
+            }
+        }
+        if name != "stet-board" {
+            for web in [
+                "axum",
+                "hyper",
+                "hyper-util",
+                "askama",
+                "tokio",
+                "futures-util",
+            ] {
+                assert!(
+                    !deps[name]
+                        .iter()
+                        .any(|(d, kind)| d == web && kind.is_none()),
+                    "{name} depends on {web}: only stet-board has a web stack"
+                );
+            }
+        }
+    }
+    assert!(
+        upward.is_empty(),
+        "upward edges between the host's crates:\n{}",
+        upward.join("\n")
+    );
+}
+
 #[test]
 fn the_host_does_not_depend_on_any_backend_library() {
     let tree = normal_dependencies("stet");

@@ -1,7 +1,13 @@
-//! The `stet` host: loads runtime and harness plugins, selects them, and (in later cuts)
-//! drives the queue. `main.rs` is a thin shell over [`cli::main`].
+//! Stet's command line: every `stet` command, parsed by clap and run on the crates below
+//! (`stet-base` … `stet-board`), its output through the printer and its exit code from the
+//! error's kind. `host/src/main.rs` (the `stet` binary) is a thin shell over [`cli::main`].
 //!
-//! See ARCHITECTURE.md at the repository root for the code map.
+//! The host's concepts are re-exported here by their module names, so the fuzz targets and
+//! the benches reach every parser through one crate.
+//!
+//! See ARCHITECTURE.md at the repository root for the map of the host's crates.
+
+#![forbid(unsafe_code)]
 
 pub use stet_base::{capture, error, files, git, owner, printer, text, timestamp};
 pub use stet_board::board;
