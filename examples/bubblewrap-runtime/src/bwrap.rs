@@ -14,7 +14,7 @@ use crate::records::Record;
 
 /// Finds `bwrap`: the configured path, else the first `bwrap` on `PATH`.
 pub fn find(configured: Option<&Path>) -> Result<PathBuf, String> {
-    stet_runtime_support::command::find("bwrap", configured, "[plugins.bubblewrap] bwrap").map_err(
+    stet_plugin_support::command::find("bwrap", configured, "[plugins.bubblewrap] bwrap").map_err(
         |why| {
             why.replace(
                 "bwrap is not installed",
@@ -24,7 +24,7 @@ pub fn find(configured: Option<&Path>) -> Result<PathBuf, String> {
     )
 }
 
-pub use stet_runtime_support::command::{run_bounded, Ran};
+pub use stet_plugin_support::command::{run_bounded, Ran};
 
 /// What one sandboxed process is launched with.
 pub struct Launch<'a> {

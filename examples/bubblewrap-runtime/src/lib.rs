@@ -5,7 +5,7 @@
 //!
 //! - a **sandbox** is a record: a directory under the state directory holding the spec and
 //!   labels as JSON, and the sandbox's `/tmp` (see [`records`], from the crate
-//!   `stet-runtime-support` the template and this runtime share);
+//!   `stet-plugin-support` the template and this runtime share);
 //! - each **process** is one `bwrap … -- argv` child of the plugin, built from the record
 //!   (see [`bwrap::Launch`]): new user, pid, ipc, uts and cgroup namespaces, no
 //!   capabilities, the spec's ids inside (mapped to the caller's own outside), a new
@@ -33,12 +33,12 @@ use stet_plugin_api::{
 
 pub mod bwrap;
 pub mod images;
-pub use stet_runtime_support::{process, records};
+pub use stet_plugin_support::{process, records};
 
 use images::Image;
 use process::{Processes, StatusEncoding};
 use records::{Record, Store};
-use stet_runtime_support::{check_sandbox_path, current_ids, merged_env};
+use stet_plugin_support::{check_sandbox_path, current_ids, merged_env};
 
 /// The plugin's name: equal to `name` in plugin.toml.
 pub const NAME: &str = "bubblewrap";
@@ -190,6 +190,7 @@ impl RuntimePlugin for BubblewrapRuntime {
         if let Err(why) = self.trial(&bwrap) {
             // Which part fails: bwrap at all, or the namespaces a sandbox needs?
             let plain = bwrap::run_bounded(command(&["--ro-bind", "/", "/", "true"]), PROBE_LIMIT)
+                .map_err(String::from)
                 .and_then(|ran| {
                     if ran.success() {
                         Ok(())
@@ -290,7 +291,7 @@ impl RuntimePlugin for BubblewrapRuntime {
             match bwrap::run_bounded(launch.command(&bwrap), CREATE_LIMIT) {
                 Ok(ran) if ran.success() => Ok(()),
                 Ok(ran) => Err(ran.why()),
-                Err(why) => Err(why),
+                Err(why) => Err(why.to_string()),
             }
             .map_err(|why| {
                 PluginError::backend(format!("bwrap could not make the sandbox: {why}"))

@@ -15,7 +15,7 @@
 //! replace [`ExampleRuntime::command`] (and `probe`) with your backend: the bubblewrap
 //! example beside this one is this template with `bwrap` put there. The plumbing both
 //! share (sandbox records on disk, host child processes) is the crate
-//! `stet-runtime-support`, which a copy of this template keeps as a dependency.
+//! `stet-plugin-support`, which a copy of this template keeps as a dependency.
 //!
 //! Every method of [`RuntimePlugin`] states its contract in a comment; the full contracts
 //! are in `stet_plugin_api::RuntimePlugin`'s documentation.
@@ -29,11 +29,11 @@ use stet_plugin_api::{
     ProcessSpec, ROption, RuntimePlugin, SandboxInfo, SandboxSpec,
 };
 
-pub use stet_runtime_support::{process, records};
+pub use stet_plugin_support::{process, records};
 
 use process::{Processes, StatusEncoding};
 use records::{Record, Store};
-use stet_runtime_support::{current_ids, merged_env};
+use stet_plugin_support::{current_ids, merged_env};
 
 /// The plugin's name: equal to `name` in plugin.toml.
 pub const NAME: &str = "example";

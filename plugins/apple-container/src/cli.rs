@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use stet_plugin_api::{ErrorCode, PluginError};
-use stet_plugin_support::{run_bounded, CommandError, CommandOutput};
+use stet_plugin_support::{run_clean, Ran, RunError};
 
 /// The `PATH` every `container` call runs with: where the signed package and Homebrew put
 /// it, and the system's own directories. Nothing of the host's `PATH` is used.
@@ -73,15 +73,15 @@ pub fn environment() -> Vec<(&'static str, OsString)> {
 impl Cli {
     /// Runs `container args…` with a wall-clock `limit`; the CLI is killed when it passes.
     /// Any exit status is returned; only a failure to start or the limit is an error.
-    pub fn run(&self, args: &[&str], limit: Duration) -> Result<CommandOutput, PluginError> {
+    pub fn run(&self, args: &[&str], limit: Duration) -> Result<Ran, PluginError> {
         let env = environment();
         let env: Vec<(&str, &OsStr)> = env.iter().map(|(k, v)| (*k, v.as_os_str())).collect();
-        run_bounded(&self.binary, args, &env, limit).map_err(|e| match e {
-            CommandError::Spawn(e) => {
+        run_clean(&self.binary, args, &env, limit).map_err(|e| match e {
+            RunError::Spawn(e) => {
                 PluginError::unavailable(format!("could not run {}: {e}", self.binary.display()))
                     .with_remedy(INSTALL_REMEDY)
             }
-            CommandError::TimedOut(limit) => PluginError::new(
+            RunError::TimedOut(limit) => PluginError::new(
                 ErrorCode::TIMEOUT,
                 format!(
                     "`container {}` did not answer within {} and was killed",
@@ -94,7 +94,7 @@ impl Cli {
     }
 
     /// Like [`Cli::run`], and a non-zero exit is the CLI's error, mapped.
-    pub fn run_ok(&self, args: &[&str], limit: Duration) -> Result<CommandOutput, PluginError> {
+    pub fn run_ok(&self, args: &[&str], limit: Duration) -> Result<Ran, PluginError> {
         let out = self.run(args, limit)?;
         if out.success() {
             Ok(out)
@@ -210,7 +210,7 @@ pub fn classify(text: &str, code: Option<i32>) -> Kind {
 }
 
 /// The error for a `container` call that exited non-zero.
-pub fn failure(args: &[&str], out: &CommandOutput) -> PluginError {
+pub fn failure(args: &[&str], out: &Ran) -> PluginError {
     let text = error_text(&out.stderr);
     let text = if text.is_empty() {
         match out.code {
@@ -265,8 +265,8 @@ pub const OLDEST: (u32, u32) = (0, 7);
 mod tests {
     use super::*;
 
-    fn out(code: i32, stderr: &str) -> CommandOutput {
-        CommandOutput {
+    fn out(code: i32, stderr: &str) -> Ran {
+        Ran {
             code: Some(code),
             stdout: String::new(),
             stderr: stderr.to_string(),

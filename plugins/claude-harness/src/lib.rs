@@ -24,7 +24,7 @@ use stet_plugin_api::{
     ProbeReport, Profile, Rendered, Role, RoleRequest, WallCheck, WallReport, WallState,
     SESSION_HOOK_MARKER, WALL_CANARY,
 };
-use stet_plugin_support::{find_on_path, run_bounded, CommandOutput};
+use stet_plugin_support::{find_on_path, run_clean, Ran};
 
 mod launch;
 mod login;
@@ -132,12 +132,7 @@ impl ClaudeHarness {
     /// Runs `claude` with an environment built from scratch: a plain PATH, HOME, the
     /// profile when given, and the switches that keep it from updating itself or phoning
     /// home. Nothing else of the host's environment (no key, no token) reaches it.
-    fn claude(
-        &self,
-        binary: &Path,
-        args: &[&str],
-        profile: Option<&Path>,
-    ) -> Result<CommandOutput, String> {
+    fn claude(&self, binary: &Path, args: &[&str], profile: Option<&Path>) -> Result<Ran, String> {
         let home = std::env::var_os("HOME").unwrap_or_default();
         let mut env: Vec<(&str, &OsStr)> = vec![
             ("PATH", OsStr::new("/usr/local/bin:/usr/bin:/bin")),
@@ -149,7 +144,7 @@ impl ClaudeHarness {
         if let Some(dir) = profile {
             env.push(("CLAUDE_CONFIG_DIR", dir.as_os_str()));
         }
-        run_bounded(binary, args, &env, COMMAND_LIMIT).map_err(|e| e.to_string())
+        run_clean(binary, args, &env, COMMAND_LIMIT).map_err(|e| e.to_string())
     }
 
     fn login(&self, binary: &Path, profile: Option<&Path>) -> Result<AuthStatus, String> {

@@ -35,7 +35,7 @@ use stet_plugin_api::{
     OutcomeKind, PluginError, ProbeReport, Profile, Rendered, Role, RoleRequest, WallCheck,
     WallReport, WallState, WALL_CANARY,
 };
-use stet_plugin_support::{find_on_path, run_bounded, CommandOutput};
+use stet_plugin_support::{find_on_path, run_clean, Ran};
 
 mod config;
 mod events;
@@ -161,7 +161,7 @@ impl CodexHarness {
         binary: &Path,
         args: &[&str],
         codex_home: Option<&Path>,
-    ) -> Result<CommandOutput, String> {
+    ) -> Result<Ran, String> {
         let home = std::env::var_os("HOME").unwrap_or_default();
         let mut env: Vec<(&str, &OsStr)> = vec![
             ("PATH", OsStr::new("/usr/local/bin:/usr/bin:/bin")),
@@ -171,7 +171,7 @@ impl CodexHarness {
         if let Some(dir) = codex_home {
             env.push(("CODEX_HOME", dir.as_os_str()));
         }
-        run_bounded(binary, args, &env, COMMAND_LIMIT).map_err(|e| e.to_string())
+        run_clean(binary, args, &env, COMMAND_LIMIT).map_err(|e| e.to_string())
     }
 
     /// Whether `codex login status` says the profile's login is there: asked on a private

@@ -44,7 +44,7 @@ pub fn read(variable: &str, from: &From) -> Result<String, PluginError> {
             let home = std::env::var_os("HOME").unwrap_or_default();
             // An environment from scratch: what such commands need to find their own login.
             let env: [(&str, &OsStr); 2] = [("PATH", &path), ("HOME", &home)];
-            let out = stet_plugin_support::run_bounded(&program, &argv[1..], &env, COMMAND_LIMIT)
+            let out = stet_plugin_support::run_clean(&program, &argv[1..], &env, COMMAND_LIMIT)
                 .map_err(|e| failed(format!("`{}` did not run: {e}", argv.join(" "))))?;
             if !out.success() {
                 // Its output is not shown: a helper may print the secret before failing.

@@ -18,7 +18,7 @@
 
 use serde_json::{json, Value};
 use stet_plugin_api::Limits;
-use stet_runtime_support::records::Record;
+use stet_plugin_support::records::Record;
 
 /// What a sandbox runs as its first process when it is not given one: nothing, for ever.
 /// Work arrives through `runsc exec`; gVisor reaps what those leave.
@@ -133,7 +133,7 @@ pub fn process(record: &Record, argv: &[String], env: &[(String, String)], workd
 #[cfg(test)]
 mod tests {
     use super::*;
-    use stet_runtime_support::records::MountRecord;
+    use stet_plugin_support::records::MountRecord;
 
     fn record() -> Record {
         Record {

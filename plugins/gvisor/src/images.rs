@@ -23,7 +23,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use stet_plugin_api::{ImageStatus, PluginError};
-use stet_runtime_support::command::{find, run_bounded};
+use stet_plugin_support::command::{find, run_bounded};
 
 /// How long a look-up in Docker's store may take.
 const LOOKUP_LIMIT: Duration = Duration::from_secs(30);
@@ -165,19 +165,19 @@ impl Images {
         let fail = |what: String| {
             PluginError::backend(format!("could not unpack image {name} ({id}): {what}"))
         };
-        stet_runtime_support::records::create_private_dir(&self.cache)
+        stet_plugin_support::records::create_private_dir(&self.cache)
             .map_err(|e| fail(format!("cannot make {}: {e}", self.cache.display())))?;
         self.remove_stale_partials();
         let partial = self.cache.join(format!(
             ".partial-{}-{}",
             std::process::id(),
-            stet_runtime_support::records::new_id("u")
+            stet_plugin_support::records::new_id("u")
         ));
         std::fs::create_dir(&partial).map_err(|e| fail(e.to_string()))?;
         let unpacked = self.export_into(id, &partial.join("rootfs"));
         let result = unpacked.and_then(|bytes| {
             let about = serde_json::json!({"image": name, "id": id, "bytes": bytes,
-                                           "unpacked": stet_runtime_support::records::now_secs()});
+                                           "unpacked": stet_plugin_support::records::now_secs()});
             std::fs::write(partial.join("image.json"), about.to_string())
                 .map_err(|e| e.to_string())?;
             // World-readable: the sandbox's own processes read it through runsc's gofer.
@@ -188,14 +188,14 @@ impl Images {
                 Ok(()) => Ok(()),
                 // Another process unpacked the same id first: theirs stands.
                 Err(_) if target.join("rootfs").is_dir() => {
-                    let _ = stet_runtime_support::records::remove_tree(&partial);
+                    let _ = stet_plugin_support::records::remove_tree(&partial);
                     Ok(())
                 }
                 Err(e) => Err(format!("cannot move it into place: {e}")),
             }
         });
         if result.is_err() {
-            let _ = stet_runtime_support::records::remove_tree(&partial);
+            let _ = stet_plugin_support::records::remove_tree(&partial);
         }
         result.map_err(fail)
     }
@@ -242,7 +242,7 @@ impl Images {
                 let mut archive = tar::Archive::new(&mut counted);
                 archive.set_preserve_permissions(true);
                 archive.set_preserve_mtime(true);
-                archive.set_preserve_ownerships(stet_runtime_support::current_ids().0 == 0);
+                archive.set_preserve_ownerships(stet_plugin_support::current_ids().0 == 0);
                 archive.set_overwrite(true);
                 archive.unpack(rootfs)
             };
@@ -276,7 +276,7 @@ impl Images {
                     .and_then(|t| t.elapsed().ok())
                     .is_some_and(|age| age > Duration::from_secs(3600));
             if stale {
-                let _ = stet_runtime_support::records::remove_tree(&entry.path());
+                let _ = stet_plugin_support::records::remove_tree(&entry.path());
             }
         }
     }

@@ -45,13 +45,13 @@ use stet_plugin_api::{
 pub mod bundle;
 pub mod images;
 pub mod runsc;
-pub use stet_runtime_support::{process, records};
+pub use stet_plugin_support::{process, records};
 
 use images::Images;
 use process::{HostProcess, Processes, StatusEncoding};
 use records::{Record, Store};
 use runsc::{RunFlags, Runsc};
-use stet_runtime_support::{check_sandbox_path, current_ids, merged_env};
+use stet_plugin_support::{check_sandbox_path, current_ids, merged_env};
 
 /// The plugin's name: equal to `name` in plugin.toml.
 pub const NAME: &str = "gvisor";
@@ -190,7 +190,7 @@ impl GvisorRuntime {
     }
 
     fn runsc(&self) -> Result<Runsc, PluginError> {
-        let binary = stet_runtime_support::command::find(
+        let binary = stet_plugin_support::command::find(
             "runsc",
             self.config.runsc.as_deref(),
             "[plugins.gvisor] runsc",
@@ -216,7 +216,7 @@ impl GvisorRuntime {
         };
         let mut command = trial.command(&["--network=none", "do", "true"]);
         command.current_dir(&scratch);
-        let ran = stet_runtime_support::command::run_bounded(command, PROBE_LIMIT);
+        let ran = stet_plugin_support::command::run_bounded(command, PROBE_LIMIT);
         let _ = records::remove_tree(&scratch);
         match ran? {
             ran if ran.success() => Ok(()),

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use stet_runtime_support::command::{run_bounded, Ran};
+use stet_plugin_support::command::{run_bounded, Ran};
 
 /// How long one control call (run detached, state, kill, delete) may take.
 const CONTROL_LIMIT: Duration = Duration::from_secs(30);
