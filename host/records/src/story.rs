@@ -9,6 +9,70 @@ use crate::error::{Concept, Error};
 use crate::queue;
 use crate::reservations::{Remote, ReservationError};
 
+/// Where an item stands, from the remote's marks and reservations. Its words (`open`,
+/// `reserved`, …) are said at the edge only: in `--json`, tables and the board.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ItemState {
+    /// Queued, held by no one.
+    #[default]
+    Open,
+    /// A drive holds it (its reservation runs).
+    Reserved,
+    /// Its reservation ran out: the next drive takes it over.
+    Lapsed,
+    /// Landed.
+    Landed,
+    /// Given up, with why.
+    Failed,
+    /// Cancelled by a person (`stet rm`).
+    Cancelled,
+    /// The remote could not be read.
+    Unknown,
+}
+
+impl ItemState {
+    /// Its word, as `--json` and the tables say it.
+    pub fn word(self) -> &'static str {
+        match self {
+            ItemState::Open => "open",
+            ItemState::Reserved => "reserved",
+            ItemState::Lapsed => "lapsed",
+            ItemState::Landed => "landed",
+            ItemState::Failed => "failed",
+            ItemState::Cancelled => "cancelled",
+            ItemState::Unknown => "unknown",
+        }
+    }
+
+    /// The state a word names (`--json`'s, the board's filter), if any.
+    pub fn from_word(word: &str) -> Option<ItemState> {
+        ItemState::ALL.into_iter().find(|s| s.word() == word)
+    }
+
+    /// Every state, in the order a person reads them.
+    pub const ALL: [ItemState; 7] = [
+        ItemState::Open,
+        ItemState::Reserved,
+        ItemState::Lapsed,
+        ItemState::Landed,
+        ItemState::Failed,
+        ItemState::Cancelled,
+        ItemState::Unknown,
+    ];
+
+    /// Whether a reservation holds it, running or run out.
+    pub fn held(self) -> bool {
+        matches!(self, ItemState::Reserved | ItemState::Lapsed)
+    }
+}
+
+impl std::fmt::Display for ItemState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.word())
+    }
+}
+
 /// One item as `stet queue` shows it. Its `--json` form is [`ItemJson`].
 #[derive(Clone, Default)]
 pub struct Row {
@@ -16,8 +80,7 @@ pub struct Row {
     /// What a person types for it (`handles.rs`).
     pub handle: String,
     pub title: String,
-    /// `open`, `reserved`, `lapsed`, `landed`, `failed`, `cancelled` or `unknown`.
-    pub state: String,
+    pub state: ItemState,
     /// Who holds the reservation, for `reserved` and `lapsed`.
     pub holder: Option<String>,
     /// The lane's stage as its reservation says, for `reserved` and `lapsed`.
@@ -62,7 +125,7 @@ pub struct ItemJson<'a> {
     pub id: &'a str,
     pub handle: &'a str,
     pub title: &'a str,
-    pub state: &'a str,
+    pub state: ItemState,
     pub why: Option<&'a str>,
     pub remedy: Option<String>,
     pub holder: Option<&'a str>,
@@ -88,17 +151,19 @@ pub struct ItemJson<'a> {
 impl Row {
     /// Its `--json` form.
     pub fn json(&self) -> ItemJson<'_> {
-        let remedy = match self.state.as_str() {
-            "failed" | "cancelled" => Some(format!("stet retry {}", self.handle)),
-            "landed" if self.land_failed.is_some() => Some(format!("stet land {}", self.handle)),
-            "lapsed" => Some("the next stet drive takes it over".to_string()),
+        let remedy = match self.state {
+            ItemState::Failed | ItemState::Cancelled => Some(format!("stet retry {}", self.handle)),
+            ItemState::Landed if self.land_failed.is_some() => {
+                Some(format!("stet land {}", self.handle))
+            }
+            ItemState::Lapsed => Some("the next stet drive takes it over".to_string()),
             _ => None,
         };
         ItemJson {
             id: &self.id,
             handle: &self.handle,
             title: &self.title,
-            state: &self.state,
+            state: self.state,
             why: self
                 .why
                 .as_deref()
@@ -212,22 +277,22 @@ pub fn states(
             });
             let held = reservations.iter().find(|h| h.reservation.item == item.id);
             let state = match (&remote_note, held) {
-                (Some(_), _) => "unknown",
-                (None, _) if marks.landed.contains(&item.id) => "landed",
+                (Some(_), _) => ItemState::Unknown,
+                (None, _) if marks.landed.contains(&item.id) => ItemState::Landed,
                 // A cancel is the person's latest word: an item failed and then
                 // cancelled is cancelled (`stet retry` clears both).
-                (None, _) if marks.cancelled.contains(&item.id) => "cancelled",
-                (None, _) if marks.failed.contains(&item.id) => "failed",
-                (None, None) => "open",
-                (None, Some(h)) if h.reservation.expires_at_unix > now => "reserved",
-                (None, Some(_)) => "lapsed",
+                (None, _) if marks.cancelled.contains(&item.id) => ItemState::Cancelled,
+                (None, _) if marks.failed.contains(&item.id) => ItemState::Failed,
+                (None, None) => ItemState::Open,
+                (None, Some(h)) if h.reservation.expires_at_unix > now => ItemState::Reserved,
+                (None, Some(_)) => ItemState::Lapsed,
             };
-            let reserved = matches!(state, "reserved" | "lapsed");
+            let reserved = state.held();
             Row {
                 id: item.id.clone(),
                 handle: item.handle.clone(),
                 title: item.title.clone(),
-                state: state.to_string(),
+                state,
                 holder: held
                     .filter(|_| reserved)
                     .map(|h| h.reservation.holder.clone()),
@@ -252,11 +317,11 @@ pub fn states(
                 reason: checkpoints.get(&item.id).and_then(|c| c.reason.clone()),
                 pull_request: records
                     .get(&item.id)
-                    .filter(|_| state == "landed")
+                    .filter(|_| state == ItemState::Landed)
                     .and_then(|r| r.pull_request.clone()),
                 land_failed: records
                     .get(&item.id)
-                    .filter(|_| state == "landed")
+                    .filter(|_| state == ItemState::Landed)
                     .and_then(|r| r.failed.clone()),
                 blocked: blocked
                     .get(&item.id)
@@ -273,23 +338,23 @@ pub fn states(
 /// What `stet queue`, `stet show` and `stet board` say of an item after its state: its
 /// lane's stage and holder, where it landed, why it failed, and what to do about it.
 pub fn detail_of(row: &Row) -> String {
-    let detail = match (row.state.as_str(), &row.holder, &row.stage, row.until_unix) {
-        ("reserved", Some(holder), Some(stage), Some(until)) => format!(
+    let detail = match (row.state, &row.holder, &row.stage, row.until_unix) {
+        (ItemState::Reserved, Some(holder), Some(stage), Some(until)) => format!(
             " — in lane {} at {stage}, held by {holder} until {}",
             crate::lanes::branch_of(&row.id),
             crate::timestamp::clock(until)
         ),
-        ("lapsed", Some(holder), Some(stage), Some(until)) => format!(
+        (ItemState::Lapsed, Some(holder), Some(stage), Some(until)) => format!(
             " — lane {} left at {stage} by {holder}, lapsed at {}; the next drive takes it up",
             crate::lanes::branch_of(&row.id),
             crate::timestamp::clock(until)
         ),
-        ("failed", ..) => format!(
+        (ItemState::Failed, ..) => format!(
             " — {} (stet retry {} to take it up again)",
             row.why.as_deref().unwrap_or("no reason recorded"),
             row.handle
         ),
-        ("landed", ..) => match (&row.pull_request, &row.land_failed) {
+        (ItemState::Landed, ..) => match (&row.pull_request, &row.land_failed) {
             (Some(url), _) => format!(
                 " — {}, pull request {url}",
                 crate::lanes::branch_of(&row.id)
@@ -301,11 +366,11 @@ pub fn detail_of(row: &Row) -> String {
             ),
             (None, None) => format!(" — {}", crate::lanes::branch_of(&row.id)),
         },
-        ("cancelled", ..) => format!(
+        (ItemState::Cancelled, ..) => format!(
             " — no drive takes it until stet retry {} (stet clean removes what it left here)",
             row.handle
         ),
-        ("open", ..) if row.lane.is_some() || row.round.is_some() => format!(
+        (ItemState::Open, ..) if row.lane.is_some() || row.round.is_some() => format!(
             " — {}the next drive resumes it{}",
             if row.lane.is_some() {
                 format!("lane {} pushed; ", crate::lanes::branch_of(&row.id))
@@ -319,8 +384,8 @@ pub fn detail_of(row: &Row) -> String {
         ),
         _ => String::new(),
     };
-    let detail = match (&row.reason, row.state.as_str()) {
-        (Some(reason), "open" | "reserved" | "lapsed") => {
+    let detail = match (&row.reason, row.state) {
+        (Some(reason), ItemState::Open | ItemState::Reserved | ItemState::Lapsed) => {
             format!("{detail} (last: {reason})")
         }
         _ => detail,

@@ -51,13 +51,13 @@ pub fn shell(settings: &Settings, args: &ShellArgs, printer: Printer) -> Result<
         .unwrap_or(0);
     let (rows, unreachable) =
         crate::story::states(&repo, std::slice::from_ref(item), &args.remote, now)?;
-    let state = rows.first().map(|r| r.state.clone()).unwrap_or_default();
+    let state = rows.first().map(|r| r.state).unwrap_or_default();
     if let Some(note) = unreachable {
         printer.warn(&format!(
             "{note}: whether a drive works {id} now is not known"
         ));
     }
-    if state == "reserved" {
+    if state == crate::story::ItemState::Reserved {
         let row = &rows[0];
         return Err(CliError::new(
             Exit::Unusable,
@@ -110,7 +110,7 @@ pub fn shell(settings: &Settings, args: &ShellArgs, printer: Printer) -> Result<
         lane.dir.display(),
         queue::handle_of(&id)
     ));
-    if state != "landed" {
+    if state != crate::story::ItemState::Landed {
         printer.note(&format!(
             "a drive that works {id} again starts from the lane's last commit: what is uncommitted there is removed"
         ));

@@ -149,7 +149,7 @@ pub fn list(args: &QueueArgs, printer: Printer) -> Result<Exit, CliError> {
     let mut table = crate::printer::Table::new(&["STATE", "HANDLE", "ID", "TITLE"]).coloured(0);
     for row in &rows {
         table.row(vec![
-            row.state.clone(),
+            row.state.to_string(),
             row.handle.clone(),
             row.id.clone(),
             format!("{}{}", row.title, story::detail_of(row)),

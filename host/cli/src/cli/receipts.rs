@@ -3,6 +3,7 @@
 use super::error::{CliError, Exit};
 use crate::printer::Printer;
 use crate::receipts;
+use crate::story::ItemState;
 
 use super::{ReceiptsArgs, StatusArgs};
 
@@ -281,8 +282,8 @@ fn lanes_here_now(repo: &std::path::Path, remote: &str) -> Vec<String> {
                     "{branch} — its item's file is not in the queue here; stet clean removes the lane once the remote marks it finished"
                 );
             };
-            let what = match row.state.as_str() {
-                "reserved" => format!(
+            let what = match row.state {
+                ItemState::Reserved => format!(
                     "being worked by {}{} — stet log -f {} follows it",
                     row.holder.as_deref().unwrap_or("a drive"),
                     row.stage
@@ -291,21 +292,21 @@ fn lanes_here_now(repo: &std::path::Path, remote: &str) -> Vec<String> {
                         .unwrap_or_default(),
                     row.handle
                 ),
-                "lapsed" => {
+                ItemState::Lapsed => {
                     "left by a drive that stopped; the next stet drive takes it up".to_string()
                 }
-                "open" => "waiting; the next stet drive takes it up".to_string(),
-                "failed" => format!(
+                ItemState::Open => "waiting; the next stet drive takes it up".to_string(),
+                ItemState::Failed => format!(
                     "failed ({}); stet retry {} takes it up again",
                     row.why.as_deref().unwrap_or("no reason recorded"),
                     row.handle
                 ),
-                "cancelled" => format!(
+                ItemState::Cancelled => format!(
                     "cancelled; stet retry {} takes it up again, stet clean removes the lane",
                     row.handle
                 ),
-                "landed" => "landed; stet clean removes the lane".to_string(),
-                _ => format!(
+                ItemState::Landed => "landed; stet clean removes the lane".to_string(),
+                ItemState::Unknown => format!(
                     "state unknown: {remote} did not answer (stet queue tells once it does)"
                 ),
             };

@@ -8,6 +8,7 @@
 //! receipt is written by renaming it into place, which changes it). One set is kept, for
 //! one directory: the memory follows the number of receipts, not how long the board runs.
 
+use crate::story::ItemState;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -361,10 +362,10 @@ fn landed_and_failed(calls: &[Call], rows: &[crate::story::Row]) -> Figure {
     }
     let mut ended: Vec<(String, &str)> = rows
         .iter()
-        .filter(|r| r.state == "landed" || r.state == "failed")
+        .filter(|r| matches!(r.state, ItemState::Landed | ItemState::Failed))
         .filter_map(|r| {
             last.get(r.id.as_str())
-                .map(|t| (day_of(*t), r.state.as_str()))
+                .map(|t| (day_of(*t), r.state.word()))
         })
         .collect();
     ended.sort();
@@ -451,7 +452,7 @@ mod tests {
         crate::story::Row {
             id: id.into(),
             handle: handle.into(),
-            state: state.into(),
+            state: crate::story::ItemState::from_word(state).unwrap(),
             ..Default::default()
         }
     }

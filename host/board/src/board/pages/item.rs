@@ -9,6 +9,7 @@
 //! through the template's escaping, made inert first (control characters and bidirectional
 //! overrides written out, as the terminal shows them).
 
+use crate::story::ItemState;
 use std::time::Duration;
 
 use axum::extract::rejection::FormRejection;
@@ -260,11 +261,11 @@ pub struct ItemPage {
 
 impl ItemPage {
     pub fn can_retry(&self) -> bool {
-        !self.archived && matches!(self.row.state.as_str(), "failed" | "cancelled")
+        !self.archived && matches!(self.row.state, ItemState::Failed | ItemState::Cancelled)
     }
 
     pub fn can_cancel(&self) -> bool {
-        !self.archived && !matches!(self.row.state.as_str(), "landed" | "cancelled")
+        !self.archived && !matches!(self.row.state, ItemState::Landed | ItemState::Cancelled)
     }
 }
 

@@ -7,6 +7,7 @@
 //! when it changed, and end when the board stops; each connection keeps the last view it
 //! sent and the few drives it saw end, nothing more.
 
+use crate::story::ItemState;
 use std::convert::Infallible;
 
 use std::path::Path;
@@ -83,7 +84,7 @@ pub struct PeerLane {
     pub handle: String,
     pub title: String,
     /// `reserved` or `lapsed`.
-    pub state: String,
+    pub state: ItemState,
     pub stage: String,
     pub holder: String,
     pub until: String,
@@ -120,13 +121,13 @@ pub fn view(repo: &Path, snapshot: &Snapshot) -> View {
     let peers = snapshot
         .rows
         .iter()
-        .filter(|r| matches!(r.state.as_str(), "reserved" | "lapsed"))
+        .filter(|r| r.state.held())
         .filter(|r| !worked.contains(r.id.as_str()))
         .map(|r| PeerLane {
             item: r.id.clone(),
             handle: r.handle.clone(),
             title: r.title.clone(),
-            state: r.state.clone(),
+            state: r.state,
             stage: r.stage.clone().unwrap_or_default(),
             holder: r.holder.clone().unwrap_or_default(),
             until: r.until_unix.map(crate::drive::clock).unwrap_or_default(),
@@ -314,7 +315,7 @@ mod tests {
             id: id.into(),
             handle: format!("{id}-handle"),
             title: format!("{id} title"),
-            state: state.into(),
+            state: crate::story::ItemState::from_word(state).unwrap(),
             holder: Some("peer:clone:1:1".into()),
             stage: Some("review".into()),
             until_unix: Some(4_102_444_800),
