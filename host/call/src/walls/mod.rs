@@ -41,8 +41,8 @@ pub struct Wall {
     pub wall: String,
     /// Whether it held.
     pub held: bool,
-    /// How it stands: `held`, `broken`, `absent`, `unreachable`, `cannot-run`.
-    pub state: String,
+    /// How it stands (its word in `--json`: `held`, `broken`, `absent`, …).
+    pub state: Standing,
     /// What was seen.
     pub detail: String,
     /// What to do when it did not hold (`null` in JSON when nothing).
@@ -50,15 +50,87 @@ pub struct Wall {
     pub remedy: String,
 }
 
+/// How a wall stands: the SDK's states, and the host's own for a proof the model API did
+/// not serve. Its word is said at the edge only (`--json`, the table, the record).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Standing {
+    /// It holds.
+    Held,
+    /// It is down: something leaks, or is not as it must be.
+    Broken,
+    /// What it is about is not there yet.
+    Absent,
+    /// The model API did not answer the proof: not proven.
+    Unreachable,
+    /// The agent cannot run where it must: not proven.
+    CannotRun,
+    /// The login's usage limit refused the proof: not proven.
+    UsageLimited,
+    /// The model API refused the profile's login: not proven.
+    LoginRefused,
+    /// A state a newer plugin reports that this stet does not know, by its number.
+    Other(u32),
+}
+
+impl Standing {
+    /// Its word, as `--json`, the table and the walls' record say it.
+    pub fn word(self) -> std::borrow::Cow<'static, str> {
+        std::borrow::Cow::Borrowed(match self {
+            Standing::Held => "held",
+            Standing::Broken => "broken",
+            Standing::Absent => "absent",
+            Standing::Unreachable => "unreachable",
+            Standing::CannotRun => "cannot-run",
+            Standing::UsageLimited => "usage-limited",
+            Standing::LoginRefused => "login-refused",
+            Standing::Other(n) => return std::borrow::Cow::Owned(format!("state {n}")),
+        })
+    }
+
+    /// Whether a wall standing so is unproven rather than broken: the model API did not
+    /// serve the proof, or the agent cannot run where it must.
+    pub fn unproven(self) -> bool {
+        matches!(
+            self,
+            Standing::Unreachable
+                | Standing::CannotRun
+                | Standing::UsageLimited
+                | Standing::LoginRefused
+        )
+    }
+}
+
+impl From<stet_plugin_api::WallState> for Standing {
+    fn from(state: stet_plugin_api::WallState) -> Standing {
+        use stet_plugin_api::WallState;
+        match state {
+            WallState::HELD => Standing::Held,
+            WallState::BROKEN => Standing::Broken,
+            WallState::ABSENT => Standing::Absent,
+            WallState::UNREACHABLE => Standing::Unreachable,
+            WallState::CANNOT_RUN => Standing::CannotRun,
+            WallState(n) => Standing::Other(n),
+        }
+    }
+}
+
+impl std::fmt::Display for Standing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.word())
+    }
+}
+
+impl Serialize for Standing {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.word())
+    }
+}
+
 impl From<WallReport> for Wall {
     fn from(w: WallReport) -> Self {
         Wall {
             held: w.held(),
-            state: w
-                .state
-                .name()
-                .map(str::to_string)
-                .unwrap_or_else(|| format!("state {}", w.state.0)),
+            state: w.state.into(),
             wall: w.wall.into_string(),
             detail: w.detail.into_string(),
             remedy: w.remedy.into_string(),
@@ -72,7 +144,11 @@ impl Wall {
         Wall {
             wall: name.to_string(),
             held,
-            state: if held { "held" } else { "broken" }.to_string(),
+            state: if held {
+                Standing::Held
+            } else {
+                Standing::Broken
+            },
             detail,
             remedy: if held {
                 String::new()
@@ -327,7 +403,7 @@ fn unserved_wall(
     let (wall, state, detail, remedy) = match unserved {
         Unserved::UsageLimited { resets_at_unix } => (
             PROOF_USAGE_LIMITED,
-            "usage-limited",
+            Standing::UsageLimited,
             format!(
                 "the model API refused the proof launch: the login's usage limit{} ({said})",
                 match resets_at_unix {
@@ -343,13 +419,13 @@ fn unserved_wall(
         ),
         Unserved::LoginRefused => (
             PROOF_LOGIN_REFUSED,
-            "login-refused",
+            Standing::LoginRefused,
             format!("the model API refused the profile's login ({said})"),
             "log in again: stet profile login (see \"The walled agent\" in the README), then run stet walls again".to_string(),
         ),
         Unserved::Unreachable => (
             stet_plugin_api::wall::PROOF_MODEL_API_UNREACHABLE,
-            "unreachable",
+            Standing::Unreachable,
             format!("the proof launch did not reach the model API: {said}"),
             "check that the model API answers from the sandbox's network (its base URL, the network route), then run stet walls again".to_string(),
         ),
@@ -357,7 +433,7 @@ fn unserved_wall(
     Wall {
         wall: wall.to_string(),
         held: false,
-        state: state.to_string(),
+        state,
         detail,
         remedy,
     }
@@ -414,7 +490,7 @@ fn cannot_run(
     Some(Wall {
         wall: stet_plugin_api::wall::PROOF_LAUNCHED.to_string(),
         held: false,
-        state: "cannot-run".to_string(),
+        state: Standing::CannotRun,
         detail: format!(
             "the agent {program} cannot run inside the image {} (exit {code}: {said})",
             settings.image
@@ -427,12 +503,11 @@ fn cannot_run(
 /// did not serve the proof (a usage limit, a refused login, no answer), or the agent
 /// cannot run where it must.
 pub fn only_unproven(proof: &Proof) -> bool {
-    proof.walls.iter().filter(|w| !w.held).all(|w| {
-        matches!(
-            w.state.as_str(),
-            "unreachable" | "cannot-run" | "usage-limited" | "login-refused"
-        )
-    })
+    proof
+        .walls
+        .iter()
+        .filter(|w| !w.held)
+        .all(|w| w.state.unproven())
 }
 
 /// Prints a proof as lines.
@@ -457,10 +532,9 @@ pub fn print(proof: &Proof, out: &mut dyn Write) {
         let _ = writeln!(
             out,
             "  {}  {:<width$}  {}",
-            match w.state.as_str() {
+            match w.state {
                 _ if w.held => "held  ".to_string(),
-                "broken" => "BROKEN".to_string(),
-                other => other.to_ascii_uppercase(),
+                other => other.word().to_ascii_uppercase(),
             },
             w.wall,
             w.detail

@@ -71,7 +71,7 @@ impl Record {
                 .map(|w| RecordedWall {
                     wall: w.wall.clone(),
                     held: w.held,
-                    state: w.state.clone(),
+                    state: w.state.word().into_owned(),
                     detail: w.detail.clone(),
                     remedy: w.remedy.clone(),
                 })
