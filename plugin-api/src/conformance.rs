@@ -150,6 +150,36 @@ pub struct Check {
     pub elapsed: Duration,
 }
 
+/// Every check the kit runs, by name, in the order it runs them: a plugin's test asks
+/// [`not_run`] which of them a run lacks (the kit stops early when no sandbox can be made),
+/// rather than counting.
+pub const CHECKS: &[&str] = &[
+    "create a sandbox with a git working copy mounted",
+    "run a process and read its output",
+    "stdout and stderr are kept apart",
+    "output streams as it is produced, in order",
+    "stdin reaches the process",
+    "exit codes and signal deaths are reported",
+    "large output passes in bounded memory",
+    "git works inside on the mounted copy",
+    "the environment holds exactly what was given",
+    "with network none only loopback exists",
+    "host files outside the mounts are not visible",
+    "sandboxes are listed by label",
+    "a process in flight is killed from another thread",
+    "a stopped sandbox runs nothing more",
+    "teardown succeeds, and again",
+];
+
+/// The checks of [`CHECKS`] that `checks` (a run's results) lacks: empty when every one ran.
+pub fn not_run(checks: &[Check]) -> Vec<&'static str> {
+    CHECKS
+        .iter()
+        .copied()
+        .filter(|name| !checks.iter().any(|c| c.name == *name))
+        .collect()
+}
+
 /// Whether every check passed.
 pub fn all_passed(checks: &[Check]) -> bool {
     checks.iter().all(|c| c.passed)
@@ -232,6 +262,7 @@ pub fn run(driver: &dyn Driver, options: &Options) -> Vec<Check> {
 
 impl Suite<'_> {
     fn record(&mut self, name: &'static str, f: impl FnOnce(&mut Self) -> Outcome) {
+        debug_assert!(CHECKS.contains(&name), "{name:?} is not in CHECKS");
         let started = Instant::now();
         let outcome = f(self);
         self.checks.push(Check {
@@ -1062,4 +1093,19 @@ fn peak_rss() -> Option<u64> {
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib * 1024)
+}
+
+#[cfg(test)]
+mod checks_tests {
+    /// Every check the kit records is listed in `CHECKS`, once, in the order it runs.
+    #[test]
+    fn every_check_recorded_is_listed_in_order() {
+        let source = include_str!("conformance.rs");
+        let recorded: Vec<&str> = source
+            .split("record(\"")
+            .skip(1)
+            .filter_map(|rest| rest.split('"').next())
+            .collect();
+        assert_eq!(recorded, super::CHECKS);
+    }
 }

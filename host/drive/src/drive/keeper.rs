@@ -533,6 +533,14 @@ mod tests {
         let keeper = Keeper::new(repo, "origin".into(), 3600, Arc::new(SystemClock));
         let thread = keeper.clone().spawn();
         keeper.finish();
-        thread.join().unwrap();
+        // Joined on a thread of its own, so that a keeper still waiting out its minute
+        // fails the test instead of holding it.
+        let (joined, ended) = std::sync::mpsc::channel();
+        std::thread::spawn(move || joined.send(thread.join().is_ok()));
+        assert_eq!(
+            ended.recv_timeout(std::time::Duration::from_secs(30)),
+            Ok(true),
+            "the keeper's thread did not end when it was finished"
+        );
     }
 }
