@@ -1210,6 +1210,30 @@ fn production_code_repeats_no_block_of_twenty_lines() {
     );
 }
 
+/// A file's lines outside the items `#[cfg(test)]` gates (as `scan` skips them), each with
+/// its number (from 1) and its code before any `//` comment.
+fn production_lines(code: &str) -> Vec<(usize, &str)> {
+    let (mut gated, mut depth, mut opened) = (false, 0i64, false);
+    let mut lines = Vec::new();
+    for (n, line) in code.lines().enumerate() {
+        let code = line.split("//").next().unwrap_or("");
+        if line.trim_start().starts_with("#[cfg(test)]") {
+            (gated, depth, opened) = (true, 0, false);
+            continue;
+        }
+        if gated {
+            depth += code.matches('{').count() as i64 - code.matches('}').count() as i64;
+            opened |= code.contains('{');
+            if (opened && depth <= 0) || (!opened && code.trim_end().ends_with(';')) {
+                gated = false;
+            }
+            continue;
+        }
+        lines.push((n + 1, code));
+    }
+    lines
+}
+
 /// Where host code outside the gate makes git that reads a lane's working tree: an
 /// `Inert::lane` (`GIT_DIR` with `GIT_WORK_TREE`), or a `GIT_WORK_TREE` of its own.
 fn working_tree_git_outside_the_gate(file: &Path, code: &str) -> Vec<String> {
@@ -1227,28 +1251,51 @@ fn working_tree_git_outside_the_gate(file: &Path, code: &str) -> Vec<String> {
     if in_host_src("gate/") || in_host_src("gate.rs") || in_host_src("git.rs") {
         return Vec::new();
     }
-    // The items `#[cfg(test)]` gates are skipped, as `scan` skips them.
-    let (mut gated, mut depth, mut opened) = (false, 0i64, false);
-    let mut found = Vec::new();
-    for (n, line) in code.lines().enumerate() {
-        let code = line.split("//").next().unwrap_or("");
-        if line.trim_start().starts_with("#[cfg(test)]") {
-            (gated, depth, opened) = (true, 0, false);
-            continue;
-        }
-        if gated {
-            depth += code.matches('{').count() as i64 - code.matches('}').count() as i64;
-            opened |= code.contains('{');
-            if (opened && depth <= 0) || (!opened && code.trim_end().ends_with(';')) {
-                gated = false;
-            }
-            continue;
-        }
-        if code.contains("Inert::lane(") || code.contains("GIT_WORK_TREE") {
-            found.push(format!("{}:{}: {}", relative.display(), n + 1, line.trim()));
-        }
+    production_lines(code)
+        .into_iter()
+        .filter(|(_, code)| code.contains("Inert::lane(") || code.contains("GIT_WORK_TREE"))
+        .map(|(n, line)| format!("{}:{n}: {}", relative.display(), line.trim()))
+        .collect()
+}
+
+/// Where code reads the machine's clock itself: `SystemTime::now()`, or a `now_ms()` that
+/// is no clock's method.
+fn wall_clock_reads(file: &Path, code: &str) -> Vec<String> {
+    production_lines(code)
+        .into_iter()
+        .filter(|(_, code)| {
+            code.contains("SystemTime::now(")
+                || code
+                    .match_indices("now_ms()")
+                    .any(|(at, _)| !code[..at].ends_with('.') && !code[..at].ends_with("fn "))
+        })
+        .map(|(n, line)| format!("{}:{n}: {}", file.display(), line.trim()))
+        .collect()
+}
+
+/// Every "now" of the drive is its clock's (`drive/time.rs`, the one place that reads the
+/// machine's): a scenario that moves the clock moves every time the drive writes — the
+/// receipts, the live file, a stopped call's end, the dry run's plan.
+#[test]
+fn the_drive_reads_the_time_only_through_its_clock() {
+    let drive = repo_root().join("host/drive/src");
+    let mut offenders = Vec::new();
+    for file in production_sources()
+        .into_iter()
+        .filter(|f| f.starts_with(&drive) && !f.ends_with("drive/time.rs"))
+    {
+        let code = std::fs::read_to_string(&file).unwrap();
+        offenders.extend(wall_clock_reads(&file, &code));
     }
-    found
+    assert!(
+        offenders.is_empty(),
+        "the drive reads the time past its clock:\n{}",
+        offenders.join("\n")
+    );
+    // The scan finds one where it is made, and not a clock's method nor in a test.
+    let made = "fn x() { let t = crate::timestamp::now_ms(); let u = self.clock.now_ms(); }\n\
+                #[cfg(test)]\nmod tests { fn y() { SystemTime::now(); } }\n";
+    assert_eq!(wall_clock_reads(Path::new("x.rs"), made).len(), 1);
 }
 
 /// Everything a sandbox wrote crosses back through one gate: host git reads a lane's

@@ -60,12 +60,19 @@ pub struct LiveLane {
 pub struct Publisher {
     path: PathBuf,
     state: Mutex<LiveDrive>,
+    /// The drive's clock: the times the file says are the drive's.
+    clock: std::sync::Arc<dyn super::time::Clock>,
 }
 
 impl Publisher {
     /// Starts publishing the drive `run` of `lanes` lanes on `repo` (and removes files of
     /// drives that are gone).
-    pub fn start(repo: &Path, run: &str, lanes: usize) -> Publisher {
+    pub fn start(
+        repo: &Path,
+        run: &str,
+        lanes: usize,
+        clock: std::sync::Arc<dyn super::time::Clock>,
+    ) -> Publisher {
         let dir = dir(repo);
         for (path, drive) in read_dir(&dir) {
             if !crate::sandbox::owner_alive(&drive.owner) {
@@ -73,7 +80,7 @@ impl Publisher {
             }
         }
         let pid = std::process::id();
-        let now = super::now_ms();
+        let now = clock.now_ms();
         let publisher = Publisher {
             path: dir.join(format!("{pid}.json")),
             state: Mutex::new(LiveDrive {
@@ -91,6 +98,7 @@ impl Publisher {
                     })
                     .collect(),
             }),
+            clock,
         };
         publisher.change(|_| {});
         publisher
@@ -125,7 +133,7 @@ impl Publisher {
                 item: Some(item.to_string()),
                 branch: Some(branch.to_string()),
                 stage: stage.to_string(),
-                since_unix_ms: super::now_ms(),
+                since_unix_ms: self.clock.now_ms(),
                 ..Default::default()
             }
         });
@@ -152,7 +160,7 @@ impl Publisher {
         self.lane(slot, |lane| {
             *lane = LiveLane {
                 stage: IDLE.to_string(),
-                since_unix_ms: super::now_ms(),
+                since_unix_ms: self.clock.now_ms(),
                 ..Default::default()
             }
         });
@@ -233,7 +241,12 @@ mod tests {
             ..Default::default()
         };
         std::fs::write(&stale, serde_json::to_vec(&gone).unwrap()).unwrap();
-        let publisher = Publisher::start(repo.path(), "drive-1", 2);
+        let publisher = Publisher::start(
+            repo.path(),
+            "drive-1",
+            2,
+            std::sync::Arc::new(super::super::time::SystemClock),
+        );
         assert!(!stale.exists());
         let drives = running(repo.path());
         assert_eq!(drives.len(), 1);

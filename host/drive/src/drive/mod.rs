@@ -49,7 +49,8 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use time::{Clock, Stop};
+use time::Stop;
+pub use time::{Clock, SystemClock};
 
 use crate::error::{Concept, Error};
 use crate::harness::{self, OpenHarness};
@@ -133,8 +134,6 @@ macro_rules! note {
 pub(crate) use note;
 
 pub use crate::sandbox::IN_SANDBOX;
-
-use crate::timestamp::now_ms;
 
 impl Drive<'_> {
     /// The lock on the walled profile every lane copies (see `profile_lock`).
@@ -233,8 +232,10 @@ pub fn run(settings: &Settings, options: &DriveOptions, printer: Printer) -> Res
             driving_lock(&repo).display()
         ))
     })?;
+    // What every now and every wait of the drive is measured by, from here on.
+    let clock: Arc<dyn Clock> = Arc::new(time::SystemClock);
     // Watched from here on: a stop at any instant leaves nothing of this drive behind.
-    let signals = signals::Signals::watch(repo.clone(), printer)?;
+    let signals = signals::Signals::watch(repo.clone(), printer, clock.clone())?;
     // Said at once: the proof takes seconds, and a silent start looks hung.
     if options.dry_run.is_none() {
         note!(
@@ -276,12 +277,18 @@ pub fn run(settings: &Settings, options: &DriveOptions, printer: Printer) -> Res
     if let Some(how) = dry_run {
         let json = how == DryRun::Json;
         plan::show(
-            settings, options, &repo, &base, &harness, &runtime, json, printer,
+            settings,
+            options,
+            &repo,
+            &base,
+            &harness,
+            &runtime,
+            clock.now(),
+            json,
+            printer,
         )?;
         return Ok(Ended::Done);
     }
-    // What every now and every wait of the drive is measured by, from here on.
-    let clock: Arc<dyn Clock> = Arc::new(time::SystemClock);
     let proof = prove_waiting(
         settings, options, &repo, &harness, &runtime, &clock, printer,
     )?;
@@ -398,8 +405,9 @@ pub fn run(settings: &Settings, options: &DriveOptions, printer: Printer) -> Res
     let live = std::io::stderr().is_terminal();
     let run = format!("drive-{}-{}", std::process::id(), clock.now_ms());
     let progress = Arc::new(
-        progress::Progress::new(printer, live && !printer.quiet, options.jobs)
-            .publishing(live::Publisher::start(&repo, &run, options.jobs)),
+        progress::Progress::new(printer, live && !printer.quiet, options.jobs).publishing(
+            live::Publisher::start(&repo, &run, options.jobs, clock.clone()),
+        ),
     );
     signals.draining(
         slots
@@ -731,7 +739,11 @@ fn clone_id(repo: &Path) -> String {
     let stored = match std::fs::read_to_string(&path) {
         Ok(id) => id.trim().to_string(),
         Err(_) => {
-            let id = format!("{:x}{:x}", now_ms(), std::process::id());
+            // The process that made it, by pid and start time: unique on this boot, and
+            // bound to it with the rest below.
+            let id = sandbox::owner_token(std::process::id())
+                .unwrap_or_else(|| std::process::id().to_string())
+                .replace(':', "-");
             let _ = receipts::write_durably(&path, id.as_bytes());
             id
         }

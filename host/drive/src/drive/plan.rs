@@ -60,6 +60,7 @@ pub(super) fn show(
     base: &crate::base::Base,
     harness: &OpenHarness,
     runtime: &OpenRuntime,
+    now: i64,
     json: bool,
     printer: Printer,
 ) -> Result<(), Error> {
@@ -72,10 +73,6 @@ pub(super) fn show(
         name: &options.remote,
     };
     let marks = remote.marks().map_err(remote_error)?;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0);
     let mine = holder(repo);
     let held_elsewhere: Vec<String> = remote
         .list()

@@ -41,6 +41,8 @@ pub(super) struct Signals {
     /// The drive's display once the drain runs: a stop speaks through it, so that its
     /// lines are not drawn over by the live lines, and clears them before the end.
     display: Mutex<Option<Arc<Progress>>>,
+    /// The drive's clock: a stopped call's receipt ends at the drive's now.
+    clock: Arc<dyn super::time::Clock>,
 }
 
 /// How long a stop waits for a sandbox or directory being made to be made (it is then
@@ -49,7 +51,11 @@ const MAKING: Duration = Duration::from_secs(10);
 
 impl Signals {
     /// Watches for stop signals from now on, for the drive on `repo`.
-    pub(super) fn watch(repo: PathBuf, printer: Printer) -> Result<Arc<Signals>, Error> {
+    pub(super) fn watch(
+        repo: PathBuf,
+        printer: Printer,
+        clock: Arc<dyn super::time::Clock>,
+    ) -> Result<Arc<Signals>, Error> {
         use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
         let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
             .map_err(|e| Concept::Drive.failure(format!("cannot watch for signals: {e}")))?;
@@ -60,6 +66,7 @@ impl Signals {
             runtime: Mutex::new(None),
             lanes: Mutex::new(None),
             display: Mutex::new(None),
+            clock,
         });
         let watcher = this.clone();
         std::thread::spawn(move || {
@@ -169,7 +176,7 @@ impl Signals {
             leftovers::teardown_own(&runtime);
         }
         leftovers::remove_own_temp_dirs();
-        let at = crate::call::now_ms();
+        let at = self.clock.now_ms();
         let when = clock((at / 1000) as i64);
         let owner = crate::sandbox::owner_token(std::process::id()).unwrap_or_default();
         let stopped = crate::receipts::settle_stopped(&self.repo, &owner, signal, at, &when)

@@ -327,7 +327,12 @@ mod tests {
     fn peers_lanes_are_the_reservations_no_drive_of_this_clone_works() {
         let repo = tempfile::tempdir().unwrap();
         crate::git::run(repo.path(), &["init", "--quiet"]).unwrap();
-        let publisher = crate::drive::live::Publisher::start(repo.path(), "drive-1", 1);
+        let publisher = crate::drive::live::Publisher::start(
+            repo.path(),
+            "drive-1",
+            1,
+            std::sync::Arc::new(crate::drive::SystemClock),
+        );
         publisher.stage(0, "mine", "stet/mine", "implement");
         let snapshot = Snapshot {
             rows: vec![
