@@ -28,7 +28,6 @@ pub fn run(settings: &Settings, args: &DriveArgs, printer: Printer) -> Result<Ex
     let options = DriveOptions {
         cap: args.cap,
         jobs,
-        yes: args.yes,
         remote: args.remote.clone(),
         lease_secs: lease.as_secs().max(1) as i64,
         max_rounds: args.rounds,
@@ -66,16 +65,39 @@ pub fn run(settings: &Settings, args: &DriveArgs, printer: Printer) -> Result<Ex
         } else {
             DryRun::Lines
         }),
-        consent_via: args.consent_via.clone(),
     };
+    let ask = |consent: &drive::Consent| ask_consent(args, consent);
     if !args.json || args.dry_run {
-        return Ok(drive::run(settings, &options, printer)?.into());
+        return Ok(drive::run(settings, &options, &ask, printer)?.into());
     }
     // --json: the drive as it runs without it (its lines on stderr), then how it ended and
     // every item as it now is, in the one item shape.
-    let ended = drive::run(settings, &options, printer.lines_as_notes())?;
+    let ended = drive::run(settings, &options, &ask, printer.lines_as_notes())?;
     outcome_json(&ended, &args.remote, printer)?;
     Ok(ended.into())
+}
+
+/// The person's consent to `consent` (whose lines the drive has printed): through the
+/// board's file when the board started the drive (`--consent-via`), given by `--yes`, or
+/// asked on the terminal — refused, naming what to do, when there is none.
+fn ask_consent(args: &DriveArgs, consent: &drive::Consent) -> Result<bool, crate::error::Error> {
+    use std::io::{IsTerminal, Write};
+    if let Some(via) = &args.consent_via {
+        return drive::consent::ask_via(via, consent);
+    }
+    if args.yes {
+        return Ok(true);
+    }
+    if !std::io::stdin().is_terminal() {
+        return Err(crate::error::Concept::Drive
+            .usage("no consent: there is no terminal to ask, and no --yes")
+            .hint("pass --yes to drive from a script"));
+    }
+    eprint!("drive? [y/N] ");
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    let _ = std::io::stdin().read_line(&mut answer);
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
 }
 
 /// How a drive ended, and the queue's items as the remote now says they are.

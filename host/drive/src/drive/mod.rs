@@ -45,7 +45,7 @@ mod worker;
 pub use consent::Consent;
 pub use progress::clock;
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -85,8 +85,6 @@ pub struct DriveOptions {
     pub cap: usize,
     /// How many items are worked at once, each in its own lane.
     pub jobs: usize,
-    /// Consent given on the command line.
-    pub yes: bool,
     /// The remote lanes land on and reservations live on.
     pub remote: String,
     /// How long a reservation lasts without renewal, in seconds.
@@ -113,10 +111,12 @@ pub struct DriveOptions {
     pub land: Option<crate::land::How>,
     /// `--dry-run`: say what would be taken (as JSON when `Json`), reserve nothing.
     pub dry_run: Option<DryRun>,
-    /// Ask the consent through this file and its FIFO (`consent.rs`), not the terminal: a
-    /// drive started from `stet board`.
-    pub consent_via: Option<PathBuf>,
 }
+
+/// How a drive asks the person's consent, once, before anything is reserved: the command
+/// line's (`--yes`), the board's (`consent.rs`: a file and its FIFO) or a terminal's; the
+/// drive itself asks no question. `Ok(false)`: not given, the drive ends doing nothing.
+pub type AskConsent<'a> = &'a dyn Fn(&Consent) -> Result<bool, Error>;
 
 /// How `stet drive --dry-run` says what it would do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -205,7 +205,12 @@ impl Slot {
     }
 }
 
-pub fn run(settings: &Settings, options: &DriveOptions, printer: Printer) -> Result<Ended, Error> {
+pub fn run(
+    settings: &Settings,
+    options: &DriveOptions,
+    ask: AskConsent<'_>,
+    printer: Printer,
+) -> Result<Ended, Error> {
     // Preconditions, each before anything is reserved.
     if std::env::var_os(IN_SANDBOX).is_some() {
         return Err(Concept::Drive
@@ -377,25 +382,9 @@ pub fn run(settings: &Settings, options: &DriveOptions, printer: Printer) -> Res
     for line in consent.lines() {
         note!(printer, "{line}");
     }
-    if let Some(via) = &options.consent_via {
-        if !consent::ask_via(via, &consent)? {
-            note!(printer, "not driving; nothing was reserved");
-            return Ok(Ended::Done);
-        }
-    } else if !options.yes {
-        if !std::io::stdin().is_terminal() {
-            return Err(Concept::Drive
-                .usage("no consent: there is no terminal to ask, and no --yes")
-                .hint("pass --yes to drive from a script"));
-        }
-        eprint!("drive? [y/N] ");
-        let _ = std::io::stderr().flush();
-        let mut answer = String::new();
-        let _ = std::io::stdin().read_line(&mut answer);
-        if !matches!(answer.trim(), "y" | "Y" | "yes") {
-            note!(printer, "not driving; nothing was reserved");
-            return Ok(Ended::Done);
-        }
+    if !ask(&consent)? {
+        note!(printer, "not driving; nothing was reserved");
+        return Ok(Ended::Done);
     }
 
     let stop = signals.stop();

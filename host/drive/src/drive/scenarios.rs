@@ -555,7 +555,6 @@ impl World {
         DriveOptions {
             jobs: 1,
             cap: 8,
-            yes: true,
             remote: "origin".into(),
             lease_secs: 3600,
             max_rounds: 3,
@@ -568,7 +567,6 @@ impl World {
             follow: false,
             land: None,
             dry_run: None,
-            consent_via: None,
         }
     }
 
