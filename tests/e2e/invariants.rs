@@ -1328,3 +1328,146 @@ fn host_git_reads_a_lanes_working_tree_only_through_the_gate() {
         working_tree_git_outside_the_gate(&host.join("records/src/gate/tree.rs"), made).is_empty()
     );
 }
+
+/// The most lines a function of production code may take: past it, it is split into named
+/// steps (or a table, where it is a long match).
+const MOST_FUNCTION_LINES: usize = 120;
+
+/// Functions longer than that from before the rule, each shortened when it is next changed:
+/// (file, function). An entry no longer over the limit fails the test, so the list only
+/// shrinks; nothing is added to it.
+const LONG_FUNCTIONS: &[(&str, &str)] = &[
+    ("host/call/src/harness.rs", "run_ready"),
+    ("host/call/src/walls/lane_git.rs", "prove"),
+    ("host/call/src/walls/runtime.rs", "prove"),
+    ("host/call/src/walls/runtime.rs", "read"),
+    ("host/cli/src/cli/gc.rs", "run"),
+    ("host/cli/src/cli/init.rs", "run"),
+    ("host/cli/src/cli/queue.rs", "land"),
+    ("host/cli/src/cli/queue.rs", "show"),
+    ("host/cli/src/cli/run.rs", "run"),
+    ("host/drive/src/drive/mod.rs", "run"),
+    ("host/drive/src/drive/plan.rs", "show"),
+    ("host/records/src/clean.rs", "clean_here"),
+    ("host/records/src/config.rs", "parse"),
+    ("host/records/src/settings.rs", "resolve"),
+    ("host/records/src/story.rs", "states"),
+    ("plugin-api/src/conformance.rs", "all"),
+    ("plugins/claude-harness/src/lib.rs", "check_walls_typed"),
+    ("plugins/codex-harness/src/lib.rs", "check_walls_typed"),
+    ("plugins/command-harness/src/config.rs", "parse"),
+    ("plugins/command-harness/src/proof.rs", "read"),
+    ("plugins/docker/src/sandbox.rs", "create_with"),
+    ("xtask/src/main.rs", "fuzz"),
+];
+
+/// The files a `#[cfg(test)] mod NAME;` declares: test code in a file of its own.
+fn test_module_files(files: &[PathBuf]) -> BTreeSet<PathBuf> {
+    let mut found = BTreeSet::new();
+    for file in files {
+        let text = std::fs::read_to_string(file).unwrap();
+        let lines: Vec<&str> = text.lines().map(str::trim).collect();
+        for pair in lines.windows(2) {
+            let name = pair[1]
+                .trim_start_matches("pub ")
+                .strip_prefix("mod ")
+                .and_then(|rest| rest.strip_suffix(';'));
+            if let (true, Some(name)) = (pair[0] == "#[cfg(test)]", name) {
+                let stem = file.file_stem().unwrap().to_string_lossy();
+                let dir = file.parent().unwrap();
+                let dir = if ["lib", "main", "mod"].contains(&stem.as_ref()) {
+                    dir.to_path_buf()
+                } else {
+                    dir.join(stem.as_ref())
+                };
+                found.insert(dir.join(format!("{name}.rs")));
+            }
+        }
+    }
+    found
+}
+
+/// Each function of `code` (outside test items) with its first line and its length in lines.
+fn function_lengths(code: &str) -> Vec<(String, usize, usize)> {
+    let code = without_test_items(&without_literals(code));
+    let lines: Vec<&str> = code.lines().collect();
+    let mut found = Vec::new();
+    let mut at = 0;
+    while at < lines.len() {
+        let words: Vec<&str> = lines[at].split_whitespace().collect();
+        let name = words
+            .iter()
+            .position(|w| *w == "fn")
+            .filter(|&i| {
+                words[..i].iter().all(|w| {
+                    w.starts_with("pub") || ["const", "async", "unsafe", "extern"].contains(w)
+                })
+            })
+            .and_then(|i| words.get(i + 1))
+            .map(|w| w.split(['(', '<']).next().unwrap_or("").to_string());
+        let Some(name) = name else {
+            at += 1;
+            continue;
+        };
+        let (mut depth, mut opened, mut end) = (0i64, false, at);
+        for (i, line) in lines.iter().enumerate().skip(at) {
+            depth += line.matches('{').count() as i64 - line.matches('}').count() as i64;
+            opened |= line.contains('{');
+            end = i;
+            if (opened && depth <= 0) || (!opened && line.trim_end().ends_with(';')) {
+                break;
+            }
+        }
+        found.push((name, at + 1, end - at + 1));
+        at = end + 1;
+    }
+    found
+}
+
+/// No function of production code is longer than [`MOST_FUNCTION_LINES`], but those
+/// [`LONG_FUNCTIONS`] lists.
+#[test]
+fn no_function_of_production_code_is_longer_than_the_limit() {
+    let root = repo_root();
+    let files = production_sources();
+    let tests = test_module_files(&files);
+    let mut long = BTreeSet::new();
+    for file in files.iter().filter(|f| !tests.contains(*f)) {
+        let relative = file
+            .strip_prefix(&root)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let code = std::fs::read_to_string(file).unwrap();
+        for (name, line, length) in function_lengths(&code) {
+            if length > MOST_FUNCTION_LINES {
+                long.insert((relative.clone(), name, line, length));
+            }
+        }
+    }
+    let listed = |file: &str, name: &str| LONG_FUNCTIONS.contains(&(file, name));
+    let new: Vec<String> = long
+        .iter()
+        .filter(|(file, name, ..)| !listed(file, name))
+        .map(|(file, name, line, length)| format!("{file}:{line}: {name}, {length} lines"))
+        .collect();
+    assert!(
+        new.is_empty(),
+        "functions over {MOST_FUNCTION_LINES} lines (split them into named steps):\n{}",
+        new.join("\n")
+    );
+    let shortened: Vec<String> = LONG_FUNCTIONS
+        .iter()
+        .filter(|(file, name)| !long.iter().any(|(f, n, ..)| f == file && n == name))
+        .map(|(file, name)| format!("{file}: {name}"))
+        .collect();
+    assert!(
+        shortened.is_empty(),
+        "no longer over the limit, remove from LONG_FUNCTIONS:\n{}",
+        shortened.join("\n")
+    );
+    // The scan measures a function whole, and not one in a test.
+    let made = "pub(crate) fn long() {\n    let x = \"}\";\n    if x.is_empty() {\n    }\n}\n\
+                #[cfg(test)]\nmod tests {\n    fn t() {\n    }\n}\n";
+    assert_eq!(function_lengths(made), [("long".to_string(), 1, 5)]);
+}
