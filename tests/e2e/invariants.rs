@@ -1346,7 +1346,6 @@ const LONG_FUNCTIONS: &[(&str, &str)] = &[
     ("host/cli/src/cli/queue.rs", "land"),
     ("host/cli/src/cli/queue.rs", "show"),
     ("host/cli/src/cli/run.rs", "run"),
-    ("host/drive/src/drive/mod.rs", "run"),
     ("host/drive/src/drive/plan.rs", "show"),
     ("host/records/src/clean.rs", "clean_here"),
     ("host/records/src/config.rs", "parse"),

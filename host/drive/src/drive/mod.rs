@@ -211,24 +211,7 @@ pub fn run(
     ask: AskConsent<'_>,
     printer: Printer,
 ) -> Result<Ended, Error> {
-    // Preconditions, each before anything is reserved.
-    if std::env::var_os(IN_SANDBOX).is_some() {
-        return Err(Concept::Drive
-            .usage("stet drive was started inside a stet sandbox")
-            .hint("drive from your own shell; an agent never starts a drive"));
-    }
-    let cwd = std::env::current_dir().map_err(|e| {
-        Concept::Drive.failure(format!("cannot resolve the current directory: {e}"))
-    })?;
-    let repo = crate::config::repository_root(&cwd).ok_or_else(|| {
-        Concept::Drive
-            .usage(format!("{} is not inside a git repository", cwd.display()))
-            .hint("cd into the repository whose queue you want drained")
-    })?;
-    if lanes::git(&repo, &["remote", "get-url", &options.remote]).is_err() {
-        return Err(Concept::Drive.usage(format!("the repository has no remote named {}", options.remote))
-            .hint("lanes land as branches on a remote: add one (git remote add origin URL) or pass --remote"));
-    }
+    let repo = repository_to_drive(options)?;
     // Held for the whole drive: `stet log -f` waits for an item's first call while some
     // drive runs on this clone, and no longer.
     let _driving = crate::files::lock_shared(&driving_lock(&repo)).map_err(|e| {
@@ -257,27 +240,8 @@ pub fn run(
     let (harness, runtime) = harness::open_with_runtime(settings)?;
     let runtime = Arc::new(runtime);
     signals.runtime_opened(runtime.clone());
-    // What a crashed or stopped stet left behind is reaped before anything new starts (the
-    // image's look and the wall proof make sandboxes too); a dry run removes nothing.
     let dry_run = options.dry_run;
-    let reaped = sandbox::reap(&runtime, dry_run.is_some())?;
-    let reaped = reaped.iter().filter(|v| v.removed).count();
-    if reaped > 0 {
-        note!(
-            printer,
-            "reaped {} a crashed stet left behind",
-            crate::printer::count(reaped, "sandbox", "sandboxes")
-        );
-    }
-    let temps = sandbox::leftovers::reap_dead_temp_dirs(dry_run.is_some());
-    if !temps.is_empty() && dry_run.is_none() {
-        note!(
-            printer,
-            "removed {} a stopped stet left behind ({})",
-            crate::printer::count(temps.len(), "temporary directory", "temporary directories"),
-            crate::printer::size(temps.iter().map(|t| t.bytes).sum())
-        );
-    }
+    reap_leftovers(&runtime, dry_run.is_some(), printer)?;
     image_holds(settings, options, &harness, &runtime)?;
     if let Some(how) = dry_run {
         let json = how == DryRun::Json;
@@ -297,72 +261,14 @@ pub fn run(
     let proof = prove_waiting(
         settings, options, &repo, &harness, &runtime, &clock, printer,
     )?;
-    if !proof.held() {
-        let mut error = Concept::Drive.unusable(if walls::only_unproven(&proof) {
-            "the walls could not be proven; nothing was reserved"
-        } else {
-            "the walls do not hold; nothing was reserved"
-        });
-        for w in proof.walls.iter().filter(|w| !w.held) {
-            error = error.caused_by(format!("{}: {}", w.wall, w.detail));
-        }
-        let remedy = proof
-            .walls
-            .iter()
-            .find(|w| !w.held)
-            .map(|w| w.remedy.clone())
-            .unwrap_or_default();
-        return Err(error.hint(remedy));
-    }
+    walls_hold(&proof)?;
     let proven_in = proving.elapsed();
-    let interrupted = receipts::settle_interrupted(&repo, sandbox::owner_alive)
-        .map_err(|e| Concept::Drive.failure(format!("cannot update the receipts: {e}")))?;
-    for r in &interrupted {
-        printer.warn(&format!(
-            "receipt {}: the {} call of {} was interrupted (its stet ended during it without a stop; its log is kept)",
-            r.id, r.role, r.item
-        ));
-    }
-    // File names only: an item's text is read when it is taken, so the drive's memory does
-    // not grow with the queue.
-    let (items, malformed) = queue::scan_at(&repo, &base.commit);
-    for m in &malformed {
-        printer.warn(&format!("skipped {}: {}", m.path.display(), m.why));
-    }
-    say_not_pushed(printer, &base, &queue::not_pushed(&repo, &items));
-    let remote = Remote {
-        repo: &repo,
-        name: &options.remote,
-    };
-    let marks = remote.marks().map_err(remote_error)?;
-    // Eligible: open, and not held by a live reservation of another drive (this clone's
-    // own lapsed or interrupted ones it takes over).
-    let now_unix = clock.now();
-    let held_elsewhere: std::collections::HashSet<String> = remote
-        .list()
-        .map_err(remote_error)?
-        .into_iter()
-        .filter(|h| {
-            h.reservation.expires_at_unix > now_unix
-                && !ours_to_take_over(&holder(&repo), &h.reservation.holder)
-        })
-        .map(|h| h.reservation.item)
-        .collect();
-    let eligible = items
-        .iter()
-        .filter(|i| marks.open(&i.id) && !held_elsewhere.contains(&i.id))
-        .count();
-    if !marks.failed.is_empty() {
-        note!(
-            printer,
-            "{} failed before and not taken (stet queue says why; stet retry ID takes one up again)",
-            crate::printer::count(
-                items.iter().filter(|i| marks.failed.contains(&i.id)).count(),
-                "item",
-                "items"
-            )
-        );
-    }
+    settle_interrupted(&repo, printer)?;
+    let Queue {
+        items,
+        eligible,
+        held_elsewhere,
+    } = queue_to_drain(&repo, &base, options, clock.now(), printer)?;
 
     // Consent: once, before anything is reserved.
     let consent = consent_of(
@@ -371,7 +277,7 @@ pub fn run(
             settings,
             options,
             eligible,
-            held_elsewhere: held_elsewhere.len(),
+            held_elsewhere,
             proof: &proof,
             proven_in,
             base: &base,
@@ -387,6 +293,52 @@ pub fn run(
         return Ok(Ended::Done);
     }
 
+    drain_consented(
+        Consented {
+            repo,
+            base,
+            harness,
+            runtime,
+            eligible,
+            clock,
+            signals,
+        },
+        settings,
+        options,
+        &items,
+        printer,
+    )
+}
+
+/// What a drive holds once its walls are proven and the person has consented.
+struct Consented {
+    repo: PathBuf,
+    base: crate::base::Base,
+    harness: harness::OpenHarness,
+    runtime: Arc<OpenRuntime>,
+    /// How many of the queue's items it may take.
+    eligible: usize,
+    clock: Arc<dyn Clock>,
+    signals: Arc<signals::Signals>,
+}
+
+/// Opens the lanes and drains `items`, then ends the display and the keepers.
+fn drain_consented(
+    consented: Consented,
+    settings: &Settings,
+    options: &DriveOptions,
+    items: &[queue::Entry],
+    printer: Printer,
+) -> Result<Ended, Error> {
+    let Consented {
+        repo,
+        base,
+        harness,
+        runtime,
+        eligible,
+        clock,
+        signals,
+    } = consented;
     let stop = signals.stop();
     let slots: Vec<Slot> = (0..options.jobs)
         .map(|_| Slot::start(&repo, options, &clock))
@@ -437,12 +389,158 @@ pub fn run(
         moves: Default::default(),
         last_launch: Default::default(),
     };
-    let exit = drive.drain(&items);
+    let exit = drive.drain(items);
     drive.progress.finish();
     for slot in &drive.slots {
         slot.keeper.finish();
     }
     exit
+}
+
+/// The repository a drive in the current directory drains, once every precondition that
+/// needs no plugin holds: not inside a sandbox, inside a git repository, with the remote.
+fn repository_to_drive(options: &DriveOptions) -> Result<PathBuf, Error> {
+    if std::env::var_os(IN_SANDBOX).is_some() {
+        return Err(Concept::Drive
+            .usage("stet drive was started inside a stet sandbox")
+            .hint("drive from your own shell; an agent never starts a drive"));
+    }
+    let cwd = std::env::current_dir().map_err(|e| {
+        Concept::Drive.failure(format!("cannot resolve the current directory: {e}"))
+    })?;
+    let repo = crate::config::repository_root(&cwd).ok_or_else(|| {
+        Concept::Drive
+            .usage(format!("{} is not inside a git repository", cwd.display()))
+            .hint("cd into the repository whose queue you want drained")
+    })?;
+    if lanes::git(&repo, &["remote", "get-url", &options.remote]).is_err() {
+        return Err(Concept::Drive.usage(format!("the repository has no remote named {}", options.remote))
+            .hint("lanes land as branches on a remote: add one (git remote add origin URL) or pass --remote"));
+    }
+    Ok(repo)
+}
+
+/// What a crashed or stopped stet left behind is reaped before anything new starts (the
+/// image's look and the wall proof make sandboxes too); a dry run removes nothing.
+fn reap_leftovers(runtime: &OpenRuntime, dry_run: bool, printer: Printer) -> Result<(), Error> {
+    let reaped = sandbox::reap(runtime, dry_run)?;
+    let reaped = reaped.iter().filter(|v| v.removed).count();
+    if reaped > 0 {
+        note!(
+            printer,
+            "reaped {} a crashed stet left behind",
+            crate::printer::count(reaped, "sandbox", "sandboxes")
+        );
+    }
+    let temps = sandbox::leftovers::reap_dead_temp_dirs(dry_run);
+    if !temps.is_empty() && !dry_run {
+        note!(
+            printer,
+            "removed {} a stopped stet left behind ({})",
+            crate::printer::count(temps.len(), "temporary directory", "temporary directories"),
+            crate::printer::size(temps.iter().map(|t| t.bytes).sum())
+        );
+    }
+    Ok(())
+}
+
+/// Refuses a drive whose walls do not hold, or could not be proven, naming each that did
+/// not and the first one's remedy.
+fn walls_hold(proof: &walls::Proof) -> Result<(), Error> {
+    if proof.held() {
+        return Ok(());
+    }
+    let mut error = Concept::Drive.unusable(if walls::only_unproven(proof) {
+        "the walls could not be proven; nothing was reserved"
+    } else {
+        "the walls do not hold; nothing was reserved"
+    });
+    for w in proof.walls.iter().filter(|w| !w.held) {
+        error = error.caused_by(format!("{}: {}", w.wall, w.detail));
+    }
+    let remedy = proof
+        .walls
+        .iter()
+        .find(|w| !w.held)
+        .map(|w| w.remedy.clone())
+        .unwrap_or_default();
+    Err(error.hint(remedy))
+}
+
+/// Marks the calls a stet that ended without a stop left running as interrupted.
+fn settle_interrupted(repo: &Path, printer: Printer) -> Result<(), Error> {
+    let interrupted = receipts::settle_interrupted(repo, sandbox::owner_alive)
+        .map_err(|e| Concept::Drive.failure(format!("cannot update the receipts: {e}")))?;
+    for r in &interrupted {
+        printer.warn(&format!(
+            "receipt {}: the {} call of {} was interrupted (its stet ended during it without a stop; its log is kept)",
+            r.id, r.role, r.item
+        ));
+    }
+    Ok(())
+}
+
+/// The queue a drive drains, as the base holds it.
+struct Queue {
+    /// Every item's file (names only: an item's text is read when it is taken, so the
+    /// drive's memory does not grow with the queue).
+    items: Vec<queue::Entry>,
+    /// How many are open and held by no live reservation of another drive.
+    eligible: usize,
+    /// How many a live reservation of another drive holds.
+    held_elsewhere: usize,
+}
+
+/// Reads the queue at `base` and what the remote says of it at `now_unix`: eligible is
+/// open and not held by a live reservation of another drive (this clone's own lapsed or
+/// interrupted ones it takes over).
+fn queue_to_drain(
+    repo: &Path,
+    base: &crate::base::Base,
+    options: &DriveOptions,
+    now_unix: i64,
+    printer: Printer,
+) -> Result<Queue, Error> {
+    let (items, malformed) = queue::scan_at(repo, &base.commit);
+    for m in &malformed {
+        printer.warn(&format!("skipped {}: {}", m.path.display(), m.why));
+    }
+    say_not_pushed(printer, base, &queue::not_pushed(repo, &items));
+    let remote = Remote {
+        repo,
+        name: &options.remote,
+    };
+    let marks = remote.marks().map_err(remote_error)?;
+    let held_elsewhere: std::collections::HashSet<String> = remote
+        .list()
+        .map_err(remote_error)?
+        .into_iter()
+        .filter(|h| {
+            h.reservation.expires_at_unix > now_unix
+                && !ours_to_take_over(&holder(repo), &h.reservation.holder)
+        })
+        .map(|h| h.reservation.item)
+        .collect();
+    let eligible = items
+        .iter()
+        .filter(|i| marks.open(&i.id) && !held_elsewhere.contains(&i.id))
+        .count();
+    if !marks.failed.is_empty() {
+        note!(
+            printer,
+            "{} failed before and not taken (stet queue says why; stet retry ID takes one up again)",
+            crate::printer::count(
+                items.iter().filter(|i| marks.failed.contains(&i.id)).count(),
+                "item",
+                "items"
+            )
+        );
+    }
+    Ok(Queue {
+        items,
+        eligible,
+        held_elsewhere: held_elsewhere.len(),
+    })
 }
 
 /// What [`consent_of`] is made from, beyond the plugins.
