@@ -1348,7 +1348,6 @@ const LONG_FUNCTIONS: &[(&str, &str)] = &[
     ("host/cli/src/cli/run.rs", "run"),
     ("host/drive/src/drive/plan.rs", "show"),
     ("host/records/src/clean.rs", "clean_here"),
-    ("host/records/src/config.rs", "parse"),
     ("host/records/src/settings.rs", "resolve"),
     ("host/records/src/story.rs", "states"),
     ("plugin-api/src/conformance.rs", "all"),

@@ -311,16 +311,8 @@ fn key_at(text: &str, offset: usize) -> Option<String> {
 
 /// Parses configuration `text` as if read from `path`.
 pub fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
-    let error = |offset: Option<usize>, message: String| ConfigError {
-        path: path.to_path_buf(),
-        line: offset.map(|o| {
-            text[..o.min(text.len())]
-                .matches('\n')
-                .count()
-                .saturating_add(1)
-        }),
-        message,
-    };
+    let reader = Reader { path, text };
+    let error = |offset: Option<usize>, message: String| reader.error(offset, message);
     let mut raw: RawConfig = toml::from_str(text).map_err(|e| {
         let at = e.span().map(|s| s.start);
         // Serde names the type, not the key: the key is found where the error points.
@@ -346,21 +338,12 @@ pub fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
             )
         })?),
     };
-    let drive_jobs = match raw.drive.as_mut().and_then(|d| d.jobs.take()) {
-        None => None,
-        Some(jobs) => {
-            let n = *jobs.get_ref();
-            if !(1..=MAX_JOBS as i64).contains(&n) {
-                return Err(error(
-                    Some(jobs.span().start),
-                    format!(
-                        "key `drive.jobs`: {n} is not a number of lanes between 1 and {MAX_JOBS}"
-                    ),
-                ));
-            }
-            Some(n as usize)
-        }
-    };
+    let drive_jobs = raw
+        .drive
+        .as_mut()
+        .and_then(|d| d.jobs.take())
+        .map(|jobs| jobs_of(&reader, &jobs))
+        .transpose()?;
     let drive_max_file = match raw.drive.as_mut().and_then(|d| d.max_file.take()) {
         None => None,
         Some(value) => {
@@ -379,84 +362,14 @@ pub fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
             Some(bytes)
         }
     };
-    let mut sandbox_image = None;
-    let mut lane_file_systems = None;
-    let mut limits = LimitSettings::default();
-    if let Some(sandbox) = raw.sandbox {
-        if let Some(image) = sandbox.image {
-            if image.get_ref().trim().is_empty() {
-                return Err(error(
-                    Some(image.span().start),
-                    "key `sandbox.image` is empty: name an image (e.g. \"stet-lane:1\"), or leave the key out".into(),
-                ));
-            }
-            sandbox_image = Some(image.into_inner());
-        }
-        lane_file_systems = sandbox.lane_file_systems;
-        if let Some(pids) = sandbox.pids {
-            let n = *pids.get_ref();
-            if !(16..=1_000_000).contains(&n) {
-                return Err(error(
-                    Some(pids.span().start),
-                    format!(
-                        "key `sandbox.pids`: {n} is not a process limit between 16 and 1000000"
-                    ),
-                ));
-            }
-            limits.pids = Some(n as u32);
-        }
-        if let Some(files) = sandbox.files {
-            let n = *files.get_ref();
-            if !(1_000..=1_000_000_000).contains(&n) {
-                return Err(error(
-                    Some(files.span().start),
-                    format!(
-                        "key `sandbox.files`: {n} is not a number of files between 1000 and 1000000000"
-                    ),
-                ));
-            }
-            limits.files = Some(n as u64);
-        }
-        if let Some(cpus) = sandbox.cpus {
-            let n = *cpus.get_ref();
-            if !(0.01..=1024.0).contains(&n) {
-                return Err(error(
-                    Some(cpus.span().start),
-                    format!("key `sandbox.cpus`: {n} is not a number of cores (e.g. 2 or 1.5)"),
-                ));
-            }
-            limits.millicpus = Some((n * 1000.0).round() as u32);
-        }
-        for (key, value, slot, least) in [
-            (
-                "memory",
-                sandbox.memory,
-                &mut limits.memory_bytes,
-                64u64 << 20,
-            ),
-            ("disk", sandbox.disk, &mut limits.disk_bytes, 1u64 << 20),
-        ] {
-            if let Some(value) = value {
-                let bytes = parse_size(value.get_ref()).map_err(|why| {
-                    error(
-                        Some(value.span().start),
-                        format!("key `sandbox.{key}`: {why}"),
-                    )
-                })?;
-                if bytes < least {
-                    return Err(error(
-                        Some(value.span().start),
-                        format!(
-                            "key `sandbox.{key}`: {} is below the least stet allows ({})",
-                            value.get_ref(),
-                            crate::printer::size(least)
-                        ),
-                    ));
-                }
-                *slot = Some(bytes);
-            }
-        }
-    }
+    let Sandbox {
+        image: sandbox_image,
+        lane_file_systems,
+        limits,
+    } = match raw.sandbox {
+        Some(sandbox) => sandbox_of(&reader, sandbox)?,
+        None => Sandbox::default(),
+    };
     let plugins = raw
         .plugins
         .into_iter()
@@ -471,83 +384,16 @@ pub fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
         })
         .collect::<Result<_, ConfigError>>()?;
     let plugin_lines = plugin_key_lines(text);
-    let mut network_allow = Vec::new();
-    let mut network_deny = Vec::new();
-    let mut network_connect_to = Vec::new();
-    if let Some(network) = raw.network {
-        for (key, entries, into) in [
-            ("allow", network.allow, &mut network_allow),
-            ("deny", network.deny, &mut network_deny),
-        ] {
-            for (i, entry) in entries.into_iter().flatten().enumerate() {
-                check_entry(entry.get_ref()).map_err(|why| {
-                    error(
-                        Some(entry.span().start),
-                        format!("key `network.{key}[{i}]`: {why}"),
-                    )
-                })?;
-                into.push(entry.into_inner());
-            }
-        }
-        for (target, addr) in network.connect_to.into_iter().flatten() {
-            let at = Some(addr.span().start);
-            let key = format!("key `network.connect_to.\"{target}\"`");
-            let (host, port) = match check_entry(&target)
-                .ok()
-                .and_then(|()| target.rsplit_once(':'))
-                .and_then(|(h, p)| Some((h, p.parse::<u16>().ok()?)))
-            {
-                Some(found) => found,
-                None => {
-                    return Err(error(
-                        at,
-                        format!("{key}: a target is `host:port`, like \"api.example.com:443\""),
-                    ))
-                }
-            };
-            let addr = addr.get_ref().parse::<std::net::SocketAddr>().map_err(|_| {
-                error(
-                    at,
-                    format!(
-                        "{key}: `{}` is not an address and port, like \"127.0.0.1:8443\" (a name would need a lookup the proxy does not make)",
-                        addr.get_ref()
-                    ),
-                )
-            })?;
-            network_connect_to.push(stet_egress::server::ConnectTo {
-                host: stet_egress::policy::canonical(host),
-                port,
-                addr,
-            });
-        }
-    }
-    let drive_pull_request_repo = match raw
+    let (network_allow, network_deny, network_connect_to) = match raw.network {
+        Some(network) => network_of(&reader, network)?,
+        None => Default::default(),
+    };
+    let drive_pull_request_repo = raw
         .drive
         .as_ref()
         .and_then(|d| d.pull_request_repo.as_ref())
-    {
-        Some(repo) => {
-            let valid = repo.get_ref().split_once('/').is_some_and(|(owner, name)| {
-                [owner, name].iter().all(|part| {
-                    !part.is_empty()
-                        && part
-                            .chars()
-                            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-                })
-            });
-            if !valid {
-                return Err(error(
-                    Some(repo.span().start),
-                    format!(
-                        "key `drive.pull_request_repo`: `{}` is not OWNER/REPO, like \"upstream-org/project\"",
-                        repo.get_ref()
-                    ),
-                ));
-            }
-            Some(repo.get_ref().clone())
-        }
-        None => None,
-    };
+        .map(|repo| pull_request_repo_of(&reader, repo))
+        .transpose()?;
     Ok(ConfigFile {
         path: path.to_path_buf(),
         from_repository: false,
@@ -577,6 +423,226 @@ pub fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
         plugins,
         plugin_lines,
     })
+}
+
+/// Where a configuration's text is, for errors that name its file and line.
+struct Reader<'a> {
+    path: &'a Path,
+    text: &'a str,
+}
+
+impl Reader<'_> {
+    /// An error at `offset` (a byte of the text) naming its line, when known.
+    fn error(&self, offset: Option<usize>, message: String) -> ConfigError {
+        ConfigError {
+            path: self.path.to_path_buf(),
+            line: offset.map(|o| {
+                self.text[..o.min(self.text.len())]
+                    .matches('\n')
+                    .count()
+                    .saturating_add(1)
+            }),
+            message,
+        }
+    }
+
+    /// A whole number of `key` within `range`, or an error saying it is not `what` (a
+    /// process limit, a number of lanes) between the range's ends.
+    fn within(
+        &self,
+        key: &str,
+        value: &Spanned<i64>,
+        range: std::ops::RangeInclusive<i64>,
+        what: &str,
+    ) -> Result<i64, ConfigError> {
+        let n = *value.get_ref();
+        if !range.contains(&n) {
+            return Err(self.error(
+                Some(value.span().start),
+                format!(
+                    "key `{key}`: {n} is not {what} between {} and {}",
+                    range.start(),
+                    range.end()
+                ),
+            ));
+        }
+        Ok(n)
+    }
+}
+
+/// `[drive] pull_request_repo`: `OWNER/REPO`, each part of letters, digits, `-`, `_`, `.`.
+fn pull_request_repo_of(
+    reader: &Reader<'_>,
+    repo: &Spanned<String>,
+) -> Result<String, ConfigError> {
+    let valid = repo.get_ref().split_once('/').is_some_and(|(owner, name)| {
+        [owner, name].iter().all(|part| {
+            !part.is_empty()
+                && part
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        })
+    });
+    if !valid {
+        return Err(reader.error(
+            Some(repo.span().start),
+            format!(
+                "key `drive.pull_request_repo`: `{}` is not OWNER/REPO, like \"upstream-org/project\"",
+                repo.get_ref()
+            ),
+        ));
+    }
+    Ok(repo.get_ref().clone())
+}
+
+/// `[drive] jobs`: how many lanes, between 1 and [`MAX_JOBS`].
+fn jobs_of(reader: &Reader<'_>, jobs: &Spanned<i64>) -> Result<usize, ConfigError> {
+    let n = reader.within("drive.jobs", jobs, 1..=MAX_JOBS as i64, "a number of lanes")?;
+    Ok(n as usize)
+}
+
+/// The `[sandbox]` table, checked.
+#[derive(Default)]
+struct Sandbox {
+    image: Option<String>,
+    lane_file_systems: Option<bool>,
+    limits: LimitSettings,
+}
+
+/// Reads the `[sandbox]` table: each value within what stet allows, or an error naming the
+/// key and its line.
+fn sandbox_of(reader: &Reader<'_>, sandbox: RawSandbox) -> Result<Sandbox, ConfigError> {
+    let error = |offset: Option<usize>, message: String| reader.error(offset, message);
+    let mut sandbox_image = None;
+    let mut limits = LimitSettings::default();
+    if let Some(image) = sandbox.image {
+        if image.get_ref().trim().is_empty() {
+            return Err(error(
+                Some(image.span().start),
+                "key `sandbox.image` is empty: name an image (e.g. \"stet-lane:1\"), or leave the key out".into(),
+            ));
+        }
+        sandbox_image = Some(image.into_inner());
+    }
+    if let Some(pids) = &sandbox.pids {
+        let n = reader.within("sandbox.pids", pids, 16..=1_000_000, "a process limit")?;
+        limits.pids = Some(n as u32);
+    }
+    if let Some(files) = &sandbox.files {
+        let n = reader.within(
+            "sandbox.files",
+            files,
+            1_000..=1_000_000_000,
+            "a number of files",
+        )?;
+        limits.files = Some(n as u64);
+    }
+    if let Some(cpus) = sandbox.cpus {
+        let n = *cpus.get_ref();
+        if !(0.01..=1024.0).contains(&n) {
+            return Err(error(
+                Some(cpus.span().start),
+                format!("key `sandbox.cpus`: {n} is not a number of cores (e.g. 2 or 1.5)"),
+            ));
+        }
+        limits.millicpus = Some((n * 1000.0).round() as u32);
+    }
+    for (key, value, slot, least) in [
+        (
+            "memory",
+            sandbox.memory,
+            &mut limits.memory_bytes,
+            64u64 << 20,
+        ),
+        ("disk", sandbox.disk, &mut limits.disk_bytes, 1u64 << 20),
+    ] {
+        if let Some(value) = value {
+            let bytes = parse_size(value.get_ref()).map_err(|why| {
+                error(
+                    Some(value.span().start),
+                    format!("key `sandbox.{key}`: {why}"),
+                )
+            })?;
+            if bytes < least {
+                return Err(error(
+                    Some(value.span().start),
+                    format!(
+                        "key `sandbox.{key}`: {} is below the least stet allows ({})",
+                        value.get_ref(),
+                        crate::printer::size(least)
+                    ),
+                ));
+            }
+            *slot = Some(bytes);
+        }
+    }
+    Ok(Sandbox {
+        image: sandbox_image,
+        lane_file_systems: sandbox.lane_file_systems,
+        limits,
+    })
+}
+
+/// The `[network]` table's allow-list, deny-list and fixed addresses.
+type Network = (
+    Vec<String>,
+    Vec<String>,
+    Vec<stet_egress::server::ConnectTo>,
+);
+
+/// Reads the `[network]` table: every entry as the proxy will read it, or an error naming
+/// the key and its line.
+fn network_of(reader: &Reader<'_>, network: RawNetwork) -> Result<Network, ConfigError> {
+    let error = |offset: Option<usize>, message: String| reader.error(offset, message);
+    let mut network_allow = Vec::new();
+    let mut network_deny = Vec::new();
+    let mut network_connect_to = Vec::new();
+    for (key, entries, into) in [
+        ("allow", network.allow, &mut network_allow),
+        ("deny", network.deny, &mut network_deny),
+    ] {
+        for (i, entry) in entries.into_iter().flatten().enumerate() {
+            check_entry(entry.get_ref()).map_err(|why| {
+                error(
+                    Some(entry.span().start),
+                    format!("key `network.{key}[{i}]`: {why}"),
+                )
+            })?;
+            into.push(entry.into_inner());
+        }
+    }
+    for (target, addr) in network.connect_to.into_iter().flatten() {
+        let at = Some(addr.span().start);
+        let key = format!("key `network.connect_to.\"{target}\"`");
+        let (host, port) = match check_entry(&target)
+            .ok()
+            .and_then(|()| target.rsplit_once(':'))
+            .and_then(|(h, p)| Some((h, p.parse::<u16>().ok()?)))
+        {
+            Some(found) => found,
+            None => {
+                return Err(error(
+                    at,
+                    format!("{key}: a target is `host:port`, like \"api.example.com:443\""),
+                ))
+            }
+        };
+        let addr = addr.get_ref().parse::<std::net::SocketAddr>().map_err(|_| {
+            error(
+                at,
+                format!(
+                    "{key}: `{}` is not an address and port, like \"127.0.0.1:8443\" (a name would need a lookup the proxy does not make)",
+                    addr.get_ref()
+                ),
+            )
+        })?;
+        network_connect_to.push(stet_egress::server::ConnectTo {
+            host: stet_egress::policy::canonical(host),
+            port,
+            addr,
+        });
+    }
+    Ok((network_allow, network_deny, network_connect_to))
 }
 
 /// The line of every key directly under each `[plugins.<name>]` table of `text`.
