@@ -80,9 +80,6 @@ struct Script {
     check: Mutex<VecDeque<(i32, &'static str)>>,
     /// How many sandboxes from now on cannot be made (the engine is down).
     sandboxes_fail: Mutex<u32>,
-    /// The item whose implementing launches the harness refuses as asked (a policy
-    /// refusal: the launch names a credential nobody declared).
-    launches_refused: Mutex<Option<&'static str>>,
     /// Every call, as `role` (and `check`), in order.
     calls: Mutex<Vec<String>>,
     /// Every implementing prompt, in order.
@@ -417,12 +414,6 @@ impl HarnessPlugin for FakeHarness {
             Role::Review => "review",
             Role::Proof => "proof",
         };
-        let refused = *self.0.launches_refused.lock().unwrap();
-        if role == "implement" && refused.is_some_and(|item| request.workdir.contains(item)) {
-            return Err(PluginError::invalid_input(
-                "the launch names a credential nobody declared",
-            ));
-        }
         Ok(Launch {
             process: ProcessSpec {
                 argv: vec!["fake-agent".into(), role.into()].into(),
@@ -776,30 +767,6 @@ fn calls_that_cannot_start_enter_the_outage_schedule_and_the_drive_stops_at_its_
     );
     assert!(world.script.calls().is_empty());
     assert!(shown(&lines, "the fake engine is down"), "{lines:#?}");
-}
-
-#[test]
-fn a_launch_refused_by_policy_ends_its_item_at_once_and_is_never_an_outage() {
-    let world = World::new(&["a-refused", "b-works"]);
-    *world.script.launches_refused.lock().unwrap() = Some("a-refused");
-    let clock = Arc::new(FakeClock::new());
-    let (exit, lines) = world.drive(&world.options(), &clock);
-    assert_eq!(exit, Ended::GaveUp, "{lines:#?}");
-    let why = world
-        .failed_why("a-refused")
-        .unwrap_or_else(|| panic!("marked failed on the remote: {lines:#?}"));
-    assert!(
-        why.contains("implement: the call was refused")
-            && why.contains("a credential nobody declared"),
-        "{why}"
-    );
-    assert_eq!(world.landed(), ["b-works"]);
-    assert_eq!(
-        world.script.calls(),
-        ["implement", "review"],
-        "no round of a's was made again; b's two calls"
-    );
-    assert!(clock.waits().is_empty(), "no outage: {:?}", clock.waits());
 }
 
 #[test]

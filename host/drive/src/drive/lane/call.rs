@@ -15,7 +15,6 @@ use crate::sandbox::{LaneAccess, LaneMounts, Plan};
 use super::super::ahead::PreparedCall;
 use super::super::state::ItemEnd;
 use super::super::worker::{first_line, Worker};
-use super::Moved;
 
 /// How one agent call ended, as the drive needs it.
 pub(in crate::drive) struct Call {
@@ -44,31 +43,23 @@ impl Call {
     /// Whether the call failed for a reason outside the agent: what enters the outage
     /// rule instead of counting toward the item's rounds.
     pub fn outage(&self) -> bool {
-        self.not_run.as_ref().map(whose) == Some(NotRun::Outage)
+        self.not_run.as_ref().is_some_and(counts_toward_outage)
             || self.kind == OutcomeCode::SERVICE_UNAVAILABLE
     }
 
-    /// How the lane's work ends when the call ended for a reason outside its item's round
-    /// — a usage limit, a login the model API refused, a call that could not be made
-    /// (`stage` names it), or a launch refused by policy, which fails the item at once —,
-    /// read from the harness's typed outcome and the error's kind. `None`: the agent
+    /// How the lane's work ends for now when the call ended for a reason outside its
+    /// item — a usage limit, a login the model API refused, a call that could not be made
+    /// (`stage` names it) —, read from the harness's typed outcome. `None`: the agent
     /// answered, in whatever shape, and that is its item's round.
-    pub fn outside_the_item(&self, stage: &str) -> Option<Moved> {
-        let end = match self.kind {
-            OutcomeCode::RATE_LIMITED => ItemEnd::RateLimited(self.retry_at),
+    pub fn outside_the_item(&self, stage: &str) -> Option<ItemEnd> {
+        match self.kind {
+            OutcomeCode::RATE_LIMITED => Some(ItemEnd::RateLimited(self.retry_at)),
             OutcomeCode::NOT_LOGGED_IN => {
-                ItemEnd::LoginRefused(first_line(&self.detail).to_string())
+                Some(ItemEnd::LoginRefused(first_line(&self.detail).to_string()))
             }
-            _ if self.outage() => ItemEnd::RunnerFailed(format!("{stage}: {}", self.detail)),
-            _ if self.not_run.as_ref().map(whose) == Some(NotRun::Item) => {
-                return Some(Moved::Fail(format!(
-                    "{stage}: the call was refused: {}",
-                    self.detail
-                )))
-            }
-            _ => return None,
-        };
-        Some(Moved::End(end))
+            _ if self.outage() => Some(ItemEnd::RunnerFailed(format!("{stage}: {}", self.detail))),
+            _ => None,
+        }
     }
 
     /// A call the harness could not launch: infrastructure; nothing ran, no receipt.
@@ -88,23 +79,17 @@ impl Call {
 /// before the limit counts as the item's round.
 pub(in crate::drive) const UNREADABLE_LIMITS: u32 = 3;
 
-/// Whose an error that kept a call (or a check) from running its task is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(in crate::drive) enum NotRun {
-    /// Time may mend it — the runtime or the engine failing, the model API not answering:
-    /// it counts toward the drive's outage rule, never the item's rounds.
-    Outage,
-    /// A refusal by policy (an undeclared credential, a launch the walls or a plugin
-    /// refuse as asked): the same call would be refused again, so it ends the item at
-    /// once, saying why, and the drive goes on to the next.
-    Item,
-}
-
-/// Whose an error that kept a call from running is, by its kind (whose it is to mend).
-pub(in crate::drive) fn whose(error: &Error) -> NotRun {
+/// Whether an error that kept a call (or a check) from running its task counts toward
+/// the drive's outage rule rather than the item's rounds: a match on whose it is to mend.
+/// Today every such error counts toward an outage — the runtime or the engine failing
+/// (`Failure`), something not usable now (`Unusable`), and a refusal by policy of the
+/// person's set-up (`Usage`: an undeclared credential, a launch the walls refuse) alike;
+/// which of these are the item's fault, or end the drive at once, is the drive's next
+/// change, made here.
+pub(in crate::drive) fn counts_toward_outage(error: &Error) -> bool {
     match error.kind {
-        Kind::Failure | Kind::Unusable => NotRun::Outage,
-        Kind::Usage => NotRun::Item,
+        Kind::Failure | Kind::Unusable => true,
+        Kind::Usage => true,
     }
 }
 

@@ -15,7 +15,7 @@ use super::super::ahead::Ahead;
 use super::super::note;
 use super::super::state::ItemEnd;
 use super::super::worker::{indent, tail, Worker};
-use super::call::{whose, NotRun};
+use super::call::counts_toward_outage;
 use super::Moved;
 impl Worker<'_, '_> {
     /// The repository's check on this round's work: passed moves on to the review; failed
@@ -38,15 +38,14 @@ impl Worker<'_, '_> {
         }
         let outcome = match self.check(item, lane, at.round, check, ahead.take_check()) {
             Ok(outcome) => outcome,
-            // The check could not run at all: the runtime failing is an outage, a refusal
-            // by policy the item's end.
-            Err(e) => {
-                let why = e.to_string().replace('\n', "; ");
-                return Ok(match whose(&e) {
-                    NotRun::Outage => Moved::End(ItemEnd::RunnerFailed(format!("check: {why}"))),
-                    NotRun::Item => Moved::Fail(format!("check: the check was refused: {why}")),
-                });
+            // The check could not run at all (the runtime failed): infrastructure.
+            Err(e) if counts_toward_outage(&e) => {
+                return Ok(Moved::End(ItemEnd::RunnerFailed(format!(
+                    "check: {}",
+                    e.to_string().replace('\n', "; ")
+                ))))
             }
+            Err(e) => return Err(e),
         };
         if outcome.passed {
             note!(

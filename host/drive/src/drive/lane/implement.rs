@@ -66,8 +66,8 @@ impl Worker<'_, '_> {
             Some(Refused::Round(why)) => Some(why),
             None => None,
         };
-        if let Some(moved) = call.outside_the_item("implement") {
-            return Ok(moved);
+        if let Some(end) = call.outside_the_item("implement") {
+            return Ok(Moved::End(end));
         }
         let said = call.detail.trim();
         // What the agent said is shown unless the reason, in a line, already says all of it.

@@ -89,8 +89,8 @@ impl Worker<'_, '_> {
         at: &Checkpoint,
         call: Call,
     ) -> Moved {
-        if let Some(moved) = call.outside_the_item("review") {
-            return moved;
+        if let Some(end) = call.outside_the_item("review") {
+            return Moved::End(end);
         }
         let answer = match call.kind {
             OutcomeCode::DONE => verdict(&call.detail),
