@@ -322,7 +322,7 @@ const TEMPORARY_EDGES: &[(&str, &str, &str)] = &[];
 /// lane → sandbox → call → outcome → receipt → land), configuration and plumbing below.
 ///
 /// The modules are read from the source tree: every file module reached from
-/// `host/src/lib.rs` through its `mod` declarations, named by path (`drive::lane`), the
+/// each host crate's `lib.rs` through its `mod` declarations, named by path (`drive::lane`), the
 /// items `#[cfg(test)]` gates left out (test modules, test helpers, the imports only tests
 /// use). An inline module (`mod bounded { … }`) belongs to its file. An import is any
 /// `crate::…`, `super::…` or `self::…` path in the code, and every path of a `use`
@@ -1299,7 +1299,7 @@ fn the_drive_reads_the_time_only_through_its_clock() {
 }
 
 /// Everything a sandbox wrote crosses back through one gate: host git reads a lane's
-/// working tree only in `host/src/gate/` (`Tree`, after the walk its purpose needs);
+/// working tree only in the records crate's `gate/` (`Tree`, after the walk its purpose needs);
 /// elsewhere a lane's git is its history alone (`Inert::history`, a bare repository).
 #[test]
 fn host_git_reads_a_lanes_working_tree_only_through_the_gate() {

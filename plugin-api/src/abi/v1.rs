@@ -6,7 +6,7 @@
 //! methods after it, every one with a default body. So:
 //!
 //! - a plugin built for an older minor (1.2 on) lacks the newer methods; the host checks the
-//!   fields it has against its own (`host/src/plugins/loader.rs`) and calls through this
+//!   fields it has against its own (`host/plugin-host/src/plugins/loader.rs`) and calls through this
 //!   module, the defaults answering for what the plugin lacks;
 //! - a plugin built for a newer minor has methods this host does not know, which abi_stable
 //!   accepts; what such a plugin needs from the host it names in [`StetPlugin::requires`],

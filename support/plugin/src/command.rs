@@ -7,6 +7,7 @@ use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Finds `program`: the `configured` path (named `setting` in what is said when it is not
@@ -128,17 +129,24 @@ pub fn run_bounded(mut command: Command, limit: Duration) -> Result<Ran, RunErro
         .stderr(Stdio::piped())
         .process_group(0);
     let mut child = command.spawn().map_err(RunError::Spawn)?;
-    let (sender, receiver) = std::sync::mpsc::channel();
-    let collect = |pipe: Option<Box<dyn Read + Send>>, which: usize| {
-        let sender = sender.clone();
+    // Each stream is read into a buffer shared with this thread as it arrives, so what the
+    // command wrote before it exited is kept even when a process it left holds the pipe.
+    let (done, finished) = std::sync::mpsc::channel();
+    let collect = |pipe: Option<Box<dyn Read + Send>>| {
+        let kept = Arc::new(Mutex::new(Vec::new()));
+        let into = kept.clone();
+        let done = done.clone();
         std::thread::spawn(move || {
-            let kept = pipe.map(read_kept).unwrap_or_default();
-            let _ = sender.send((which, String::from_utf8_lossy(&kept).into_owned()));
-        })
+            if let Some(pipe) = pipe {
+                read_kept(pipe, &into);
+            }
+            let _ = done.send(());
+        });
+        kept
     };
-    collect(child.stdout.take().map(|p| Box::new(p) as _), 0);
-    collect(child.stderr.take().map(|p| Box::new(p) as _), 1);
-    drop(sender);
+    let out = collect(child.stdout.take().map(|p| Box::new(p) as _));
+    let err = collect(child.stderr.take().map(|p| Box::new(p) as _));
+    drop(done);
     let started = Instant::now();
     let status = loop {
         match child.try_wait() {
@@ -151,20 +159,20 @@ pub fn run_bounded(mut command: Command, limit: Duration) -> Result<Ran, RunErro
             }
         }
     };
-    let mut texts = [String::new(), String::new()];
     let grace = Instant::now() + GRACE;
     for _ in 0..2 {
         let left = grace.saturating_duration_since(Instant::now());
-        match receiver.recv_timeout(left) {
-            Ok((which, text)) => texts[which] = text,
-            Err(_) => break,
+        if finished.recv_timeout(left).is_err() {
+            break;
         }
     }
-    let [stdout, stderr] = texts;
+    let text = |kept: &Mutex<Vec<u8>>| {
+        String::from_utf8_lossy(&kept.lock().unwrap_or_else(|p| p.into_inner())).into_owned()
+    };
     Ok(Ran {
         code: status.code(),
-        stdout,
-        stderr,
+        stdout: text(&out),
+        stderr: text(&err),
     })
 }
 
@@ -188,12 +196,21 @@ where
     run_bounded(command, limit)
 }
 
-/// The first [`OUTPUT_KEPT`] bytes of `pipe`, read to its end.
-fn read_kept(mut pipe: Box<dyn Read + Send>) -> Vec<u8> {
-    let mut kept = Vec::new();
-    let _ = (&mut pipe).take(OUTPUT_KEPT as u64).read_to_end(&mut kept);
-    let _ = std::io::copy(&mut pipe, &mut std::io::sink());
-    kept
+/// Reads `pipe` to its end, keeping its first [`OUTPUT_KEPT`] bytes in `kept` as they come.
+fn read_kept(mut pipe: Box<dyn Read + Send>, kept: &Mutex<Vec<u8>>) {
+    let mut chunk = [0u8; 64 * 1024];
+    loop {
+        match pipe.read(&mut chunk) {
+            Ok(0) => return,
+            Ok(n) => {
+                let mut kept = kept.lock().unwrap_or_else(|p| p.into_inner());
+                let room = OUTPUT_KEPT.saturating_sub(kept.len());
+                kept.extend_from_slice(&chunk[..n.min(room)]);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return,
+        }
+    }
 }
 
 /// Kills the process group `child` leads (not reaped yet, so its id is still its own).
@@ -228,6 +245,8 @@ mod tests {
         let ran = run_bounded(c, Duration::from_secs(10)).unwrap();
         assert!(ran.success());
         assert!(started.elapsed() < Duration::from_secs(10));
+        // What it wrote before it exited is kept, though the pipe is still held open.
+        assert_eq!(ran.stdout, "started\n");
     }
 
     #[test]
