@@ -2,7 +2,8 @@
 //!
 //! A library function says what went wrong and whose it is to mend — the person's input
 //! ([`Kind::Usage`]), something stet needs that is not usable now ([`Kind::Unusable`]),
-//! or an unexpected failure ([`Kind::Failure`]) — and where ([`Concept`]). What a command
+//! what stet's walls refuse to let into a sandbox ([`Kind::Refused`]), or an unexpected
+//! failure ([`Kind::Failure`]) — and where ([`Concept`]). What a command
 //! makes of it (its exit code, how it is printed) is the CLI's (`cli/error.rs`); what the
 //! drive makes of it (the item's fault or the infrastructure's) is the drive's, by a match
 //! on these types.
@@ -44,6 +45,11 @@ pub enum Kind {
     Unusable,
     /// Something failed that the person did not cause: an I/O error, a bug.
     Failure,
+    /// Stet's walls refuse what this one call would carry into its sandbox (a credential
+    /// in the agent's prompt, arguments or mounts): a refusal by policy, made where the
+    /// walls make it. Time does not mend it and it says nothing of the infrastructure, so
+    /// a drive counts it against the call's item, never toward an outage.
+    Refused,
 }
 
 /// A failure to report: what failed, the chain of causes, and what to try.
@@ -81,6 +87,11 @@ impl Concept {
     /// Something needed here is not usable now.
     pub fn unusable(self, message: impl Into<String>) -> Error {
         self.error(Kind::Unusable, message)
+    }
+
+    /// What this call would carry into its sandbox, refused by the walls here.
+    pub fn refused(self, message: impl Into<String>) -> Error {
+        self.error(Kind::Refused, message)
     }
 
     /// An unexpected failure here.

@@ -345,24 +345,36 @@ impl Sealed {
         Ok(())
     }
 
-    /// After [`Sealed::seal_env`]: no real value in the launch's arguments, in the profile
-    /// copy (a value first learned from a variable), or in what the launch mounts (files
-    /// and directories; files over 8 MiB are not read — binaries, not credentials).
+    /// After [`Sealed::seal_env`]: no real value in the launch's arguments or its standard
+    /// input (where the item's prompt travels), in the profile copy (a value first learned
+    /// from a variable), or in what the launch mounts (files and directories; files over
+    /// 8 MiB are not read — binaries, not credentials). A refusal is [`Kind::Refused`]:
+    /// what this call would carry, not the infrastructure failing.
+    ///
+    /// [`Kind::Refused`]: crate::error::Kind::Refused
     pub fn check_launch(
         &self,
-        argv: &[stet_plugin_api::RString],
+        process: &stet_plugin_api::ProcessSpec,
         mounts: &[stet_plugin_api::Mount],
     ) -> Result<(), Error> {
         let refuse = |held: &Held, place: String| {
-            Err(Concept::Credentials.failure(format!(
+            Err(Concept::Credentials.refused(format!(
                 "the credential `{}` would enter the sandbox in {place}; the call is not made",
                 held.id
             ))
-            .hint("keep the credential out of the agent's arguments and mounts: declare it, or move it"))
+            .hint("keep the credential out of the work item, the agent's arguments and its mounts: declare it, or move it"))
         };
         for held in self.held.iter().filter(|h| !h.real.is_empty()) {
-            if argv.iter().any(|a| a.as_str().contains(held.real.as_str())) {
+            let real = held.real.as_bytes();
+            if process
+                .argv
+                .iter()
+                .any(|a| a.as_str().contains(held.real.as_str()))
+            {
                 return refuse(held, "the agent's arguments".into());
+            }
+            if process.stdin.windows(real.len()).any(|w| w == real) {
+                return refuse(held, "the agent's prompt".into());
             }
             if held.variable.is_some() {
                 if let Some(file) = holding(&self.copy, &held.real) {
@@ -836,7 +848,7 @@ mod tests {
     }
 
     #[test]
-    fn a_real_value_in_the_arguments_or_a_mount_stops_the_call() {
+    fn a_real_value_in_the_arguments_the_prompt_or_a_mount_is_refused_by_policy() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(
             dir.path().join(".credentials.json"),
@@ -849,12 +861,30 @@ mod tests {
             dir.path(),
         )
         .unwrap();
-        let argv = |a: &str| vec![stet_plugin_api::RString::from(a)];
-        assert!(sealed.check_launch(&argv("agent"), &[]).is_ok());
-        let e = sealed
-            .check_launch(&argv(&format!("--token={REAL}")), &[])
-            .unwrap_err();
-        assert!(e.message.contains("the agent's arguments"), "{}", e.message);
+        let process = |arg: &str, stdin: &str| stet_plugin_api::ProcessSpec {
+            argv: vec![stet_plugin_api::RString::from(arg)].into(),
+            env: Default::default(),
+            workdir: stet_plugin_api::ROption::RNone,
+            stdin: stdin.as_bytes().to_vec().into(),
+        };
+        assert!(sealed
+            .check_launch(&process("agent", "a prompt"), &[])
+            .is_ok());
+        for (launch, place) in [
+            (
+                process(&format!("--token={REAL}"), ""),
+                "the agent's arguments",
+            ),
+            (
+                process("agent", &format!("use the key {REAL} to call it")),
+                "the agent's prompt",
+            ),
+        ] {
+            let e = sealed.check_launch(&launch, &[]).unwrap_err();
+            assert!(e.message.contains(place), "{}", e.message);
+            assert_eq!(e.kind, crate::error::Kind::Refused, "{e}");
+            assert!(!e.to_string().contains(REAL));
+        }
         let elsewhere = tempfile::tempdir().unwrap();
         let token = elsewhere.path().join("token");
         std::fs::write(&token, REAL).unwrap();
@@ -865,9 +895,10 @@ mod tests {
         };
         for source in [token.as_path(), elsewhere.path()] {
             let e = sealed
-                .check_launch(&argv("agent"), &[mount(source)])
+                .check_launch(&process("agent", ""), &[mount(source)])
                 .unwrap_err();
             assert!(e.message.contains("the mount"), "{}", e.message);
+            assert_eq!(e.kind, crate::error::Kind::Refused, "{e}");
             assert!(!e.message.contains(REAL));
         }
     }

@@ -532,7 +532,7 @@ pub fn ready_launch<'a>(
         Some(sealed) => {
             let mut env = launch.process.env.to_vec();
             sealed.seal_env(&mut env)?;
-            sealed.check_launch(&launch.process.argv, &launch.mounts)?;
+            sealed.check_launch(&launch.process, &launch.mounts)?;
             sealed.gateways()
         }
         None => Vec::new(),
@@ -591,8 +591,8 @@ pub fn run_ready(
     if let Some(sealed) = watch.sealed.as_deref_mut() {
         sealed.seal_env(process.env.as_mut_slice())?;
         // The mounts are the ones `ready_launch` read through (the launch fits them); only
-        // the arguments, which carry the prompt, are new.
-        sealed.check_launch(&process.argv, &[])?;
+        // the arguments and the standard input, which carry the prompt, are new.
+        sealed.check_launch(&process, &[])?;
     }
     let described = walled.described.clone();
     let sandbox = &walled.sandbox;

@@ -113,11 +113,11 @@ impl fmt::Display for CliError {
 }
 
 impl From<crate::error::Error> for CliError {
-    /// Whose it is to mend decides the exit code: the person's input 2, something not
-    /// usable now 3, anything else 1.
+    /// Whose it is to mend decides the exit code: the person's input or set-up (a call the
+    /// walls refuse) 2, something not usable now 3, anything else 1.
     fn from(e: crate::error::Error) -> Self {
         let exit = match e.kind {
-            crate::error::Kind::Usage => Exit::Usage,
+            crate::error::Kind::Usage | crate::error::Kind::Refused => Exit::Usage,
             crate::error::Kind::Unusable => Exit::Unusable,
             crate::error::Kind::Failure => Exit::Failure,
         };

@@ -14,9 +14,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use stet_plugin_api::{
-    CallOutcome, ExitStatus, HarnessContext, HarnessPlugin, Label, Launch, Network, Outcome,
-    OutcomeCode, PluginError, ProbeReport, ProcessPlugin, ProcessSpec, Profile, ROption, Role,
-    RoleRequest, RuntimePlugin, SandboxInfo, SandboxSpec, Sink, WallCheck,
+    CallOutcome, CredentialDecl, CredentialSource, CredentialSource_NE, ExitStatus, HarnessContext,
+    HarnessPlugin, Label, Launch, Network, Outcome, OutcomeCode, PluginError, ProbeReport,
+    ProcessPlugin, ProcessSpec, Profile, ROption, Role, RoleRequest, RuntimePlugin, SandboxInfo,
+    SandboxSpec, Sink, WallCheck,
 };
 
 use super::time::fake::FakeClock;
@@ -103,6 +104,9 @@ struct Script {
     clock: Mutex<Option<Arc<FakeClock>>>,
     /// The drive's reservation keepers, one a lane, for the acts that wait on them.
     keepers: Mutex<Vec<super::keeper::Keeper>>,
+    /// Whether the harness declares the login in the profile's `auth.json` (at `/token`)
+    /// as its credential.
+    declares_a_credential: Mutex<bool>,
 }
 
 impl Script {
@@ -430,6 +434,27 @@ impl HarnessPlugin for FakeHarness {
         Ok(Vec::new())
     }
 
+    fn credentials(
+        &self,
+        _: &HarnessContext,
+        _: &Profile,
+    ) -> Result<Vec<CredentialDecl>, PluginError> {
+        if !*self.0.declares_a_credential.lock().unwrap() {
+            return Ok(Vec::new());
+        }
+        // Kept out of the sandbox and sent nowhere: no host, no header, so no gateway.
+        Ok(vec![CredentialDecl {
+            id: "fake-login".into(),
+            source: CredentialSource_NE::new(CredentialSource::ProfileFile {
+                path: "auth.json".into(),
+                pointer: "/token".into(),
+            }),
+            host: "".into(),
+            header: "".into(),
+            value: "".into(),
+        }])
+    }
+
     fn read_outcome(&self, _: Role, _: &[u8], _: ExitStatus) -> Result<Outcome, PluginError> {
         Err(PluginError::unsupported("read_call answers"))
     }
@@ -485,11 +510,20 @@ struct World {
 impl World {
     /// A clone of a fresh bare remote with `items` queued (committed and pushed).
     fn new(items: &[&str]) -> World {
+        let texts: Vec<(&str, String)> = items
+            .iter()
+            .map(|item| (*item, format!("Do {item}\n")))
+            .collect();
+        World::with_texts(&texts)
+    }
+
+    /// A clone of a fresh bare remote with these items, each with its text, queued.
+    fn with_texts(items: &[(&str, String)]) -> World {
         let (root, remote, repo) = crate::git::testing::clone_of_fresh_remote();
         let queue = repo.join(crate::queue::QUEUE_DIR);
         std::fs::create_dir_all(&queue).unwrap();
-        for item in items {
-            std::fs::write(queue.join(format!("{item}.md")), format!("Do {item}\n")).unwrap();
+        for (item, text) in items {
+            std::fs::write(queue.join(format!("{item}.md")), text).unwrap();
         }
         git(&repo, &["add", "."]).unwrap();
         git(&repo, &["commit", "--quiet", "-m", "queue"]).unwrap();
@@ -782,6 +816,56 @@ fn a_model_api_that_does_not_answer_is_an_outage_not_a_task_failure() {
     assert!(
         !world.script.prompts.lock().unwrap()[3].contains("previous attempt"),
         "an outage is not the agent's failure: the round was not counted"
+    );
+}
+
+/// The login the fake harness declares, as its profile holds it.
+const LOGIN: &str = "fake-login-5f0c2b9e7d1a4c38";
+
+#[test]
+fn a_call_the_walls_refuse_by_policy_fails_its_item_at_once_and_is_never_an_outage() {
+    // The person pasted the login into one item: its prompt would carry the credential
+    // into the sandbox. That is the item's, whatever time passes; the next item lands.
+    let world = World::with_texts(&[
+        ("a-leaks", format!("Call the API with {LOGIN}\n")),
+        ("b-works", "Do b-works\n".to_string()),
+    ]);
+    *world.script.declares_a_credential.lock().unwrap() = true;
+    let profile = world.script.profile.lock().unwrap().clone();
+    std::fs::write(
+        Path::new(&profile).join("auth.json"),
+        format!(r#"{{"token":"{LOGIN}"}}"#),
+    )
+    .unwrap();
+    let clock = Arc::new(FakeClock::new());
+    let (exit, lines) = world.drive(&world.options(), &clock);
+    assert_eq!(exit, Ended::GaveUp, "{lines:#?}");
+    let why = world
+        .failed_why("a-leaks")
+        .expect("marked failed on the remote");
+    assert!(
+        why.contains("the implementing call was not made")
+            && why.contains("would enter the sandbox in the agent's prompt"),
+        "{why}"
+    );
+    assert!(
+        !why.contains(LOGIN),
+        "the refusal never says the secret: {why}"
+    );
+    assert_eq!(world.landed(), ["b-works"]);
+    assert_eq!(
+        world.script.calls(),
+        ["implement", "review"],
+        "no call of the refused item ran, and it took one try, not its rounds"
+    );
+    assert!(
+        clock.waits().is_empty(),
+        "a refusal by policy is no outage: {:?}",
+        clock.waits()
+    );
+    assert!(
+        !world.script.prompts.lock().unwrap()[0].contains(LOGIN),
+        "the next item's agent was not told it"
     );
 }
 

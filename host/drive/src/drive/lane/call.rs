@@ -47,6 +47,16 @@ impl Call {
             || self.kind == OutcomeCode::SERVICE_UNAVAILABLE
     }
 
+    /// Why the walls refused to make this call, when a refusal by policy kept it from
+    /// running: its item's, which fails saying why, since the next round would carry the
+    /// same.
+    pub fn refused_by_policy(&self) -> Option<String> {
+        self.not_run
+            .as_ref()
+            .filter(|e| !counts_toward_outage(e))
+            .map(|e| e.to_string().replace('\n', "; "))
+    }
+
     /// How the lane's work ends for now when the call ended for a reason outside its
     /// item — a usage limit, a login the model API refused, a call that could not be made
     /// (`stage` names it) —, read from the harness's typed outcome. `None`: the agent
@@ -80,16 +90,16 @@ impl Call {
 pub(in crate::drive) const UNREADABLE_LIMITS: u32 = 3;
 
 /// Whether an error that kept a call (or a check) from running its task counts toward
-/// the drive's outage rule rather than the item's rounds: a match on whose it is to mend.
-/// Today every such error counts toward an outage — the runtime or the engine failing
-/// (`Failure`), something not usable now (`Unusable`), and a refusal by policy of the
-/// person's set-up (`Usage`: an undeclared credential, a launch the walls refuse) alike;
-/// which of these are the item's fault, or end the drive at once, is the drive's next
-/// change, made here.
+/// the drive's outage rule rather than its item: a match on whose it is to mend. The
+/// runtime or the engine failing (`Failure`), something not usable now (`Unusable`) and
+/// an error in the set-up a plugin reports (`Usage`: an image or a container not found,
+/// a registry's answer, a socket not listening yet — errors time mends as often as not)
+/// count toward an outage; a refusal by the walls of what this call would carry
+/// (`Refused`: a credential in the item's prompt) is its item's, and fails it.
 pub(in crate::drive) fn counts_toward_outage(error: &Error) -> bool {
     match error.kind {
-        Kind::Failure | Kind::Unusable => true,
-        Kind::Usage => true,
+        Kind::Failure | Kind::Unusable | Kind::Usage => true,
+        Kind::Refused => false,
     }
 }
 

@@ -45,7 +45,13 @@ impl Worker<'_, '_> {
                     e.to_string().replace('\n', "; ")
                 ))))
             }
-            Err(e) => return Err(e),
+            // Refused by the walls: the item's, as for its calls.
+            Err(e) => {
+                return Ok(Moved::Fail(format!(
+                    "the check was not run: {}",
+                    e.to_string().replace('\n', "; ")
+                )))
+            }
         };
         if outcome.passed {
             note!(

@@ -66,6 +66,11 @@ impl Worker<'_, '_> {
             Some(Refused::Round(why)) => Some(why),
             None => None,
         };
+        if let Some(why) = call.refused_by_policy() {
+            return Ok(Moved::Fail(format!(
+                "the implementing call was not made: {why}"
+            )));
+        }
         if let Some(end) = call.outside_the_item("implement") {
             return Ok(Moved::End(end));
         }

@@ -89,6 +89,9 @@ impl Worker<'_, '_> {
         at: &Checkpoint,
         call: Call,
     ) -> Moved {
+        if let Some(why) = call.refused_by_policy() {
+            return Moved::Fail(format!("the review was not made: {why}"));
+        }
         if let Some(end) = call.outside_the_item("review") {
             return Moved::End(end);
         }
