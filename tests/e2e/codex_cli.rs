@@ -1,9 +1,10 @@
 //! The fake Responses API (`stet_e2e::fake_responses`) against the real Codex CLI 0.163.0,
-//! with no stet in between: `codex exec --json` on a `CODEX_HOME` made from scratch (a
-//! custom model provider at the fake, the ChatGPT login route, a dummy login made for the
-//! fake only). What these show is that the fake speaks the Responses API as the pinned CLI
-//! does — text, the shell tool and its output, apply_patch, a usage limit, an error, a
-//! login renewed at its token endpoint — so that the tests through stet can lean on it.
+//! with no stet in between: `codex exec` run with the Codex harness's own arguments on a
+//! `CODEX_HOME` holding the harness's own walled `config.toml` and rules (its provider at the
+//! fake, the ChatGPT login route), a dummy login made for the fake only. What these show is
+//! that the fake speaks the Responses API as the pinned CLI does — text, the shell tool and
+//! its output, apply_patch, a usage limit, an error, a login renewed at its token endpoint —
+//! under the config stet really writes, so that the tests through stet can lean on it.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -14,6 +15,9 @@ use stet_e2e::fake_responses::{
     REFRESHED_REFRESH_TOKEN,
 };
 use stet_e2e::{codex_binary, dummy_codex_login, Output};
+
+/// The model the walled config names.
+const MODEL: &str = "gpt-5.5";
 
 /// A scratch place for one run: a `CODEX_HOME` (`home/.codex`) and a lane (a git
 /// repository). Made under the cargo target directory, never under /tmp: codex refuses to
@@ -39,7 +43,15 @@ impl Codex {
         stet_e2e::git(&lane, &["commit", "--quiet", "-m", "start"]);
         let codex = Codex { root, lane };
         dummy_codex_login(&codex.home());
-        std::fs::write(codex.codex_home().join("config.toml"), codex.config(api)).unwrap();
+        let home = codex.codex_home();
+        std::fs::write(
+            home.join(stet_plugin_codex::walled::CONFIG_FILE),
+            stet_plugin_codex::walled::config(&api.base_url(), Some(MODEL)),
+        )
+        .unwrap();
+        let (rules, text) = stet_plugin_codex::walled::rules();
+        std::fs::create_dir_all(home.join(&rules).parent().unwrap()).unwrap();
+        std::fs::write(home.join(rules), text).unwrap();
         codex
     }
 
@@ -51,57 +63,7 @@ impl Codex {
         self.home().join(".codex")
     }
 
-    /// The whole config: nothing but the fake provider and what keeps a run to itself.
-    fn config(&self, api: &FakeResponses) -> String {
-        format!(
-            r#"model_provider = "fake"
-model = "gpt-5.5"
-approval_policy = "never"
-sandbox_mode = "danger-full-access"
-check_for_update_on_startup = false
-project_doc_max_bytes = 0
-web_search = "disabled"
-cli_auth_credentials_store = "file"
-
-[history]
-persistence = "none"
-
-[analytics]
-enabled = false
-
-[feedback]
-enabled = false
-
-[otel]
-exporter = "none"
-log_user_prompt = false
-
-[features]
-apps = false
-plugins = false
-memories = false
-multi_agent = false
-goals = false
-shell_snapshot = false
-unbounded_connection_retries = false
-
-[model_providers.fake]
-name = "Fake Responses API (a stand-in for OpenAI's service)"
-base_url = "{base}"
-wire_api = "responses"
-requires_openai_auth = true
-request_max_retries = 0
-stream_max_retries = 0
-
-[projects."{lane}"]
-trust_level = "untrusted"
-"#,
-            base = api.base_url(),
-            lane = self.lane.display(),
-        )
-    }
-
-    /// `codex exec --json --strict-config` in the lane with `prompt` on stdin, from an
+    /// `codex exec` as the harness runs it, in the lane with `prompt` on stdin, from an
     /// environment made from scratch (the token endpoint the fake's), killed after two
     /// minutes.
     fn exec(&self, api: &FakeResponses, prompt: &str) -> Run {
@@ -109,13 +71,9 @@ trust_level = "untrusted"
         let mut child = Command::new("timeout")
             .arg("120")
             .arg(codex_binary())
-            .args([
-                "exec",
-                "--json",
-                "--strict-config",
-                "--skip-git-repo-check",
-                "-",
-            ])
+            .args(stet_plugin_codex::walled::exec_args(
+                &self.lane.display().to_string(),
+            ))
             .env_clear()
             .env("PATH", "/usr/local/bin:/usr/bin:/bin")
             .env("HOME", self.home())
@@ -222,7 +180,7 @@ fn assert_calls_carry_the_login(api: &FakeResponses, token: &str, prompt: &str) 
         );
         assert_eq!(call.header("accept"), Some("text/event-stream"));
         assert_eq!(call.body["stream"], true);
-        assert_eq!(call.body["model"], "gpt-5.5");
+        assert_eq!(call.body["model"], MODEL);
         assert!(
             call.user_texts().iter().any(|t| t.contains(prompt)),
             "{:?}",
@@ -366,14 +324,16 @@ fn codex_exec_fails_the_turn_at_once_on_the_fakes_usage_limit() {
 }
 
 #[test]
-fn codex_exec_fails_the_turn_on_the_fakes_server_error() {
+fn codex_exec_fails_the_turn_on_the_fakes_server_error_after_the_retries_the_walled_config_bounds()
+{
     let api = FakeResponses::start(|_| Reply::server_error("the fake is down"));
     let codex = Codex::new(&api);
     let run = codex.exec(&api, "do something");
     assert_eq!(run.out.code, 1, "{run}");
     run.event("turn.failed");
-    // No retries configured: one model call.
-    assert_eq!(api.requests().len(), 1, "{run}");
+    // `request_max_retries = 2` and `stream_max_retries = 2`: three tries of the stream,
+    // each of three requests (measured with 0.163.0), then the turn fails; never for ever.
+    assert_eq!(api.requests().len(), 9, "{run}");
 }
 
 #[test]

@@ -86,7 +86,7 @@ fn base_env(codex_home: &str) -> Vec<EnvVar> {
 }
 
 /// The argv of `codex exec` on `workdir`, the prompt on standard input.
-fn exec_argv(codex: &str, workdir: &str, ephemeral: bool) -> Vec<String> {
+pub(crate) fn exec_argv(codex: &str, workdir: &str, ephemeral: bool) -> Vec<String> {
     let mut argv = vec![
         codex.to_string(),
         "exec".into(),

@@ -66,6 +66,38 @@ pub mod fuzzing {
     }
 }
 
+/// What this harness writes into a call's `CODEX_HOME` and how it runs `codex exec`, for
+/// the tests that run the real Codex CLI on exactly that with no host in between
+/// (`tests/e2e/codex_cli.rs`): they test the plugin's own files, never a copy of them.
+/// Not part of the plugin's interface.
+#[doc(hidden)]
+pub mod walled {
+    /// The walled `config.toml`, its provider's base URL `base_url`.
+    pub fn config(base_url: &str, model: Option<&str>) -> String {
+        crate::config::text(&crate::config::Walled { base_url, model })
+    }
+
+    /// `config.toml`'s place in `CODEX_HOME`.
+    pub const CONFIG_FILE: &str = crate::config::FILE;
+
+    /// The exec-policy rules, and their place in `CODEX_HOME`.
+    pub fn rules() -> (String, String) {
+        (
+            format!("{}/{}", crate::config::RULES_DIR, crate::config::RULES_FILE),
+            crate::config::rules(),
+        )
+    }
+
+    /// The arguments of an agent's `codex exec` in the lane `workdir` (the prompt on
+    /// standard input), after the binary.
+    pub fn exec_args(workdir: &str) -> Vec<String> {
+        crate::launch::exec_argv("codex", workdir, true)
+            .into_iter()
+            .skip(1)
+            .collect()
+    }
+}
+
 const PRIORITY: i32 = 40;
 const COMMAND_LIMIT: Duration = Duration::from_secs(10);
 
