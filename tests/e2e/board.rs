@@ -132,3 +132,46 @@ fn a_port_in_use_or_a_directory_outside_a_repository_is_refused_saying_what_to_d
         out.stderr
     );
 }
+
+/// What a board's page holds that changes from run to run, beyond what stet prints: the
+/// form token, the board's own name.
+const PAGE_FILTERS: &[(&str, &str)] = &[
+    (
+        r#"name="csrf" value="[^"]*""#,
+        r#"name="csrf" value="[CSRF]""#,
+    ),
+    (r"stet-[a-z0-9]+\.localhost", "stet-[NAME].localhost"),
+];
+
+/// Each page a person reads before any drive, as the board serves it (HTML, the volatile
+/// parts redacted): the queue, an item, the walls, the costs, the drive's form.
+#[test]
+fn the_pages_before_a_drive_are_pinned() {
+    let world = world_with(&["Fix the typo in the README", "Add a changelog"]);
+    let board = RunningBoard::start(&world, &[]);
+    let cookie = board.session_cookie();
+    let get = |path: &str| {
+        let page = request(board.port, "GET", path, &[("Cookie", &cookie)], None);
+        assert_eq!(page.status, 200, "{path}: {page:?}");
+        world.redact(&page.body)
+    };
+    let queue = get("/queue");
+    let id = queue
+        .split("href=\"/item/")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("no item linked from the queue: {queue}"))
+        .to_string();
+    let filters: Vec<(&str, &str)> = stet_e2e::SNAPSHOT_FILTERS
+        .iter()
+        .chain(PAGE_FILTERS)
+        .copied()
+        .collect();
+    insta::with_settings!({ filters => filters }, {
+        insta::assert_snapshot!("page_queue", queue);
+        insta::assert_snapshot!("page_item", get(&format!("/item/{id}")));
+        insta::assert_snapshot!("page_walls", get("/walls"));
+        insta::assert_snapshot!("page_costs", get("/costs"));
+        insta::assert_snapshot!("page_drive", get("/drive"));
+    });
+}

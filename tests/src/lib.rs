@@ -762,3 +762,95 @@ pub fn stand_in_world(items: &[&str]) -> World {
     git(&world.work, &["push", "--quiet", "origin", "HEAD"]);
     world
 }
+
+/// What changes from run to run in what stet prints, and what stands in for it in a snapshot
+/// (insta's filters, applied in order): the command snapshots', the board's and the plugins'.
+pub const SNAPSHOT_FILTERS: &[(&str, &str)] = &[
+    // `stet gc --json` lists every stet sandbox on the engine, of other stets (other tests,
+    // other people's) too: redacted first, before what is in them is (a `[SHA256]` or
+    // `[RUN]` would end the list early).
+    (
+        r#""(removed|kept)": \[[^\]]*\]"#,
+        r#""$1": "[SANDBOXES ON THE ENGINE]""#,
+    ),
+    // Item ids: the time they were added, to the millisecond, then a slug of the title.
+    (r"\b\d{8}-\d{6}-\d{3}-", "[ITEM]-"),
+    // Drive runs (`drive-<pid>-<ms>`: digits only, so an item's handle ending in "drive"
+    // followed by `-implement` is left as it is).
+    (r"\bdrive-\d+-\d+\b", "drive-[RUN]"),
+    // Times of day and dates.
+    (
+        r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?( ?(Z|UTC|[+-]\d{2}:?\d{2}))?",
+        "[TIME]",
+    ),
+    (r"\b\d{2}:\d{2}:\d{2}\b", "[TIME]"),
+    // Times since the epoch, in seconds or milliseconds.
+    (r"\b1[6-9]\d{8}(\d{3})?\b", "[EPOCH]"),
+    // Hashes: sha256 and git object ids, and a sandbox's short id.
+    (r"\b[0-9a-f]{64}\b", "[SHA256]"),
+    (r"\b[0-9a-f]{40}\b", "[GIT-OID]"),
+    (r"sandbox [0-9a-f]{12}\b", "sandbox [SANDBOX]"),
+    // Durations and sizes.
+    (r"\b\d+(\.\d+)?( ?(ms|µs|s|min|m|h))\b", "[DURATION]"),
+    (
+        r"\b\d+(\.\d+)? ?(B|KiB|MiB|GiB|TiB|kB|MB|GB|TB)\b",
+        "[SIZE]",
+    ),
+    (r#""seconds": [0-9.]+"#, r#""seconds": "[SECONDS]""#),
+    // What a lane takes on disk depends on the file system's blocks.
+    (r#""(bytes|freed_bytes)": \d+"#, r#""$1": "[BYTES]""#),
+    // The commit stet was built from.
+    (r"commit [0-9a-f]{7,40}(-dirty)?", "commit [COMMIT]"),
+    // What depends on the machine: its cores, the user stet runs as, git's version.
+    (r"\b\d+ cpus?\b", "[N] cpu"),
+    (r"\buid \d+", "uid [UID]"),
+    (r"git version [0-9][0-9a-z.]*", "git version [VERSION]"),
+    // Temporary directories and files named by a process.
+    // Each names its owning stet (`<pid>.<start time>`) before its random part.
+    (
+        r"/tmp/(stet-[a-z-]+)-\d+\.\d*-[A-Za-z0-9]{6}\b",
+        "/tmp/$1-[TEMP]",
+    ),
+    (r"-ask-\d+\.json", "-ask-[PID].json"),
+    // Columns padded to a duration's width.
+    (r" +\[DURATION\]", "  [DURATION]"),
+    (r"\[DURATION\]  +", "[DURATION]  "),
+    // How long something took, in JSON.
+    (
+        r#""(elapsed_ms|duration_ms|took_ms)": \d+"#,
+        r#""$1": "[MS]""#,
+    ),
+    // The engine: its version and API, and the machine's architecture.
+    (
+        r"Docker Engine [0-9][0-9A-Za-z.+~-]*",
+        "Docker Engine [VERSION]",
+    ),
+    (r"api-version:? [0-9.]+", "api-version [VERSION]"),
+    (
+        r#"("key": "api-version",\s*"value": )"[0-9.]+""#,
+        r#"$1"[VERSION]""#,
+    ),
+    (r"linux/(amd64|arm64|aarch64|x86_64)", "linux/[ARCH]"),
+    // `stet gc` looks at every stet sandbox on the engine, of other stets (other tests,
+    // other people's) too: what it removed and kept, and how many, are not this test's.
+    (
+        r"(?m)^(removed|would remove|kept) docker sandbox [^\n]*\n",
+        "",
+    ),
+    // A drive reaps the sandboxes any crashed stet on this machine left behind.
+    (
+        r"(?m)^reaped \d+ sandbox(es)? a crashed stet left behind\n",
+        "",
+    ),
+    (
+        r"(removed|would remove) \d+ sandbox(es)?, kept \d+",
+        "$1 [N] sandboxes, kept [N]",
+    ),
+    // The commit a drive's base was at (its time is in it).
+    (r"(base: +\S+) at [0-9a-f]{12}", "$1 at [COMMIT]"),
+    // Ports on the host's loopback.
+    (r"(127\.0\.0\.1|localhost):\d+", "$1:[PORT]"),
+    // Processes: owners (pid:start time, in clock ticks since boot: few digits on a
+    // machine just booted).
+    (r#""owner": "\d+:\d+""#, r#""owner": "[PID:START]""#),
+];

@@ -251,7 +251,6 @@ struct Fuzzing {
 }
 
 fn fuzz(root: &std::path::Path, how: &Fuzzing, wanted: &[String]) -> Result<(), String> {
-    let seconds = how.seconds;
     let dir = root.join("fuzz");
     let nightly = |args: &[&str]| {
         let mut command = Command::new("rustup");
@@ -295,27 +294,7 @@ fn fuzz(root: &std::path::Path, how: &Fuzzing, wanted: &[String]) -> Result<(), 
         let corpus = dir.join("corpus").join(target);
         std::fs::create_dir_all(&corpus)
             .map_err(|e| format!("cannot make {}: {e}", corpus.display()))?;
-        let seeds = dir.join("seeds").join(target);
-        let dict = dir.join("dict").join(format!("{target}.dict"));
-        let mut args: Vec<String> = vec!["fuzz".into(), "run".into(), "-O".into()];
-        if how.no_sanitizer {
-            args.extend(["--sanitizer".into(), "none".into()]);
-        }
-        args.extend([target.clone(), corpus.display().to_string()]);
-        if seeds.is_dir() {
-            args.push(seeds.display().to_string());
-        }
-        args.push("--".into());
-        args.push(format!("-max_total_time={seconds}"));
-        if let Some(runs) = how.runs {
-            args.push(format!("-runs={runs}"));
-        }
-        args.push("-print_final_stats=1".into());
-        // Inputs as large as what stet reads: a queue item, a config file, a record.
-        args.push("-max_len=65536".into());
-        if dict.is_file() {
-            args.push(format!("-dict={}", dict.display()));
-        }
+        let args = fuzz_run_args(&dir, how, target, &corpus);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let out = nightly(&args)
             .stdout(std::process::Stdio::null())
@@ -371,6 +350,38 @@ fn fuzz(root: &std::path::Path, how: &Fuzzing, wanted: &[String]) -> Result<(), 
             crashed.join(", ")
         ))
     }
+}
+
+/// `cargo fuzz run`'s arguments for `target` in the fuzz directory `dir`: its corpus, its
+/// seeds and dictionary where it has them, `how`'s bounds.
+fn fuzz_run_args(
+    dir: &std::path::Path,
+    how: &Fuzzing,
+    target: &str,
+    corpus: &std::path::Path,
+) -> Vec<String> {
+    let seeds = dir.join("seeds").join(target);
+    let dict = dir.join("dict").join(format!("{target}.dict"));
+    let mut args: Vec<String> = vec!["fuzz".into(), "run".into(), "-O".into()];
+    if how.no_sanitizer {
+        args.extend(["--sanitizer".into(), "none".into()]);
+    }
+    args.extend([target.to_string(), corpus.display().to_string()]);
+    if seeds.is_dir() {
+        args.push(seeds.display().to_string());
+    }
+    args.push("--".into());
+    args.push(format!("-max_total_time={}", how.seconds));
+    if let Some(runs) = how.runs {
+        args.push(format!("-runs={runs}"));
+    }
+    args.push("-print_final_stats=1".into());
+    // Inputs as large as what stet reads: a queue item, a config file, a record.
+    args.push("-max_len=65536".into());
+    if dict.is_file() {
+        args.push(format!("-dict={}", dict.display()));
+    }
+    args
 }
 
 /// `dir/Cargo.toml`, read as TOML.

@@ -178,36 +178,7 @@ pub fn prove(settings: &Settings, runtime: &OpenRuntime) -> Result<Wall, Error> 
     // The second layer: the same programs planted where the first layer keeps the sandbox
     // out, then stet's own operations on the lane.
     plant_on_host(&lane, &marks).map_err(|e| failure(format!("cannot plant: {e}")))?;
-    let operations = (|| -> Result<(), crate::git::GitError> {
-        let failed = |detail: String| crate::git::GitError {
-            args: "commit".into(),
-            dir: lane.dir.display().to_string(),
-            detail,
-        };
-        // The nested repository is refused by the gate, by name, before git reads anything.
-        match lane.commit_all("the lane-git proof") {
-            Err(crate::lanes::CommitError::Refused(why)) if why.contains("nested/.git") => {}
-            Err(crate::lanes::CommitError::Git(e)) => return Err(e),
-            Err(other) => return Err(failed(other.to_string())),
-            Ok(_) => {
-                return Err(failed(
-                    "the gate let a nested repository be committed".to_string(),
-                ))
-            }
-        }
-        // Without it (as a round that reads the refusal leaves the lane), the rest is
-        // committed by git with every program planted beside it.
-        std::fs::remove_dir_all(lane.dir.join("nested")).map_err(|e| failed(e.to_string()))?;
-        lane.commit_all("the lane-git proof").map_err(|e| match e {
-            crate::lanes::CommitError::Git(e) => e,
-            other => failed(other.to_string()),
-        })?;
-        lane.bring_back(&repo)?;
-        lane.history().run(&["diff", "HEAD~1", "HEAD", "--stat"])?;
-        lane.history().run(&["log", "-p", "-1"])?;
-        lane.restore()?;
-        Ok(())
-    })();
+    let operations = operate_on(&lane, &repo);
     let mut ran: Vec<String> = std::fs::read_dir(&marks)
         .map(|d| {
             d.filter_map(Result::ok)
@@ -244,6 +215,40 @@ pub fn prove(settings: &Settings, runtime: &OpenRuntime) -> Result<Wall, Error> 
             ),
         )
     })
+}
+
+/// Stet's own operations on the planted lane, as a drive makes them: a commit the gate
+/// refuses (a nested repository, by name), then without it a commit, bringing the branch
+/// back, a diff, a log and a restore.
+fn operate_on(lane: &Lane, repo: &Path) -> Result<(), crate::git::GitError> {
+    let failed = |detail: String| crate::git::GitError {
+        args: "commit".into(),
+        dir: lane.dir.display().to_string(),
+        detail,
+    };
+    // The nested repository is refused by the gate, by name, before git reads anything.
+    match lane.commit_all("the lane-git proof") {
+        Err(crate::lanes::CommitError::Refused(why)) if why.contains("nested/.git") => {}
+        Err(crate::lanes::CommitError::Git(e)) => return Err(e),
+        Err(other) => return Err(failed(other.to_string())),
+        Ok(_) => {
+            return Err(failed(
+                "the gate let a nested repository be committed".to_string(),
+            ))
+        }
+    }
+    // Without it (as a round that reads the refusal leaves the lane), the rest is
+    // committed by git with every program planted beside it.
+    std::fs::remove_dir_all(lane.dir.join("nested")).map_err(|e| failed(e.to_string()))?;
+    lane.commit_all("the lane-git proof").map_err(|e| match e {
+        crate::lanes::CommitError::Git(e) => e,
+        other => failed(other.to_string()),
+    })?;
+    lane.bring_back(repo)?;
+    lane.history().run(&["diff", "HEAD~1", "HEAD", "--stat"])?;
+    lane.history().run(&["log", "-p", "-1"])?;
+    lane.restore()?;
+    Ok(())
 }
 
 fn wall(held: bool, detail: String) -> Wall {

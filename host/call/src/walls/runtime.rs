@@ -96,37 +96,11 @@ pub fn prove(
         _ => None,
     };
     let stet = stet_binary()?;
-    let egress_script = match &listeners {
-        Some((listed, unlisted)) => {
-            format!(
-                "'{stet}' net probe connect {listed} | sed 's/^/egress listed /'\n\
-                 '{stet}' net probe connect {unlisted} | sed 's/^/egress unlisted /'\n\
-                 env -u HTTP_PROXY -u HTTPS_PROXY -u ALL_PROXY -u http_proxy -u https_proxy -u all_proxy '{stet}' net probe direct {unlisted} | sed 's/^/egress direct /'\n",
-                listed = listed.address,
-                unlisted = unlisted.address,
-            )
-        }
-        None => String::new(),
-    };
-    // Every token in the environment and in every directory mounted, fingerprinted inside
-    // and compared outside: no real credential may be there.
-    let credential_script = match &credential {
-        Some(_) => {
-            let mut dirs: Vec<String> = launch
-                .mounts
-                .iter()
-                .filter(|m| std::path::Path::new(m.source.as_str()).exists())
-                .map(|m| format!("'{}'", m.target))
-                .collect();
-            dirs.push(format!("'{}'", lane_path.display()));
-            dirs.push("/tmp".into());
-            format!(
-                "'{stet}' net fingerprints {} | sed 's/^/cred /' && echo 'cred done'\n",
-                dirs.join(" ")
-            )
-        }
-        None => String::new(),
-    };
+    let egress_script = egress_script(&stet, listeners.as_ref());
+    let credential_script = credential
+        .as_ref()
+        .map(|_| credential_script(&stet, launch, &lane_path))
+        .unwrap_or_default();
     // The host's kernel, read before the sandbox is asked for its own; only for a runtime
     // that claims a kernel of its own (every other runtime shares the host's by design).
     let host_kernel = runtime
@@ -186,15 +160,7 @@ pub fn prove(
     // Written in the sandbox: read as data, no link followed.
     let seen_on_host = crate::files::read_untrusted(&lane_path.join(".stet-walls"), 64)
         .is_ok_and(|b| b == b"written\n");
-    let mut allowed_env: Vec<EnvVar> = launch.process.env.to_vec();
-    if matches!(launch.network, Network::AllowHosts(_)) {
-        // The proxy variables are the host's own addition to a proxied launch.
-        allowed_env.extend(
-            stet_plugin_api::PROXY_VARIABLES
-                .iter()
-                .map(|name| EnvVar::new(*name, "")),
-        );
-    }
+    let allowed_env = allowed_env(launch);
     drop(listeners);
     let stdout = String::from_utf8_lossy(&output.stdout);
     let mut walls = read(
@@ -209,6 +175,54 @@ pub fn prove(
         walls.push(credential_wall(&stdout, &check));
     }
     Ok(walls)
+}
+
+/// The variables a sandbox of `launch` may hold: the launch's own, and the proxy's where
+/// the host proxies it (its own addition).
+fn allowed_env(launch: &Launch) -> Vec<EnvVar> {
+    let mut allowed: Vec<EnvVar> = launch.process.env.to_vec();
+    if matches!(launch.network, Network::AllowHosts(_)) {
+        allowed.extend(
+            stet_plugin_api::PROXY_VARIABLES
+                .iter()
+                .map(|name| EnvVar::new(*name, "")),
+        );
+    }
+    allowed
+}
+
+/// The probe's lines for the egress wall: the listed listener and the unlisted one through
+/// the proxy, then the unlisted one without it.
+fn egress_script(stet: &str, listeners: Option<&(Listener, Listener)>) -> String {
+    match listeners {
+        Some((listed, unlisted)) => {
+            format!(
+                "'{stet}' net probe connect {listed} | sed 's/^/egress listed /'\n\
+                 '{stet}' net probe connect {unlisted} | sed 's/^/egress unlisted /'\n\
+                 env -u HTTP_PROXY -u HTTPS_PROXY -u ALL_PROXY -u http_proxy -u https_proxy -u all_proxy '{stet}' net probe direct {unlisted} | sed 's/^/egress direct /'\n",
+                listed = listed.address,
+                unlisted = unlisted.address,
+            )
+        }
+        None => String::new(),
+    }
+}
+
+/// The probe's line for the credential wall: every token in the environment and in every
+/// directory mounted (the lane and `/tmp` too), fingerprinted inside and compared outside.
+fn credential_script(stet: &str, launch: &Launch, lane: &std::path::Path) -> String {
+    let mut dirs: Vec<String> = launch
+        .mounts
+        .iter()
+        .filter(|m| std::path::Path::new(m.source.as_str()).exists())
+        .map(|m| format!("'{}'", m.target))
+        .collect();
+    dirs.push(format!("'{}'", lane.display()));
+    dirs.push("/tmp".into());
+    format!(
+        "'{stet}' net fingerprints {} | sed 's/^/cred /' && echo 'cred done'\n",
+        dirs.join(" ")
+    )
 }
 
 /// `credential-not-in-sandbox`: no token inside has a real credential's fingerprint, and
@@ -500,35 +514,41 @@ fn read(
         ),
     });
     if let Network::AllowHosts(_) = network {
-        let egress = |which: &str| {
-            lines
-                .iter()
-                .find_map(|l| l.strip_prefix(&format!("egress {which} ") as &str))
-                .unwrap_or("no answer")
-        };
-        let (listed, unlisted, direct) = (egress("listed"), egress("unlisted"), egress("direct"));
-        let reached = listed.starts_with("reached") && listed.contains("stet-egress-ok");
-        let refused = unlisted.starts_with("refused");
-        // The unlisted listener on the host's loopback, dialled with the variables removed:
-        // inside the sandbox `127.0.0.1` is its own loopback, so nothing answers there. (No
-        // probe ever dials an address off the machine; that loopback is all there is is
-        // `network-as-launched`'s fact.)
-        let no_route = direct.starts_with("no-route") || direct.starts_with("not-there");
-        walls.push(wall(
-            "egress-allow-list",
-            reached && refused && no_route,
-            if reached && refused && no_route {
-                "through stet's proxy a listed host is reached and an unlisted one refused; without it the unlisted one is not there".to_string()
-            } else {
-                format!("listed: {listed}; unlisted: {unlisted}; direct: {direct}")
-            },
-            "the network wall does not hold: do not drive; report this with the runtime's version",
-        ));
+        walls.push(egress_wall(&lines));
     }
     if let Some(host) = host_kernel {
         walls.push(own_kernel_wall(&KernelIdentity::inside(&lines), host));
     }
     walls
+}
+
+/// `egress-allow-list` from the report's `egress` lines: through stet's proxy a listed host
+/// reached, an unlisted one refused, and without the proxy no way to it.
+fn egress_wall(lines: &[&str]) -> Wall {
+    let egress = |which: &str| {
+        lines
+            .iter()
+            .find_map(|l| l.strip_prefix(&format!("egress {which} ") as &str))
+            .unwrap_or("no answer")
+    };
+    let (listed, unlisted, direct) = (egress("listed"), egress("unlisted"), egress("direct"));
+    let reached = listed.starts_with("reached") && listed.contains("stet-egress-ok");
+    let refused = unlisted.starts_with("refused");
+    // The unlisted listener on the host's loopback, dialled with the variables removed:
+    // inside the sandbox `127.0.0.1` is its own loopback, so nothing answers there. (No
+    // probe ever dials an address off the machine; that loopback is all there is is
+    // `network-as-launched`'s fact.)
+    let no_route = direct.starts_with("no-route") || direct.starts_with("not-there");
+    wall(
+        "egress-allow-list",
+        reached && refused && no_route,
+        if reached && refused && no_route {
+            "through stet's proxy a listed host is reached and an unlisted one refused; without it the unlisted one is not there".to_string()
+        } else {
+            format!("listed: {listed}; unlisted: {unlisted}; direct: {direct}")
+        },
+        "the network wall does not hold: do not drive; report this with the runtime's version",
+    )
 }
 
 #[cfg(test)]

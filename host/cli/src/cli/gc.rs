@@ -119,49 +119,7 @@ pub fn run(settings: &Settings, args: &GcArgs, printer: Printer) -> Result<Exit,
     if args.json {
         printer.json(&report);
     } else {
-        let verb = if args.dry_run {
-            "would remove"
-        } else {
-            "removed"
-        };
-        for e in &report.removed {
-            printer.out(&format!(
-                "{verb} {} sandbox {} (run {}): {}",
-                e.runtime,
-                short(&e.sandbox),
-                e.run,
-                e.reason
-            ));
-        }
-        for e in &report.kept {
-            printer.out(&format!(
-                "kept {} sandbox {} (run {}): {}",
-                e.runtime,
-                short(&e.sandbox),
-                e.run,
-                e.reason
-            ));
-        }
-        for t in &report.temp_dirs_removed {
-            printer.out(&format!(
-                "{verb} the temporary directory {} ({}): its stet is gone",
-                t.path,
-                crate::printer::size(t.bytes)
-            ));
-        }
-        for s in &report.runtimes_skipped {
-            printer.warn(&format!(
-                "runtime {} was not asked for its sandboxes: {}",
-                s.runtime, s.reason
-            ));
-        }
-        printer.out(&format!(
-            "{} {} sandbox{}, kept {}",
-            verb,
-            report.removed.len(),
-            if report.removed.len() == 1 { "" } else { "es" },
-            report.kept.len()
-        ));
+        say(&report, args.dry_run, &printer);
     }
     if failures.is_empty() {
         Ok(Exit::Success)
@@ -174,6 +132,50 @@ pub fn run(settings: &Settings, args: &GcArgs, printer: Printer) -> Result<Exit,
             "run `stet gc` again; if it keeps failing, remove them with the runtime's own tools",
         ))
     }
+}
+
+/// The report in words: each sandbox removed and kept, each temporary directory, each
+/// runtime not asked, then the counts.
+fn say(report: &Report, dry_run: bool, printer: &Printer) {
+    let verb = if dry_run { "would remove" } else { "removed" };
+    for e in &report.removed {
+        printer.out(&format!(
+            "{verb} {} sandbox {} (run {}): {}",
+            e.runtime,
+            short(&e.sandbox),
+            e.run,
+            e.reason
+        ));
+    }
+    for e in &report.kept {
+        printer.out(&format!(
+            "kept {} sandbox {} (run {}): {}",
+            e.runtime,
+            short(&e.sandbox),
+            e.run,
+            e.reason
+        ));
+    }
+    for t in &report.temp_dirs_removed {
+        printer.out(&format!(
+            "{verb} the temporary directory {} ({}): its stet is gone",
+            t.path,
+            crate::printer::size(t.bytes)
+        ));
+    }
+    for s in &report.runtimes_skipped {
+        printer.warn(&format!(
+            "runtime {} was not asked for its sandboxes: {}",
+            s.runtime, s.reason
+        ));
+    }
+    printer.out(&format!(
+        "{} {} sandbox{}, kept {}",
+        verb,
+        report.removed.len(),
+        if report.removed.len() == 1 { "" } else { "es" },
+        report.kept.len()
+    ));
 }
 
 fn short(id: &str) -> &str {

@@ -31,16 +31,7 @@ pub fn run(settings: &Settings, args: &RunArgs, printer: Printer) -> Result<Exit
     }
     let cwd_text = cwd.display().to_string();
     let run_id = format!("run-{}-{}", std::process::id(), unique());
-    let mut limits = settings.limits;
-    if let Some(cpus) = args.cpus {
-        limits.millicpus = (cpus * 1000.0).round() as u32;
-    }
-    if let Some(mib) = args.memory_mib {
-        limits.memory_bytes = mib << 20;
-    }
-    if let Some(pids) = args.pids {
-        limits.pids = pids;
-    }
+    let limits = limits_of(settings, args);
     // The person's own command in their own directory: the directory is theirs to change,
     // `.git` included (an agent is never run this way).
     let mut plan = Plan::new("run", &run_id, &cwd_text).with_lane(
@@ -141,6 +132,21 @@ pub fn run(settings: &Settings, args: &RunArgs, printer: Printer) -> Result<Exit
         printer.warn("the command ran out of memory in its sandbox (raise --memory)");
     }
     Ok(passthrough(&status))
+}
+
+/// The sandbox's limits: the settings', each flag given in its place.
+fn limits_of(settings: &Settings, args: &RunArgs) -> crate::settings::SandboxLimits {
+    let mut limits = settings.limits;
+    if let Some(cpus) = args.cpus {
+        limits.millicpus = (cpus * 1000.0).round() as u32;
+    }
+    if let Some(mib) = args.memory_mib {
+        limits.memory_bytes = mib << 20;
+    }
+    if let Some(pids) = args.pids {
+        limits.pids = pids;
+    }
+    limits
 }
 
 /// The exit code that passes `status` through (a signal death as 128 + the signal).

@@ -73,16 +73,7 @@ pub(super) fn show(
         name: &options.remote,
     };
     let marks = remote.marks().map_err(remote_error)?;
-    let mine = holder(repo);
-    let held_elsewhere: Vec<String> = remote
-        .list()
-        .map_err(remote_error)?
-        .into_iter()
-        .filter(|h| {
-            h.reservation.expires_at_unix > now && !ours_to_take_over(&mine, &h.reservation.holder)
-        })
-        .map(|h| h.reservation.item)
-        .collect();
+    let held_elsewhere = held_elsewhere(&remote, repo, now)?;
     let eligible: Vec<&crate::queue::Entry> = items
         .iter()
         .filter(|i| marks.open(&i.id) && !held_elsewhere.contains(&i.id))
@@ -178,4 +169,23 @@ pub(super) fn show(
         "dry run: nothing was reserved and no agent was asked (a drive first proves the walls with a short walled agent call)",
     );
     Ok(())
+}
+
+/// The items other drives hold at `now`: reserved on `remote`, unexpired, and not this
+/// clone's to take over.
+fn held_elsewhere(
+    remote: &Remote<'_>,
+    repo: &std::path::Path,
+    now: i64,
+) -> Result<Vec<String>, Error> {
+    let mine = holder(repo);
+    Ok(remote
+        .list()
+        .map_err(remote_error)?
+        .into_iter()
+        .filter(|h| {
+            h.reservation.expires_at_unix > now && !ours_to_take_over(&mine, &h.reservation.holder)
+        })
+        .map(|h| h.reservation.item)
+        .collect())
 }
