@@ -1339,8 +1339,6 @@ const MOST_FUNCTION_LINES: usize = 120;
 const LONG_FUNCTIONS: &[(&str, &str)] = &[
     ("host/call/src/harness.rs", "run_ready"),
     ("host/cli/src/cli/init.rs", "run"),
-    ("host/cli/src/cli/queue.rs", "land"),
-    ("host/cli/src/cli/queue.rs", "show"),
     ("host/records/src/clean.rs", "clean_here"),
     ("host/records/src/settings.rs", "resolve"),
     ("host/records/src/story.rs", "states"),

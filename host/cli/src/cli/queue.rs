@@ -334,49 +334,7 @@ pub fn show(args: &super::ShowArgs, printer: Printer) -> Result<Exit, CliError> 
         printer.out("");
         printer.out("no call of this item on this clone yet");
     }
-    for round in &rounds {
-        printer.out("");
-        printer.out(&format!("round {}", round.round));
-        for step in &round.steps {
-            let cost = step
-                .cost_usd
-                .map(|c| format!("  ${c:.4}"))
-                .unwrap_or_default();
-            printer.out(&format!(
-                "  {:<9} {:<13} {:>7}{cost}  receipt {}",
-                step.role,
-                step.outcome,
-                crate::printer::duration(step.seconds),
-                step.receipt
-            ));
-            if let (Some(n), Some(kept)) = (step.call, &step.prompt) {
-                printer.out(&format!(
-                    "      asked: prompt {n}, {} (stet show {} --prompt {n})",
-                    crate::printer::size(kept.bytes),
-                    crate::queue::handle_of(&item.id)
-                ));
-            }
-            // A check's detail is its output, shown as its tail below.
-            if !step.detail.is_empty()
-                && step.tail.is_empty()
-                && (step.role == crate::receipts::CallRole::Review
-                    || step.outcome != crate::receipts::Outcome::Done)
-            {
-                for line in step.detail.lines().take(6) {
-                    printer.out(&format!("      {line}"));
-                }
-            }
-            for b in &step.network_blocked {
-                printer.out(&format!(
-                    "      network blocked: {} ×{} ({})",
-                    b.target, b.count, b.why
-                ));
-            }
-            for line in &step.tail {
-                printer.out(&format!("      │ {line}"));
-            }
-        }
-    }
+    say_rounds(&rounds, &item.id, &printer);
     printer.out("");
     // The branch as this clone reads it: its own, or the remote's after `stet clean`.
     let shown = story::lane_ref(&repo, &args.remote, &item.id)
@@ -407,6 +365,55 @@ pub fn show(args: &super::ShowArgs, printer: Printer) -> Result<Exit, CliError> 
     } else {
         Exit::Success
     })
+}
+
+/// Each round of an item's story, its calls and checks in order: outcome, time, cost, the
+/// receipt, the prompt kept, what the reviewer or a failure said, the hosts refused, a
+/// check's tail.
+fn say_rounds(rounds: &[story::Round], id: &str, printer: &Printer) {
+    for round in rounds {
+        printer.out("");
+        printer.out(&format!("round {}", round.round));
+        for step in &round.steps {
+            let cost = step
+                .cost_usd
+                .map(|c| format!("  ${c:.4}"))
+                .unwrap_or_default();
+            printer.out(&format!(
+                "  {:<9} {:<13} {:>7}{cost}  receipt {}",
+                step.role,
+                step.outcome,
+                crate::printer::duration(step.seconds),
+                step.receipt
+            ));
+            if let (Some(n), Some(kept)) = (step.call, &step.prompt) {
+                printer.out(&format!(
+                    "      asked: prompt {n}, {} (stet show {} --prompt {n})",
+                    crate::printer::size(kept.bytes),
+                    crate::queue::handle_of(id)
+                ));
+            }
+            // A check's detail is its output, shown as its tail below.
+            if !step.detail.is_empty()
+                && step.tail.is_empty()
+                && (step.role == crate::receipts::CallRole::Review
+                    || step.outcome != crate::receipts::Outcome::Done)
+            {
+                for line in step.detail.lines().take(6) {
+                    printer.out(&format!("      {line}"));
+                }
+            }
+            for b in &step.network_blocked {
+                printer.out(&format!(
+                    "      network blocked: {} ×{} ({})",
+                    b.target, b.count, b.why
+                ));
+            }
+            for line in &step.tail {
+                printer.out(&format!("      │ {line}"));
+            }
+        }
+    }
 }
 
 /// `stet show ID --prompt N`: the prompt the item's N-th agent call received, as kept
@@ -731,6 +738,44 @@ pub fn rm(args: &super::RmArgs, printer: Printer) -> Result<Exit, CliError> {
     }
 }
 
+/// The remote did not answer `stet land`.
+fn land_unreachable(e: ReservationError) -> CliError {
+    CliError::new(Exit::Unusable, "the remote cannot be reached")
+        .caused_by(e.to_string())
+        .hint("check the network and the remote, then run stet land again")
+}
+
+/// The land step the settings set, and `id`'s landed record on `remote` (its words);
+/// refused, saying what to do, when no land step is set or `id` has not landed.
+fn land_step_and_record(
+    settings: &crate::settings::Settings,
+    remote: &Remote<'_>,
+    id: &str,
+) -> Result<(crate::land::How, String), CliError> {
+    let Some(land) = settings.drive_land.as_deref() else {
+        return Err(CliError::usage("no land step is set: no configuration file stet acts on sets [drive] land")
+            .hint("set [drive] land = \"github\" (or a command) in your config.toml, or in stet.toml and stet trust it"));
+    };
+    let how = crate::land::How::of(land, settings.drive_pull_request_repo.as_deref());
+    if !remote
+        .marks_for(id)
+        .map_err(land_unreachable)?
+        .landed
+        .contains(id)
+    {
+        return Err(CliError::usage(format!(
+            "{id} has not landed: there is no land step to make again"
+        ))
+        .hint("stet drive lands it (its land step runs then); stet queue shows its state"));
+    }
+    let note = remote
+        .landed_notes(&[id], None)
+        .map_err(land_unreachable)?
+        .remove(id)
+        .unwrap_or_default();
+    Ok((how, note))
+}
+
 /// `stet land ID`: makes a landed item's land step again (its pull request, or the land
 /// command), when its drive's failed; records what it did in the item's landed record.
 pub fn land(
@@ -746,32 +791,7 @@ pub fn land(
         repo: &repo,
         name: &args.remote,
     };
-    let unreachable = |e: ReservationError| {
-        CliError::new(Exit::Unusable, "the remote cannot be reached")
-            .caused_by(e.to_string())
-            .hint("check the network and the remote, then run stet land again")
-    };
-    let Some(land) = settings.drive_land.as_deref() else {
-        return Err(CliError::usage("no land step is set: no configuration file stet acts on sets [drive] land")
-            .hint("set [drive] land = \"github\" (or a command) in your config.toml, or in stet.toml and stet trust it"));
-    };
-    let how = crate::land::How::of(land, settings.drive_pull_request_repo.as_deref());
-    if !remote
-        .marks_for(&id)
-        .map_err(unreachable)?
-        .landed
-        .contains(&id)
-    {
-        return Err(CliError::usage(format!(
-            "{id} has not landed: there is no land step to make again"
-        ))
-        .hint("stet drive lands it (its land step runs then); stet queue shows its state"));
-    }
-    let note = remote
-        .landed_notes(&[id.as_str()], None)
-        .map_err(unreachable)?
-        .remove(&id)
-        .unwrap_or_default();
+    let (how, note) = land_step_and_record(settings, &remote, &id)?;
     let before = crate::land::recorded(&note);
     // What `--json` prints: the item, what was done, its pull request.
     let said = |done: &str, pull_request: Option<&str>, line: String| {
@@ -843,7 +863,7 @@ pub fn land(
         .map(str::to_string)
         .unwrap_or_else(|| format!("landed {branch}"));
     let record = crate::land::record(&landed, &outcome, Some(&how));
-    remote.mark_landed(&id, &record).map_err(unreachable)?;
+    remote.mark_landed(&id, &record).map_err(land_unreachable)?;
     match outcome {
         Ok(Some(pr)) if pr.reused => {
             said(
