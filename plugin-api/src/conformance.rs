@@ -385,34 +385,10 @@ impl Suite<'_> {
             s.environment(sb)
         });
         self.record("with network none only loopback exists", |s| {
-            // sysfs lists the interfaces where the kernel has one (a kernel in user space
-            // may not); /proc/net/dev lists them everywhere.
-            let ran = s.exec(
-                sb,
-                &[
-                    "sh",
-                    "-c",
-                    "ls /sys/class/net 2>/dev/null | grep . || \
-                     sed -n 's/^ *\\([^:| ]*\\):.*/\\1/p' /proc/net/dev",
-                ],
-                b"",
-            )?;
-            expect(
-                ran.stdout().split_whitespace().collect::<Vec<_>>() == ["lo"],
-                || format!("interfaces: {:?}", ran.stdout()),
-            )
+            s.only_loopback(sb)
         });
         self.record("host files outside the mounts are not visible", |s| {
-            let canary = s.hidden.join("canary");
-            let mut script = format!("test -e '{}' && echo canary; ", canary.display());
-            if let Some(private) = host_home_entry() {
-                script.push_str(&format!("test -e '{}' && echo home; ", private.display()));
-            }
-            script.push_str("true");
-            let ran = s.exec(sb, &["sh", "-c", &script], b"")?;
-            expect(ran.stdout().trim().is_empty(), || {
-                format!("visible inside: {}", ran.stdout().trim())
-            })
+            s.host_files_hidden(sb)
         });
         self.record(
             "a read-only mount inside a writable one stays read-only",
@@ -453,17 +429,57 @@ impl Suite<'_> {
             "limit counters read from outside match the sandbox's own",
             |s| s.limit_counters(),
         );
-        self.record("teardown succeeds, and again", |s| {
-            s.driver.teardown(sb).map_err(|e| format!("first: {e}"))?;
-            s.driver.teardown(sb).map_err(|e| format!("second: {e}"))?;
-            let left = s
-                .driver
-                .list_sandboxes(&s.labels("main"))
-                .map_err(|e| e.to_string())?;
-            expect(left.is_empty(), || {
-                format!("{} still listed after teardown", left.len())
-            })
-        });
+        self.record("teardown succeeds, and again", |s| s.teardown_twice(sb));
+    }
+
+    /// Only loopback, with network none: sysfs lists the interfaces where the kernel has
+    /// one (a kernel in user space may not); /proc/net/dev lists them everywhere.
+    fn only_loopback(&self, sb: &str) -> Outcome {
+        let ran = self.exec(
+            sb,
+            &[
+                "sh",
+                "-c",
+                "ls /sys/class/net 2>/dev/null | grep . || \
+                 sed -n 's/^ *\\([^:| ]*\\):.*/\\1/p' /proc/net/dev",
+            ],
+            b"",
+        )?;
+        expect(
+            ran.stdout().split_whitespace().collect::<Vec<_>>() == ["lo"],
+            || format!("interfaces: {:?}", ran.stdout()),
+        )
+    }
+
+    /// Neither the hidden canary nor an entry of the host's home is visible inside.
+    fn host_files_hidden(&self, sb: &str) -> Outcome {
+        let canary = self.hidden.join("canary");
+        let mut script = format!("test -e '{}' && echo canary; ", canary.display());
+        if let Some(private) = host_home_entry() {
+            script.push_str(&format!("test -e '{}' && echo home; ", private.display()));
+        }
+        script.push_str("true");
+        let ran = self.exec(sb, &["sh", "-c", &script], b"")?;
+        expect(ran.stdout().trim().is_empty(), || {
+            format!("visible inside: {}", ran.stdout().trim())
+        })
+    }
+
+    /// A teardown succeeds, a second one too, and the sandbox is no longer listed.
+    fn teardown_twice(&self, sb: &str) -> Outcome {
+        self.driver
+            .teardown(sb)
+            .map_err(|e| format!("first: {e}"))?;
+        self.driver
+            .teardown(sb)
+            .map_err(|e| format!("second: {e}"))?;
+        let left = self
+            .driver
+            .list_sandboxes(&self.labels("main"))
+            .map_err(|e| e.to_string())?;
+        expect(left.is_empty(), || {
+            format!("{} still listed after teardown", left.len())
+        })
     }
 
     /// A lane's git directory is mounted read-only inside the lane's writable working tree

@@ -1337,12 +1337,9 @@ const MOST_FUNCTION_LINES: usize = 120;
 /// (file, function). An entry no longer over the limit fails the test, so the list only
 /// shrinks; nothing is added to it.
 const LONG_FUNCTIONS: &[(&str, &str)] = &[
-    ("host/call/src/harness.rs", "run_ready"),
     ("host/cli/src/cli/init.rs", "run"),
     ("host/records/src/clean.rs", "clean_here"),
     ("host/records/src/settings.rs", "resolve"),
-    ("host/records/src/story.rs", "states"),
-    ("plugin-api/src/conformance.rs", "all"),
     ("plugins/claude-harness/src/lib.rs", "check_walls_typed"),
     ("plugins/codex-harness/src/lib.rs", "check_walls_typed"),
     ("plugins/command-harness/src/config.rs", "parse"),

@@ -654,24 +654,13 @@ pub fn run_ready(
     }
     let status = status?;
     let timed_out = watchdog.filter(|w| w.fired()).and(watch.time_limit);
-    let events = sandbox.limit_events();
-    let limits = settings.limits;
-    let limit = match disk_watch.and_then(|w| w.met()) {
-        Some(crate::sandbox::DiskMet::Bytes) => Some(LimitReached::Disk(limits.disk_bytes)),
-        Some(crate::sandbox::DiskMet::Files) => Some(LimitReached::Files(limits.files)),
-        None => None,
-    };
-    let limit = if limit.is_some() {
-        limit
-    } else if status.out_of_memory
-        || (events.oom_kills > 0 && status.signal.into_option().is_some() && timed_out.is_none())
-    {
-        Some(LimitReached::Memory(limits.memory_bytes))
-    } else if events.pids_refused > 0 {
-        Some(LimitReached::Pids(events.pids_refused, limits.pids))
-    } else {
-        None
-    };
+    let limit = limit_reached(
+        settings,
+        disk_watch.and_then(|w| w.met()),
+        sandbox.limit_events(),
+        &status,
+        timed_out.is_some(),
+    );
     let (blocked, gateway) = walled.finish(watch.reaper);
     let stdout_bytes = stdout.total();
     let (stdout, log_cut) = stdout.finish_counting().map_err(|e| {
@@ -681,17 +670,8 @@ pub fn run_ready(
         ))
     })?;
     let stderr = stderr.finish().unwrap_or_default();
-    // Written inside the sandbox: read as data only (no link followed, bounded).
-    let session = crate::files::read_untrusted(&session_log, SESSION_LIMIT)
-        .map(|bytes| {
-            String::from_utf8_lossy(&bytes)
-                .lines()
-                .filter_map(|l| serde_json::from_str(l).ok())
-                .collect()
-        })
-        .unwrap_or_default();
     Ok(LaunchOutput {
-        session,
+        session: session_records(&session_log),
         stdout,
         stdout_bytes,
         log_cut,
@@ -703,6 +683,46 @@ pub fn run_ready(
         blocked,
         gateway,
     })
+}
+
+/// Which limit ended a call, if one did: the disk or files limit its watch met, else the
+/// memory limit (the runtime says so, or an out-of-memory kill took a process the call
+/// did not time out), else the process limit (a fork refused).
+fn limit_reached(
+    settings: &Settings,
+    disk: Option<crate::sandbox::DiskMet>,
+    events: crate::sandbox::LimitEvents,
+    status: &ExitStatus,
+    timed_out: bool,
+) -> Option<LimitReached> {
+    let limits = settings.limits;
+    match disk {
+        Some(crate::sandbox::DiskMet::Bytes) => return Some(LimitReached::Disk(limits.disk_bytes)),
+        Some(crate::sandbox::DiskMet::Files) => return Some(LimitReached::Files(limits.files)),
+        None => {}
+    }
+    if status.out_of_memory
+        || (events.oom_kills > 0 && status.signal.into_option().is_some() && !timed_out)
+    {
+        Some(LimitReached::Memory(limits.memory_bytes))
+    } else if events.pids_refused > 0 {
+        Some(LimitReached::Pids(events.pids_refused, limits.pids))
+    } else {
+        None
+    }
+}
+
+/// The session records the agent's hook wrote to `path`: written inside the sandbox, read
+/// as data only (no link followed, bounded; a line that is not JSON is left out).
+fn session_records(path: &Path) -> Vec<serde_json::Value> {
+    crate::files::read_untrusted(path, SESSION_LIMIT)
+        .map(|bytes| {
+            String::from_utf8_lossy(&bytes)
+                .lines()
+                .filter_map(|l| serde_json::from_str(l).ok())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The word an outcome is known by in reports and receipts (`code N` for a code from a

@@ -229,35 +229,8 @@ pub fn states(
         ),
         Err(e) => return Err(Concept::Drive.failure(e.to_string())),
     };
-    // What the landed ones' records say of their land step (a pull request, or why not).
-    let landed_here: Vec<&str> = items
-        .iter()
-        .map(|i| i.id.as_str())
-        .filter(|id| marks.landed.contains(*id))
-        .collect();
-    let records: std::collections::HashMap<String, crate::land::Recorded> =
-        if landed_here.is_empty() {
-            Default::default()
-        } else {
-            remote
-                .landed_notes(&landed_here, marks.ledger.as_deref())
-                .unwrap_or_default()
-                .into_iter()
-                .map(|(item, note)| (item, crate::land::recorded(&note)))
-                .collect()
-        };
-    // What the network wall refused each item's calls, as this clone's receipts say.
-    let mut blocked: std::collections::BTreeMap<String, std::collections::BTreeMap<String, u64>> =
-        Default::default();
-    for receipt in crate::receipts::read_all(&repo).0 {
-        for b in receipt.network_blocked {
-            *blocked
-                .entry(receipt.item.clone())
-                .or_default()
-                .entry(b.target)
-                .or_default() += b.count;
-        }
-    }
+    let records = land_records(&remote, &marks, items);
+    let blocked = blocked_by_item(&repo);
     // Which items a drive would not take as they are here: it reads the queue from the
     // base (`base.rs`), as this clone last fetched it.
     let base = crate::base::known(&repo, remote_name);
@@ -333,6 +306,48 @@ pub fn states(
         })
         .collect();
     Ok((rows, remote_note))
+}
+
+/// What the landed ones of `items` have on record of their land step (a pull request, or
+/// why not), by item.
+fn land_records(
+    remote: &Remote<'_>,
+    marks: &crate::reservations::Marks,
+    items: &[queue::Item],
+) -> std::collections::HashMap<String, crate::land::Recorded> {
+    let landed_here: Vec<&str> = items
+        .iter()
+        .map(|i| i.id.as_str())
+        .filter(|id| marks.landed.contains(*id))
+        .collect();
+    if landed_here.is_empty() {
+        return Default::default();
+    }
+    remote
+        .landed_notes(&landed_here, marks.ledger.as_deref())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(item, note)| (item, crate::land::recorded(&note)))
+        .collect()
+}
+
+/// What the network wall refused each item's calls (target → times), as this clone's
+/// receipts say.
+fn blocked_by_item(
+    repo: &std::path::Path,
+) -> std::collections::BTreeMap<String, std::collections::BTreeMap<String, u64>> {
+    let mut blocked: std::collections::BTreeMap<String, std::collections::BTreeMap<String, u64>> =
+        Default::default();
+    for receipt in crate::receipts::read_all(repo).0 {
+        for b in receipt.network_blocked {
+            *blocked
+                .entry(receipt.item.clone())
+                .or_default()
+                .entry(b.target)
+                .or_default() += b.count;
+        }
+    }
+    blocked
 }
 
 /// What `stet queue`, `stet show` and `stet board` say of an item after its state: its
