@@ -407,8 +407,22 @@ fn clean_here(
     options: &Options,
 ) -> Vec<Entry> {
     let mut done = Vec::new();
+    clean_lanes(repo, marks, in_use, options, &mut done);
+    clean_pool_and_temp_dirs(repo, options, &mut done);
+    clean_local_branches(repo, marks, in_use, options, &mut done);
+    done
+}
+
+/// The lanes kept on this clone of finished items: removed, but one a drive holds or one
+/// holding edits never committed.
+fn clean_lanes(
+    repo: &Path,
+    marks: &Marks,
+    in_use: &dyn Fn(&str) -> bool,
+    options: &Options,
+    done: &mut Vec<Entry>,
+) {
     let act = removing(options);
-    // Lanes kept on this clone.
     for item in crate::lanes::kept(repo) {
         let Some(how) = finished(marks, &item) else {
             continue;
@@ -453,6 +467,12 @@ fn clean_here(
             Err(e) => done.push(entry(Action::Kept).why(format!("cannot remove it: {e}"))),
         }
     }
+}
+
+/// The pool of working copies kept for the next lanes, and the temporary directories a
+/// killed stet left.
+fn clean_pool_and_temp_dirs(repo: &Path, options: &Options, done: &mut Vec<Entry>) {
+    let act = removing(options);
     // Working copies kept for reuse by the next lanes, and removed lanes not yet deleted.
     let pool = crate::git::git_dir(repo).join("stet/pool");
     let pooled = if options.dry_run {
@@ -486,6 +506,18 @@ fn clean_here(
                 )),
         );
     }
+}
+
+/// The local branches of finished items: removed when the remote's branch holds all of
+/// them, never the one checked out.
+fn clean_local_branches(
+    repo: &Path,
+    marks: &Marks,
+    in_use: &dyn Fn(&str) -> bool,
+    options: &Options,
+    done: &mut Vec<Entry>,
+) {
+    let act = removing(options);
     // Local branches of finished items.
     let local = crate::git::run(
         repo,
@@ -563,7 +595,6 @@ fn clean_here(
             Err(e) => done.push(entry(Action::Kept).why(e.detail)),
         }
     }
-    done
 }
 
 fn clean_remote(

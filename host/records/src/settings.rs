@@ -235,15 +235,7 @@ pub fn resolve(plugins_dirs: &[PathBuf], overrides: &Overrides) -> Result<Settin
         .map(|x| crate::trust::store_path(&x.config_dir()));
     let repository_config = untrusted_narrow_only(&mut files, trust_store.as_deref());
 
-    let probe_timeout = match &overrides.probe_timeout {
-        Some(text) => config::parse_duration(text)
-            .map_err(|why| Concept::Settings.usage(format!("--probe-timeout: {why}")))?,
-        None => files
-            .iter()
-            .rev()
-            .find_map(|f| f.probe_timeout)
-            .unwrap_or(DEFAULT_PROBE_TIMEOUT),
-    };
+    let probe_timeout = probe_timeout_of(overrides, &files)?;
     let preference = |flag: &Option<String>,
                       flag_name: &str,
                       pick: fn(&ConfigFile) -> Option<&Vec<String>>,
@@ -271,21 +263,7 @@ pub fn resolve(plugins_dirs: &[PathBuf], overrides: &Overrides) -> Result<Settin
         "harness",
     );
 
-    // A plugin's table comes whole from the highest-precedence file that has one.
-    let mut plugin_config = BTreeMap::new();
-    let mut plugin_origin = BTreeMap::new();
-    for file in &files {
-        for (name, table) in &file.plugins {
-            plugin_config.insert(name.clone(), table.clone());
-            plugin_origin.insert(
-                name.clone(),
-                (
-                    file.path.clone(),
-                    file.plugin_lines.get(name).cloned().unwrap_or_default(),
-                ),
-            );
-        }
-    }
+    let (plugin_config, plugin_origin) = plugin_tables(&files);
 
     // The tables an untrusted repository file holds, of plugins no file of the person's
     // configures: the cause, when such a plugin is unusable without its table.
@@ -296,16 +274,7 @@ pub fn resolve(plugins_dirs: &[PathBuf], overrides: &Overrides) -> Result<Settin
         .map(|(name, path)| (name.clone(), path.clone()))
         .collect();
 
-    let user_data = xdg
-        .as_ref()
-        .map(|x| x.data_dir().join("stet").join("plugins"));
-    let executable = std::env::current_exe().ok();
-    let search_path = discovery::search_path(
-        plugins_dirs,
-        std::env::var_os("STET_PLUGINS_DIR").as_ref(),
-        user_data.as_deref(),
-        executable.as_deref(),
-    );
+    let search_path = search_path_of(plugins_dirs, xdg.as_ref());
 
     let (image, login_image) = images(overrides.image.as_deref(), &files);
 
@@ -337,28 +306,9 @@ pub fn resolve(plugins_dirs: &[PathBuf], overrides: &Overrides) -> Result<Settin
         .flat_map(|f| f.drive_secrets_allowed.iter().cloned())
         .collect();
 
-    let mut limits = SandboxLimits::defaults();
-    for file in &files {
-        let l = file.limits;
-        limits.pids = l.pids.unwrap_or(limits.pids);
-        limits.memory_bytes = l.memory_bytes.unwrap_or(limits.memory_bytes);
-        limits.millicpus = l.millicpus.unwrap_or(limits.millicpus);
-        limits.disk_bytes = l.disk_bytes.unwrap_or(limits.disk_bytes);
-        limits.files = l.files.unwrap_or(limits.files);
-    }
-
-    let mut network = NetworkSettings::default();
-    for file in &files {
-        network.allow.extend(file.network_allow.iter().cloned());
-        network.deny.extend(file.network_deny.iter().cloned());
-        network
-            .connect_to
-            .extend(file.network_connect_to.iter().cloned());
-    }
-
     Ok(Settings {
-        limits,
-        network,
+        limits: limits_of(&files),
+        network: network_of(&files),
         repository_config,
         drive_check,
         drive_land,
@@ -381,6 +331,92 @@ pub fn resolve(plugins_dirs: &[PathBuf], overrides: &Overrides) -> Result<Settin
         harness,
         config_files: files.into_iter().map(|f| f.path).collect(),
     })
+}
+
+/// How long a plugin's probe may take: `--probe-timeout`, else the last file that says,
+/// else the default.
+fn probe_timeout_of(
+    overrides: &Overrides,
+    files: &[ConfigFile],
+) -> Result<std::time::Duration, Error> {
+    Ok(match &overrides.probe_timeout {
+        Some(text) => config::parse_duration(text)
+            .map_err(|why| Concept::Settings.usage(format!("--probe-timeout: {why}")))?,
+        None => files
+            .iter()
+            .rev()
+            .find_map(|f| f.probe_timeout)
+            .unwrap_or(DEFAULT_PROBE_TIMEOUT),
+    })
+}
+
+/// Where plugins are looked for: `--plugins-dir`, `STET_PLUGINS_DIR`, the person's data
+/// directory, beside the executable.
+fn search_path_of(
+    plugins_dirs: &[PathBuf],
+    xdg: Option<&impl etcetera::BaseStrategy>,
+) -> Vec<discovery::SearchDir> {
+    let user_data = xdg.map(|x| x.data_dir().join("stet").join("plugins"));
+    let executable = std::env::current_exe().ok();
+    discovery::search_path(
+        plugins_dirs,
+        std::env::var_os("STET_PLUGINS_DIR").as_ref(),
+        user_data.as_deref(),
+        executable.as_deref(),
+    )
+}
+
+/// The plugins' tables and where each came from (file, line by key): a plugin's table
+/// comes whole from the highest-precedence file that has one.
+#[allow(clippy::type_complexity)]
+fn plugin_tables(
+    files: &[ConfigFile],
+) -> (
+    BTreeMap<String, serde_json::Value>,
+    BTreeMap<String, (PathBuf, BTreeMap<String, usize>)>,
+) {
+    let mut plugin_config = BTreeMap::new();
+    let mut plugin_origin = BTreeMap::new();
+    for file in files {
+        for (name, table) in &file.plugins {
+            plugin_config.insert(name.clone(), table.clone());
+            plugin_origin.insert(
+                name.clone(),
+                (
+                    file.path.clone(),
+                    file.plugin_lines.get(name).cloned().unwrap_or_default(),
+                ),
+            );
+        }
+    }
+    (plugin_config, plugin_origin)
+}
+
+/// The sandbox's limits: the defaults, each replaced by the files in precedence order.
+fn limits_of(files: &[ConfigFile]) -> SandboxLimits {
+    let mut limits = SandboxLimits::defaults();
+    for file in files {
+        let l = file.limits;
+        limits.pids = l.pids.unwrap_or(limits.pids);
+        limits.memory_bytes = l.memory_bytes.unwrap_or(limits.memory_bytes);
+        limits.millicpus = l.millicpus.unwrap_or(limits.millicpus);
+        limits.disk_bytes = l.disk_bytes.unwrap_or(limits.disk_bytes);
+        limits.files = l.files.unwrap_or(limits.files);
+    }
+    limits
+}
+
+/// The network settings: every file's allow, deny and connect-to lists, together.
+fn network_of(files: &[ConfigFile]) -> NetworkSettings {
+    let mut network = NetworkSettings::default();
+    for file in files {
+        network.allow.extend(file.network_allow.iter().cloned());
+        network.deny.extend(file.network_deny.iter().cloned());
+        network
+            .connect_to
+            .extend(file.network_connect_to.iter().cloned());
+    }
+    network
 }
 
 /// The sandboxes' image (`--image`, else the last file naming one, the repository's
