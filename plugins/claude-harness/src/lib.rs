@@ -161,10 +161,160 @@ impl ClaudeHarness {
             .map(|c| c.stet_binary.to_string())
             .ok_or_else(|| PluginError::invalid_input("launch was asked for before profile"))
     }
+
+    /// `login-present`: the profile holds a login the agent can use and nothing else the
+    /// sandbox would get as it is.
+    fn login_wall(&self, binary: &Path, profile: &Profile) -> WallReport {
+        let token = login::token(Path::new(profile.dir.as_str()));
+        let others = login::other_credentials(Path::new(profile.dir.as_str()));
+        match token {
+            // Tokens the login file holds beside the login are not declared: they would
+            // enter the sandbox as they are.
+            _ if !others.is_empty() => WallReport::checked(
+                walls::LOGIN_PRESENT,
+                false,
+                format!(
+                    "the profile's {} also holds {}, whose tokens would enter the sandbox",
+                    login::FILE,
+                    others.join(", ")
+                ),
+                "keep the walled profile for stet alone: log out of those there (or make a fresh profile and log in once)",
+            ),
+            Ok(Some(_)) => WallReport::checked(
+                walls::LOGIN_PRESENT,
+                true,
+                format!(
+                    "a long-lived token (claude setup-token) in {}",
+                    login::token_file(Path::new(profile.dir.as_str())).display()
+                ),
+                "",
+            ),
+            Err(e) => WallReport::checked(
+                walls::LOGIN_PRESENT,
+                false,
+                e.message.to_string(),
+                e.remedy.as_str(),
+            ),
+            // An expired stored login that cannot be renewed (the host renews one with a
+            // refresh token before a call). Said before any call.
+            Ok(None)
+                if login::expires_at_ms(Path::new(profile.dir.as_str())).is_some_and(|at| {
+                    at < std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map_or(0, |d| d.as_millis() as u64)
+                }) && !login::renewable(Path::new(profile.dir.as_str())) =>
+            {
+                WallReport::checked(
+                    walls::LOGIN_PRESENT,
+                    false,
+                    "the stored login has expired and holds no refresh token to renew it with",
+                    &format!(
+                        "log in again (stet profile login), or store a long-lived token \
+                         (claude setup-token) in {}, mode 600",
+                        login::token_file(Path::new(profile.dir.as_str())).display()
+                    ),
+                )
+            }
+            Ok(None) => match self.login(binary, Some(Path::new(profile.dir.as_str()))) {
+                Ok(s) if s.logged_in => {
+                    WallReport::checked(walls::LOGIN_PRESENT, true, describe_login(Ok(s)), "")
+                }
+                other => WallReport::checked(
+                    walls::LOGIN_PRESENT,
+                    false,
+                    describe_login(other),
+                    &format!(
+                        "log in once in your own shell: CLAUDE_CONFIG_DIR={} claude, then /login \
+                         (or store a `claude setup-token` token in {}, mode 600)",
+                        profile.dir,
+                        login::token_file(Path::new(profile.dir.as_str())).display()
+                    ),
+                ),
+            },
+        }
+    }
 }
 
 const INSTALL_HINT: &str =
     "install Claude Code (https://code.claude.com) or set `binary` under [plugins.claude] in stet.toml";
+
+/// `profile-alone`: the walled profile is the one profile under the profiles root.
+fn profile_alone_wall(root: &Path, profile: &Profile) -> WallReport {
+    match profile::find(root) {
+        Ok(dir) if dir == Path::new(profile.dir.as_str()) => WallReport::checked(
+            walls::PROFILE_ALONE,
+            true,
+            format!("{} is the only profile", dir.display()),
+            "",
+        ),
+        Ok(dir) => WallReport::checked(
+            walls::PROFILE_ALONE,
+            false,
+            format!("the profile is now {}, not {}", dir.display(), profile.dir),
+            "start the drive again",
+        ),
+        Err(e) => WallReport::checked(
+            walls::PROFILE_ALONE,
+            false,
+            e.message.to_string(),
+            e.remedy.as_str(),
+        ),
+    }
+}
+
+/// `settings-exact`: the profile's settings are exactly what stet wrote.
+fn settings_wall(context: &HarnessContext, profile: &Profile) -> WallReport {
+    let path = Path::new(profile.dir.as_str()).join(settings::FILE);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => match settings::check(&text, &context.stet_binary) {
+            Ok(()) => WallReport::checked(
+                walls::SETTINGS_EXACT,
+                true,
+                "stet's hooks and nothing else",
+                "",
+            ),
+            Err(why) => WallReport::checked(
+                walls::SETTINGS_EXACT,
+                false,
+                format!("{}: {why}", path.display()),
+                "stet rewrites it at the start of each drive; do not edit it",
+            ),
+        },
+        Err(_) => WallReport {
+            state: WallState::ABSENT,
+            ..WallReport::checked(
+                walls::SETTINGS_EXACT,
+                false,
+                format!("{} is absent", path.display()),
+                "stet writes it at the start of each drive",
+            )
+        },
+    }
+}
+
+/// `no-billing-key`: no API key or provider switch in the host's environment.
+fn billing_wall(context: &HarnessContext) -> WallReport {
+    let keys: Vec<&str> = BILLING_VARIABLES
+        .iter()
+        .copied()
+        .filter(|name| {
+            context
+                .host_env
+                .iter()
+                .any(|v| v.name.as_str() == *name && !v.value.is_empty())
+        })
+        .collect();
+    WallReport::checked(
+        walls::NO_BILLING_KEY,
+        keys.is_empty(),
+        if keys.is_empty() {
+            "no key or provider switch in the environment".to_string()
+        } else {
+            format!("set in the environment: {}", keys.join(", "))
+        },
+        "unset them: a drive runs on the walled subscription login only",
+    )
+}
 
 impl HarnessPlugin for ClaudeHarness {
     fn probe(&self) -> Result<ProbeReport, PluginError> {
@@ -261,140 +411,13 @@ impl HarnessPlugin for ClaudeHarness {
         profile: &Profile,
     ) -> Result<Vec<WallReport>, PluginError> {
         let root = Path::new(context.profiles_root.as_str());
-        let mut walls = Vec::new();
-        walls.push(match profile::find(root) {
-            Ok(dir) if dir == Path::new(profile.dir.as_str()) => WallReport::checked(
-                walls::PROFILE_ALONE,
-                true,
-                format!("{} is the only profile", dir.display()),
-                "",
-            ),
-            Ok(dir) => WallReport::checked(
-                walls::PROFILE_ALONE,
-                false,
-                format!("the profile is now {}, not {}", dir.display(), profile.dir),
-                "start the drive again",
-            ),
-            Err(e) => WallReport::checked(
-                walls::PROFILE_ALONE,
-                false,
-                e.message.to_string(),
-                e.remedy.as_str(),
-            ),
-        });
         let binary = self.require_binary()?;
-        let token = login::token(Path::new(profile.dir.as_str()));
-        let others = login::other_credentials(Path::new(profile.dir.as_str()));
-        walls.push(match token {
-            // Tokens the login file holds beside the login are not declared: they would
-            // enter the sandbox as they are.
-            _ if !others.is_empty() => WallReport::checked(
-                walls::LOGIN_PRESENT,
-                false,
-                format!(
-                    "the profile's {} also holds {}, whose tokens would enter the sandbox",
-                    login::FILE,
-                    others.join(", ")
-                ),
-                "keep the walled profile for stet alone: log out of those there (or make a fresh profile and log in once)",
-            ),
-            Ok(Some(_)) => WallReport::checked(
-                walls::LOGIN_PRESENT,
-                true,
-                format!(
-                    "a long-lived token (claude setup-token) in {}",
-                    login::token_file(Path::new(profile.dir.as_str())).display()
-                ),
-                "",
-            ),
-            Err(e) => WallReport::checked(
-                walls::LOGIN_PRESENT,
-                false,
-                e.message.to_string(),
-                e.remedy.as_str(),
-            ),
-            // An expired stored login that cannot be renewed (the host renews one with a
-            // refresh token before a call). Said before any call.
-            Ok(None)
-                if login::expires_at_ms(Path::new(profile.dir.as_str())).is_some_and(|at| {
-                    at < std::time::SystemTime::now()
-                        .duration_since(std::time::UNIX_EPOCH)
-                        .map_or(0, |d| d.as_millis() as u64)
-                }) && !login::renewable(Path::new(profile.dir.as_str())) =>
-            {
-                WallReport::checked(
-                    walls::LOGIN_PRESENT,
-                    false,
-                    "the stored login has expired and holds no refresh token to renew it with",
-                    &format!(
-                        "log in again (stet profile login), or store a long-lived token \
-                         (claude setup-token) in {}, mode 600",
-                        login::token_file(Path::new(profile.dir.as_str())).display()
-                    ),
-                )
-            }
-            Ok(None) => match self.login(&binary, Some(Path::new(profile.dir.as_str()))) {
-                Ok(s) if s.logged_in => WallReport::checked(walls::LOGIN_PRESENT, true, describe_login(Ok(s)), ""),
-                other => WallReport::checked(
-                    walls::LOGIN_PRESENT,
-                    false,
-                    describe_login(other),
-                    &format!(
-                        "log in once in your own shell: CLAUDE_CONFIG_DIR={} claude, then /login \
-                         (or store a `claude setup-token` token in {}, mode 600)",
-                        profile.dir,
-                        login::token_file(Path::new(profile.dir.as_str())).display()
-                    ),
-                ),
-            },
-        });
-        let path = Path::new(profile.dir.as_str()).join(settings::FILE);
-        walls.push(match std::fs::read_to_string(&path) {
-            Ok(text) => match settings::check(&text, &context.stet_binary) {
-                Ok(()) => WallReport::checked(
-                    walls::SETTINGS_EXACT,
-                    true,
-                    "stet's hooks and nothing else",
-                    "",
-                ),
-                Err(why) => WallReport::checked(
-                    walls::SETTINGS_EXACT,
-                    false,
-                    format!("{}: {why}", path.display()),
-                    "stet rewrites it at the start of each drive; do not edit it",
-                ),
-            },
-            Err(_) => WallReport {
-                state: WallState::ABSENT,
-                ..WallReport::checked(
-                    walls::SETTINGS_EXACT,
-                    false,
-                    format!("{} is absent", path.display()),
-                    "stet writes it at the start of each drive",
-                )
-            },
-        });
-        let keys: Vec<&str> = BILLING_VARIABLES
-            .iter()
-            .copied()
-            .filter(|name| {
-                context
-                    .host_env
-                    .iter()
-                    .any(|v| v.name.as_str() == *name && !v.value.is_empty())
-            })
-            .collect();
-        walls.push(WallReport::checked(
-            walls::NO_BILLING_KEY,
-            keys.is_empty(),
-            if keys.is_empty() {
-                "no key or provider switch in the environment".to_string()
-            } else {
-                format!("set in the environment: {}", keys.join(", "))
-            },
-            "unset them: a drive runs on the walled subscription login only",
-        ));
-        Ok(walls)
+        Ok(vec![
+            profile_alone_wall(root, profile),
+            self.login_wall(&binary, profile),
+            settings_wall(context, profile),
+            billing_wall(context),
+        ])
     }
 
     fn launch(&self, request: &RoleRequest) -> Result<Launch, PluginError> {

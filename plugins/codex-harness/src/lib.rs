@@ -222,8 +222,98 @@ impl CodexHarness {
         Ok(out.success())
     }
 
+    /// `settings-exact`: `config.toml` and the rules are exactly what stet wrote.
+    fn settings_wall(&self, dir: &Path) -> WallReport {
+        let mut settings = Vec::new();
+        let mut absent = false;
+        for (path, expected) in [
+            (dir.join(config::FILE), self.walled_config()),
+            (
+                dir.join(config::RULES_DIR).join(config::RULES_FILE),
+                config::rules(),
+            ),
+        ] {
+            match stet_plugin_support::read_untrusted(&path, 1 << 20) {
+                Ok(bytes) => {
+                    if let Err(why) = config::compare(&String::from_utf8_lossy(&bytes), &expected) {
+                        settings.push(format!("{}: {why}", path.display()));
+                    }
+                }
+                Err(_) => {
+                    absent = true;
+                    settings.push(format!("{} is absent", path.display()));
+                }
+            }
+        }
+        if settings.is_empty() {
+            WallReport::checked(
+                walls::SETTINGS_EXACT,
+                true,
+                "config.toml and rules/stet.rules are exactly what stet wrote",
+                "",
+            )
+        } else {
+            WallReport {
+                state: if absent {
+                    WallState::ABSENT
+                } else {
+                    WallState::BROKEN
+                },
+                ..WallReport::checked(
+                    walls::SETTINGS_EXACT,
+                    false,
+                    settings.join("; "),
+                    "stet rewrites them at the start of each drive; do not edit them",
+                )
+            }
+        }
+    }
+
     fn remember(&self, context: &HarnessContext) {
         *self.context.lock().unwrap_or_else(|p| p.into_inner()) = Some(context.clone());
+    }
+}
+
+/// `profile-alone`: the profile is the walled CODEX_HOME, holding stet's files and the
+/// login alone, and fit to run.
+fn profile_alone_wall(root: &Path, dir: &Path) -> WallReport {
+    let expected = root.join(profile::NAME);
+    let foreign = profile::foreign(dir);
+    let unfit = profile::unfit(dir);
+    if dir != expected {
+        WallReport::checked(
+            walls::PROFILE_ALONE,
+            false,
+            format!(
+                "the profile is {}, not {}",
+                dir.display(),
+                expected.display()
+            ),
+            "start the drive again",
+        )
+    } else if let Some((why, remedy)) = unfit {
+        WallReport::checked(walls::PROFILE_ALONE, false, why, &remedy)
+    } else if !foreign.is_empty() {
+        WallReport::checked(
+            walls::PROFILE_ALONE,
+            false,
+            format!(
+                "the walled CODEX_HOME {} holds what Codex would read besides stet's files: {}",
+                dir.display(),
+                foreign.join(", ")
+            ),
+            "move them out: the walled CODEX_HOME holds stet's config.toml and rules/stet.rules and Codex's login alone",
+        )
+    } else {
+        WallReport::checked(
+            walls::PROFILE_ALONE,
+            true,
+            format!(
+                "{} is the walled CODEX_HOME, holding stet's files and the login alone",
+                dir.display()
+            ),
+            "",
+        )
     }
 }
 
@@ -438,44 +528,7 @@ impl HarnessPlugin for CodexHarness {
     ) -> Result<Vec<WallReport>, PluginError> {
         let root = Path::new(context.profiles_root.as_str());
         let dir = Path::new(profile.dir.as_str());
-        let expected = root.join(profile::NAME);
-        let foreign = profile::foreign(dir);
-        let unfit = profile::unfit(dir);
-        let mut reports = vec![if dir != expected {
-            WallReport::checked(
-                walls::PROFILE_ALONE,
-                false,
-                format!(
-                    "the profile is {}, not {}",
-                    dir.display(),
-                    expected.display()
-                ),
-                "start the drive again",
-            )
-        } else if let Some((why, remedy)) = unfit {
-            WallReport::checked(walls::PROFILE_ALONE, false, why, &remedy)
-        } else if !foreign.is_empty() {
-            WallReport::checked(
-                walls::PROFILE_ALONE,
-                false,
-                format!(
-                    "the walled CODEX_HOME {} holds what Codex would read besides stet's files: {}",
-                    dir.display(),
-                    foreign.join(", ")
-                ),
-                "move them out: the walled CODEX_HOME holds stet's config.toml and rules/stet.rules and Codex's login alone",
-            )
-        } else {
-            WallReport::checked(
-                walls::PROFILE_ALONE,
-                true,
-                format!(
-                    "{} is the walled CODEX_HOME, holding stet's files and the login alone",
-                    dir.display()
-                ),
-                "",
-            )
-        }];
+        let mut reports = vec![profile_alone_wall(root, dir)];
         let binary = self.require_binary()?;
         let login_hint = "log in with ChatGPT: stet profile login (Codex's device login; your ChatGPT workspace must allow device codes)";
         let kind = login::kind(dir);
@@ -521,49 +574,7 @@ impl HarnessPlugin for CodexHarness {
                 ),
             },
         });
-        let mut settings = Vec::new();
-        let mut absent = false;
-        for (path, expected) in [
-            (dir.join(config::FILE), self.walled_config()),
-            (
-                dir.join(config::RULES_DIR).join(config::RULES_FILE),
-                config::rules(),
-            ),
-        ] {
-            match stet_plugin_support::read_untrusted(&path, 1 << 20) {
-                Ok(bytes) => {
-                    if let Err(why) = config::compare(&String::from_utf8_lossy(&bytes), &expected) {
-                        settings.push(format!("{}: {why}", path.display()));
-                    }
-                }
-                Err(_) => {
-                    absent = true;
-                    settings.push(format!("{} is absent", path.display()));
-                }
-            }
-        }
-        reports.push(if settings.is_empty() {
-            WallReport::checked(
-                walls::SETTINGS_EXACT,
-                true,
-                "config.toml and rules/stet.rules are exactly what stet wrote",
-                "",
-            )
-        } else {
-            WallReport {
-                state: if absent {
-                    WallState::ABSENT
-                } else {
-                    WallState::BROKEN
-                },
-                ..WallReport::checked(
-                    walls::SETTINGS_EXACT,
-                    false,
-                    settings.join("; "),
-                    "stet rewrites them at the start of each drive; do not edit them",
-                )
-            }
-        });
+        reports.push(self.settings_wall(dir));
         let mut keys: Vec<String> = BILLING_VARIABLES
             .iter()
             .filter(|name| {
