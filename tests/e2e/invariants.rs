@@ -1339,7 +1339,6 @@ const MOST_FUNCTION_LINES: usize = 120;
 const LONG_FUNCTIONS: &[(&str, &str)] = &[
     ("plugins/command-harness/src/config.rs", "parse"),
     ("plugins/command-harness/src/proof.rs", "read"),
-    ("plugins/docker/src/sandbox.rs", "create_with"),
 ];
 
 /// The files a `#[cfg(test)] mod NAME;` declares: test code in a file of its own.

@@ -119,95 +119,18 @@ pub async fn create_with(
     open_network: &str,
     options: Vec<SandboxOption>,
 ) -> Result<(SandboxInfo, Option<FirstProcess>), PluginError> {
-    let mut sockets = Vec::new();
-    let mut first: Option<ProcessSpec> = None;
-    for option in options {
-        match option {
-            SandboxOption::ForwardSocket(socket) => {
-                use std::os::unix::fs::FileTypeExt;
-                let is_socket = std::fs::metadata(socket.host.as_str())
-                    .map(|m| m.file_type().is_socket())
-                    .unwrap_or(false);
-                if !is_socket || !socket.sandbox.starts_with('/') {
-                    return Err(PluginError::invalid_input(format!(
-                        "cannot forward {} into the sandbox at {}: it must be a listening unix socket, and the sandbox path absolute",
-                        socket.host, socket.sandbox
-                    )));
-                }
-                sockets.push(stet_plugin_api::Mount {
-                    source: socket.host,
-                    target: socket.sandbox,
-                    writable: false,
-                });
-            }
-            SandboxOption::FirstProcess(process) => {
-                first = Some(stet_plugin_api::RBox::into_inner(process))
-            }
-            // A newer SDK's option this build cannot know is refused by the SDK adapter
-            // before it gets here; anything else would be a bug.
-            #[allow(unreachable_patterns)]
-            other => {
-                return Err(PluginError::unsupported(format!(
-                    "the docker plugin cannot provide {}",
-                    other.name()
-                )))
-            }
-        }
-    }
+    let (sockets, first) = take_options(options)?;
     let mut mounts = spec.mounts.to_vec();
     mounts.extend(sockets);
     spec.mounts = mounts.into();
     check(&spec)?;
-    let status = image_status(docker, &spec.image).await?;
-    if !status.present {
-        return Err(
-            PluginError::not_found(format!("image {} is not available", spec.image))
-                .with_remedy(status.remedy.as_str()),
-        );
-    }
+    require_image(docker, &spec.image).await?;
     let labels: HashMap<String, String> = spec
         .labels
         .iter()
         .map(|l| (l.key.to_string(), l.value.to_string()))
         .collect();
-    let mounts = spec
-        .mounts
-        .iter()
-        .map(|m| Mount {
-            typ: Some(MountType::BIND),
-            source: Some(m.source.to_string()),
-            target: Some(m.target.to_string()),
-            read_only: Some(!m.writable),
-            ..Default::default()
-        })
-        .collect();
-    let limits = spec.limits;
-    let positive = |v: i64| (v > 0).then_some(v);
-    let memory = positive(limits.memory_bytes as i64);
-    let host_config = HostConfig {
-        // The image's writable layer would be the host's disk, bounded by nothing: the root
-        // is read-only, and the places programs write are file systems in memory, each no
-        // larger than the memory limit, whose pages the container's memory limit counts.
-        readonly_rootfs: Some(true),
-        tmpfs: Some(scratch(limits.memory_bytes)),
-        mounts: Some(mounts),
-        network_mode: Some(
-            match spec.network {
-                Network::None => "none",
-                _ => open_network,
-            }
-            .to_string(),
-        ),
-        nano_cpus: positive(limits.millicpus as i64 * 1_000_000),
-        memory,
-        // No swap beyond the memory limit, so the limit is a limit.
-        memory_swap: memory,
-        pids_limit: positive(limits.pids as i64),
-        cap_drop: Some(vec!["ALL".to_string()]),
-        security_opt: Some(vec!["no-new-privileges".to_string()]),
-        init: Some(true),
-        ..Default::default()
-    };
+    let host_config = host_config(&spec, open_network);
     let user = match spec.user {
         ROption::RSome(ids) => Some(format!("{}:{}", ids.uid, ids.gid)),
         ROption::RNone => None,
@@ -275,24 +198,7 @@ pub async fn create_with(
         })?;
     // The first process is attached to before it starts, so none of its output is lost.
     let attached = match &first {
-        Some(_) => {
-            let options = bollard::query_parameters::AttachContainerOptionsBuilder::default()
-                .stream(true)
-                .stdout(true)
-                .stderr(true)
-                .stdin(!stdin.is_empty())
-                .build();
-            match docker.attach_container(&created.id, Some(options)).await {
-                Ok(attached) => Some(attached),
-                Err(e) => {
-                    let _ = remove(docker, &created.id).await;
-                    return Err(PluginError::backend(format!(
-                        "could not attach to the sandbox's first process: {}",
-                        message_of(&e)
-                    )));
-                }
-            }
-        }
+        Some(_) => Some(attach_first(docker, &created.id, !stdin.is_empty()).await?),
         None => None,
     };
     if let Err(e) = docker
@@ -324,6 +230,130 @@ pub async fn create_with(
         },
         first,
     ))
+}
+
+/// The options a sandbox is made with: the unix sockets forwarded into it (as read-only
+/// mounts, each a listening socket at an absolute path), and its first process.
+fn take_options(
+    options: Vec<SandboxOption>,
+) -> Result<(Vec<stet_plugin_api::Mount>, Option<ProcessSpec>), PluginError> {
+    let mut sockets = Vec::new();
+    let mut first: Option<ProcessSpec> = None;
+    for option in options {
+        match option {
+            SandboxOption::ForwardSocket(socket) => {
+                use std::os::unix::fs::FileTypeExt;
+                let is_socket = std::fs::metadata(socket.host.as_str())
+                    .map(|m| m.file_type().is_socket())
+                    .unwrap_or(false);
+                if !is_socket || !socket.sandbox.starts_with('/') {
+                    return Err(PluginError::invalid_input(format!(
+                        "cannot forward {} into the sandbox at {}: it must be a listening unix socket, and the sandbox path absolute",
+                        socket.host, socket.sandbox
+                    )));
+                }
+                sockets.push(stet_plugin_api::Mount {
+                    source: socket.host,
+                    target: socket.sandbox,
+                    writable: false,
+                });
+            }
+            SandboxOption::FirstProcess(process) => {
+                first = Some(stet_plugin_api::RBox::into_inner(process))
+            }
+            // A newer SDK's option this build cannot know is refused by the SDK adapter
+            // before it gets here; anything else would be a bug.
+            #[allow(unreachable_patterns)]
+            other => {
+                return Err(PluginError::unsupported(format!(
+                    "the docker plugin cannot provide {}",
+                    other.name()
+                )))
+            }
+        }
+    }
+    Ok((sockets, first))
+}
+
+/// The container's host configuration: the mounts, the network, the limits, and what
+/// keeps it in: a read-only root with scratch in memory, no capability, no new privilege,
+/// docker's init.
+fn host_config(spec: &SandboxSpec, open_network: &str) -> HostConfig {
+    let mounts = spec
+        .mounts
+        .iter()
+        .map(|m| Mount {
+            typ: Some(MountType::BIND),
+            source: Some(m.source.to_string()),
+            target: Some(m.target.to_string()),
+            read_only: Some(!m.writable),
+            ..Default::default()
+        })
+        .collect();
+    let limits = spec.limits;
+    let positive = |v: i64| (v > 0).then_some(v);
+    let memory = positive(limits.memory_bytes as i64);
+    HostConfig {
+        // The image's writable layer would be the host's disk, bounded by nothing: the root
+        // is read-only, and the places programs write are file systems in memory, each no
+        // larger than the memory limit, whose pages the container's memory limit counts.
+        readonly_rootfs: Some(true),
+        tmpfs: Some(scratch(limits.memory_bytes)),
+        mounts: Some(mounts),
+        network_mode: Some(
+            match spec.network {
+                Network::None => "none",
+                _ => open_network,
+            }
+            .to_string(),
+        ),
+        nano_cpus: positive(limits.millicpus as i64 * 1_000_000),
+        memory,
+        // No swap beyond the memory limit, so the limit is a limit.
+        memory_swap: memory,
+        pids_limit: positive(limits.pids as i64),
+        cap_drop: Some(vec!["ALL".to_string()]),
+        security_opt: Some(vec!["no-new-privileges".to_string()]),
+        init: Some(true),
+        ..Default::default()
+    }
+}
+
+/// The image, present in the engine, or why not and how to get it.
+async fn require_image(docker: &Docker, image: &str) -> Result<(), PluginError> {
+    let status = image_status(docker, image).await?;
+    if status.present {
+        return Ok(());
+    }
+    Err(
+        PluginError::not_found(format!("image {image} is not available"))
+            .with_remedy(status.remedy.as_str()),
+    )
+}
+
+/// Attaches to a created container's first process before it starts, so that none of its
+/// output is lost; on failure the container is removed.
+async fn attach_first(
+    docker: &Docker,
+    id: &str,
+    stdin: bool,
+) -> Result<bollard::container::AttachContainerResults, PluginError> {
+    let options = bollard::query_parameters::AttachContainerOptionsBuilder::default()
+        .stream(true)
+        .stdout(true)
+        .stderr(true)
+        .stdin(stdin)
+        .build();
+    match docker.attach_container(id, Some(options)).await {
+        Ok(attached) => Ok(attached),
+        Err(e) => {
+            let _ = remove(docker, id).await;
+            Err(PluginError::backend(format!(
+                "could not attach to the sandbox's first process: {}",
+                message_of(&e)
+            )))
+        }
+    }
 }
 
 pub async fn remove(docker: &Docker, sandbox: &str) -> Result<(), PluginError> {
