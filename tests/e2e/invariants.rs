@@ -1337,7 +1337,6 @@ const MOST_FUNCTION_LINES: usize = 120;
 /// (file, function). An entry no longer over the limit fails the test, so the list only
 /// shrinks; nothing is added to it.
 const LONG_FUNCTIONS: &[(&str, &str)] = &[
-    ("plugins/command-harness/src/config.rs", "parse"),
     ("plugins/command-harness/src/proof.rs", "read"),
 ];
 

@@ -328,7 +328,50 @@ pub fn parse(json: &str, cwd: &Path) -> Result<Config, PluginError> {
             mounts.push(path);
         }
     }
-    let network = match (raw.network, raw.allow_hosts) {
+    let network = network_of(raw.network, raw.allow_hosts)?;
+    check_env(&raw.env)?;
+    let profile = raw.profile.unwrap_or_else(|| DEFAULT_PROFILE.to_string());
+    if profile.is_empty()
+        || profile == "."
+        || profile == ".."
+        || profile.contains('/')
+        || profile.contains('\0')
+    {
+        return Err(bad(format!(
+            "`profile` `{profile}` is not a directory name (one path component, e.g. \"codex\")"
+        )));
+    }
+    let credentials = raw
+        .credentials
+        .into_iter()
+        .map(|c| credential(c, &raw.env))
+        .collect::<Result<Vec<_>, _>>()?;
+    let credential_files = raw
+        .credential_files
+        .into_iter()
+        .map(|f| credential_file(f, &raw.env))
+        .collect::<Result<Vec<_>, _>>()?;
+    declared_once(&credentials, &credential_files)?;
+    let network = with_credential_hosts(network, &credentials, &credential_files);
+    Ok(Config {
+        implement,
+        review,
+        mounts,
+        network,
+        env: raw.env,
+        profile,
+        credentials,
+        credential_files,
+    })
+}
+
+/// The agent's network as `network` and `allow_hosts` say: none, or the hosts named
+/// (each a host, reached through stet's proxy); never the open network.
+fn network_of(
+    network: Option<NetworkWord>,
+    allow_hosts: Option<Vec<String>>,
+) -> Result<Net, PluginError> {
+    Ok(match (network, allow_hosts) {
         (Some(_), Some(_)) => {
             return Err(bad(
                 "`network` and `allow_hosts` are both set: use one (`allow_hosts` alone opens \
@@ -362,8 +405,12 @@ pub fn parse(json: &str, cwd: &Path) -> Result<Config, PluginError> {
             ));
         }
         (Some(NetworkWord::None), None) | (None, None) => Net::None,
-    };
-    for name in raw.env.keys() {
+    })
+}
+
+/// The names and values `env` sets: variable names, none of stet's or HOME's, no NUL.
+fn check_env(env: &BTreeMap<String, String>) -> Result<(), PluginError> {
+    for name in env.keys() {
         let valid = name
             .chars()
             .next()
@@ -380,32 +427,20 @@ pub fn parse(json: &str, cwd: &Path) -> Result<Config, PluginError> {
             )));
         }
     }
-    if raw.env.values().any(|v| v.contains('\0')) {
+    if env.values().any(|v| v.contains('\0')) {
         return Err(bad("an `env` value holds a NUL character"));
     }
-    let profile = raw.profile.unwrap_or_else(|| DEFAULT_PROFILE.to_string());
-    if profile.is_empty()
-        || profile == "."
-        || profile == ".."
-        || profile.contains('/')
-        || profile.contains('\0')
-    {
-        return Err(bad(format!(
-            "`profile` `{profile}` is not a directory name (one path component, e.g. \"codex\")"
-        )));
-    }
-    let credentials = raw
-        .credentials
-        .into_iter()
-        .map(|c| credential(c, &raw.env))
-        .collect::<Result<Vec<_>, _>>()?;
-    let credential_files = raw
-        .credential_files
-        .into_iter()
-        .map(|f| credential_file(f, &raw.env))
-        .collect::<Result<Vec<_>, _>>()?;
+    Ok(())
+}
+
+/// Each credential file's pointer declared once, and each variable a credential names
+/// named by one credential.
+fn declared_once(
+    credentials: &[Credential],
+    credential_files: &[CredentialFile],
+) -> Result<(), PluginError> {
     let mut declared: Vec<(&str, &str)> = Vec::new();
-    for file in &credential_files {
+    for file in credential_files {
         for pointer in &file.pointers {
             if declared.contains(&(file.path.as_str(), pointer.as_str())) {
                 return Err(bad(format!(
@@ -433,7 +468,16 @@ pub fn parse(json: &str, cwd: &Path) -> Result<Config, PluginError> {
         }
         names.push(name);
     }
-    // A credential's host is one the agent needs: declared, so the proof expects the proxy.
+    Ok(())
+}
+
+/// `network` with every credential's host allowed: a credential's host is one the agent
+/// needs, declared, so the proof expects the proxy.
+fn with_credential_hosts(
+    network: Net,
+    credentials: &[Credential],
+    credential_files: &[CredentialFile],
+) -> Net {
     let sent_to: Vec<&str> = credentials
         .iter()
         .map(|c| c.authority())
@@ -444,7 +488,7 @@ pub fn parse(json: &str, cwd: &Path) -> Result<Config, PluginError> {
         Net::None => Net::AllowHosts(Vec::new()),
         hosts => hosts,
     };
-    let network = match network {
+    match network {
         Net::AllowHosts(mut hosts) => {
             for authority in &sent_to {
                 if !hosts.iter().any(|h| h == authority) {
@@ -454,17 +498,7 @@ pub fn parse(json: &str, cwd: &Path) -> Result<Config, PluginError> {
             Net::AllowHosts(hosts)
         }
         none => none,
-    };
-    Ok(Config {
-        implement,
-        review,
-        mounts,
-        network,
-        env: raw.env,
-        profile,
-        credentials,
-        credential_files,
-    })
+    }
 }
 
 fn is_variable_name(name: &str) -> bool {
