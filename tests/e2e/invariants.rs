@@ -1333,13 +1333,6 @@ fn host_git_reads_a_lanes_working_tree_only_through_the_gate() {
 /// steps (or a table, where it is a long match).
 const MOST_FUNCTION_LINES: usize = 120;
 
-/// Functions longer than that from before the rule, each shortened when it is next changed:
-/// (file, function). An entry no longer over the limit fails the test, so the list only
-/// shrinks; nothing is added to it.
-const LONG_FUNCTIONS: &[(&str, &str)] = &[
-    ("plugins/command-harness/src/proof.rs", "read"),
-];
-
 /// The files a `#[cfg(test)] mod NAME;` declares: test code in a file of its own.
 fn test_module_files(files: &[PathBuf]) -> BTreeSet<PathBuf> {
     let mut found = BTreeSet::new();
@@ -1403,8 +1396,7 @@ fn function_lengths(code: &str) -> Vec<(String, usize, usize)> {
     found
 }
 
-/// No function of production code is longer than [`MOST_FUNCTION_LINES`], but those
-/// [`LONG_FUNCTIONS`] lists.
+/// No function of production code is longer than [`MOST_FUNCTION_LINES`]: no exception.
 #[test]
 fn no_function_of_production_code_is_longer_than_the_limit() {
     let root = repo_root();
@@ -1424,26 +1416,14 @@ fn no_function_of_production_code_is_longer_than_the_limit() {
             }
         }
     }
-    let listed = |file: &str, name: &str| LONG_FUNCTIONS.contains(&(file, name));
-    let new: Vec<String> = long
+    let long: Vec<String> = long
         .iter()
-        .filter(|(file, name, ..)| !listed(file, name))
         .map(|(file, name, line, length)| format!("{file}:{line}: {name}, {length} lines"))
         .collect();
     assert!(
-        new.is_empty(),
+        long.is_empty(),
         "functions over {MOST_FUNCTION_LINES} lines (split them into named steps):\n{}",
-        new.join("\n")
-    );
-    let shortened: Vec<String> = LONG_FUNCTIONS
-        .iter()
-        .filter(|(file, name)| !long.iter().any(|(f, n, ..)| f == file && n == name))
-        .map(|(file, name)| format!("{file}: {name}"))
-        .collect();
-    assert!(
-        shortened.is_empty(),
-        "no longer over the limit, remove from LONG_FUNCTIONS:\n{}",
-        shortened.join("\n")
+        long.join("\n")
     );
     // The scan measures a function whole, and not one in a test.
     let made = "pub(crate) fn long() {\n    let x = \"}\";\n    if x.is_empty() {\n    }\n}\n\

@@ -105,9 +105,19 @@ pub fn read(output: &[u8], expected: &Expected) -> Vec<WallCheck> {
              coreutils, sed and git",
         )];
     };
-    let mut walls = Vec::new();
+    vec![
+        env_wall(&facts, expected),
+        owner_wall(&facts),
+        network_wall(&facts, expected),
+        mounts_wall(&facts, expected),
+        remote_wall(&facts),
+        command_wall(&facts),
+    ]
+}
 
-    // env-from-scratch
+/// `env-from-scratch`: the agent's environment holds only the launch's own names (and the
+/// proxy's, for a launch that names hosts).
+fn env_wall(facts: &Facts, expected: &Expected) -> WallCheck {
     // A launch that names hosts reaches them through the host's proxy, whose variables the
     // host adds.
     let proxied: &[&str] = match expected.network {
@@ -130,7 +140,7 @@ pub fn read(output: &[u8], expected: &Expected) -> Vec<WallCheck> {
         .collect();
     extra.sort();
     extra.dedup();
-    walls.push(if facts.env.is_empty() {
+    if facts.env.is_empty() {
         wall(
             "env-from-scratch",
             false,
@@ -157,12 +167,14 @@ pub fn read(output: &[u8], expected: &Expected) -> Vec<WallCheck> {
             ),
             "the runtime adds variables of its own; use another runtime or report this with its version",
         )
-    });
+    }
+}
 
-    // runs-as-lane-owner: the host made the lane as the person running stet, so the agent
-    // running as the lane's owner is the agent running as that person (files it writes are
-    // theirs, and it holds nothing they do not). As root, that is root, and the wall says so.
-    walls.push(match (facts.uid, facts.lane_owner) {
+/// `runs-as-lane-owner`: the host made the lane as the person running stet, so the agent
+/// running as the lane's owner is the agent running as that person (files it writes are
+/// theirs, and it holds nothing they do not). As root, that is root, and the wall says so.
+fn owner_wall(facts: &Facts) -> WallCheck {
+    match (facts.uid, facts.lane_owner) {
         (Some(uid), Some(owner)) if uid == owner => wall(
             "runs-as-lane-owner",
             true,
@@ -185,9 +197,12 @@ pub fn read(output: &[u8], expected: &Expected) -> Vec<WallCheck> {
             "the proof did not report the agent's uid and the lane's owner",
             "check the image has coreutils (`id`, `stat`)",
         ),
-    });
+    }
+}
 
-    // network-as-configured
+/// `network-as-configured`: loopback and nothing else; hosts are reached through stet's
+/// proxy, never through an interface.
+fn network_wall(facts: &Facts, expected: &Expected) -> WallCheck {
     let interfaces = if facts.net.is_empty() {
         "no interfaces".to_string()
     } else {
@@ -196,7 +211,7 @@ pub fn read(output: &[u8], expected: &Expected) -> Vec<WallCheck> {
     // Loopback and nothing else; no interfaces at all means the sandbox could not show
     // them (no /sys, no /proc/net), which proves nothing.
     let only_loopback = facts.net == ["lo"];
-    walls.push(match &expected.network {
+    match &expected.network {
         Net::None => wall(
             "network-as-configured",
             only_loopback,
@@ -224,9 +239,11 @@ pub fn read(output: &[u8], expected: &Expected) -> Vec<WallCheck> {
             },
             "the runtime did not cut the network: do not drive; report this with the runtime's version",
         ),
-    });
+    }
+}
 
-    // mounts-read-only
+/// `mounts-read-only`: every mount asked read-only is read-only inside.
+fn mounts_wall(facts: &Facts, expected: &Expected) -> WallCheck {
     let writable: Vec<String> = expected
         .read_only
         .iter()
@@ -241,7 +258,7 @@ pub fn read(output: &[u8], expected: &Expected) -> Vec<WallCheck> {
             !(*p == "/" || p.starts_with("/proc") || p.starts_with("/sys") || p.starts_with("/dev"))
         })
         .collect();
-    walls.push(wall(
+    wall(
         "mounts-read-only",
         writable.is_empty(),
         if writable.is_empty() {
@@ -254,10 +271,12 @@ pub fn read(output: &[u8], expected: &Expected) -> Vec<WallCheck> {
             format!("mounted writable, asked read-only: {}", writable.join(" "))
         },
         "the runtime ignored a read-only mount: do not drive; report this with the runtime's version",
-    ));
+    )
+}
 
-    // no-remote-in-lane
-    walls.push(match (facts.remote_exit, facts.remotes.is_empty()) {
+/// `no-remote-in-lane`: the lane reaches no remote (stet pushes, the agent does not).
+fn remote_wall(facts: &Facts) -> WallCheck {
+    match (facts.remote_exit, facts.remotes.is_empty()) {
         (Some(0), true) => wall("no-remote-in-lane", true, "the lane has no remote", ""),
         (Some(0), false) => wall(
             "no-remote-in-lane",
@@ -290,16 +309,18 @@ pub fn read(output: &[u8], expected: &Expected) -> Vec<WallCheck> {
                 )
             }
         }
-    });
+    }
+}
 
-    // command-in-sandbox
+/// `command-in-sandbox`: the agent's command is found and executable inside.
+fn command_wall(facts: &Facts) -> WallCheck {
     let missing: Vec<&str> = facts
         .commands
         .iter()
         .filter(|(_, found)| !found)
         .map(|(c, _)| c.as_str())
         .collect();
-    walls.push(if facts.commands.is_empty() {
+    if facts.commands.is_empty() {
         wall(
             "command-in-sandbox",
             false,
@@ -325,8 +346,7 @@ pub fn read(output: &[u8], expected: &Expected) -> Vec<WallCheck> {
             "a bare name must be on the image's PATH; give the command by absolute host path (its \
              directory is mounted), or mount what it needs with `mounts`",
         )
-    });
-    walls
+    }
 }
 
 #[cfg(test)]
