@@ -249,6 +249,7 @@ impl Attack {
 /// would take that much memory.
 fn file_holds(path: &Path, needle: &[u8]) -> bool {
     use nix::unistd::{lseek, Whence};
+    assert!(!needle.is_empty(), "an empty needle is in every file");
     use std::io::{Read, Seek, SeekFrom};
     let mut file = std::fs::File::open(path).unwrap();
     let len = file.metadata().unwrap().len() as i64;
@@ -257,9 +258,12 @@ fn file_holds(path: &Path, needle: &[u8]) -> bool {
     let mut tail: Vec<u8> = Vec::new();
     let mut at = 0i64;
     while at < len {
-        // No data past `at` (ENXIO): the rest is a hole.
-        let Ok(data) = lseek(&file, at, Whence::SeekData) else {
-            break;
+        // No data past `at` (ENXIO): the rest is a hole. Any other error is a file this
+        // search cannot read, which must not pass for one without the needle.
+        let data = match lseek(&file, at, Whence::SeekData) {
+            Ok(data) => data,
+            Err(nix::errno::Errno::ENXIO) => break,
+            Err(e) => panic!("cannot search {}: {e}", path.display()),
         };
         let hole = lseek(&file, data, Whence::SeekHole).unwrap_or(len);
         if data != at {

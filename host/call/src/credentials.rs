@@ -292,6 +292,10 @@ impl StandIn {
     }
 }
 
+/// The shortest real value looked for in a prompt: 16 bytes, shorter than any login or
+/// API key a harness declares, longer than words a prompt holds by chance.
+pub const PROMPT_SCAN_MIN: usize = 16;
+
 impl Sealed {
     /// Puts stand-ins in place of the secrets in the launch's environment (credentials
     /// kept in a variable), and refuses an environment that still holds a real one.
@@ -345,11 +349,12 @@ impl Sealed {
         Ok(())
     }
 
-    /// After [`Sealed::seal_env`]: no real value in the launch's arguments or its standard
-    /// input (where the item's prompt travels), in the profile copy (a value first learned
-    /// from a variable), or in what the launch mounts (files and directories; files over
-    /// 8 MiB are not read — binaries, not credentials). A refusal is [`Kind::Refused`]:
-    /// what this call would carry, not the infrastructure failing.
+    /// After [`Sealed::seal_env`]: no real value in the launch's arguments, its prompt
+    /// ([`Sealed::check_prompt`]), the profile copy (a value first learned from a variable),
+    /// or what the launch mounts (files and directories; files over 8 MiB are not read —
+    /// binaries, not credentials). Only the prompt's refusal is the item's
+    /// ([`Kind::Refused`]); the others are the harness's or the set-up's, as every call of
+    /// the drive would meet them.
     ///
     /// [`Kind::Refused`]: crate::error::Kind::Refused
     pub fn check_launch(
@@ -357,24 +362,21 @@ impl Sealed {
         process: &stet_plugin_api::ProcessSpec,
         mounts: &[stet_plugin_api::Mount],
     ) -> Result<(), Error> {
+        self.check_prompt(&process.stdin)?;
         let refuse = |held: &Held, place: String| {
-            Err(Concept::Credentials.refused(format!(
+            Err(Concept::Credentials.failure(format!(
                 "the credential `{}` would enter the sandbox in {place}; the call is not made",
                 held.id
             ))
-            .hint("keep the credential out of the work item, the agent's arguments and its mounts: declare it, or move it"))
+            .hint("keep the credential out of the agent's arguments and mounts: declare it, or move it"))
         };
         for held in self.held.iter().filter(|h| !h.real.is_empty()) {
-            let real = held.real.as_bytes();
             if process
                 .argv
                 .iter()
                 .any(|a| a.as_str().contains(held.real.as_str()))
             {
                 return refuse(held, "the agent's arguments".into());
-            }
-            if process.stdin.windows(real.len()).any(|w| w == real) {
-                return refuse(held, "the agent's prompt".into());
             }
             if held.variable.is_some() {
                 if let Some(file) = holding(&self.copy, &held.real) {
@@ -394,6 +396,27 @@ impl Sealed {
                     };
                     return refuse(held, format!("the mount {place}"));
                 }
+            }
+        }
+        Ok(())
+    }
+
+    /// No real value known so far in `prompt` (the item's words, feedback, a diff: what
+    /// the call's standard input carries), refused as [`Kind::Refused`], the item's: its
+    /// next round would carry the same. A value shorter than [`PROMPT_SCAN_MIN`] bytes is
+    /// not looked for there (ordinary words would match it; such a value is no login's).
+    ///
+    /// [`Kind::Refused`]: crate::error::Kind::Refused
+    pub fn check_prompt(&self, prompt: &[u8]) -> Result<(), Error> {
+        for held in self.held.iter().filter(|h| h.real.len() >= PROMPT_SCAN_MIN) {
+            let real = held.real.as_bytes();
+            if prompt.windows(real.len()).any(|w| w == real) {
+                return Err(Concept::Credentials
+                    .refused(format!(
+                        "the credential `{}` would enter the sandbox in the agent's prompt; the call is not made",
+                        held.id
+                    ))
+                    .hint("take the credential out of the work item (its text, or what a round hands on), then stet retry it"));
             }
         }
         Ok(())
@@ -848,7 +871,8 @@ mod tests {
     }
 
     #[test]
-    fn a_real_value_in_the_arguments_the_prompt_or_a_mount_is_refused_by_policy() {
+    fn a_real_value_in_the_arguments_the_prompt_or_a_mount_stops_the_call_and_only_the_prompts_is_the_items(
+    ) {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(
             dir.path().join(".credentials.json"),
@@ -870,21 +894,39 @@ mod tests {
         assert!(sealed
             .check_launch(&process("agent", "a prompt"), &[])
             .is_ok());
-        for (launch, place) in [
+        // The prompt is the item's; the arguments are the harness's.
+        for (launch, place, kind) in [
             (
                 process(&format!("--token={REAL}"), ""),
                 "the agent's arguments",
+                crate::error::Kind::Failure,
             ),
             (
                 process("agent", &format!("use the key {REAL} to call it")),
                 "the agent's prompt",
+                crate::error::Kind::Refused,
             ),
         ] {
             let e = sealed.check_launch(&launch, &[]).unwrap_err();
             assert!(e.message.contains(place), "{}", e.message);
-            assert_eq!(e.kind, crate::error::Kind::Refused, "{e}");
+            assert_eq!(e.kind, kind, "{e}");
             assert!(!e.to_string().contains(REAL));
         }
+        // A value too short to be a login's is not looked for in a prompt: words would
+        // match it.
+        let short = tempfile::tempdir().unwrap();
+        std::fs::write(
+            short.path().join(".credentials.json"),
+            r#"{"claudeAiOauth":{"accessToken":"the-code"}}"#,
+        )
+        .unwrap();
+        let short = seal(
+            "claude",
+            &[decl("/claudeAiOauth/accessToken", "Authorization")],
+            short.path(),
+        )
+        .unwrap();
+        assert!(short.check_prompt(b"fix the-code in main.rs").is_ok());
         let elsewhere = tempfile::tempdir().unwrap();
         let token = elsewhere.path().join("token");
         std::fs::write(&token, REAL).unwrap();
@@ -898,7 +940,7 @@ mod tests {
                 .check_launch(&process("agent", ""), &[mount(source)])
                 .unwrap_err();
             assert!(e.message.contains("the mount"), "{}", e.message);
-            assert_eq!(e.kind, crate::error::Kind::Refused, "{e}");
+            assert_eq!(e.kind, crate::error::Kind::Failure, "{e}");
             assert!(!e.message.contains(REAL));
         }
     }

@@ -242,6 +242,14 @@ impl Worker<'_, '_> {
             Ok(launched) => launched,
             Err(e) => return Ok(Call::not_launched(e)),
         };
+        // A prompt the walls refuse is refused before its receipt keeps it on disk (a
+        // credential learned only from the launch's variables is found later, at launch).
+        if let Err(e) = launched.profile.sealed.check_prompt(prompt.as_bytes()) {
+            if let Some(ready) = ready {
+                ready.discard(Some(self.reaper));
+            }
+            return Ok(Call::not_launched(e));
+        }
         let mut receipt = self.start_receipt(item, lane, round, role, prompt, &launched)?;
         let ran = self.run_call(&mut launched, ready, lane, role, &receipt);
         // The runtime or the harness failing (a sandbox that cannot start, an output the
