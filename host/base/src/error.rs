@@ -2,7 +2,7 @@
 //!
 //! A library function says what went wrong and whose it is to mend — the person's input
 //! ([`Kind::Usage`]), something stet needs that is not usable now ([`Kind::Unusable`]),
-//! what stet's walls refuse to let into a sandbox ([`Kind::Refused`]), or an unexpected
+//! what stet refuses by policy to carry into a sandbox ([`Kind::Refused`]), or an unexpected
 //! failure ([`Kind::Failure`]) — and where ([`Concept`]). What a command
 //! makes of it (its exit code, how it is printed) is the CLI's (`cli/error.rs`); what the
 //! drive makes of it (the item's fault or the infrastructure's) is the drive's, by a match
@@ -45,10 +45,11 @@ pub enum Kind {
     Unusable,
     /// Something failed that the person did not cause: an I/O error, a bug.
     Failure,
-    /// Stet's walls refuse what this one call would carry into its sandbox (a credential
-    /// in the agent's prompt, arguments or mounts): a refusal by policy, made where the
-    /// walls make it. Time does not mend it and it says nothing of the infrastructure, so
-    /// a drive counts it against the call's item, never toward an outage.
+    /// Stet refuses, by policy, what this one call would carry into its sandbox (its
+    /// prompt holds a real credential: a string match, not a wall — the walls keep what
+    /// the agent reaches). Time does not mend it and it says nothing of the
+    /// infrastructure, so a drive counts it against the call's item, never toward an
+    /// outage.
     Refused,
 }
 
