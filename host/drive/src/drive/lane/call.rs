@@ -47,7 +47,7 @@ impl Call {
             || self.kind == OutcomeCode::SERVICE_UNAVAILABLE
     }
 
-    /// Why the walls refused to make this call, when a refusal by policy kept it from
+    /// Why stet refused to make this call, when a refusal by policy kept it from
     /// running: its item's, which fails saying why, since the next round would carry the
     /// same.
     pub fn refused_by_policy(&self) -> Option<String> {
@@ -242,7 +242,7 @@ impl Worker<'_, '_> {
             Ok(launched) => launched,
             Err(e) => return Ok(Call::not_launched(e)),
         };
-        // A prompt the walls refuse is refused before its receipt keeps it on disk (a
+        // A prompt refused by policy is refused before its receipt keeps it on disk (a
         // credential learned only from the launch's variables is found later, at launch).
         if let Err(e) = launched.profile.sealed.check_prompt(prompt.as_bytes()) {
             if let Some(ready) = ready {
