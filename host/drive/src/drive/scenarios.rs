@@ -823,7 +823,7 @@ fn a_model_api_that_does_not_answer_is_an_outage_not_a_task_failure() {
 const LOGIN: &str = "fake-login-5f0c2b9e7d1a4c38";
 
 #[test]
-fn a_call_the_walls_refuse_by_policy_fails_its_item_at_once_and_is_never_an_outage() {
+fn a_call_refused_by_policy_fails_its_item_at_once_and_is_never_an_outage() {
     // The person pasted the login into one item: its prompt would carry the credential
     // into the sandbox. That is the item's, whatever time passes; the next item lands.
     let world = World::with_texts(&[
