@@ -518,7 +518,6 @@ fn clean_local_branches(
     done: &mut Vec<Entry>,
 ) {
     let act = removing(options);
-    // Local branches of finished items.
     let local = crate::git::run(
         repo,
         &[

@@ -516,15 +516,7 @@ fn narrow_only(repo: &mut ConfigFile, persons: &[ConfigFile]) -> Vec<String> {
         ignored.push("[network.connect_to]".to_string());
     }
     // Limits: only lower than what the person's own settings (or the defaults) give.
-    let mut theirs = SandboxLimits::defaults();
-    for file in persons {
-        let l = file.limits;
-        theirs.pids = l.pids.unwrap_or(theirs.pids);
-        theirs.memory_bytes = l.memory_bytes.unwrap_or(theirs.memory_bytes);
-        theirs.millicpus = l.millicpus.unwrap_or(theirs.millicpus);
-        theirs.disk_bytes = l.disk_bytes.unwrap_or(theirs.disk_bytes);
-        theirs.files = l.files.unwrap_or(theirs.files);
-    }
+    let theirs = limits_of(persons);
     let LimitSettings {
         pids,
         memory_bytes,

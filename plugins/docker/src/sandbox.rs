@@ -8,8 +8,7 @@ use bollard::query_parameters::{
 };
 use bollard::Docker;
 use stet_plugin_api::{
-    ImageStatus, Label, Network, PluginError, ProcessSpec, ROption, SandboxInfo, SandboxOption,
-    SandboxSpec,
+    ImageStatus, Label, Network, PluginError, ROption, SandboxInfo, SandboxOption, SandboxSpec,
 };
 
 use crate::{message_of, status_of};
@@ -115,14 +114,13 @@ pub fn scratch(memory_bytes: u64) -> std::collections::HashMap<String, String> {
 /// one, as `docker run` does.
 pub async fn create_with(
     docker: &Docker,
-    mut spec: SandboxSpec,
+    spec: SandboxSpec,
     open_network: &str,
     options: Vec<SandboxOption>,
 ) -> Result<(SandboxInfo, Option<FirstProcess>), PluginError> {
-    let (sockets, first) = take_options(options)?;
-    let mut mounts = spec.mounts.to_vec();
-    mounts.extend(sockets);
-    spec.mounts = mounts.into();
+    // Each forwarded socket a read-only mount of it; the first process, if asked for.
+    let (spec, first) =
+        stet_plugin_api::take_options(spec, options, stet_plugin_api::SocketForwarding::AsMount)?;
     check(&spec)?;
     require_image(docker, &spec.image).await?;
     let labels: HashMap<String, String> = spec
@@ -230,49 +228,6 @@ pub async fn create_with(
         },
         first,
     ))
-}
-
-/// The options a sandbox is made with: the unix sockets forwarded into it (as read-only
-/// mounts, each a listening socket at an absolute path), and its first process.
-fn take_options(
-    options: Vec<SandboxOption>,
-) -> Result<(Vec<stet_plugin_api::Mount>, Option<ProcessSpec>), PluginError> {
-    let mut sockets = Vec::new();
-    let mut first: Option<ProcessSpec> = None;
-    for option in options {
-        match option {
-            SandboxOption::ForwardSocket(socket) => {
-                use std::os::unix::fs::FileTypeExt;
-                let is_socket = std::fs::metadata(socket.host.as_str())
-                    .map(|m| m.file_type().is_socket())
-                    .unwrap_or(false);
-                if !is_socket || !socket.sandbox.starts_with('/') {
-                    return Err(PluginError::invalid_input(format!(
-                        "cannot forward {} into the sandbox at {}: it must be a listening unix socket, and the sandbox path absolute",
-                        socket.host, socket.sandbox
-                    )));
-                }
-                sockets.push(stet_plugin_api::Mount {
-                    source: socket.host,
-                    target: socket.sandbox,
-                    writable: false,
-                });
-            }
-            SandboxOption::FirstProcess(process) => {
-                first = Some(stet_plugin_api::RBox::into_inner(process))
-            }
-            // A newer SDK's option this build cannot know is refused by the SDK adapter
-            // before it gets here; anything else would be a bug.
-            #[allow(unreachable_patterns)]
-            other => {
-                return Err(PluginError::unsupported(format!(
-                    "the docker plugin cannot provide {}",
-                    other.name()
-                )))
-            }
-        }
-    }
-    Ok((sockets, first))
 }
 
 /// The container's host configuration: the mounts, the network, the limits, and what

@@ -138,23 +138,16 @@ pub fn run(settings: &Settings, args: &GcArgs, printer: Printer) -> Result<Exit,
 /// runtime not asked, then the counts.
 fn say(report: &Report, dry_run: bool, printer: &Printer) {
     let verb = if dry_run { "would remove" } else { "removed" };
-    for e in &report.removed {
-        printer.out(&format!(
-            "{verb} {} sandbox {} (run {}): {}",
-            e.runtime,
-            short(&e.sandbox),
-            e.run,
-            e.reason
-        ));
-    }
-    for e in &report.kept {
-        printer.out(&format!(
-            "kept {} sandbox {} (run {}): {}",
-            e.runtime,
-            short(&e.sandbox),
-            e.run,
-            e.reason
-        ));
+    for (done, entries) in [(verb, &report.removed), ("kept", &report.kept)] {
+        for e in entries {
+            printer.out(&format!(
+                "{done} {} sandbox {} (run {}): {}",
+                e.runtime,
+                short(&e.sandbox),
+                e.run,
+                e.reason
+            ));
+        }
     }
     for t in &report.temp_dirs_removed {
         printer.out(&format!(
