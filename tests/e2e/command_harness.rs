@@ -1189,3 +1189,67 @@ fn what_a_killed_stet_left_clean_gc_and_the_next_drive_remove() {
         "{cut:#}"
     );
 }
+
+/// A work item holding the login the harness declares: its prompt would carry the real
+/// credential into the sandbox. `stet ask` refuses such a prompt (exit 2, saying what to
+/// do); a drive fails that item alone, at once, saying why, and lands the other. The
+/// secret is printed nowhere.
+#[test]
+fn a_prompt_carrying_the_declared_login_is_refused_and_only_its_item_fails() {
+    let token = stet_e2e::DUMMY_CODEX_ACCESS_TOKEN;
+    let c = Cmd::new(&format!(
+        "{}\ncredential_files = [{{ path = \".codex/auth.json\", pointers = [\"/tokens/access_token\", \"/tokens/id_token\", \"/tokens/refresh_token\"] }}]",
+        implement(&example_agent())
+    ));
+    stet_e2e::dummy_codex_login(&c.profiles().join(".command"));
+    let asked = c.run(&[
+        "ask",
+        "--harness",
+        "command",
+        &format!("call the API with {token}"),
+    ]);
+    assert_eq!(asked.code, 2, "{}", asked.stderr);
+    assert!(
+        asked
+            .stderr
+            .contains("would enter the sandbox in the agent's prompt; the call is not made"),
+        "{}",
+        asked.stderr
+    );
+    assert!(
+        asked
+            .stderr
+            .contains("take the credential out of the work item"),
+        "{}",
+        asked.stderr
+    );
+    let remote = c.on_fresh_remote(&[]);
+    for text in [
+        format!("write leak.txt: the key\n\nUse {token} to call the API."),
+        "write hello.txt: hi from the drive".to_string(),
+    ] {
+        let out = c.run(&["add", &text]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        stet_e2e::next_millisecond();
+    }
+    push_queue(&c);
+    let out = c.run(&["drive", "--yes", "--harness", "command"]);
+    assert_eq!(out.code, 4, "one item given up: {}", out.stderr);
+    assert!(
+        out.stderr.contains(
+            "-write-leak-txt-key: given up: the implementing call was not made: the credential \
+             `.codex/auth.json#/tokens/access_token` would enter the sandbox in the agent's prompt; \
+             the call is not made; take the credential out of the work item"
+        ),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(stet_e2e::landed_on(&remote).len(), 1, "{}", out.stderr);
+    for printed in [&asked.stdout, &asked.stderr, &out.stdout, &out.stderr] {
+        assert!(
+            !printed.contains(token),
+            "the secret was printed: {printed}"
+        );
+    }
+    assert!(!c.world.work.join("leak.txt").exists());
+}

@@ -54,7 +54,10 @@ impl Call {
         self.not_run
             .as_ref()
             .filter(|e| !counts_toward_outage(e))
-            .map(|e| e.to_string().replace('\n', "; "))
+            .map(|e| match &e.hint {
+                Some(hint) => format!("{}; {hint}", e.message),
+                None => e.message.clone(),
+            })
     }
 
     /// How the lane's work ends for now when the call ended for a reason outside its
