@@ -30,6 +30,12 @@
 //!                                           # otherwise; stet's own credentials never)
 //! max_file = "16MiB"                        # the largest file an agent may add or change
 //!
+//! [lane]                                    # prepared once per clone, given to every lane
+//! setup = ["uv sync --frozen"]              # run in order, in a sandbox on the base commit
+//! setup_inputs = ["uv.lock"]                # files whose content keys what the setup made
+//! setup_outputs = [".venv"]                 # what it fills: kept, and each lane's own copy
+//! setup_network = ["pypi.org"]              # reached through stet's proxy, by the setup alone
+//!
 //! [plugins.docker]                          # handed to the docker plugin as JSON
 //! host = "unix:///var/run/docker.sock"
 //! ```
@@ -90,6 +96,8 @@ pub struct ConfigFile {
     pub limits: LimitSettings,
     /// `[drive] check`: the repository's check command.
     pub drive_check: Option<String>,
+    /// `[lane]`: the setup every lane starts from (`seeds.rs`), when the file has one.
+    pub lane_setup: Option<Setup>,
     /// `[drive] land`: run on the host after a lane's branch is pushed.
     pub drive_land: Option<String>,
     /// `[drive] pull_request_repo`: the repository (`OWNER/REPO`) pull requests are opened
@@ -130,6 +138,23 @@ pub struct LimitSettings {
     pub files: Option<u64>,
 }
 
+/// `[lane]`: what prepares a lane before any agent works in it — run once per clone in a
+/// sandbox on the base commit, its outputs kept as a seed and given to every lane.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Setup {
+    /// `setup`: shell commands, run in order; the first that fails ends the setup.
+    pub commands: Vec<String>,
+    /// `setup_inputs`: the files (relative to the repository's root) whose content, as the
+    /// base holds it, keys the seed: a lock file changed, the setup runs again.
+    pub inputs: Vec<String>,
+    /// `setup_outputs`: what the setup fills (relative paths; never tracked by git), kept
+    /// as the seed.
+    pub outputs: Vec<String>,
+    /// `setup_network`: the hosts the setup may reach through stet's proxy (entries as
+    /// `[network] allow` takes them); none: no network.
+    pub network: Vec<String>,
+}
+
 /// A configuration file that could not be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}{}: {message}", path.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
@@ -151,6 +176,7 @@ struct RawConfig {
     sandbox: Option<RawSandbox>,
     drive: Option<RawDrive>,
     network: Option<RawNetwork>,
+    lane: Option<RawLane>,
     #[serde(default)]
     plugins: BTreeMap<String, toml::Table>,
 }
@@ -161,6 +187,15 @@ struct RawNetwork {
     allow: Option<Vec<Spanned<String>>>,
     deny: Option<Vec<Spanned<String>>>,
     connect_to: Option<BTreeMap<String, Spanned<String>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLane {
+    setup: Option<Vec<Spanned<String>>>,
+    setup_inputs: Option<Vec<Spanned<String>>>,
+    setup_outputs: Option<Vec<Spanned<String>>>,
+    setup_network: Option<Vec<Spanned<String>>>,
 }
 
 #[derive(Deserialize)]
@@ -384,6 +419,11 @@ pub fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
         })
         .collect::<Result<_, ConfigError>>()?;
     let plugin_lines = plugin_key_lines(text);
+    let lane_setup = raw
+        .lane
+        .map(|lane| setup_of(&reader, lane))
+        .transpose()?
+        .flatten();
     let (network_allow, network_deny, network_connect_to) = match raw.network {
         Some(network) => network_of(&reader, network)?,
         None => Default::default(),
@@ -409,6 +449,7 @@ pub fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
         lane_file_systems,
         limits,
         drive_check: raw.drive.as_ref().and_then(|d| d.check.clone()),
+        lane_setup,
         drive_land: raw.drive.as_ref().and_then(|d| d.land.clone()),
         drive_pull_request_repo,
         drive_secrets_allowed: raw
@@ -581,6 +622,113 @@ fn sandbox_of(reader: &Reader<'_>, sandbox: RawSandbox) -> Result<Sandbox, Confi
         lane_file_systems: sandbox.lane_file_systems,
         limits,
     })
+}
+
+/// Reads the `[lane]` table: `None` when it names no setup (and nothing else), else the
+/// setup with every path and host checked, or an error naming the key and its line.
+fn setup_of(reader: &Reader<'_>, lane: RawLane) -> Result<Option<Setup>, ConfigError> {
+    let at = |entry: &Spanned<String>| Some(entry.span().start);
+    let strings = |entries: Option<Vec<Spanned<String>>>| entries.unwrap_or_default();
+    let (commands, inputs, outputs, network) = (
+        strings(lane.setup),
+        strings(lane.setup_inputs),
+        strings(lane.setup_outputs),
+        strings(lane.setup_network),
+    );
+    if commands.is_empty() {
+        if let Some(first) = inputs.iter().chain(&outputs).chain(&network).next() {
+            return Err(reader.error(
+                at(first),
+                "table `lane` names inputs, outputs or hosts of a setup but no `setup` commands: \
+                 add `setup = [\"...\"]`, or leave the table out"
+                    .into(),
+            ));
+        }
+        return Ok(None);
+    }
+    for (i, command) in commands.iter().enumerate() {
+        if command.get_ref().trim().is_empty() {
+            return Err(reader.error(
+                at(command),
+                format!("key `lane.setup[{i}]` is empty: name a command, or leave it out"),
+            ));
+        }
+    }
+    if outputs.is_empty() {
+        return Err(reader.error(
+            commands.first().and_then(at),
+            "key `lane.setup_outputs` is missing: a setup keeps only what it names, \
+             like setup_outputs = [\".venv\"] or [\"target\", \".cargo-home\"]"
+                .into(),
+        ));
+    }
+    for (key, paths) in [("setup_inputs", &inputs), ("setup_outputs", &outputs)] {
+        for (i, path) in paths.iter().enumerate() {
+            relative_path(path.get_ref())
+                .map_err(|why| reader.error(at(path), format!("key `lane.{key}[{i}]`: {why}")))?;
+        }
+    }
+    for (i, a) in outputs.iter().enumerate() {
+        if let Some(b) = outputs
+            .iter()
+            .skip(i + 1)
+            .find(|b| nested(a.get_ref(), b.get_ref()))
+        {
+            return Err(reader.error(
+                at(b),
+                format!(
+                    "key `lane.setup_outputs`: `{}` and `{}` overlap; name each directory once",
+                    a.get_ref(),
+                    b.get_ref()
+                ),
+            ));
+        }
+    }
+    for (i, entry) in network.iter().enumerate() {
+        check_entry(entry.get_ref()).map_err(|why| {
+            reader.error(at(entry), format!("key `lane.setup_network[{i}]`: {why}"))
+        })?;
+    }
+    let text = |entries: Vec<Spanned<String>>| -> Vec<String> {
+        entries
+            .into_iter()
+            .map(|e| e.into_inner().trim_end_matches('/').to_string())
+            .collect()
+    };
+    Ok(Some(Setup {
+        commands: commands.into_iter().map(Spanned::into_inner).collect(),
+        inputs: text(inputs),
+        outputs: text(outputs),
+        network: network.into_iter().map(Spanned::into_inner).collect(),
+    }))
+}
+
+/// Whether one of two relative paths is the other or inside it.
+fn nested(a: &str, b: &str) -> bool {
+    let (a, b) = (a.trim_end_matches('/'), b.trim_end_matches('/'));
+    a == b || b.starts_with(&format!("{a}/")) || a.starts_with(&format!("{b}/"))
+}
+
+/// A path inside the repository, as a setup names one: relative, without `.`/`..`, and
+/// nothing of git's or stet's own.
+fn relative_path(path: &str) -> Result<(), String> {
+    let trimmed = path.trim_end_matches('/');
+    if trimmed.is_empty() || trimmed.starts_with('/') {
+        return Err(format!(
+            "`{path}` is not a path relative to the repository's root, like \"target\""
+        ));
+    }
+    for part in trimmed.split('/') {
+        if part.is_empty() || part == "." || part == ".." {
+            return Err(format!(
+                "`{path}` has an empty, `.` or `..` part; name the path from the repository's root"
+            ));
+        }
+        if part.eq_ignore_ascii_case(".git") || part == ".stet" {
+            return Err(format!("`{path}` is inside git's or stet's own directory"));
+        }
+    }
+    Ok(())
 }
 
 /// The `[network]` table's allow-list, deny-list and fixed addresses.
@@ -815,6 +963,60 @@ mod tests {
 
     fn parse_str(text: &str) -> Result<ConfigFile, ConfigError> {
         parse(Path::new("/repo/stet.toml"), text)
+    }
+
+    #[test]
+    fn a_lane_setup_is_read_with_its_paths_and_hosts_checked() {
+        let file = parse_str(
+            "[lane]\nsetup = [\"uv sync\", \"make\"]\nsetup_inputs = [\"uv.lock\"]\n\
+             setup_outputs = [\".venv/\", \"build\"]\nsetup_network = [\"pypi.org\"]\n",
+        )
+        .unwrap();
+        let setup = file.lane_setup.unwrap();
+        assert_eq!(setup.commands, ["uv sync", "make"]);
+        assert_eq!(setup.inputs, ["uv.lock"]);
+        assert_eq!(setup.outputs, [".venv", "build"]);
+        assert_eq!(setup.network, ["pypi.org"]);
+        for (text, says) in [
+            (
+                "setup = [\"make\"]\n",
+                "key `lane.setup_outputs` is missing",
+            ),
+            (
+                "setup = [\" \"]\nsetup_outputs = [\"a\"]\n",
+                "key `lane.setup[0]` is empty",
+            ),
+            ("setup_outputs = [\"a\"]\n", "no `setup` commands"),
+            (
+                "setup = [\"m\"]\nsetup_outputs = [\"/abs\"]\n",
+                "not a path relative",
+            ),
+            (
+                "setup = [\"m\"]\nsetup_outputs = [\"a/../b\"]\n",
+                "`..` part",
+            ),
+            (
+                "setup = [\"m\"]\nsetup_outputs = [\"x/.git\"]\n",
+                "git's or stet's own",
+            ),
+            (
+                "setup = [\"m\"]\nsetup_inputs = [\".stet/q\"]\nsetup_outputs = [\"a\"]\n",
+                "`lane.setup_inputs[0]`",
+            ),
+            (
+                "setup = [\"m\"]\nsetup_outputs = [\"a\", \"a/b\"]\n",
+                "overlap",
+            ),
+            (
+                "setup = [\"m\"]\nsetup_outputs = [\"a\"]\nsetup_network = [\"http://x\"]\n",
+                "`lane.setup_network[0]`",
+            ),
+        ] {
+            let err = parse_str(&format!("[lane]\n{text}")).unwrap_err();
+            assert!(err.to_string().contains(says), "{text}: {err}");
+            assert!(err.line.is_some(), "{text}: {err}");
+        }
+        assert_eq!(parse_str("[lane]\n").unwrap().lane_setup, None);
     }
 
     #[test]

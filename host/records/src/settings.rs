@@ -78,6 +78,9 @@ pub struct Settings {
     pub profiles_root: PathBuf,
     /// The repository's check command (`[drive] check`).
     pub drive_check: Option<String>,
+    /// The setup every lane starts from (`[lane]`, `seeds.rs`): from the person's own file
+    /// or a trusted repository file only — its commands run with network.
+    pub setup: Option<crate::config::Setup>,
     /// The command run on the host after a lane lands (`[drive] land`).
     pub drive_land: Option<String>,
     /// With `land = "github"`, the repository (`OWNER/REPO`) pull requests are opened in
@@ -285,6 +288,7 @@ pub fn resolve(plugins_dirs: &[PathBuf], overrides: &Overrides) -> Result<Settin
         .unwrap_or_else(default_profiles_root);
 
     let drive_check = files.iter().rev().find_map(|f| f.drive_check.clone());
+    let setup = files.iter().rev().find_map(|f| f.lane_setup.clone());
     let drive_land = files.iter().rev().find_map(|f| f.drive_land.clone());
     let drive_pull_request_repo = files
         .iter()
@@ -311,6 +315,7 @@ pub fn resolve(plugins_dirs: &[PathBuf], overrides: &Overrides) -> Result<Settin
         network: network_of(&files),
         repository_config,
         drive_check,
+        setup,
         drive_land,
         drive_pull_request_repo,
         drive_jobs,
@@ -482,6 +487,10 @@ fn narrow_only(repo: &mut ConfigFile, persons: &[ConfigFile]) -> Vec<String> {
     }
     if repo.drive_land.take().is_some() {
         ignored.push("[drive] land".to_string());
+    }
+    // A setup runs commands with network, and what it makes is in every lane.
+    if repo.lane_setup.take().is_some() {
+        ignored.push("[lane] setup".to_string());
     }
     // Where pull requests go is the person's word, as the land command is.
     if repo.drive_pull_request_repo.take().is_some() {
@@ -909,6 +918,27 @@ mod tests {
         assert_eq!(files[1].limits.pids, Some(2000));
         assert_eq!(files[1].network_allow, ["their-host.example.com"]);
         assert_eq!(files[1].sandbox_image.as_deref(), Some("their-image:1"));
+    }
+
+    #[test]
+    fn a_setup_applies_from_a_trusted_file_only_and_an_untrusted_one_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::trust::store_path(dir.path());
+        let path = dir.path().join("stet.toml");
+        let text = "[lane]\nsetup = [\"make deps\"]\nsetup_outputs = [\"deps\"]\n\
+                    setup_network = [\"registry.example.com\"]\n";
+        let mut files = vec![persons(""), repository(&path, text)];
+        let decided = untrusted_narrow_only(&mut files, Some(&store)).unwrap();
+        assert_eq!(decided.ignored, ["[lane] setup"]);
+        assert_eq!(files[1].lane_setup, None);
+        crate::trust::record(&store, &path, text.as_bytes(), false).unwrap();
+        let mut files = vec![persons(""), repository(&path, text)];
+        let decided = untrusted_narrow_only(&mut files, Some(&store)).unwrap();
+        assert!(decided.ignored.is_empty(), "{:?}", decided.ignored);
+        let setup = files[1].lane_setup.clone().unwrap();
+        assert_eq!(setup.commands, ["make deps"]);
+        assert_eq!(setup.outputs, ["deps"]);
+        assert_eq!(setup.network, ["registry.example.com"]);
     }
 
     #[test]
