@@ -44,6 +44,7 @@ pub fn survey(dir: &Path) -> Result<Vec<Repository>, GateError> {
         purpose: walk::Purpose::Survey,
         since: None,
         skip_untouched_repositories: true,
+        skip: Vec::new(),
     };
     Ok(walk::walk(dir, rules, u64::MAX)?.repositories)
 }
@@ -66,6 +67,7 @@ pub fn after_ask(dir: &Path, started: std::time::SystemTime) -> Result<Looked, G
         purpose: walk::Purpose::Look,
         since: Some(Since::before(started)),
         skip_untouched_repositories: true,
+        skip: Vec::new(),
     };
     let walked = walk::walk(dir, rules, u64::MAX)?;
     Ok(Looked {

@@ -892,6 +892,83 @@ mod tests {
     }
 
     #[test]
+    fn a_seeded_lane_gets_its_own_copy_at_every_restore_and_never_commits_or_changes_the_seed() {
+        let (_root, work) = repo_with_remote();
+        three_versions(&work);
+        let setup = crate::config::Setup {
+            commands: vec!["make deps".into()],
+            inputs: vec!["README".into()],
+            outputs: vec!["deps".into()],
+            network: Vec::new(),
+        };
+        // What a setup left, kept as a seed (its key from the base's README).
+        let made = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(made.path().join("deps/lib")).unwrap();
+        std::fs::write(made.path().join("deps/lib/code.py"), "GOOD = 1\n").unwrap();
+        let key = crate::seeds::key(&work, &setup, "image:1", "HEAD").unwrap();
+        let seed = crate::seeds::Seed {
+            key: key.clone(),
+            base: "HEAD".into(),
+            commands: setup.commands.clone(),
+            image: "image:1".into(),
+            outputs: setup.outputs.clone(),
+            bytes: 0,
+            entries: 0,
+            built_unix_ms: 1,
+            took_ms: 1,
+        };
+        let seed = crate::seeds::keep(&work, made.path(), seed).unwrap();
+        assert_eq!((seed.bytes, seed.entries), (9, 3));
+        assert_eq!(crate::seeds::ready(&work, &key), Some(seed.clone()));
+        assert!(crate::seeds::tracked_outputs(&work, &setup, "HEAD")
+            .unwrap()
+            .is_empty());
+        let lane = open(&work, "origin", "seeded", "HEAD", None).unwrap();
+        crate::seeds::give(&work, lane.dir.parent().unwrap(), &seed).unwrap();
+        lane.restore().unwrap();
+        let code = lane.dir.join("deps/lib/code.py");
+        assert_eq!(std::fs::read_to_string(&code).unwrap(), "GOOD = 1\n");
+        // An agent rewrites the dependency (not ignored by any .gitignore) and adds a file.
+        std::fs::write(&code, "POISONED = 1\n").unwrap();
+        std::fs::write(lane.dir.join("deps/planted"), "x").unwrap();
+        std::fs::write(lane.dir.join("change.txt"), "work\n").unwrap();
+        assert!(lane
+            .tree()
+            .uncommitted()
+            .unwrap()
+            .iter()
+            .all(|l| !l.contains("deps")));
+        assert!(lane.commit_all("the agent's work").unwrap());
+        let files = lane
+            .history()
+            .run(&["ls-tree", "-r", "--name-only", "HEAD"])
+            .unwrap();
+        assert!(
+            files.contains("change.txt") && !files.contains("deps"),
+            "{files}"
+        );
+        lane.restore().unwrap();
+        assert_eq!(std::fs::read_to_string(&code).unwrap(), "GOOD = 1\n");
+        assert!(!lane.dir.join("deps/planted").exists());
+        let kept = crate::seeds::seed_dir(&work, &key).join("outputs/deps/lib/code.py");
+        assert_eq!(std::fs::read_to_string(kept).unwrap(), "GOOD = 1\n");
+        // A changed input is another seed; the one a lane was given is never stale.
+        std::fs::write(work.join("README"), "version 3\n").unwrap();
+        git(&work, &["commit", "--quiet", "-am", "v3"]).unwrap();
+        assert_ne!(
+            crate::seeds::key(&work, &setup, "image:1", "HEAD").unwrap(),
+            key
+        );
+        assert!(crate::seeds::remove_stale(&work, None, false)
+            .unwrap()
+            .is_empty());
+        lane.remove();
+        let removed = crate::seeds::remove_stale(&work, None, false).unwrap();
+        assert_eq!(removed.len(), 1);
+        assert!(crate::seeds::all(&work).is_empty());
+    }
+
+    #[test]
     fn a_new_lane_holds_its_branchs_whole_history_and_nothing_of_other_branches() {
         let (_root, work) = repo_with_remote();
         three_versions(&work);

@@ -23,6 +23,7 @@ pub mod queue;
 pub mod queue_actions;
 pub mod receipts;
 pub mod reservations;
+pub mod seeds;
 pub mod settings;
 pub mod story;
 pub mod trust;

@@ -94,6 +94,21 @@ impl Tree<'_> {
             .map_err(|e| io_failure("write", &file, e))
     }
 
+    /// The seed the lane was given (`seeds.rs`): laid in at each restore, never walked,
+    /// never given to host git.
+    fn seed(&self) -> Option<crate::seeds::Given> {
+        crate::seeds::given(self.git_dir.parent()?)
+    }
+
+    /// Pathspecs for host git: the whole tree but the seed's outputs.
+    fn pathspecs(&self) -> Vec<String> {
+        let mut specs = vec![".".to_string()];
+        for output in self.seed().map(|s| s.outputs).unwrap_or_default() {
+            specs.push(format!(":(exclude,literal){output}"));
+        }
+        specs
+    }
+
     fn walk(&self, purpose: Purpose, max_file: u64) -> Result<walk::Walked, GateError> {
         walk::walk(
             self.work,
@@ -101,6 +116,11 @@ impl Tree<'_> {
                 purpose,
                 since: self.since(),
                 skip_untouched_repositories: false,
+                // A restore removes what was touched everywhere, the seed's copy included.
+                skip: match purpose {
+                    Purpose::Restore => Vec::new(),
+                    _ => self.seed().map(|s| s.outputs).unwrap_or_default(),
+                },
             },
             max_file,
         )
@@ -123,7 +143,10 @@ impl Tree<'_> {
         if let Some(words) = refusal_words(&walked, &large, bounds) {
             return Err(CommitError::Refused(words));
         }
-        git.run(&["add", "--all", "--", "."])?;
+        let specs = self.pathspecs();
+        let mut add = vec!["add", "--all", "--"];
+        add.extend(specs.iter().map(String::as_str));
+        git.run(&add)?;
         let committed = Committed {
             changed: git.run(&["diff", "--cached", "--quiet"]).is_err(),
             removed: walked.removed,
@@ -172,6 +195,12 @@ impl Tree<'_> {
         git.run(&["reset", "--quiet", "--hard", commit])?;
         // `-ff`: nested repositories go too; `.git` (the mount point) is never touched.
         git.run(&["clean", "--quiet", "-ffdx", "--exclude=/.git"])?;
+        // The seed's copy, laid in before the stamp: what a sandbox then changes in it is
+        // touched, what it leaves alone is not.
+        if let Some(seed) = self.seed() {
+            crate::seeds::lay(&seed, self.work)
+                .map_err(|e| io_failure("lay the seed into", self.work, e))?;
+        }
         self.stamp()?;
         Ok(walked.removed)
     }
@@ -180,16 +209,20 @@ impl Tree<'_> {
     /// ignored files too): a person's edits from `stet shell`. Looked at first.
     pub fn uncommitted(&self) -> Result<Vec<String>, GitError> {
         self.look()?;
+        let specs = self.pathspecs();
+        // Ignored files too: the lane's `.gitignore` is the agent's, and a file a person
+        // made in a shell is theirs whatever it says (the seed's copy is stet's).
+        let mut status = vec![
+            "status",
+            "--porcelain",
+            "--untracked-files=normal",
+            "--ignored=matching",
+            "--",
+        ];
+        status.extend(specs.iter().map(String::as_str));
         Ok(self
             .git()
-            // Ignored files too: the lane's `.gitignore` is the agent's, and a file a
-            // person made in a shell is theirs whatever it says.
-            .run(&[
-                "status",
-                "--porcelain",
-                "--untracked-files=normal",
-                "--ignored=matching",
-            ])?
+            .run(&status)?
             .lines()
             .map(str::to_string)
             .collect())
@@ -213,7 +246,10 @@ impl Tree<'_> {
         let git = self.git().with_index(index);
         // A file git cannot index is left out, not the whole diff (git still exits
         // non-zero then: what it could add is added).
-        git.output(&["add", "--intent-to-add", "--ignore-errors", "--", "."])?;
+        let specs = self.pathspecs();
+        let mut add = vec!["add", "--intent-to-add", "--ignore-errors", "--"];
+        add.extend(specs.iter().map(String::as_str));
+        git.output(&add)?;
         git.stream(&["diff", base], piece, on_line)
     }
 

@@ -59,7 +59,7 @@ impl Since {
 }
 
 /// How the walk is told what to do.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Rules {
     pub purpose: Purpose,
     /// `None`: everything counts as touched.
@@ -67,6 +67,10 @@ pub struct Rules {
     /// Repositories nothing touched are not entered (`stet ask`: those present before the
     /// call were mounted read-only; their objects can be many).
     pub skip_untouched_repositories: bool,
+    /// Paths (relative to the top) never entered nor judged: a lane's seed outputs, which
+    /// host git is never given (`tree.rs` excludes them from every command) and which the
+    /// next restore replaces whole.
+    pub skip: Vec<String>,
 }
 
 /// A repository found.
@@ -161,7 +165,7 @@ pub fn walk(top: &std::path::Path, rules: Rules, max_file: u64) -> Result<Walked
         to_rename: std::collections::HashSet::new(),
     };
     let top_stat = fs::fstat(&top_fd).map_err(|e| fail("", e))?;
-    if walker.touched(&top_stat) && rules.purpose != Purpose::Survey {
+    if walker.touched(&top_stat) && walker.rules.purpose != Purpose::Survey {
         walker.clean(&top_fd, "", &top_stat)?;
     }
     let mut stack = vec![Frame::new(
@@ -401,6 +405,9 @@ impl Walker {
         let mut subdirectories = Vec::new();
         for name in names {
             let path = joined(&frame.path, &name);
+            if self.rules.skip.contains(&path) {
+                continue;
+            }
             let st = match fs::statat(&frame.fd, &name, AtFlags::SYMLINK_NOFOLLOW) {
                 Ok(st) => st,
                 Err(Errno::NOENT) => continue,
@@ -864,6 +871,7 @@ mod tests {
             purpose,
             since,
             skip_untouched_repositories: false,
+            skip: Vec::new(),
         }
     }
 
