@@ -1904,3 +1904,170 @@ fn clean_remote_removes_squashed_and_rebased_branches_keeps_unmerged_work_and_ar
         out.stdout
     );
 }
+
+/// `[lane] setup` runs once, in a sandbox on the base, and every lane starts from what it
+/// made (the seed): a hostile agent rewrites a dependency and a build output in its lane
+/// and plants a file there, yet the check of that round, the next lane's agent and the
+/// seed itself see the setup's bytes; nothing of it is committed. `stet seed` says the seed
+/// is ready without running the setup again; a changed input builds a new one.
+#[test]
+fn a_setup_seeds_every_lane_and_what_an_agent_writes_there_reaches_no_other_lane_or_round() {
+    let world = world();
+    let remote = world.root.path().join("remote.git");
+    let agent = world.root.path().join("poisoner.sh");
+    std::fs::write(
+        &agent,
+        "#!/bin/sh\nset -eu\nprompt=$(cat)\n\
+         case \"${STET_ROLE:-implement}\" in\n\
+         implement)\n\
+           file=$(printf '%s\\n' \"$prompt\" | sed -n 's/^file: *//p' | head -n 1)\n\
+           cat deps/lib.txt > \"$file\"\n\
+           echo POISONED > deps/lib.txt\n\
+           echo POISONED > deps/out.o\n\
+           echo planted > deps/planted\n\
+           echo POISONED > /stet-lane/deps/alias.txt\n\
+           ;;\n\
+         review) echo LAND ;;\n\
+         esac\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&agent, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    std::fs::write(
+        world.root.path().join("home/.config/stet/config.toml"),
+        format!(
+            "[plugins.command]\nimplement = [\"{}\"]\nreview = [\"{}\"]\n",
+            agent.display(),
+            agent.display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(world.work.join(".gitignore"), "deps/\n").unwrap();
+    std::fs::write(world.work.join("deps.lock"), "lock v1\n").unwrap();
+    world.repo_config(
+        "[drive]\n\
+         check = \"grep -qx 'lock v1' deps/lib.txt && grep -qx built deps/out.o && test ! -e deps/planted && test \\\"$(cat /stet-lane/deps/where)\\\" = /stet-lane && test -f /stet-lane/deps/lib.txt\"\n\n\
+         [lane]\n\
+         setup = [\"mkdir -p deps && cp deps.lock deps/lib.txt\", \"echo built > deps/out.o && pwd > deps/where\"]\n\
+         setup_inputs = [\"deps.lock\"]\n\
+         setup_outputs = [\"deps\"]\n",
+    );
+    let ids = queue(&world, &["First\n\nfile: FIRST", "Second\n\nfile: SECOND"]);
+
+    let out = world.run_stet(&["drive", "--yes"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("setting up: [lane] setup runs once on origin/"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains(" built in "), "{}", out.stderr);
+    // Each lane's agent saw the setup's bytes, not the other lane's poison; the branch
+    // carries the agent's file and nothing of the seed.
+    for (id, file) in ids.iter().zip(["FIRST", "SECOND"]) {
+        let branch = format!("stet/{id}");
+        let files = files_on(&remote, &branch);
+        assert!(files.contains(&file.to_string()), "{files:?}");
+        assert!(files.iter().all(|f| !f.starts_with("deps/")), "{files:?}");
+        let seen = git(&remote, &["show", &format!("{branch}:{file}")]);
+        assert_eq!(seen, "lock v1\n", "{id} saw {seen:?}");
+    }
+    // The seed on this clone holds the setup's bytes.
+    let seeds = world.work.join(".git/stet/seeds");
+    let kept: Vec<_> = std::fs::read_dir(&seeds)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().join("seed.json").is_file())
+        .collect();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    let outputs = kept[0].path().join("outputs/deps");
+    assert_eq!(
+        std::fs::read_to_string(outputs.join("lib.txt")).unwrap(),
+        "lock v1\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(outputs.join("out.o")).unwrap(),
+        "built\n"
+    );
+    assert!(!outputs.join("planted").exists() && !outputs.join("alias.txt").exists());
+
+    // Ready: `stet seed` reuses it.
+    let again = world.run_stet(&["seed", "--json"]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    let json = again.json();
+    assert_eq!(json["built"], false, "{json:#}");
+    let key = json["seed"]["key"].as_str().unwrap().to_string();
+    assert_eq!(json["seed"]["outputs"], serde_json::json!(["deps"]));
+    // A changed input: a new seed, built by `stet seed`, with the new bytes.
+    std::fs::write(world.work.join("deps.lock"), "lock v2\n").unwrap();
+    git(&world.work, &["commit", "--quiet", "-am", "lock v2"]);
+    git(&world.work, &["push", "--quiet", "origin", "HEAD"]);
+    let rebuilt = world.run_stet(&["seed", "--json"]);
+    assert_eq!(rebuilt.code, 0, "{}", rebuilt.stderr);
+    let json = rebuilt.json();
+    assert_eq!(json["built"], true, "{json:#}");
+    assert_ne!(json["seed"]["key"].as_str().unwrap(), key);
+    let new = seeds.join(json["seed"]["key"].as_str().unwrap());
+    assert_eq!(
+        std::fs::read_to_string(new.join("outputs/deps/lib.txt")).unwrap(),
+        "lock v2\n"
+    );
+}
+
+/// A setup command that fails refuses the drive before anything is reserved, saying which
+/// command, how it ended and the end of its output; an untrusted `stet.toml`'s setup is
+/// never run, and `stet seed` says why.
+#[test]
+fn a_failing_setup_refuses_the_drive_before_any_reservation_and_an_untrusted_one_never_runs() {
+    let world = world();
+    let remote = world.root.path().join("remote.git");
+    std::fs::write(world.work.join(".gitignore"), "deps/\n").unwrap();
+    world.repo_config(
+        "[lane]\nsetup = [\"echo fetching the registry; exit 3\"]\nsetup_outputs = [\"deps\"]\n",
+    );
+    queue(&world, &["Work\n\nfile: WORK"]);
+    let out = world.run_stet(&["drive", "--yes"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(
+            "error: the setup command `echo fetching the registry; exit 3` exited with 3"
+        ),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("fetching the registry"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("hint: fix [lane] setup in stet.toml"),
+        "{}",
+        out.stderr
+    );
+    let refs = git(
+        &remote,
+        &["for-each-ref", "--format=%(refname)", "refs/stet/"],
+    );
+    assert!(!refs.contains("reservations"), "{refs}");
+
+    // The same file changed and not trusted: its setup is ignored, and `stet seed` says so.
+    std::fs::write(
+        world.work.join("stet.toml"),
+        "[lane]\nsetup = [\"touch /stet-lane/ran\"]\nsetup_outputs = [\"deps\"]\n",
+    )
+    .unwrap();
+    let seed = world.run_stet(&["seed"]);
+    assert_eq!(seed.code, 2, "{}", seed.stderr);
+    assert!(
+        seed.stderr.contains("ignored: [lane] setup"),
+        "{}",
+        seed.stderr
+    );
+    assert!(
+        seed.stderr
+            .contains("hint: stet.toml's [lane] setup applies once you trust the file"),
+        "{}",
+        seed.stderr
+    );
+}

@@ -33,6 +33,8 @@ pub enum Concept {
     Call,
     /// The drive: its lanes, reservations and checkpoints on the remote.
     Drive,
+    /// A lane's setup (`[lane] setup`) and the seeds it makes.
+    Setup,
 }
 
 /// Whose it is to mend what failed.

@@ -20,9 +20,10 @@ pub mod plugin_report;
 pub mod refresh;
 pub mod sandbox;
 pub mod scan;
+pub mod setup;
 pub mod transcript;
 pub mod walls;
 
 use stet_base::{capture, error, files, git, owner, printer, text, timestamp};
 use stet_plugin_host::plugins;
-use stet_records::{config, gate, init, land, lanes, receipts, settings};
+use stet_records::{config, gate, init, land, lanes, receipts, seeds, settings};

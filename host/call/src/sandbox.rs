@@ -441,15 +441,36 @@ pub struct LaneMounts {
     pub work_tree: std::path::PathBuf,
     /// Mounted read-only over the working tree: (host path, path inside the sandbox).
     pub read_only: Vec<(std::path::PathBuf, std::path::PathBuf)>,
+    /// Where the working tree is mounted too, as it is at its own path: a seeded lane's at
+    /// the path its setup ran at ([`crate::seeds::ALIAS`]), so that the absolute paths
+    /// the setup's tools wrote into its outputs name this lane's own copy.
+    pub also_at: Option<std::path::PathBuf>,
 }
 
 impl LaneMounts {
-    /// A lane: its git directory read-only at `<work tree>/.git`.
+    /// A lane: its git directory read-only at `<work tree>/.git`; a seeded lane's also at
+    /// the setup's path, with its git directory there too.
     pub fn of_lane(lane: &crate::lanes::Lane) -> LaneMounts {
-        LaneMounts {
+        let mounts = LaneMounts {
             work_tree: lane.dir.clone(),
             read_only: vec![(lane.git_dir.clone(), lane.dir.join(".git"))],
+            also_at: None,
+        };
+        let seeded = lane.dir.parent().and_then(crate::seeds::given).is_some();
+        if seeded {
+            mounts.at_setup_path(lane)
+        } else {
+            mounts
         }
+    }
+
+    /// [`LaneMounts::of_lane`] at the setup's path too (a lane's setup, a seeded lane).
+    pub fn at_setup_path(mut self, lane: &crate::lanes::Lane) -> LaneMounts {
+        let alias = std::path::PathBuf::from(crate::seeds::ALIAS);
+        self.read_only
+            .push((lane.git_dir.clone(), alias.join(".git")));
+        self.also_at = Some(alias);
+        self
     }
 
     /// A directory of the person's own (`stet ask`): every repository found under it
@@ -465,6 +486,7 @@ impl LaneMounts {
                 .iter()
                 .map(|p| (p.clone(), p.clone()))
                 .collect(),
+            also_at: None,
         }
     }
 }
@@ -535,6 +557,13 @@ impl Plan {
                 target: text(&lane.work_tree).into(),
                 writable: *access == LaneAccess::ReadWrite,
             });
+            if let Some(also_at) = &lane.also_at {
+                mounts.push(Mount {
+                    source: text(&lane.work_tree).into(),
+                    target: text(also_at).into(),
+                    writable: *access == LaneAccess::ReadWrite,
+                });
+            }
             // After the working tree, so that a runtime mounting in order puts them on top.
             for (source, target) in &lane.read_only {
                 mounts.push(Mount {

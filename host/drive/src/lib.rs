@@ -9,8 +9,10 @@
 pub mod drive;
 
 use stet_base::{capture, error, files, git, printer, text, timestamp};
-use stet_call::{call, credentials, doctor, harness, network, refresh, sandbox, scan, walls};
+use stet_call::{
+    call, credentials, doctor, harness, network, refresh, sandbox, scan, setup, walls,
+};
 use stet_plugin_host::plugins;
 use stet_records::{
-    base, checkpoints, config, gate, land, lanes, queue, receipts, reservations, settings,
+    base, checkpoints, config, gate, land, lanes, queue, receipts, reservations, seeds, settings,
 };

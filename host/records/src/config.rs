@@ -671,7 +671,7 @@ fn setup_of(reader: &Reader<'_>, lane: RawLane) -> Result<Option<Setup>, ConfigE
     for (i, a) in outputs.iter().enumerate() {
         if let Some(b) = outputs
             .iter()
-            .skip(i + 1)
+            .skip(i.saturating_add(1))
             .find(|b| nested(a.get_ref(), b.get_ref()))
         {
             return Err(reader.error(

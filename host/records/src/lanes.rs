@@ -613,6 +613,17 @@ pub fn scratch(root: &Path) -> Result<Lane, GitError> {
     Ok(lane)
 }
 
+/// A lane of its own under `root` (which must not exist) holding `source` (a ref or commit
+/// of `repo`) checked out, laid out and walled as a drive's lanes are: where a lane's setup
+/// runs (`[lane] setup`).
+pub fn checkout_at(repo: &Path, root: &Path, source: &str) -> Result<Lane, GitError> {
+    let lane = lay_out(root, "setup")?;
+    fill(repo, &lane, source, &lane.branch)?;
+    lane.tree().reset("HEAD", crate::git::HOST_ONLY_DEADLINE)?;
+    lane.forget_host_traces();
+    Ok(lane)
+}
+
 /// A working copy kept on this clone may be behind the branch on the remote (a peer took
 /// the lane over while this clone's drive was gone, and pushed): it moves to the pushed
 /// branch, fast-forward only. A remote that does not answer leaves the lane as it is.

@@ -32,6 +32,7 @@ mod profile;
 mod queue;
 mod receipts;
 mod run;
+mod seed;
 mod trust;
 mod walls;
 
@@ -261,6 +262,19 @@ pub enum Command {
     /// logged in by state), no billing key in the environment, free disk for lanes. No
     /// agent runs and no model is asked. Exit status: 0 when a drive could start; 3 when not.
     Doctor(DoctorArgs),
+
+    /// Build the seed every lane starts from: run [lane] setup on the base, once.
+    ///
+    /// The setup's commands (a trusted stet.toml's [lane] setup) run in order in a fresh
+    /// sandbox on a checkout of the remote's base — never on what an agent wrote — with
+    /// the image and stet's proxy for the hosts [lane] setup_network names and nothing else.
+    /// What they fill ([lane] setup_outputs) is kept on this clone, keyed by the setup, the
+    /// image and the content of [lane] setup_inputs, and every lane gets its own copy of
+    /// it; a drive builds a missing seed before its first lane. A seed whose key is
+    /// unchanged is reused, not built again. Exit status: 0 when the seed is ready; 2 when
+    /// there is no setup or a setup command failed; 3 when the runtime or the remote is
+    /// not usable.
+    Seed(SeedArgs),
 
     /// Add a work item to the queue (`.stet/queue/` in the repository).
     ///
@@ -1033,6 +1047,25 @@ pub enum AskRole {
 }
 
 #[derive(Debug, Args)]
+pub struct SeedArgs {
+    /// The remote whose base the setup runs on.
+    #[arg(long, default_value = "origin", value_name = "NAME")]
+    pub remote: String,
+
+    /// How long the setup may take, all its commands together (default 1h).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub limit: Option<std::time::Duration>,
+
+    /// Select this runtime plugin by name.
+    #[arg(long, value_name = "NAME")]
+    pub runtime: Option<String>,
+
+    /// Print JSON instead of lines.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
 pub struct GcArgs {
     /// Say what would be removed, and remove nothing.
     #[arg(long)]
@@ -1248,6 +1281,7 @@ fn run(cli: Cli, printer: Printer) -> Result<Exit, CliError> {
         Command::Doctor(args) => doctor::run(&settings, &args, printer),
         Command::Walls(args) => walls::run(&settings, &args, printer),
         Command::Gc(args) => gc::run(&settings, &args, printer),
+        Command::Seed(args) => seed::run(&settings, &args, printer),
         Command::Profile(ProfileCommand::Login(args)) => profile::login(&settings, &args, printer),
         Command::Plugins(PluginsCommand::Conformance(args)) => {
             plugins_conformance::run(&settings, &args, printer)
@@ -1298,6 +1332,10 @@ impl Command {
                 runtime: a.runtime.clone(),
                 probe_timeout: a.probe_timeout.clone(),
                 image: a.image.clone(),
+                ..Default::default()
+            },
+            Command::Seed(a) => Overrides {
+                runtime: a.runtime.clone(),
                 ..Default::default()
             },
             Command::Drive(a) => Overrides {

@@ -38,6 +38,7 @@ pub fn run(settings: &Settings, args: &RunArgs, printer: Printer) -> Result<Exit
         LaneMounts {
             work_tree: cwd.clone(),
             read_only: Vec::new(),
+            also_at: None,
         },
         LaneAccess::ReadWrite,
     );

@@ -136,6 +136,24 @@ pub(crate) use note;
 pub use crate::sandbox::IN_SANDBOX;
 
 impl Drive<'_> {
+    /// Gives `lane` the drive's seed (`[lane] setup`), laid into its working tree now,
+    /// unless it was given one when it was made: an item keeps the seed it started from.
+    fn give_seed(&self, lane: &lanes::Lane) -> Result<(), Error> {
+        let (Some(seed), Some(root)) = (&self.seed, lane.dir.parent()) else {
+            return Ok(());
+        };
+        if crate::seeds::given(root).is_some() {
+            return Ok(());
+        }
+        let failed = |e: String| {
+            Concept::Setup
+                .failure(format!("cannot give the lane {} its seed", lane.branch))
+                .caused_by(e)
+        };
+        crate::seeds::give(&self.repo, root, seed).map_err(|e| failed(e.to_string()))?;
+        lane.restore().map_err(|e| failed(e.to_string()))
+    }
+
     /// The lock on the walled profile every lane copies (see `profile_lock`).
     fn lock_profile(&self) -> std::sync::MutexGuard<'_, u64> {
         self.profile_lock.lock().unwrap_or_else(|p| p.into_inner())
@@ -158,6 +176,8 @@ struct Drive<'a> {
     harness: OpenHarness,
     runtime: Arc<OpenRuntime>,
     profile: stet_plugin_api::Profile,
+    /// What every lane starts from (`[lane] setup`), when the repository has a setup.
+    seed: Option<crate::seeds::Seed>,
     run: String,
     holder: String,
     /// A stop asked by a signal; every wait wakes for it.
@@ -292,11 +312,20 @@ pub fn run(
         note!(printer, "not driving; nothing was reserved");
         return Ok(Ended::Done);
     }
+    let seed = seed_of(
+        settings,
+        options,
+        (&repo, &base),
+        &runtime,
+        clock.now_ms(),
+        printer,
+    )?;
 
     drain_consented(
         Consented {
             repo,
             base,
+            seed,
             harness,
             runtime,
             eligible,
@@ -314,6 +343,7 @@ pub fn run(
 struct Consented {
     repo: PathBuf,
     base: crate::base::Base,
+    seed: Option<crate::seeds::Seed>,
     harness: harness::OpenHarness,
     runtime: Arc<OpenRuntime>,
     /// How many of the queue's items it may take.
@@ -333,6 +363,7 @@ fn drain_consented(
     let Consented {
         repo,
         base,
+        seed,
         harness,
         runtime,
         eligible,
@@ -367,6 +398,7 @@ fn drain_consented(
     }
     let drive = Drive {
         base,
+        seed,
         profile,
         author,
         holder: holder(&repo),
@@ -395,6 +427,74 @@ fn drain_consented(
         slot.keeper.finish();
     }
     exit
+}
+
+/// The seed every lane starts from, built now when the base's is missing (before anything
+/// is reserved: a setup that fails refuses the drive); `None` without a setup.
+fn seed_of(
+    settings: &Settings,
+    options: &DriveOptions,
+    (repo, base): (&Path, &crate::base::Base),
+    runtime: &OpenRuntime,
+    now_ms: u64,
+    printer: Printer,
+) -> Result<Option<crate::seeds::Seed>, Error> {
+    if settings.setup.is_none() {
+        return Ok(None);
+    }
+    let ready = crate::setup::key_of(repo, settings, &base.commit)?
+        .and_then(|key| crate::seeds::ready(repo, &key));
+    if let Some(seed) = ready {
+        note!(
+            printer,
+            "lanes start from seed {} ({})",
+            seed.key,
+            seed.outputs.join(", ")
+        );
+        return Ok(Some(seed));
+    }
+    note!(
+        printer,
+        "setting up: [lane] setup runs once on {} (its seed is every lane's start){}",
+        base.name,
+        if options.follow {
+            ""
+        } else {
+            "; its output is in .git/stet/seeds/"
+        }
+    );
+    let follow = options.follow;
+    let mut pending = Vec::new();
+    let mut echo = |bytes: &[u8]| {
+        if follow {
+            let text = crate::text::inert_bytes(&mut pending, bytes);
+            let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), text.as_bytes());
+        }
+    };
+    let run = format!("setup-{}-{now_ms}", std::process::id());
+    let limit = std::time::Duration::from_secs(options.call_limit_secs);
+    let seeded = crate::setup::ensure(
+        repo,
+        settings,
+        runtime,
+        &base.commit,
+        &run,
+        limit,
+        &mut echo,
+    )?;
+    Ok(seeded.map(|seeded| {
+        let seed = seeded.seed;
+        note!(
+            printer,
+            "seed {} {} in {:.1} s: {} ({})",
+            seed.key,
+            if seeded.built { "built" } else { "ready" },
+            seed.took_ms as f64 / 1000.0,
+            seed.outputs.join(", "),
+            crate::printer::size(seed.bytes)
+        );
+        seed
+    }))
 }
 
 /// The repository a drive in the current directory drains, once every precondition that

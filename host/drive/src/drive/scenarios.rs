@@ -554,6 +554,7 @@ impl World {
             login_image: "fake-image".into(),
             profiles_root: root.path().to_path_buf(),
             drive_check: None,
+            setup: None,
             drive_land: None,
             drive_pull_request_repo: None,
             secrets_allowed: Vec::new(),
@@ -640,6 +641,7 @@ impl World {
         let (items, _) = crate::queue::scan_at(&self.repo, &base.commit);
         let drive = Drive {
             base,
+            seed: None,
             repo: self.repo.clone(),
             settings: &self.settings,
             options,

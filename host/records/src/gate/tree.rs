@@ -100,11 +100,19 @@ impl Tree<'_> {
         crate::seeds::given(self.git_dir.parent()?)
     }
 
-    /// Pathspecs for host git: the whole tree but the seed's outputs.
+    /// Pathspecs for host git: the whole tree but the seed's outputs. (An output the
+    /// tree's ignore rules leave out already is not named: git refuses a pathspec that
+    /// names an ignored path, even to exclude it. Looked at after the walk.)
     fn pathspecs(&self) -> Vec<String> {
+        let git = self.git();
         let mut specs = vec![".".to_string()];
         for output in self.seed().map(|s| s.outputs).unwrap_or_default() {
-            specs.push(format!(":(exclude,literal){output}"));
+            if git
+                .run(&["check-ignore", "--quiet", "--", &output])
+                .is_err()
+            {
+                specs.push(format!(":(exclude,literal){output}"));
+            }
         }
         specs
     }

@@ -101,7 +101,7 @@ impl Worker<'_, '_> {
             }
         };
         // A stop asked meanwhile makes no sandbox (the lane stays, for the item's take).
-        let implement = if self.ending() {
+        let implement = if self.ending() || self.drive.give_seed(&lane).is_err() {
             None
         } else {
             self.prompt_for(Role::Implement, &item, &lane, None)

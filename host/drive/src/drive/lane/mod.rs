@@ -78,6 +78,12 @@ impl Worker<'_, '_> {
                 return Err(cannot_open(&item.id, e));
             }
         };
+        if let Err(e) = self.drive.give_seed(&lane) {
+            if let Some(call) = ready {
+                call.discard(Some(self.reaper));
+            }
+            return Err(e);
+        }
         // The later stages' sandboxes are made on threads of this scope while the earlier
         // ones run; whatever no stage took is retired before the lane is let go.
         std::thread::scope(|scope| {

@@ -1,0 +1,258 @@
+//! A lane's setup (`[lane] setup`): its commands run once per clone and seed key, in a
+//! sandbox made from the base commit — never from what an agent wrote — with the
+//! repository's image, stet's proxy for the hosts the setup names and nothing else; what
+//! it fills is kept as the seed every lane starts from (`stet-records`' `seeds.rs`).
+//!
+//! Only a person's own file or a trusted `stet.toml` names a setup (`settings.rs`): its
+//! commands run with network, and what they make is in every lane.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use stet_plugin_api::{Network, ProcessSpec, ROption, RVec};
+
+use crate::error::{Concept, Error};
+use crate::lanes;
+use crate::network::WalledSandbox;
+use crate::sandbox::{self, LaneAccess, LaneMounts, OpenRuntime, Plan};
+use crate::seeds::{self, Seed};
+use crate::settings::Settings;
+
+/// How long a setup may take, all its commands together, unless the caller says.
+pub const DEFAULT_LIMIT: Duration = Duration::from_secs(60 * 60);
+
+/// What [`ensure`] found or did.
+#[derive(Debug, Clone)]
+pub struct Seeded {
+    /// The seed.
+    pub seed: Seed,
+    /// Whether this call built it (else it was kept from before).
+    pub built: bool,
+    /// The setup's output log, when this call built it.
+    pub log: Option<PathBuf>,
+    /// The hosts the proxy refused the setup, with how often.
+    pub refused: Vec<(String, u64)>,
+}
+
+/// Where a setup's whole output goes: `.git/stet/seeds/<key>.log`.
+pub fn log_path(repo: &Path, key: &str) -> PathBuf {
+    seeds::seeds_dir(repo).join(format!("{key}.log"))
+}
+
+/// The key of the seed `settings`' setup makes on `base` (a commit or ref of `repo`);
+/// `None` without a setup. Refuses a setup whose outputs the base tracks.
+pub fn key_of(repo: &Path, settings: &Settings, base: &str) -> Result<Option<String>, Error> {
+    let Some(setup) = &settings.setup else {
+        return Ok(None);
+    };
+    let git_failed = |e: crate::git::GitError| {
+        Concept::Setup
+            .failure(format!("cannot read the base {base} for the setup"))
+            .caused_by(e.to_string())
+    };
+    let tracked = seeds::tracked_outputs(repo, setup, base).map_err(git_failed)?;
+    if !tracked.is_empty() {
+        return Err(Concept::Setup
+            .usage(format!(
+                "[lane] setup_outputs names {}, which the base tracks; a setup fills only what git leaves alone",
+                tracked.iter().map(|t| format!("`{t}`")).collect::<Vec<_>>().join(", ")
+            ))
+            .hint("name the ignored directories the setup fills (target, .venv, node_modules), and list them in .gitignore"));
+    }
+    seeds::key(repo, setup, &settings.image, base)
+        .map(Some)
+        .map_err(git_failed)
+}
+
+/// The seed for `base`: kept from before when its key is unchanged, else built now by
+/// running the setup (its output streamed to `on_output` and kept in its log). `None`
+/// without a setup. One stet of a clone builds at a time; another waits, then uses it.
+pub fn ensure(
+    repo: &Path,
+    settings: &Settings,
+    runtime: &OpenRuntime,
+    base: &str,
+    run: &str,
+    limit: Duration,
+    on_output: &mut (dyn FnMut(&[u8]) + Send),
+) -> Result<Option<Seeded>, Error> {
+    let Some(key) = key_of(repo, settings, base)? else {
+        return Ok(None);
+    };
+    let kept = |seed| Seeded {
+        seed,
+        built: false,
+        log: None,
+        refused: Vec::new(),
+    };
+    if let Some(seed) = seeds::ready(repo, &key) {
+        return Ok(Some(kept(seed)));
+    }
+    let lock = seeds::seeds_dir(repo).join(".building.lock");
+    let _building = crate::files::lock_exclusive(&lock)
+        .map_err(|e| Concept::Setup.failure(format!("cannot lock {}: {e}", lock.display())))?;
+    if let Some(seed) = seeds::ready(repo, &key) {
+        return Ok(Some(kept(seed)));
+    }
+    build(repo, settings, runtime, base, run, &key, limit, on_output).map(Some)
+}
+
+/// Runs the setup on a checkout of `base` and keeps what it filled as the seed `key`.
+#[allow(clippy::too_many_arguments)]
+fn build(
+    repo: &Path,
+    settings: &Settings,
+    runtime: &OpenRuntime,
+    base: &str,
+    run: &str,
+    key: &str,
+    limit: Duration,
+    on_output: &mut (dyn FnMut(&[u8]) + Send),
+) -> Result<Seeded, Error> {
+    let setup = settings.setup.clone().unwrap_or_default();
+    let failed = |what: &str, e: &dyn std::fmt::Display| {
+        Concept::Setup.failure(format!("cannot {what}: {e}"))
+    };
+    let commit = crate::git::Inert::at(repo)
+        .run(&["rev-parse", "--verify", &format!("{base}^{{commit}}")])
+        .map_err(|e| failed("read the base", &e))?;
+    // Under the lock: what a killed build left is this clone's, and no one else's now.
+    let scratch = seeds::seeds_dir(repo).join(".setup");
+    if scratch.exists() {
+        lanes::delete(&scratch).map_err(|e| failed("remove an earlier setup's checkout", &e))?;
+    }
+    let lane = lanes::checkout_at(repo, &scratch, &commit)
+        .map_err(|e| failed("check the base out for the setup", &e))?;
+    let started = crate::timestamp::now_ms();
+    let ran = run_commands(repo, settings, runtime, &lane, run, key, limit, on_output);
+    let result = ran.and_then(|refused| {
+        let seed = Seed {
+            key: key.to_string(),
+            base: commit.clone(),
+            commands: setup.commands.clone(),
+            image: settings.image.clone(),
+            outputs: setup.outputs.clone(),
+            bytes: 0,
+            entries: 0,
+            built_unix_ms: crate::timestamp::now_ms(),
+            took_ms: crate::timestamp::now_ms().saturating_sub(started),
+        };
+        let seed = seeds::keep(repo, &lane.dir, seed).map_err(|e| {
+            Concept::Setup
+                .usage(format!("the setup's outputs cannot be kept: {e}"))
+                .hint("make the setup fill every path [lane] setup_outputs names")
+        })?;
+        Ok(Seeded {
+            seed,
+            built: true,
+            log: Some(log_path(repo, key)),
+            refused,
+        })
+    });
+    let _ = lanes::delete(&scratch);
+    result
+}
+
+/// The setup's commands in order, in one sandbox on `lane` (at the setup's path), the
+/// first that fails ending it; returns what the proxy refused.
+#[allow(clippy::too_many_arguments)]
+fn run_commands(
+    repo: &Path,
+    settings: &Settings,
+    runtime: &OpenRuntime,
+    lane: &lanes::Lane,
+    run: &str,
+    key: &str,
+    limit: Duration,
+    on_output: &mut (dyn FnMut(&[u8]) + Send),
+) -> Result<Vec<(String, u64)>, Error> {
+    let setup = settings.setup.clone().unwrap_or_default();
+    let network = if setup.network.is_empty() {
+        Network::None
+    } else {
+        Network::AllowHosts(
+            setup
+                .network
+                .iter()
+                .map(|h| h.as_str().into())
+                .collect::<RVec<_>>(),
+        )
+    };
+    let plan = Plan::new("setup", run, seeds::ALIAS).with_lane(
+        LaneMounts::of_lane(lane).at_setup_path(lane),
+        LaneAccess::ReadWrite,
+    );
+    let walled = WalledSandbox::make(settings, runtime, &network, Vec::new(), &[], plan)?;
+    let log = log_path(repo, key);
+    let mut output = crate::capture::Capture::new(Some(&log), 16 * 1024)
+        .map_err(|e| Concept::Setup.failure(format!("cannot write {}: {e}", log.display())))?;
+    let deadline = std::time::Instant::now() + limit;
+    let mut failure = None;
+    let mut ended_badly = None;
+    for command in &setup.commands {
+        let said = format!("$ {command}\n");
+        on_output(said.as_bytes());
+        output.push(said.as_bytes());
+        let process = match walled.sandbox.spawn(ProcessSpec {
+            argv: vec!["sh".into(), "-c".into(), command.as_str().into()].into(),
+            env: walled.env().into(),
+            workdir: ROption::RSome(seeds::ALIAS.into()),
+            stdin: Default::default(),
+        }) {
+            Ok(process) => process,
+            Err(e) => {
+                failure = Some(e);
+                break;
+            }
+        };
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let watchdog = sandbox::Watchdog::start(&process, left);
+        let status = process.wait(&mut |_, bytes| {
+            on_output(bytes);
+            output.push(bytes);
+        });
+        let ended = match status {
+            Ok(status) if status.success() => continue,
+            Ok(_) if watchdog.fired() => format!(
+                "did not finish within {} and was killed",
+                humantime::format_duration(limit)
+            ),
+            Ok(status) => match (status.code.into_option(), status.signal.into_option()) {
+                (Some(code), _) => format!("exited with {code}"),
+                (None, Some(signal)) => format!("was ended by signal {signal}"),
+                (None, None) => "ended without an exit status".to_string(),
+            },
+            Err(e) => {
+                failure = Some(e);
+                break;
+            }
+        };
+        ended_badly = Some(format!("the setup command `{command}` {ended}"));
+        break;
+    }
+    let (blocked, _) = walled.finish(None);
+    let kept = output.finish().unwrap_or_default();
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    if let Some(ended) = ended_badly {
+        let kept = String::from_utf8_lossy(&kept);
+        let lines: Vec<&str> = kept.lines().collect();
+        let tail = lines[lines.len().saturating_sub(12)..].join("\n");
+        let mut error = Concept::Setup.usage(ended).hint(format!(
+            "fix [lane] setup in stet.toml (its whole output is in {})",
+            log.display()
+        ));
+        if !tail.trim().is_empty() {
+            error = error.caused_by(format!("its output ends:\n{}", crate::text::inert(&tail)));
+        }
+        if !blocked.is_empty() {
+            error = error.caused_by(format!(
+                "stet's proxy refused it {}; [lane] setup_network lists the hosts a setup may reach",
+                blocked.iter().map(|b| b.target.clone()).collect::<Vec<_>>().join(", ")
+            ));
+        }
+        return Err(error);
+    }
+    Ok(blocked.into_iter().map(|b| (b.target, b.count)).collect())
+}
