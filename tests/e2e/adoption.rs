@@ -2012,6 +2012,25 @@ fn a_setup_seeds_every_lane_and_what_an_agent_writes_there_reaches_no_other_lane
         std::fs::read_to_string(new.join("outputs/deps/lib.txt")).unwrap(),
         "lock v2\n"
     );
+    let doctor = world.run_stet(&["doctor", "--json"]);
+    let seed_check = check(&doctor.json(), "seed").clone();
+    assert_eq!(seed_check["ok"], true, "{seed_check:#}");
+    let detail = seed_check["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with("ready for origin/") && detail.contains("deps, "),
+        "{detail}"
+    );
+    // The first seed is stale now (no lane holds it): `stet clean` removes it, not the new.
+    let cleaned = world.run_stet(&["clean"]);
+    assert_eq!(cleaned.code, 0, "{}", cleaned.stderr);
+    assert!(
+        cleaned.stdout.contains(&format!(
+            "removed  seed {key} (deps) — built for an older base or setup"
+        )),
+        "{}",
+        cleaned.stdout
+    );
+    assert!(!seeds.join(&key).exists() && new.is_dir());
 }
 
 /// A setup command that fails refuses the drive before anything is reserved, saying which

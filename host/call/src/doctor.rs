@@ -180,6 +180,43 @@ pub fn pull_requests(settings: &Settings, repo: &Path) -> Option<Check> {
     })
 }
 
+/// With `[lane] setup`: whether the seed for the base (as last fetched) is built on this
+/// clone, and how a lane gets it. Not built is no failure: a drive builds it first.
+pub fn seed(settings: &Settings, repo: &Path, remote: &str) -> Option<Check> {
+    settings.setup.as_ref()?;
+    let Some(base) = crate::base::known(repo, remote) else {
+        return Some(Check::fail(
+            "seed",
+            "[lane] setup runs on the remote's base, and this clone knows none",
+            format!("git fetch {remote}"),
+        ));
+    };
+    let copy = "each lane gets a copy of its own (a plain copy: no agent's write reaches the seed)";
+    Some(match crate::setup::key_of(repo, settings, &base.commit) {
+        Err(e) => Check::of_error("seed", &e),
+        Ok(None) => return None,
+        Ok(Some(key)) => match crate::seeds::ready(repo, &key) {
+            Some(seed) => Check::ok(
+                "seed",
+                format!(
+                    "ready for {} ({}, {}, built {}); {copy}",
+                    base.name,
+                    seed.outputs.join(", "),
+                    crate::printer::size(seed.bytes),
+                    crate::timestamp::utc((seed.built_unix_ms / 1000) as i64)
+                ),
+            ),
+            None => Check::ok(
+                "seed",
+                format!(
+                    "not built for {} yet: a drive runs [lane] setup before its first lane (stet seed runs it now); {copy}",
+                    base.name
+                ),
+            ),
+        },
+    })
+}
+
 /// The free space where lanes are made (the repository's git directory).
 pub fn disk(settings: &Settings, repo: &Path) -> Check {
     let git_dir = repo.join(".git");

@@ -26,4 +26,4 @@ pub mod walls;
 
 use stet_base::{capture, error, files, git, owner, printer, text, timestamp};
 use stet_plugin_host::plugins;
-use stet_records::{config, gate, init, land, lanes, receipts, seeds, settings};
+use stet_records::{base, config, gate, init, land, lanes, receipts, seeds, settings};

@@ -224,6 +224,8 @@ fn make(
     if let Some(pooled) = take_pooled(repo, &partial, bounds.is_some()) {
         match reuse(repo, &pooled, item, source) {
             Ok(()) => {
+                // The item before was given its seed; this one is given the drive's.
+                let _ = std::fs::remove_file(partial.join("seed"));
                 std::fs::rename(&partial, &root).map_err(|e| io_error("rename", &root, e))?;
                 return Ok(());
             }

@@ -27,11 +27,13 @@ pub fn run(args: &CleanArgs, printer: Printer) -> Result<Exit, CliError> {
         .hint("check the network and the remote, then run stet clean again")
     })?;
     let entries = &report.entries;
+    let seeds = stale_seeds(&repo, &args.remote_name, args.dry_run)?;
     let freed: u64 = entries
         .iter()
         .filter(|e| e.action != Action::Kept)
         .map(|e| e.bytes)
-        .sum();
+        .sum::<u64>()
+        .saturating_add(seeds.iter().map(|s| s.bytes).sum::<u64>());
     if args.json {
         #[derive(serde::Serialize)]
         struct Json<'a> {
@@ -41,6 +43,9 @@ pub fn run(args: &CleanArgs, printer: Printer) -> Result<Exit, CliError> {
             freed_bytes: u64,
             archive: &'a Option<crate::clean::Archive>,
             archivable: usize,
+            /// Seeds of an older base or setup, removed (no lane was given them).
+            #[serde(skip_serializing_if = "<[_]>::is_empty")]
+            seeds: &'a [crate::seeds::Seed],
         }
         printer.json(&Json {
             dry_run: args.dry_run,
@@ -48,11 +53,26 @@ pub fn run(args: &CleanArgs, printer: Printer) -> Result<Exit, CliError> {
             freed_bytes: freed,
             archive: &report.archive,
             archivable: report.archivable,
+            seeds: &seeds,
         });
         return Ok(Exit::Success);
     }
-    if entries.is_empty() {
+    if entries.is_empty() && seeds.is_empty() {
         printer.out("nothing to clean: no landed, failed or cancelled item left anything here");
+    }
+    for seed in &seeds {
+        printer.out(&format!(
+            "{:<width$} seed {} ({}) — built for an older base or setup — {}",
+            if args.dry_run {
+                "would remove"
+            } else {
+                "removed"
+            },
+            seed.key,
+            seed.outputs.join(", "),
+            crate::printer::size(seed.bytes),
+            width = if args.dry_run { 12 } else { 8 },
+        ));
     }
     // The column of what was done: as wide as its longest word here.
     let width = if args.dry_run { 12 } else { 8 };
@@ -64,7 +84,7 @@ pub fn run(args: &CleanArgs, printer: Printer) -> Result<Exit, CliError> {
         };
         printer.out(&format!("{:<width$} {}{size}", e.action.word(), e.line()));
     }
-    if !entries.is_empty() {
+    if !entries.is_empty() || !seeds.is_empty() {
         printer.out(&if args.dry_run {
             format!(
                 "would free {} on this clone; nothing was removed (run it again without --dry-run)",
@@ -106,4 +126,28 @@ pub fn run(args: &CleanArgs, printer: Printer) -> Result<Exit, CliError> {
         );
     }
     Ok(Exit::Success)
+}
+
+/// The seeds on this clone that no lane was given and that are not the base's (as last
+/// fetched) under the setup as it is now: removed, or with `dry_run` named.
+fn stale_seeds(
+    repo: &std::path::Path,
+    remote: &str,
+    dry_run: bool,
+) -> Result<Vec<crate::seeds::Seed>, CliError> {
+    if crate::seeds::all(repo).is_empty() {
+        return Ok(Vec::new());
+    }
+    // The current seed is kept: its key needs the settings (the setup, the image).
+    let settings = crate::settings::resolve(&[], &Default::default())?;
+    let current = match crate::base::known(repo, remote) {
+        Some(base) => crate::setup::key_of(repo, &settings, &base.commit)
+            .ok()
+            .flatten(),
+        None => None,
+    };
+    crate::seeds::remove_stale(repo, current.as_deref(), dry_run).map_err(|e| {
+        CliError::failure(format!("cannot remove a stale seed: {e}"))
+            .hint("remove .git/stet/seeds/ by hand; a drive builds what it needs again")
+    })
 }

@@ -37,6 +37,7 @@ pub fn run(settings: &Settings, args: &DoctorArgs, printer: Printer) -> Result<E
     checks.extend(doctor::harness(&harness));
     if let Some(repo) = &repo {
         checks.push(doctor::disk(settings, repo));
+        checks.extend(doctor::seed(settings, repo, &args.remote));
         checks.extend(doctor::pull_requests(settings, repo));
     }
     let ready = checks.iter().all(|c| c.ok);
