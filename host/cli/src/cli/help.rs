@@ -16,7 +16,7 @@ const GROUPS: &[(&str, &[&str], &str)] = &[
     ),
     (
         "Drive",
-        &["drive", "land", "doctor", "walls", "ask", "run", "gc"],
+        &["drive", "land", "doctor", "seed", "walls", "ask", "run", "gc"],
         "stet doctor && stet drive --jobs 2",
     ),
     (

@@ -1052,7 +1052,7 @@ pub struct SeedArgs {
     #[arg(long, default_value = "origin", value_name = "NAME")]
     pub remote: String,
 
-    /// How long the setup may take, all its commands together (default 1h).
+    /// How long the setup may take, all its commands together: an hour unless given.
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     pub limit: Option<std::time::Duration>,
 
