@@ -2090,3 +2090,149 @@ fn a_failing_setup_refuses_the_drive_before_any_reservation_and_an_untrusted_one
         seed.stderr
     );
 }
+
+/// A real package nobody here wrote, fetched from PyPI by the test's setup: `parse`, whose
+/// check is its own pytest suite. `[lane] setup` makes a virtual environment and installs
+/// pytest and the package (editable) from PyPI through stet's proxy, once; both lanes'
+/// checks run the suite on their own copy of that environment, the agent's new test among
+/// them, and land.
+#[test]
+fn a_real_python_package_lands_items_whose_check_runs_its_own_tests_from_a_seeded_environment() {
+    let world = world();
+    let remote = world.root.path().join("remote.git");
+    // The package's source as PyPI serves it.
+    let download = world.root.path().join("download");
+    let fetched = std::process::Command::new("python3")
+        .args([
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--no-deps",
+            "--no-binary",
+            ":all:",
+        ])
+        .arg("parse==1.20.2")
+        .arg("--dest")
+        .arg(&download)
+        .env("PIP_DISABLE_PIP_VERSION_CHECK", "1")
+        .output()
+        .expect("python3 -m pip (the test setup installs python3-pip)");
+    assert!(
+        fetched.status.success(),
+        "the test fetches parse 1.20.2 from PyPI: {}",
+        String::from_utf8_lossy(&fetched.stderr)
+    );
+    let unpacked = std::process::Command::new("tar")
+        .args(["xzf", "parse-1.20.2.tar.gz", "--strip-components=1", "-C"])
+        .arg(&world.work)
+        .current_dir(&download)
+        .status()
+        .unwrap();
+    assert!(unpacked.success());
+    // The image: the lane image with Python, as a project's .stet/Containerfile makes it.
+    // This machine's way out inspects TLS: its certificate authorities (public
+    // certificates, in the host's store) go into the image, and pip is told to use the
+    // system's store, as the host's own pip is.
+    let context = world.root.path().join("image");
+    std::fs::create_dir_all(context.join("ca")).unwrap();
+    for entry in std::fs::read_dir("/usr/local/share/ca-certificates")
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "crt"))
+    {
+        std::fs::copy(entry.path(), context.join("ca").join(entry.file_name())).unwrap();
+    }
+    std::fs::write(
+        context.join("Containerfile"),
+        format!(
+            "FROM {}\nUSER root\nCOPY ca/ /usr/local/share/ca-certificates/\n\
+             RUN apt-get update \\\n && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3 python3-venv \\\n && rm -rf /var/lib/apt/lists/* \\\n && update-ca-certificates \\\n && printf '[global]\\ncert = /etc/ssl/certs/ca-certificates.crt\\n' > /etc/pip.conf\n",
+            stet_e2e::IMAGE
+        ),
+    )
+    .unwrap();
+    let image = OwnImage(format!("stet-e2e-python:{}", std::process::id()));
+    let built = std::process::Command::new("docker")
+        .args(["build", "--quiet", "--tag", &image.0, "--file"])
+        .arg(context.join("Containerfile"))
+        .arg(&context)
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    // The agent adds a test of its own to the package's suite.
+    let agent = world.root.path().join("tester.sh");
+    std::fs::write(
+        &agent,
+        "#!/bin/sh\nset -eu\nprompt=$(cat)\n\
+         case \"${STET_ROLE:-implement}\" in\n\
+         implement)\n\
+           name=$(printf '%s\\n' \"$prompt\" | sed -n 's/^test: *//p' | head -n 1)\n\
+           printf 'from parse import parse\\n\\n\\ndef test_%s():\\n    assert parse(\"{} {}\", \"a b\").fixed == (\"a\", \"b\")\\n' \"$name\" > \"tests/test_$name.py\"\n\
+           ;;\n\
+         review) echo LAND ;;\n\
+         esac\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&agent, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    std::fs::write(
+        world.root.path().join("home/.config/stet/config.toml"),
+        format!("[plugins.command]\nimplement = [\"{}\"]\n", agent.display()),
+    )
+    .unwrap();
+    std::fs::write(
+        world.work.join(".gitignore"),
+        ".venv/\n*.egg-info/\n__pycache__/\n",
+    )
+    .unwrap();
+    world.repo_config(&format!(
+        "[sandbox]\nimage = \"{}\"\n\n\
+         [drive]\ncheck = \".venv/bin/python -m pytest -q -p no:cacheprovider\"\n\n\
+         [lane]\n\
+         setup = [\"python3 -m venv .venv\", \".venv/bin/pip install --quiet --disable-pip-version-check pytest -e .\"]\n\
+         setup_inputs = [\"pyproject.toml\"]\n\
+         setup_outputs = [\".venv\"]\n\
+         setup_network = [\"pypi.org\", \"files.pythonhosted.org\"]\n",
+        image.0
+    ));
+    let ids = queue(
+        &world,
+        &["Test pairs\n\ntest: pairs", "Test again\n\ntest: again"],
+    );
+
+    let out = world.run_stet(&["drive", "--yes"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stderr.contains(" built in "), "{}", out.stderr);
+    for (id, name) in ids.iter().zip(["pairs", "again"]) {
+        let files = files_on(&remote, &format!("stet/{id}"));
+        assert!(
+            files.contains(&format!("tests/test_{name}.py")),
+            "{files:?}"
+        );
+        assert!(files.iter().all(|f| !f.starts_with(".venv")), "{files:?}");
+    }
+    // Each check ran the package's whole suite and the agent's test, and passed.
+    let receipts = stet_e2e::receipts_oldest_first(&world.run_stet(&["receipts", "--json"]));
+    let checks: Vec<&serde_json::Value> =
+        receipts.iter().filter(|r| r["role"] == "check").collect();
+    assert_eq!(checks.len(), 2, "{receipts:#?}");
+    for check in checks {
+        assert_eq!(check["outcome"], "passed", "{check:#}");
+        let id = check["id"].as_str().unwrap();
+        let log =
+            std::fs::read_to_string(world.work.join(format!(".git/stet/logs/{id}.log"))).unwrap();
+        let passed: u32 = log
+            .split_whitespace()
+            .zip(log.split_whitespace().skip(1))
+            .find(|(_, w)| w.starts_with("passed"))
+            .and_then(|(n, _)| n.parse().ok())
+            .unwrap_or(0);
+        // parse 1.20.2 has 96 tests (one skipped here); the agent added one.
+        assert!(passed >= 97 && !log.contains("failed"), "the suite ran whole: {log}");
+    }
+}

@@ -303,6 +303,23 @@ pub fn agent_program(harness: &OpenHarness) -> Option<String> {
     launch.process.argv.first().map(|a| a.to_string())
 }
 
+/// The check's program when the setup's outputs hold it (a path inside one, such as
+/// `.venv/bin/python`): it comes from the seed, not the image. With the output.
+fn from_seed(settings: &Settings, check: &str) -> Option<(String, String)> {
+    let program = check.split_whitespace().find(|w| {
+        !w.split_once('=')
+            .is_some_and(|(name, _)| !name.is_empty() && !name.contains('/'))
+    })?;
+    let relative = program.strip_prefix("./").unwrap_or(program);
+    settings
+        .setup
+        .as_ref()?
+        .outputs
+        .iter()
+        .find(|output| relative.starts_with(&format!("{output}/")))
+        .map(|output| (program.to_string(), output.clone()))
+}
+
 /// What the image must hold for `check` (a shell command line) to run: its program, after
 /// any leading `NAME=value` words — and for `PYTHON -m MODULE`, the module too (a
 /// `python3 -m pytest` check needs pytest as much as python3). How it is said, and the
@@ -399,7 +416,15 @@ pub fn image(
         ("image-sh".into(), "sh".into(), found("/bin/sh")),
         ("image-git".into(), "git".into(), found("git")),
     ];
-    if let Some((what, test)) = check.and_then(check_needs) {
+    let seeded = check.and_then(|c| from_seed(settings, c));
+    if let Some((program, output)) = &seeded {
+        checks.push(Check::ok(
+            "image-check",
+            format!(
+                "the check's {program} comes from the seed ({output}, [lane] setup), not the image"
+            ),
+        ));
+    } else if let Some((what, test)) = check.and_then(check_needs) {
         wanted.push(("image-check".into(), what, test));
     }
     if let Some((needed, why)) = agent.and_then(needs_to_start) {
