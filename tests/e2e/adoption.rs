@@ -2092,12 +2092,13 @@ fn a_failing_setup_refuses_the_drive_before_any_reservation_and_an_untrusted_one
 }
 
 /// A real package nobody here wrote, fetched from PyPI by the test's setup: `parse`, whose
-/// check is its own pytest suite. `[lane] setup` makes a virtual environment and installs
-/// pytest and the package (editable) from PyPI through stet's proxy, once; both lanes'
-/// checks run the suite on their own copy of that environment, the agent's new test among
-/// them, and land.
+/// check is its own pytest suite — set up as a new user would: `stet init` guesses the
+/// check and a setup (a virtual environment with pytest and the package, editable, from
+/// PyPI through stet's proxy) and writes the image's recipe; the recipe builds, `stet
+/// doctor` finds everything ready, and a drive runs the setup once and lands both items,
+/// each lane's check running the whole suite on its own copy of that environment.
 #[test]
-fn a_real_python_package_lands_items_whose_check_runs_its_own_tests_from_a_seeded_environment() {
+fn a_real_python_package_set_up_by_init_lands_items_whose_check_runs_its_own_tests() {
     let world = world();
     let remote = world.root.path().join("remote.git");
     // The package's source as PyPI serves it.
@@ -2130,41 +2131,11 @@ fn a_real_python_package_lands_items_whose_check_runs_its_own_tests_from_a_seede
         .status()
         .unwrap();
     assert!(unpacked.success());
-    // The image: the lane image with Python, as a project's .stet/Containerfile makes it.
-    // This machine's way out inspects TLS: its certificate authorities (public
-    // certificates, in the host's store) go into the image, and pip is told to use the
-    // system's store, as the host's own pip is.
-    let context = world.root.path().join("image");
-    std::fs::create_dir_all(context.join("ca")).unwrap();
-    for entry in std::fs::read_dir("/usr/local/share/ca-certificates")
-        .into_iter()
-        .flatten()
-        .filter_map(Result::ok)
-        .filter(|e| e.path().extension().is_some_and(|x| x == "crt"))
-    {
-        std::fs::copy(entry.path(), context.join("ca").join(entry.file_name())).unwrap();
-    }
     std::fs::write(
-        context.join("Containerfile"),
-        format!(
-            "FROM {}\nUSER root\nCOPY ca/ /usr/local/share/ca-certificates/\n\
-             RUN apt-get update \\\n && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3 python3-venv \\\n && rm -rf /var/lib/apt/lists/* \\\n && update-ca-certificates \\\n && printf '[global]\\ncert = /etc/ssl/certs/ca-certificates.crt\\n' > /etc/pip.conf\n",
-            stet_e2e::IMAGE
-        ),
+        world.work.join(".gitignore"),
+        ".venv/\n*.egg-info/\n__pycache__/\n",
     )
     .unwrap();
-    let image = OwnImage(format!("stet-e2e-python:{}", std::process::id()));
-    let built = std::process::Command::new("docker")
-        .args(["build", "--quiet", "--tag", &image.0, "--file"])
-        .arg(context.join("Containerfile"))
-        .arg(&context)
-        .output()
-        .unwrap();
-    assert!(
-        built.status.success(),
-        "{}",
-        String::from_utf8_lossy(&built.stderr)
-    );
     // The agent adds a test of its own to the package's suite.
     let agent = world.root.path().join("tester.sh");
     std::fs::write(
@@ -2185,21 +2156,66 @@ fn a_real_python_package_lands_items_whose_check_runs_its_own_tests_from_a_seede
         format!("[plugins.command]\nimplement = [\"{}\"]\n", agent.display()),
     )
     .unwrap();
-    std::fs::write(
-        world.work.join(".gitignore"),
-        ".venv/\n*.egg-info/\n__pycache__/\n",
-    )
-    .unwrap();
-    world.repo_config(&format!(
-        "[sandbox]\nimage = \"{}\"\n\n\
-         [drive]\ncheck = \".venv/bin/python -m pytest -q -p no:cacheprovider\"\n\n\
-         [lane]\n\
-         setup = [\"python3 -m venv .venv\", \".venv/bin/pip install --quiet --disable-pip-version-check pytest -e .\"]\n\
-         setup_inputs = [\"pyproject.toml\"]\n\
-         setup_outputs = [\".venv\"]\n\
-         setup_network = [\"pypi.org\", \"files.pythonhosted.org\"]\n",
-        image.0
-    ));
+
+    let init = world.run_stet(&["init"]);
+    assert_eq!(init.code, 0, "{}", init.stderr);
+    let config = std::fs::read_to_string(world.work.join("stet.toml")).unwrap();
+    for line in [
+        "check = \".venv/bin/python -m pytest\"",
+        "setup = [\"python3 -m venv .venv\", \".venv/bin/pip install --disable-pip-version-check pytest -e .\"]",
+        "setup_outputs = [\".venv\"]",
+        "setup_network = [\"pypi.org\", \"files.pythonhosted.org\"]",
+        "image = \"stet-lane-python:1\"",
+    ] {
+        assert!(config.contains(line), "{line} in:\n{config}");
+    }
+    // The recipe init wrote, built as its first lines say. This machine's way out
+    // inspects TLS: its certificate authorities (public certificates, in the host's store)
+    // go into the image after init's lines, and pip is told to use the system's store, as
+    // the host's own pip is.
+    let recipe = world.work.join(".stet/Containerfile");
+    let mut containerfile = std::fs::read_to_string(&recipe).unwrap();
+    assert!(
+        containerfile.contains("python3 python3-venv"),
+        "{containerfile}"
+    );
+    let context = world.root.path().join("image");
+    std::fs::create_dir_all(context.join("ca")).unwrap();
+    for entry in std::fs::read_dir("/usr/local/share/ca-certificates")
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "crt"))
+    {
+        std::fs::copy(entry.path(), context.join("ca").join(entry.file_name())).unwrap();
+    }
+    containerfile.push_str(
+        "COPY ca/ /usr/local/share/ca-certificates/\n\
+         RUN update-ca-certificates && printf '[global]\\ncert = /etc/ssl/certs/ca-certificates.crt\\n' > /etc/pip.conf\n",
+    );
+    std::fs::write(context.join("Containerfile"), containerfile).unwrap();
+    let image = OwnImage("stet-lane-python:1".to_string());
+    let built = std::process::Command::new("docker")
+        .args(["build", "--quiet", "--tag", &image.0, "--file"])
+        .arg(context.join("Containerfile"))
+        .arg(&context)
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let doctor = world.run_stet(&["doctor", "--json"]).json();
+    let seed = check(&doctor, "seed");
+    assert!(
+        seed["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("not built for origin/"),
+        "{doctor:#}"
+    );
+    assert_eq!(check(&doctor, "image-check")["ok"], true, "{doctor:#}");
     let ids = queue(
         &world,
         &["Test pairs\n\ntest: pairs", "Test again\n\ntest: again"],
@@ -2233,6 +2249,9 @@ fn a_real_python_package_lands_items_whose_check_runs_its_own_tests_from_a_seede
             .and_then(|(n, _)| n.parse().ok())
             .unwrap_or(0);
         // parse 1.20.2 has 96 tests (one skipped here); the agent added one.
-        assert!(passed >= 97 && !log.contains("failed"), "the suite ran whole: {log}");
+        assert!(
+            passed >= 97 && !log.contains("failed"),
+            "the suite ran whole: {log}"
+        );
     }
 }

@@ -11,6 +11,9 @@ pub struct Guess {
     pub command: String,
     /// The file it was guessed from.
     pub from: &'static str,
+    /// The setup that prepares each lane for it (`[lane]`), when stet knows the toolchain's
+    /// way: a Python project's virtual environment with its test dependencies.
+    pub setup: Option<crate::config::Setup>,
 }
 
 /// A toolchain a guessed check runs that stet's lane image (sh, coreutils, git: Debian
@@ -29,6 +32,8 @@ impl Guess {
         let (name, packages) = match self.from {
             "Cargo.toml" => ("rust", "cargo"),
             "package.json" => ("node", "nodejs npm"),
+            // With a setup, pytest and the rest come from the seed's environment.
+            "pyproject.toml" if self.setup.is_some() => ("python", "python3 python3-venv"),
             "pyproject.toml" => ("python", "python3 python3-pytest"),
             "go.mod" => ("go", "golang-go"),
             _ => ("make", "make"),
@@ -94,6 +99,7 @@ pub fn guess_check(root: &Path) -> Option<Guess> {
         Some(Guess {
             command: command.to_string(),
             from,
+            setup: None,
         })
     };
     if has("Cargo.toml") {
@@ -103,7 +109,7 @@ pub fn guess_check(root: &Path) -> Option<Guess> {
         return guess("npm test", "package.json");
     }
     if has("pyproject.toml") {
-        return guess("python3 -m pytest", "pyproject.toml");
+        return Some(python(root));
     }
     if has("go.mod") {
         return guess("go test ./...", "go.mod");
@@ -128,6 +134,76 @@ pub fn guess_check(root: &Path) -> Option<Guess> {
         }
     }
     None
+}
+
+/// A Python project's check and setup, from its `pyproject.toml`: a virtual environment
+/// (`.venv`) holding pytest, the package itself (editable) with its test extra, the plugins
+/// pytest's own `addopts` needs (`--cov`: pytest-cov), and a test requirements file when
+/// there is one, installed from PyPI; the check runs the environment's pytest.
+fn python(root: &Path) -> Guess {
+    let read = |name: &str| {
+        crate::files::read_untrusted(&root.join(name), 1 << 20)
+            .ok()
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+    };
+    let pyproject: toml::Table = read("pyproject.toml")
+        .and_then(|text| toml::from_str(&text).ok())
+        .unwrap_or_default();
+    let at = |path: &[&str]| {
+        let (first, rest) = path.split_first()?;
+        rest.iter()
+            .try_fold(pyproject.get(*first)?, |value, key| value.get(*key))
+    };
+    let extra = ["test", "tests", "testing", "dev"]
+        .into_iter()
+        .find(|name| at(&["project", "optional-dependencies", name]).is_some());
+    let addopts = at(&["tool", "pytest", "ini_options", "addopts"])
+        .map(|v| match v {
+            toml::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+        .unwrap_or_default();
+    let mut packages = vec!["pytest".to_string()];
+    if addopts.contains("--cov") {
+        packages.push("pytest-cov".to_string());
+    }
+    packages.push(match extra {
+        Some(extra) => format!("-e '.[{extra}]'"),
+        None => "-e .".to_string(),
+    });
+    let mut inputs = vec!["pyproject.toml".to_string()];
+    for file in [
+        "requirements-test.txt",
+        "requirements-dev.txt",
+        "test-requirements.txt",
+    ] {
+        if root.join(file).is_file() {
+            packages.push(format!("-r {file}"));
+            inputs.push(file.to_string());
+            break;
+        }
+    }
+    for file in ["setup.py", "setup.cfg", "uv.lock", "requirements.txt"] {
+        if root.join(file).is_file() {
+            inputs.push(file.to_string());
+        }
+    }
+    Guess {
+        command: ".venv/bin/python -m pytest".to_string(),
+        from: "pyproject.toml",
+        setup: Some(crate::config::Setup {
+            commands: vec![
+                "python3 -m venv .venv".to_string(),
+                format!(
+                    ".venv/bin/pip install --disable-pip-version-check {}",
+                    packages.join(" ")
+                ),
+            ],
+            inputs,
+            outputs: vec![".venv".to_string()],
+            network: vec!["pypi.org".to_string(), "files.pythonhosted.org".to_string()],
+        }),
+    }
 }
 
 /// Whether `package.json` has a real `test` script.
@@ -265,6 +341,30 @@ pub fn config_text(setup: &Setup<'_>) -> String {
              # check = \"make test\"\n",
         ),
     }
+    if let Some(setup) = setup.check.and_then(|g| g.setup.as_ref()) {
+        let list = |items: &[String]| {
+            items
+                .iter()
+                .map(|i| format!("\"{}\"", i.replace('\\', "\\\\").replace('"', "\\\"")))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        out.push_str(&format!(
+            "\n[lane]\n\
+             # Run once per clone on the remote's base, in a sandbox with the image above and\n\
+             # stet's proxy to setup_network alone; what it fills (setup_outputs) is every\n\
+             # lane's start, each lane its own copy. It runs again when setup_inputs change.\n\
+             # `stet seed` runs it now; a drive runs it before its first lane.\n\
+             setup = [{}]\n\
+             setup_inputs = [{}]\n\
+             setup_outputs = [{}]\n\
+             setup_network = [{}]\n",
+            list(&setup.commands),
+            list(&setup.inputs),
+            list(&setup.outputs),
+            list(&setup.network)
+        ));
+    }
     out
 }
 
@@ -301,7 +401,7 @@ mod tests {
             ),
             (
                 &[("pyproject.toml", "")],
-                Some(("python3 -m pytest", "pyproject.toml")),
+                Some((".venv/bin/python -m pytest", "pyproject.toml")),
             ),
             (
                 &[("go.mod", "module x\n")],
@@ -326,6 +426,51 @@ mod tests {
     }
 
     #[test]
+    fn a_python_projects_setup_installs_its_test_extra_and_what_pytests_own_options_need() {
+        let dir = repo(&[
+            (
+                "pyproject.toml",
+                "[project]\nname = \"x\"\n[project.optional-dependencies]\ntests = [\"hypothesis\"]\n\
+                 [tool.pytest.ini_options]\naddopts = \"--cov=x --doctest-modules\"\n",
+            ),
+            ("requirements-dev.txt", "freezegun\n"),
+            ("setup.cfg", ""),
+        ]);
+        let guess = guess_check(dir.path()).unwrap();
+        assert_eq!(guess.command, ".venv/bin/python -m pytest");
+        assert_eq!(guess.toolchain().packages, "python3 python3-venv");
+        let setup = guess.setup.clone().unwrap();
+        assert_eq!(
+            setup.commands,
+            [
+                "python3 -m venv .venv",
+                ".venv/bin/pip install --disable-pip-version-check pytest pytest-cov -e '.[tests]' -r requirements-dev.txt"
+            ]
+        );
+        assert_eq!(
+            setup.inputs,
+            ["pyproject.toml", "requirements-dev.txt", "setup.cfg"]
+        );
+        assert_eq!(setup.outputs, [".venv"]);
+        // The [lane] table init writes reads back as the same setup.
+        let found = Found::None("none".into());
+        let text = config_text(&Setup {
+            harness: &found,
+            runtime: &found,
+            image: "stet-lane-python:1",
+            image_note: None,
+            check: Some(&guess),
+            harnesses: &[],
+        });
+        let parsed = crate::config::parse(Path::new("stet.toml"), &text).unwrap();
+        assert_eq!(parsed.lane_setup, Some(setup));
+        assert_eq!(
+            parsed.drive_check.as_deref(),
+            Some(".venv/bin/python -m pytest")
+        );
+    }
+
+    #[test]
     fn the_config_names_what_was_found_and_parses() {
         let harness = Found::Chosen {
             name: "an-agent".into(),
@@ -336,6 +481,7 @@ mod tests {
         let check = Guess {
             command: "cargo test".into(),
             from: "Cargo.toml",
+            setup: None,
         };
         let examples = [HarnessExample {
             name: "an-agent".into(),
@@ -407,6 +553,7 @@ mod tests {
             &Guess {
                 command: "make".into(),
                 from: "Makefile",
+                setup: None,
             },
             "build\nRUN evil",
         );
@@ -418,6 +565,7 @@ mod tests {
         let guess = Guess {
             command: "cargo test".into(),
             from: "Cargo.toml",
+            setup: None,
         };
         let tag = toolchain_tag(&guess.toolchain());
         assert_eq!(tag, "stet-lane-rust:1");
