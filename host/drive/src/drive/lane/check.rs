@@ -79,7 +79,7 @@ impl Worker<'_, '_> {
                 &shown
             })
         );
-        let last = shown.lines().last().unwrap_or("no output").to_string();
+        let last = failure_summary(&outcome.output);
         Ok(Moved::On(Checkpoint {
             round: at.round + 1,
             next: Next::Implement,
@@ -260,4 +260,96 @@ pub(in crate::drive) struct Checked {
     pub output: String,
     /// Its receipt.
     pub receipt: String,
+}
+
+/// What a failed check's output says went wrong, in one line a person can act on: the test
+/// runner's own failure summary where it has one — pytest's `FAILED`/`ERROR` lines, the
+/// tests cargo's harness reports `FAILED`, a compiler's first error and where — else the
+/// output's last line.
+pub(in crate::drive) fn failure_summary(output: &str) -> String {
+    const SHOWN: usize = 3;
+    let listed = |found: Vec<String>, what: &str| {
+        let more = found.len().saturating_sub(SHOWN);
+        let mut line = found.into_iter().take(SHOWN).collect::<Vec<_>>().join("; ");
+        if more > 0 {
+            line.push_str(&format!("; and {more} more {what}"));
+        }
+        line
+    };
+    let lines: Vec<&str> = output.lines().map(str::trim_end).collect();
+    // pytest's short test summary (`-ra`, or its default failures list).
+    let pytest: Vec<String> = lines
+        .iter()
+        .filter(|l| l.starts_with("FAILED ") || l.starts_with("ERROR "))
+        .map(|l| l.to_string())
+        .collect();
+    if !pytest.is_empty() {
+        return listed(pytest, "failing");
+    }
+    // cargo's test harness: `test name ... FAILED`.
+    let cargo: Vec<String> = lines
+        .iter()
+        .filter_map(|l| {
+            let name = l.strip_prefix("test ")?.strip_suffix(" ... FAILED")?;
+            Some(format!("test {name} failed"))
+        })
+        .collect();
+    if !cargo.is_empty() {
+        return listed(cargo, "failing");
+    }
+    // A compiler's first error, with where it points (rustc's `-->`, else `file:line:`).
+    if let Some(i) = lines.iter().position(|l| {
+        l.starts_with("error[") || (l.starts_with("error: ") && !l.contains("could not compile"))
+    }) {
+        let at = lines
+            .iter()
+            .skip(i + 1)
+            .take(3)
+            .find_map(|l| l.trim_start().strip_prefix("--> "));
+        return match at {
+            Some(at) => format!("{} at {at}", lines[i]),
+            None => lines[i].to_string(),
+        };
+    }
+    lines
+        .iter()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .map_or_else(|| "no output".to_string(), |l| l.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::failure_summary;
+
+    #[test]
+    fn a_failed_checks_reason_is_its_runners_summary_not_its_last_line() {
+        let pytest = "tests/test_a.py F.E\n=== short test summary info ===\n\
+                      FAILED tests/test_a.py::test_one - assert 1 == 2\n\
+                      ERROR tests/test_a.py::test_two - ImportError\n\
+                      === 1 failed, 1 passed, 1 error in 0.1s ===\n";
+        assert_eq!(
+            failure_summary(pytest),
+            "FAILED tests/test_a.py::test_one - assert 1 == 2; ERROR tests/test_a.py::test_two - ImportError"
+        );
+        let many: String = (0..5).map(|i| format!("FAILED t.py::t{i}\n")).collect();
+        assert_eq!(
+            failure_summary(&many),
+            "FAILED t.py::t0; FAILED t.py::t1; FAILED t.py::t2; and 2 more failing"
+        );
+        let cargo = "running 2 tests\ntest a::works ... ok\ntest a::parses ... FAILED\n\nfailures:\n\
+                     test result: FAILED. 1 passed; 1 failed\nerror: test failed, to rerun pass `--lib`\n";
+        assert_eq!(failure_summary(cargo), "test a::parses failed");
+        let rustc = "   Compiling x v0.1.0\nerror[E0425]: cannot find value `y` in this scope\n \
+                     --> src/lib.rs:3:5\n  |\nerror: could not compile `x`\n";
+        assert_eq!(
+            failure_summary(rustc),
+            "error[E0425]: cannot find value `y` in this scope at src/lib.rs:3:5"
+        );
+        assert_eq!(
+            failure_summary("make: *** [test] Error 2\n\n"),
+            "make: *** [test] Error 2"
+        );
+        assert_eq!(failure_summary(""), "no output");
+    }
 }
