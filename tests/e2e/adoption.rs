@@ -2255,3 +2255,140 @@ fn a_real_python_package_set_up_by_init_lands_items_whose_check_runs_its_own_tes
         );
     }
 }
+
+/// A real crate nobody here wrote, fetched from crates.io by the test's setup: `url` 2.5.4,
+/// 70-odd crates with its dependencies, whose check is its own `cargo test` — set up by
+/// `stet init` (dependencies fetched from crates.io through stet's proxy into the seed's
+/// `CARGO_HOME`, the tests built once into its `target`); each lane's check builds only the
+/// crate itself, offline, and runs its whole suite with the agent's new test.
+#[test]
+fn a_real_rust_crate_set_up_by_init_lands_items_whose_check_runs_its_own_tests() {
+    let world = world();
+    let remote = world.root.path().join("remote.git");
+    let download = world.root.path().join("url-2.5.4.crate");
+    let fetched = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import sys, urllib.request; urllib.request.urlretrieve(sys.argv[1], sys.argv[2])",
+            "https://static.crates.io/crates/url/url-2.5.4.crate",
+        ])
+        .arg(&download)
+        .output()
+        .expect("python3 (the test setup installs it)");
+    assert!(
+        fetched.status.success(),
+        "the test fetches url 2.5.4 from crates.io: {}",
+        String::from_utf8_lossy(&fetched.stderr)
+    );
+    let unpacked = std::process::Command::new("tar")
+        .args(["xzf"])
+        .arg(&download)
+        .args(["--strip-components=1", "-C"])
+        .arg(&world.work)
+        .status()
+        .unwrap();
+    assert!(unpacked.success());
+    std::fs::write(world.work.join(".gitignore"), "/target\n/.cargo-home\n").unwrap();
+    // The agent adds a test of its own to the crate's unit tests (the crate lists its
+    // test files: autotests = false).
+    let agent = world.root.path().join("tester.sh");
+    std::fs::write(
+        &agent,
+        "#!/bin/sh\nset -eu\nprompt=$(cat)\n\
+         case \"${STET_ROLE:-implement}\" in\n\
+         implement)\n\
+           name=$(printf '%s\\n' \"$prompt\" | sed -n 's/^test: *//p' | head -n 1)\n\
+           printf '\\n#[test]\\nfn agent_%s() {\\n    let u = url::Url::parse(\"https://example.com/a?b=c\").unwrap();\\n    assert_eq!(u.path(), \"/a\");\\n}\\n' \"$name\" >> tests/unit.rs\n\
+           ;;\n\
+         review) echo LAND ;;\n\
+         esac\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&agent, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    std::fs::write(
+        world.root.path().join("home/.config/stet/config.toml"),
+        format!("[plugins.command]\nimplement = [\"{}\"]\n", agent.display()),
+    )
+    .unwrap();
+
+    let init = world.run_stet(&["init"]);
+    assert_eq!(init.code, 0, "{}", init.stderr);
+    let config = std::fs::read_to_string(world.work.join("stet.toml")).unwrap();
+    for line in [
+        "check = \"CARGO_HOME=/stet-lane/.cargo-home cargo test --offline\"",
+        "setup_outputs = [\"target\", \".cargo-home\"]",
+        "setup_network = [\"index.crates.io\", \"static.crates.io\"]",
+        "image = \"stet-lane-rust:1\"",
+    ] {
+        assert!(config.contains(line), "{line} in:\n{config}");
+    }
+    // The recipe init wrote, built as its first lines say; this machine's TLS-inspecting
+    // way out's certificate authorities added after init's lines (see the Python test).
+    let mut containerfile =
+        std::fs::read_to_string(world.work.join(".stet/Containerfile")).unwrap();
+    let context = world.root.path().join("image");
+    std::fs::create_dir_all(context.join("ca")).unwrap();
+    for entry in std::fs::read_dir("/usr/local/share/ca-certificates")
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "crt"))
+    {
+        std::fs::copy(entry.path(), context.join("ca").join(entry.file_name())).unwrap();
+    }
+    containerfile
+        .push_str("COPY ca/ /usr/local/share/ca-certificates/\nRUN update-ca-certificates\n");
+    std::fs::write(context.join("Containerfile"), containerfile).unwrap();
+    let image = OwnImage("stet-lane-rust:1".to_string());
+    let built = std::process::Command::new("docker")
+        .args(["build", "--quiet", "--tag", &image.0, "--file"])
+        .arg(context.join("Containerfile"))
+        .arg(&context)
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let doctor = world.run_stet(&["doctor", "--json"]).json();
+    assert_eq!(check(&doctor, "image-check")["ok"], true, "{doctor:#}");
+    let ids = queue(
+        &world,
+        &["Test paths\n\ntest: paths", "Test again\n\ntest: again"],
+    );
+
+    let out = world.run_stet(&["drive", "--yes"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stderr.contains(" built in "), "{}", out.stderr);
+    for id in &ids {
+        let files = files_on(&remote, &format!("stet/{id}"));
+        assert!(files.contains(&"tests/unit.rs".to_string()), "{files:?}");
+        assert!(
+            files
+                .iter()
+                .all(|f| !f.starts_with("target/") && !f.starts_with(".cargo-home/")),
+            "{files:?}"
+        );
+    }
+    // Each check built the crate alone (its dependencies were the seed's) and ran its
+    // whole suite with the agent's test.
+    let receipts = stet_e2e::receipts_oldest_first(&world.run_stet(&["receipts", "--json"]));
+    let checks: Vec<&serde_json::Value> =
+        receipts.iter().filter(|r| r["role"] == "check").collect();
+    assert_eq!(checks.len(), 2, "{receipts:#?}");
+    for (check, name) in checks.into_iter().zip(["paths", "again"]) {
+        assert_eq!(check["outcome"], "passed", "{check:#}");
+        let id = check["id"].as_str().unwrap();
+        let log =
+            std::fs::read_to_string(world.work.join(format!(".git/stet/logs/{id}.log"))).unwrap();
+        let compiled: Vec<&str> = log
+            .lines()
+            .filter(|l| l.trim_start().starts_with("Compiling "))
+            .collect();
+        assert_eq!(compiled.len(), 1, "only the crate is built: {log}");
+        assert!(compiled[0].contains("Compiling url v2.5.4"), "{log}");
+        assert!(log.contains(&format!("test agent_{name} ... ok")), "{log}");
+        assert!(!log.contains("FAILED"), "{log}");
+    }
+}

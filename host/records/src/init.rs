@@ -30,7 +30,10 @@ impl Guess {
     /// The toolchain the check needs beyond the lane image, by the file it was guessed from.
     pub fn toolchain(&self) -> Toolchain {
         let (name, packages) = match self.from {
-            "Cargo.toml" => ("rust", "cargo"),
+            // Debian bookworm's own cargo (0.66) predates crates.io's sparse index; its
+            // `cargo-web` (kept current for the browsers) is a recent toolchain, with the C
+            // compiler and headers build scripts link with.
+            "Cargo.toml" => ("rust", "cargo-web gcc libc6-dev"),
             "package.json" => ("node", "nodejs npm"),
             // With a setup, pytest and the rest come from the seed's environment.
             "pyproject.toml" if self.setup.is_some() => ("python", "python3 python3-venv"),
@@ -103,7 +106,7 @@ pub fn guess_check(root: &Path) -> Option<Guess> {
         })
     };
     if has("Cargo.toml") {
-        return guess("cargo test", "Cargo.toml");
+        return Some(rust(root));
     }
     if npm_test(&root.join("package.json")) {
         return guess("npm test", "package.json");
@@ -134,6 +137,33 @@ pub fn guess_check(root: &Path) -> Option<Guess> {
         }
     }
     None
+}
+
+/// A Rust project's check and setup: the setup fetches the dependencies from crates.io
+/// into a `CARGO_HOME` of the lane's (`.cargo-home`) and builds the tests once (`target`);
+/// the check runs them offline, at the setup's path, where cargo finds what it built.
+fn rust(root: &Path) -> Guess {
+    let home = format!("CARGO_HOME={}/.cargo-home", crate::seeds::ALIAS);
+    let mut inputs = vec!["Cargo.toml".to_string()];
+    if root.join("Cargo.lock").is_file() {
+        inputs.push("Cargo.lock".to_string());
+    }
+    Guess {
+        command: format!("{home} cargo test --offline"),
+        from: "Cargo.toml",
+        setup: Some(crate::config::Setup {
+            commands: vec![
+                format!("{home} cargo fetch"),
+                format!("{home} cargo test --no-run"),
+            ],
+            inputs,
+            outputs: vec!["target".to_string(), ".cargo-home".to_string()],
+            network: vec![
+                "index.crates.io".to_string(),
+                "static.crates.io".to_string(),
+            ],
+        }),
+    }
 }
 
 /// A Python project's check and setup, from its `pyproject.toml`: a virtual environment
@@ -386,7 +416,10 @@ mod tests {
         let cases: [(Files, Option<(&str, &str)>); 8] = [
             (
                 &[("Cargo.toml", ""), ("Makefile", "test:\n")],
-                Some(("cargo test", "Cargo.toml")),
+                Some((
+                    "CARGO_HOME=/stet-lane/.cargo-home cargo test --offline",
+                    "Cargo.toml",
+                )),
             ),
             (
                 &[("package.json", r#"{"scripts":{"test":"jest"}}"#)],
@@ -577,7 +610,7 @@ mod tests {
         let text = containerfile("stet-lane:1", &guess, &build);
         assert!(text.contains("\nFROM stet-lane:1\n"), "{text}");
         assert!(
-            text.contains("--no-install-recommends cargo \\\n"),
+            text.contains("--no-install-recommends cargo-web gcc libc6-dev \\\n"),
             "{text}"
         );
         assert!(text.contains(&format!("#   {build}\n")), "{text}");

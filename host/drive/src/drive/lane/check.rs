@@ -95,9 +95,17 @@ impl Worker<'_, '_> {
     }
 
     /// A fresh sandbox for the repository's check on the lane.
+    /// On a seeded lane it works at the setup's path ([`crate::seeds::ALIAS`]), where the
+    /// lane is mounted too: a build there finds what the setup built at the paths it was
+    /// built at (cargo compares them), and rebuilds only what the lane changed.
     pub(in crate::drive) fn check_sandbox(&self, lane: &Lane) -> Result<Sandbox<'_>, Error> {
-        let plan = Plan::new("check", &self.drive.run, &lane.dir.display().to_string())
-            .with_lane(LaneMounts::of_lane(lane), LaneAccess::ReadWrite);
+        let mounts = LaneMounts::of_lane(lane);
+        let workdir = match &mounts.also_at {
+            Some(alias) => alias.display().to_string(),
+            None => lane.dir.display().to_string(),
+        };
+        let plan =
+            Plan::new("check", &self.drive.run, &workdir).with_lane(mounts, LaneAccess::ReadWrite);
         Sandbox::create(&self.drive.runtime, plan.spec(self.drive.settings))
     }
 
