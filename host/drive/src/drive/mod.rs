@@ -154,6 +154,23 @@ impl Drive<'_> {
         lane.restore().map_err(|e| failed(e.to_string()))
     }
 
+    /// What a new lane's own file system holds beyond its checkout: the limits, and room
+    /// for its copy of the seed (its bytes, and a block for each entry), which is the
+    /// lane's start and no part of what the agent may write.
+    fn lane_bounds(&self) -> Option<lanes::disk::Bounds> {
+        let bounds = lanes::disk::bounds(self.settings)?;
+        Some(match &self.seed {
+            Some(seed) => lanes::disk::Bounds {
+                bytes: bounds
+                    .bytes
+                    .saturating_add(seed.bytes)
+                    .saturating_add(seed.entries.saturating_mul(4096)),
+                files: bounds.files.saturating_add(seed.entries),
+            },
+            None => bounds,
+        })
+    }
+
     /// The lock on the walled profile every lane copies (see `profile_lock`).
     fn lock_profile(&self) -> std::sync::MutexGuard<'_, u64> {
         self.profile_lock.lock().unwrap_or_else(|p| p.into_inner())

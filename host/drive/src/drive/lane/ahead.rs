@@ -88,7 +88,7 @@ impl Worker<'_, '_> {
             &self.drive.options.remote,
             &entry.id,
             &self.drive.base.commit,
-            crate::lanes::disk::bounds(self.drive.settings),
+            self.drive.lane_bounds(),
         ) {
             Ok(Some(lane)) => lane,
             Ok(None) => {

@@ -68,7 +68,7 @@ impl Worker<'_, '_> {
             &self.drive.options.remote,
             &item.id,
             &self.drive.base.commit,
-            crate::lanes::disk::bounds(self.drive.settings),
+            self.drive.lane_bounds(),
         ) {
             Ok(lane) => lane,
             Err(e) => {
