@@ -149,7 +149,15 @@ pub fn keep(repo: &Path, work: &Path, mut seed: Seed) -> io::Result<Seed> {
     std::fs::create_dir_all(&outputs)?;
     let (mut bytes, mut entries) = (0u64, 0u64);
     for output in &seed.outputs {
-        let from = work.join(output);
+        // What a sandbox made: no directory on the way may be a link (one to a host
+        // directory would copy the host's files into every lane).
+        let from = match parents_in(work, output, false) {
+            Ok(parent) => parent.join(last_part(output)),
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&partial);
+                return Err(e);
+            }
+        };
         if std::fs::symlink_metadata(&from).is_err() {
             let _ = std::fs::remove_dir_all(&partial);
             return Err(io::Error::new(
@@ -255,20 +263,46 @@ pub(crate) fn lay(given: &Given, work: &Path) -> io::Result<()> {
     }
     for output in &given.outputs {
         let from = given.seed.join("outputs").join(output);
-        let to = work.join(output);
-        if std::fs::symlink_metadata(&to).is_ok() {
-            if std::fs::symlink_metadata(&to)?.is_dir() {
+        // The lane's commit is the agent's: a directory on the way that it turned into a
+        // link would carry the copy out of the lane. Each is a real directory, or made one.
+        let to = parents_in(work, output, true)?.join(last_part(output));
+        if let Ok(meta) = std::fs::symlink_metadata(&to) {
+            if meta.is_dir() {
                 std::fs::remove_dir_all(&to)?;
             } else {
                 std::fs::remove_file(&to)?;
             }
         }
-        if let Some(parent) = to.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
         copy_kept(&from, &to)?;
     }
     Ok(())
+}
+
+/// The directory holding `output` (a relative path) under `top`, each part on the way a
+/// real directory — never a link, which would lead out of `top` — made when missing if
+/// `make`, else an error naming it.
+fn parents_in(top: &Path, output: &str, make: bool) -> io::Result<PathBuf> {
+    let mut at = top.to_path_buf();
+    let parts: Vec<&str> = output.split('/').collect();
+    for part in parts.iter().take(parts.len().saturating_sub(1)) {
+        at.push(part);
+        match std::fs::symlink_metadata(&at) {
+            Ok(meta) if meta.is_dir() => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound && make => std::fs::create_dir(&at)?,
+            _ => {
+                return Err(io::Error::other(format!(
+                    "{} on the way to `{output}` is not a directory (a link is never followed)",
+                    at.display()
+                )))
+            }
+        }
+    }
+    Ok(at)
+}
+
+/// The last part of a relative path.
+fn last_part(output: &str) -> &str {
+    output.rsplit('/').next().unwrap_or(output)
 }
 
 /// Copies the tree at `from` to `to` (which must not exist), keeping only what a seed
@@ -335,6 +369,41 @@ fn times_of(meta: &std::fs::Metadata) -> std::fs::FileTimes {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn no_link_on_the_way_to_an_output_is_followed_into_or_out_of_a_lane() {
+        let dir = tempfile::tempdir().unwrap();
+        let host = dir.path().join("host");
+        std::fs::create_dir_all(&host).unwrap();
+        std::fs::write(host.join("secret"), "host's").unwrap();
+        // What a setup left: its `crates` a link to a host directory.
+        let made = dir.path().join("made");
+        std::fs::create_dir_all(&made).unwrap();
+        std::os::unix::fs::symlink(&host, made.join("crates")).unwrap();
+        let err = parents_in(&made, "crates/secret", false).unwrap_err();
+        assert!(err.to_string().contains("is not a directory"), "{err}");
+        // A lane whose commit made `crates` a link to a host directory: nothing is laid
+        // through it.
+        let seed = dir.path().join("seed");
+        std::fs::create_dir_all(seed.join("outputs/crates/x/target")).unwrap();
+        std::fs::write(seed.join("outputs/crates/x/target/out"), "built").unwrap();
+        let work = dir.path().join("work");
+        std::fs::create_dir_all(&work).unwrap();
+        std::os::unix::fs::symlink(&host, work.join("crates")).unwrap();
+        let given = Given {
+            seed: seed.clone(),
+            outputs: vec!["crates/x/target".into()],
+        };
+        assert!(lay(&given, &work).is_err());
+        assert!(!host.join("x").exists());
+        // Without the link the parents are made and the copy laid.
+        std::fs::remove_file(work.join("crates")).unwrap();
+        lay(&given, &work).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(work.join("crates/x/target/out")).unwrap(),
+            "built"
+        );
+    }
 
     #[test]
     fn a_copy_keeps_bytes_times_links_and_exec_bits_and_nothing_else() {
