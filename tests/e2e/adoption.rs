@@ -1972,6 +1972,12 @@ fn a_setup_seeds_every_lane_and_what_an_agent_writes_there_reaches_no_other_lane
         let seen = git(&remote, &["show", &format!("{branch}:{file}")]);
         assert_eq!(seen, "lock v1\n", "{id} saw {seen:?}");
     }
+    // The setup has its receipt: passed, with what it kept.
+    let receipts = stet_e2e::receipts_oldest_first(&world.run_stet(&["receipts", "--json"]));
+    let setups: Vec<_> = receipts.iter().filter(|r| r["role"] == "setup").collect();
+    assert_eq!(setups.len(), 1, "{receipts:#?}");
+    assert_eq!(setups[0]["outcome"], "passed", "{:#}", setups[0]);
+    assert_eq!(setups[0]["item"], "", "{:#}", setups[0]);
     // The seed on this clone holds the setup's bytes.
     let seeds = world.work.join(".git/stet/seeds");
     let kept: Vec<_> = std::fs::read_dir(&seeds)
@@ -2069,6 +2075,10 @@ fn a_failing_setup_refuses_the_drive_before_any_reservation_and_an_untrusted_one
         &["for-each-ref", "--format=%(refname)", "refs/stet/"],
     );
     assert!(!refs.contains("reservations"), "{refs}");
+    let receipts = stet_e2e::receipts_oldest_first(&world.run_stet(&["receipts", "--json"]));
+    assert_eq!(receipts.len(), 1, "only the setup's: {receipts:#?}");
+    assert_eq!(receipts[0]["role"], "setup");
+    assert_eq!(receipts[0]["outcome"], "failed", "{:#}", receipts[0]);
 
     // The same file changed and not trusted: its setup is ignored, and `stet seed` says so.
     std::fs::write(

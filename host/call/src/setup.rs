@@ -30,13 +30,10 @@ pub struct Seeded {
     pub built: bool,
     /// The setup's output log, when this call built it.
     pub log: Option<PathBuf>,
+    /// The setup's receipt (role `setup`), when this call built it.
+    pub receipt: Option<String>,
     /// The hosts the proxy refused the setup, with how often.
     pub refused: Vec<(String, u64)>,
-}
-
-/// Where a setup's whole output goes: `.git/stet/seeds/<key>.log`.
-pub fn log_path(repo: &Path, key: &str) -> PathBuf {
-    seeds::seeds_dir(repo).join(format!("{key}.log"))
 }
 
 /// The key of the seed `settings`' setup makes on `base` (a commit or ref of `repo`);
@@ -83,6 +80,7 @@ pub fn ensure(
         seed,
         built: false,
         log: None,
+        receipt: None,
         refused: Vec::new(),
     };
     if let Some(seed) = seeds::ready(repo, &key) {
@@ -124,7 +122,37 @@ fn build(
     let lane = lanes::checkout_at(repo, &scratch, &commit)
         .map_err(|e| failed("check the base out for the setup", &e))?;
     let started = crate::timestamp::now_ms();
-    let ran = run_commands(repo, settings, runtime, &lane, run, key, limit, on_output);
+    let receipt = format!("{started}-setup-{}", &key[..key.len().min(12)]);
+    let runtime_record =
+        crate::receipts::PluginRecord::of(&runtime.name, &runtime.version, &runtime.library);
+    let no_harness = crate::receipts::PluginRecord {
+        name: String::new(),
+        version: String::new(),
+        library_sha256: String::new(),
+    };
+    let call = crate::receipts::CallContext {
+        id: receipt.clone(),
+        run: run.to_string(),
+        item: String::new(),
+        lane: String::new(),
+        role: crate::receipts::CallRole::Setup,
+        round: None,
+        runtime: &runtime_record,
+        runtime_reason: &runtime.selection.reason,
+        harness: &no_harness,
+        image: &settings.image,
+        network: crate::network::describe(&network_of(&setup), &settings.network),
+        limits: settings.limits.describe(),
+        started_unix_ms: started,
+        ended_unix_ms: started,
+        commit_before: commit.clone(),
+        commit_after: commit.clone(),
+        log: crate::receipts::log_path(repo, &receipt),
+        prompt: None,
+    };
+    crate::receipts::record_start(repo, &call)
+        .map_err(|e| failed("record the setup's receipt", &e))?;
+    let ran = run_commands(settings, runtime, &lane, run, &call.log, limit, on_output);
     let result = ran.and_then(|refused| {
         let seed = Seed {
             key: key.to_string(),
@@ -145,29 +173,73 @@ fn build(
         Ok(Seeded {
             seed,
             built: true,
-            log: Some(log_path(repo, key)),
+            log: Some(call.log.clone()),
+            receipt: Some(receipt.clone()),
             refused,
         })
     });
     let _ = lanes::delete(&scratch);
+    end_receipt(repo, call, &result);
     result
 }
 
-/// The setup's commands in order, in one sandbox on `lane` (at the setup's path), the
-/// first that fails ending it; returns what the proxy refused.
-#[allow(clippy::too_many_arguments)]
-fn run_commands(
+/// The setup's receipt, ended: passed with the seed it made (its bytes and entries as
+/// usage), or failed with why; what the proxy refused it.
+fn end_receipt(
     repo: &Path,
-    settings: &Settings,
-    runtime: &OpenRuntime,
-    lane: &lanes::Lane,
-    run: &str,
-    key: &str,
-    limit: Duration,
-    on_output: &mut (dyn FnMut(&[u8]) + Send),
-) -> Result<Vec<(String, u64)>, Error> {
-    let setup = settings.setup.clone().unwrap_or_default();
-    let network = if setup.network.is_empty() {
+    mut call: crate::receipts::CallContext<'_>,
+    result: &Result<Seeded, Error>,
+) {
+    call.ended_unix_ms = crate::timestamp::now_ms();
+    let (outcome, detail, usage, blocked) = match result {
+        Ok(seeded) => (
+            crate::receipts::Outcome::Passed,
+            format!(
+                "seed {}: {}",
+                seeded.seed.key,
+                seeded.seed.outputs.join(", ")
+            ),
+            vec![
+                ("seed_bytes".to_string(), seeded.seed.bytes.to_string()),
+                ("seed_entries".to_string(), seeded.seed.entries.to_string()),
+            ],
+            seeded
+                .refused
+                .iter()
+                .map(|(target, count)| crate::receipts::BlockedRecord {
+                    target: target.clone(),
+                    why: "not in [lane] setup_network".to_string(),
+                    count: *count,
+                    first_unix_ms: 0,
+                })
+                .collect(),
+        ),
+        Err(e) => (
+            crate::receipts::Outcome::Failed,
+            e.message.clone(),
+            Vec::new(),
+            Vec::new(),
+        ),
+    };
+    let output_bytes = std::fs::metadata(&call.log).map_or(0, |m| m.len());
+    let _ = crate::receipts::record_end(
+        repo,
+        call,
+        crate::receipts::CallEnd {
+            outcome,
+            detail,
+            usage,
+            output_bytes,
+            network_blocked: blocked,
+            ..Default::default()
+        },
+    );
+}
+
+/// The network a setup's sandbox is made with: none, or the hosts it names through the
+/// proxy.
+fn network_of(setup: &crate::config::Setup) -> Network {
+    if setup.network.is_empty() {
         Network::None
     } else {
         Network::AllowHosts(
@@ -177,14 +249,29 @@ fn run_commands(
                 .map(|h| h.as_str().into())
                 .collect::<RVec<_>>(),
         )
-    };
+    }
+}
+
+/// The setup's commands in order, in one sandbox on `lane` (at the setup's path), the
+/// first that fails ending it; returns what the proxy refused.
+#[allow(clippy::too_many_arguments)]
+fn run_commands(
+    settings: &Settings,
+    runtime: &OpenRuntime,
+    lane: &lanes::Lane,
+    run: &str,
+    log: &Path,
+    limit: Duration,
+    on_output: &mut (dyn FnMut(&[u8]) + Send),
+) -> Result<Vec<(String, u64)>, Error> {
+    let setup = settings.setup.clone().unwrap_or_default();
+    let network = network_of(&setup);
     let plan = Plan::new("setup", run, seeds::ALIAS).with_lane(
         LaneMounts::of_lane(lane).at_setup_path(lane),
         LaneAccess::ReadWrite,
     );
     let walled = WalledSandbox::make(settings, runtime, &network, Vec::new(), &[], plan)?;
-    let log = log_path(repo, key);
-    let mut output = crate::capture::Capture::new(Some(&log), 16 * 1024)
+    let mut output = crate::capture::Capture::new(Some(log), 16 * 1024)
         .map_err(|e| Concept::Setup.failure(format!("cannot write {}: {e}", log.display())))?;
     let deadline = std::time::Instant::now() + limit;
     let mut failure = None;

@@ -130,6 +130,8 @@ pub enum CallRole {
     Proof,
     /// The repository's check command (no agent).
     Check,
+    /// The repository's `[lane] setup`, making a seed (no agent, no item).
+    Setup,
     /// A word this stet does not know (a newer stet's): kept as written.
     #[serde(untagged)]
     Other(String),
@@ -152,6 +154,7 @@ impl CallRole {
             CallRole::Review => "review",
             CallRole::Proof => "proof",
             CallRole::Check => "check",
+            CallRole::Setup => "setup",
             CallRole::Other(word) => word,
         }
     }

@@ -61,6 +61,7 @@ pub fn run(settings: &Settings, args: &SeedArgs, printer: Printer) -> Result<Exi
             seed: &'a crate::seeds::Seed,
             base: &'a str,
             log: Option<String>,
+            receipt: Option<&'a str>,
             refused: Vec<serde_json::Value>,
         }
         printer.json(&Json {
@@ -69,6 +70,7 @@ pub fn run(settings: &Settings, args: &SeedArgs, printer: Printer) -> Result<Exi
             seed: &seeded.seed,
             base: &base.name,
             log: seeded.log.as_ref().map(|l| l.display().to_string()),
+            receipt: seeded.receipt.as_deref(),
             refused: seeded
                 .refused
                 .iter()
