@@ -224,7 +224,7 @@ fn seed_like_a_crates(repo: &Path) -> lanes::Lane {
         built_unix_ms: 0,
         took_ms: 0,
     };
-    let seed = stet_cli::seeds::keep(repo, &made, seed).unwrap();
+    let seed = stet_cli::seeds::keep(repo, &made, seed, stet_cli::seeds::Limit::NONE).unwrap();
     let lane = lanes::open(repo, "origin", "seeded", "HEAD", None).unwrap();
     stet_cli::seeds::give(repo, lane.dir.parent().unwrap(), &seed).unwrap();
     lane

@@ -165,7 +165,16 @@ fn build(
             built_unix_ms: crate::timestamp::now_ms(),
             took_ms: crate::timestamp::now_ms().saturating_sub(started),
         };
-        let seed = seeds::keep(repo, &lane.dir, seed).map_err(|e| {
+        let seed = seeds::keep(
+            repo,
+            &lane.dir,
+            seed,
+            seeds::Limit {
+                bytes: settings.limits.disk_bytes,
+                entries: settings.limits.files,
+            },
+        )
+        .map_err(|e| {
             Concept::Setup
                 .usage(format!("the setup's outputs cannot be kept: {e}"))
                 .hint("make the setup fill every path [lane] setup_outputs names")
@@ -294,11 +303,35 @@ fn run_commands(
         };
         let left = deadline.saturating_duration_since(std::time::Instant::now());
         let watchdog = sandbox::Watchdog::start(&process, left);
+        // What the setup writes is held to the disk and files limits, as a call's is.
+        let disk = sandbox::DiskWatch::start(
+            &process,
+            vec![lane.dir.clone()],
+            Vec::new(),
+            crate::files::Footprint {
+                bytes: settings.limits.disk_bytes,
+                files: settings.limits.files,
+            },
+        );
         let status = process.wait(&mut |_, bytes| {
             on_output(bytes);
             output.push(bytes);
         });
+        let met = disk.met();
         let ended = match status {
+            Ok(_) if met.is_some() => format!(
+                "wrote past the {} limit ({}) and was stopped",
+                if met == Some(sandbox::DiskMet::Files) {
+                    "files"
+                } else {
+                    "disk"
+                },
+                if met == Some(sandbox::DiskMet::Files) {
+                    settings.limits.files.to_string()
+                } else {
+                    crate::printer::size(settings.limits.disk_bytes)
+                }
+            ),
             Ok(status) if status.success() => continue,
             Ok(_) if watchdog.fired() => format!(
                 "did not finish within {} and was killed",

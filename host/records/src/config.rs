@@ -713,6 +713,12 @@ fn nested(a: &str, b: &str) -> bool {
 /// nothing of git's or stet's own.
 fn relative_path(path: &str) -> Result<(), String> {
     let trimmed = path.trim_end_matches('/');
+    if trimmed.chars().any(char::is_control) || trimmed.starts_with(':') {
+        return Err(format!(
+            "`{}` holds a control character or starts with `:` (git's pathspec magic)",
+            path.escape_debug()
+        ));
+    }
     if trimmed.is_empty() || trimmed.starts_with('/') {
         return Err(format!(
             "`{path}` is not a path relative to the repository's root, like \"target\""

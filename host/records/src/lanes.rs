@@ -222,10 +222,11 @@ fn make(
     }
     sweep(repo);
     if let Some(pooled) = take_pooled(repo, &partial, bounds.is_some()) {
+        // The item before was given its seed; this one is given the drive's (and the
+        // reset below lays none: the last seed may be gone).
+        let _ = std::fs::remove_file(partial.join("seed"));
         match reuse(repo, &pooled, item, source) {
             Ok(()) => {
-                // The item before was given its seed; this one is given the drive's.
-                let _ = std::fs::remove_file(partial.join("seed"));
                 std::fs::rename(&partial, &root).map_err(|e| io_error("rename", &root, e))?;
                 return Ok(());
             }
@@ -930,7 +931,7 @@ mod tests {
             built_unix_ms: 1,
             took_ms: 1,
         };
-        let seed = crate::seeds::keep(&work, made.path(), seed).unwrap();
+        let seed = crate::seeds::keep(&work, made.path(), seed, crate::seeds::Limit::NONE).unwrap();
         assert_eq!((seed.bytes, seed.entries), (9, 3));
         assert_eq!(crate::seeds::ready(&work, &key), Some(seed.clone()));
         assert!(crate::seeds::tracked_outputs(&work, &setup, "HEAD")

@@ -25,7 +25,10 @@
 //! virtual environment's scripts, a build's dependency files) name the lane's own copy.
 
 use std::io;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
+
+use rustix::fs::{self, AtFlags, FileType, Mode, OFlags, Timestamps};
 
 use crate::config::Setup;
 use crate::git::{GitError, Inert};
@@ -136,8 +139,9 @@ pub fn all(repo: &Path) -> Vec<Seed> {
 
 /// Keeps what a setup left in `work` (its sandbox stopped) as the seed described by
 /// `seed`: each output copied by [`copy_kept`] into a directory of its own, then renamed
-/// into place whole. An output the setup did not make is an error naming it.
-pub fn keep(repo: &Path, work: &Path, mut seed: Seed) -> io::Result<Seed> {
+/// into place whole. An output the setup did not make, or made as something other than a
+/// directory, a file or a link, is an error naming it; so is more than `limit` holds.
+pub fn keep(repo: &Path, work: &Path, mut seed: Seed, limit: Limit) -> io::Result<Seed> {
     let seeds = seeds_dir(repo);
     std::fs::create_dir_all(&seeds)?;
     std::fs::set_permissions(&seeds, std::os::unix::fs::PermissionsExt::from_mode(0o700))?;
@@ -147,38 +151,19 @@ pub fn keep(repo: &Path, work: &Path, mut seed: Seed) -> io::Result<Seed> {
     }
     let outputs = partial.join("outputs");
     std::fs::create_dir_all(&outputs)?;
-    let (mut bytes, mut entries) = (0u64, 0u64);
-    for output in &seed.outputs {
-        // What a sandbox made: no directory on the way may be a link (one to a host
-        // directory would copy the host's files into every lane).
-        let from = match parents_in(work, output, false) {
-            Ok(parent) => parent.join(last_part(output)),
-            Err(e) => {
-                let _ = std::fs::remove_dir_all(&partial);
-                return Err(e);
-            }
-        };
-        if std::fs::symlink_metadata(&from).is_err() {
-            let _ = std::fs::remove_dir_all(&partial);
-            return Err(io::Error::new(
-                io::ErrorKind::NotFound,
-                format!("the setup made no `{output}`, which [lane] setup_outputs names"),
-            ));
+    let mut budget = Budget::new(limit);
+    let taken = open_dir(work).and_then(|work| {
+        let kept = open_dir(&outputs)?;
+        for output in &seed.outputs {
+            take_in(&work, &kept, output, &mut budget)?;
         }
-        let copied = copy_kept(&from, &outputs.join(output));
-        let (b, e) = match copied {
-            Ok(counted) => counted,
-            Err(e) => {
-                let _ = std::fs::remove_dir_all(&partial);
-                return Err(io::Error::new(
-                    e.kind(),
-                    format!("cannot keep `{output}`: {e}"),
-                ));
-            }
-        };
-        bytes = bytes.saturating_add(b);
-        entries = entries.saturating_add(e);
+        Ok(())
+    });
+    if let Err(e) = taken {
+        let _ = std::fs::remove_dir_all(&partial);
+        return Err(e);
     }
+    let (bytes, entries) = (budget.bytes, budget.entries);
     seed.bytes = bytes;
     seed.entries = entries;
     let record = serde_json::to_vec_pretty(&seed).map_err(io::Error::other)?;
@@ -252,7 +237,8 @@ pub fn given(lane_root: &Path) -> Option<Given> {
 /// Lays `given`'s outputs into `work` (a working tree just put back to its commit): each
 /// output's copy replaces whatever is at its path.
 pub(crate) fn lay(given: &Given, work: &Path) -> io::Result<()> {
-    if !given.seed.join("outputs").is_dir() {
+    let outputs = given.seed.join("outputs");
+    if !outputs.is_dir() {
         return Err(io::Error::new(
             io::ErrorKind::NotFound,
             format!(
@@ -261,48 +247,143 @@ pub(crate) fn lay(given: &Given, work: &Path) -> io::Result<()> {
             ),
         ));
     }
+    let (from, to) = (open_dir(&outputs)?, open_dir(work)?);
+    let mut budget = Budget::new(Limit::NONE);
     for output in &given.outputs {
-        let from = given.seed.join("outputs").join(output);
         // The lane's commit is the agent's: a directory on the way that it turned into a
-        // link would carry the copy out of the lane. Each is a real directory, or made one.
-        let to = parents_in(work, output, true)?.join(last_part(output));
-        if let Ok(meta) = std::fs::symlink_metadata(&to) {
-            if meta.is_dir() {
-                std::fs::remove_dir_all(&to)?;
-            } else {
-                std::fs::remove_file(&to)?;
-            }
+        // link would carry the copy out of the lane. Each part is opened without following
+        // a link, or made.
+        let (parts, last) = split(output);
+        let (src, dst) = (beneath(&from, &parts, false)?, beneath(&to, &parts, true)?);
+        if fs::statat(&dst, last, AtFlags::SYMLINK_NOFOLLOW).is_ok() {
+            return Err(io::Error::other(format!(
+                "`{output}` is in the lane's way of its seed (git cleaned everything else)"
+            )));
         }
-        copy_kept(&from, &to)?;
+        copy_entry(&src, last, &dst, last, &mut budget, 0)?;
     }
     Ok(())
 }
 
-/// The directory holding `output` (a relative path) under `top`, each part on the way a
-/// real directory — never a link, which would lead out of `top` — made when missing if
-/// `make`, else an error naming it.
-fn parents_in(top: &Path, output: &str, make: bool) -> io::Result<PathBuf> {
-    let mut at = top.to_path_buf();
-    let parts: Vec<&str> = output.split('/').collect();
-    for part in parts.iter().take(parts.len().saturating_sub(1)) {
-        at.push(part);
-        match std::fs::symlink_metadata(&at) {
-            Ok(meta) if meta.is_dir() => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound && make => std::fs::create_dir(&at)?,
-            _ => {
-                return Err(io::Error::other(format!(
-                    "{} on the way to `{output}` is not a directory (a link is never followed)",
-                    at.display()
-                )))
-            }
+/// How much a copy may take: bytes (each file by the larger of its length and what it
+/// occupies, each hard link again) and entries.
+#[derive(Debug, Clone, Copy)]
+pub struct Limit {
+    /// Bytes.
+    pub bytes: u64,
+    /// Files, links and directories.
+    pub entries: u64,
+}
+
+impl Limit {
+    /// No limit (laying a seed that was held to one when it was kept).
+    pub const NONE: Limit = Limit {
+        bytes: u64::MAX,
+        entries: u64::MAX,
+    };
+}
+
+/// What a copy has taken, against its limit.
+struct Budget {
+    limit: Limit,
+    /// Each file's length, for what a person reads.
+    bytes: u64,
+    /// Each file's length or what it occupies, whichever is larger: what the limit holds.
+    charged: u64,
+    entries: u64,
+}
+
+impl Budget {
+    fn new(limit: Limit) -> Budget {
+        Budget {
+            limit,
+            bytes: 0,
+            charged: 0,
+            entries: 0,
         }
+    }
+
+    /// Counts an entry of `length` bytes occupying `held`; an error once the limit is
+    /// passed.
+    fn take(&mut self, length: u64, held: u64) -> io::Result<()> {
+        self.bytes = self.bytes.saturating_add(length);
+        self.charged = self.charged.saturating_add(length.max(held));
+        self.entries = self.entries.saturating_add(1);
+        if self.charged > self.limit.bytes || self.entries > self.limit.entries {
+            return Err(io::Error::other(format!(
+                "it holds more than the disk and files limits allow ({} bytes, {} entries)",
+                self.limit.bytes, self.limit.entries
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// How deep a copy goes: each level holds two directory handles open.
+const MOST_DEPTH: usize = 256;
+
+const DIRECTORY: OFlags = OFlags::RDONLY
+    .union(OFlags::DIRECTORY)
+    .union(OFlags::NOFOLLOW)
+    .union(OFlags::CLOEXEC);
+
+/// Opens the directory at `path` (stet's own: a lane's `work/`, a seed's `outputs/`).
+fn open_dir(path: &Path) -> io::Result<OwnedFd> {
+    fs::open(path, DIRECTORY, Mode::empty()).map_err(io::Error::from)
+}
+
+/// An output's directories on the way and its last part.
+fn split(output: &str) -> (Vec<&str>, &str) {
+    let mut parts: Vec<&str> = output.split('/').collect();
+    let last = parts.pop().unwrap_or(output);
+    (parts, last)
+}
+
+/// The directory `parts` down from `top`, each part opened without following a link (a
+/// link or anything not a directory on the way is an error naming it); with `make`, a
+/// missing part is made.
+fn beneath(top: &OwnedFd, parts: &[&str], make: bool) -> io::Result<OwnedFd> {
+    let mut at = fs::openat(top, c".", DIRECTORY, Mode::empty())?;
+    for part in parts {
+        let opened = match fs::openat(&at, *part, DIRECTORY, Mode::empty()) {
+            Err(rustix::io::Errno::NOENT) if make => {
+                fs::mkdirat(&at, *part, Mode::from_raw_mode(0o755))?;
+                fs::openat(&at, *part, DIRECTORY, Mode::empty())
+            }
+            other => other,
+        };
+        at = opened.map_err(|e| {
+            io::Error::other(format!(
+                "`{part}` on the way is not a directory (a link is never followed): {e}"
+            ))
+        })?;
     }
     Ok(at)
 }
 
-/// The last part of a relative path.
-fn last_part(output: &str) -> &str {
-    output.rsplit('/').next().unwrap_or(output)
+/// Takes the setup's `output` from `work` into `kept` (both directory handles): it must
+/// be a directory, a regular file or a link.
+fn take_in(work: &OwnedFd, kept: &OwnedFd, output: &str, budget: &mut Budget) -> io::Result<()> {
+    let (parts, last) = split(output);
+    let src = beneath(work, &parts, false)
+        .map_err(|e| io::Error::other(format!("cannot keep `{output}`: {e}")))?;
+    let st = fs::statat(&src, last, AtFlags::SYMLINK_NOFOLLOW).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("the setup made no `{output}`, which [lane] setup_outputs names"),
+        )
+    })?;
+    if !matches!(
+        FileType::from_raw_mode(st.st_mode as _),
+        FileType::Directory | FileType::RegularFile | FileType::Symlink
+    ) {
+        return Err(io::Error::other(format!(
+            "the setup made `{output}` a FIFO, socket or device; a seed keeps directories, files and links"
+        )));
+    }
+    let dst = beneath(kept, &parts, true)?;
+    copy_entry(&src, last, &dst, last, budget, 0)
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot keep `{output}`: {e}")))
 }
 
 /// Copies the tree at `from` to `to` (which must not exist), keeping only what a seed
@@ -311,58 +392,112 @@ fn last_part(output: &str) -> &str {
 /// followed). Sockets, FIFOs and devices are left out. Returns the bytes and entries
 /// copied.
 pub fn copy_kept(from: &Path, to: &Path) -> io::Result<(u64, u64)> {
-    use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
-    let (mut bytes, mut entries) = (0u64, 0u64);
-    // Directories' times are set once their entries are in: adding one changes them.
-    let mut directories = Vec::new();
-    let mut pending = vec![(from.to_path_buf(), to.to_path_buf())];
-    while let Some((source, target)) = pending.pop() {
-        let meta = std::fs::symlink_metadata(&source)?;
-        let kind = meta.file_type();
-        let exec = meta.mode() & 0o111;
-        if kind.is_dir() {
-            std::fs::create_dir(&target)?;
-            std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o755))?;
-            for entry in std::fs::read_dir(&source)? {
-                let entry = entry?;
-                pending.push((entry.path(), target.join(entry.file_name())));
-            }
-            directories.push((target, meta));
-        } else if kind.is_file() {
-            let mut input = std::fs::OpenOptions::new()
-                .read(true)
-                .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
-                .open(&source)?;
-            let mut output = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o644 | exec)
-                .open(&target)?;
-            bytes = bytes.saturating_add(io::copy(&mut input, &mut output)?);
-            output.set_times(times_of(&meta))?;
-        } else if kind.is_symlink() {
-            std::os::unix::fs::symlink(std::fs::read_link(&source)?, &target)?;
-        } else {
-            continue;
-        }
-        entries = entries.saturating_add(1);
-    }
-    for (dir, meta) in directories.into_iter().rev() {
-        std::fs::File::open(&dir)?.set_times(times_of(&meta))?;
-    }
-    Ok((bytes, entries))
+    let place = |path: &Path| match (path.parent(), path.file_name()) {
+        (Some(dir), Some(name)) => Ok((open_dir(dir)?, name.to_os_string())),
+        _ => Err(io::Error::other(format!(
+            "{} names no entry",
+            path.display()
+        ))),
+    };
+    let ((src, name), (dst, to_name)) = (place(from)?, place(to)?);
+    let mut budget = Budget::new(Limit::NONE);
+    copy_entry(
+        &src,
+        name.as_os_str(),
+        &dst,
+        to_name.as_os_str(),
+        &mut budget,
+        0,
+    )?;
+    Ok((budget.bytes, budget.entries))
 }
 
-/// A file's access and modification times, to set on its copy (build tools compare them).
-fn times_of(meta: &std::fs::Metadata) -> std::fs::FileTimes {
-    let mut times = std::fs::FileTimes::new();
-    if let Ok(t) = meta.modified() {
-        times = times.set_modified(t);
+/// Copies the entry `name` of the directory `src` to the same name in `dst`, by directory
+/// handles alone: nothing on the way is looked up by path, no link is followed, each entry
+/// is judged by what was opened (a writer still at work can swap nothing in).
+fn copy_entry<P: rustix::path::Arg + Copy, Q: rustix::path::Arg + Copy>(
+    src: &OwnedFd,
+    name: P,
+    dst: &OwnedFd,
+    to_name: Q,
+    budget: &mut Budget,
+    depth: usize,
+) -> io::Result<()> {
+    let st = fs::statat(src, name, AtFlags::SYMLINK_NOFOLLOW)?;
+    match FileType::from_raw_mode(st.st_mode as _) {
+        FileType::Directory => {
+            if depth >= MOST_DEPTH {
+                return Err(io::Error::other(format!(
+                    "it is more than {MOST_DEPTH} directories deep"
+                )));
+            }
+            let from = fs::openat(src, name, DIRECTORY, Mode::empty())?;
+            let st = fs::fstat(&from)?;
+            budget.take(0, 0)?;
+            fs::mkdirat(dst, to_name, Mode::from_raw_mode(0o755))?;
+            let to = fs::openat(dst, to_name, DIRECTORY, Mode::empty())?;
+            fs::fchmod(&to, Mode::from_raw_mode(0o755))?;
+            let mut entries = fs::Dir::read_from(&from)?;
+            while let Some(entry) = entries.read() {
+                let entry = entry?;
+                let child = entry.file_name();
+                if child.to_bytes() == b"." || child.to_bytes() == b".." {
+                    continue;
+                }
+                copy_entry(&from, child, &to, child, budget, depth.saturating_add(1))?;
+            }
+            // Adding entries changed the copy's times: set last.
+            fs::futimens(&to, &stamps_of(&st))?;
+        }
+        FileType::RegularFile => {
+            let from = fs::openat(
+                src,
+                name,
+                OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+                Mode::empty(),
+            )?;
+            let st = fs::fstat(&from)?;
+            if FileType::from_raw_mode(st.st_mode as _) != FileType::RegularFile {
+                return Ok(());
+            }
+            let length = u64::try_from(st.st_size).unwrap_or(0);
+            let held = u64::try_from(st.st_blocks).unwrap_or(0).saturating_mul(512);
+            budget.take(length, held)?;
+            let exec = (st.st_mode as u32) & 0o111;
+            let to = fs::openat(
+                dst,
+                to_name,
+                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::from_raw_mode(0o644 | exec),
+            )?;
+            let mut reader = io::Read::take(std::fs::File::from(from), length);
+            let mut writer = std::fs::File::from(to);
+            io::copy(&mut reader, &mut writer)?;
+            fs::futimens(&writer, &stamps_of(&st))?;
+        }
+        FileType::Symlink => {
+            budget.take(0, 0)?;
+            let target = fs::readlinkat(src, name, Vec::new())?;
+            fs::symlinkat(target.as_c_str(), dst, to_name)?;
+        }
+        _ => {}
     }
-    if let Ok(t) = meta.accessed() {
-        times = times.set_accessed(t);
+    Ok(())
+}
+
+/// An entry's access and modification times, to set on its copy (build tools compare them).
+#[allow(clippy::unnecessary_cast)]
+fn stamps_of(st: &rustix::fs::Stat) -> Timestamps {
+    Timestamps {
+        last_access: rustix::fs::Timespec {
+            tv_sec: st.st_atime as _,
+            tv_nsec: st.st_atime_nsec as _,
+        },
+        last_modification: rustix::fs::Timespec {
+            tv_sec: st.st_mtime as _,
+            tv_nsec: st.st_mtime_nsec as _,
+        },
     }
-    times
 }
 
 #[cfg(test)]
@@ -380,8 +515,50 @@ mod tests {
         let made = dir.path().join("made");
         std::fs::create_dir_all(&made).unwrap();
         std::os::unix::fs::symlink(&host, made.join("crates")).unwrap();
-        let err = parents_in(&made, "crates/secret", false).unwrap_err();
+        let err = beneath(&open_dir(&made).unwrap(), &["crates"], false).unwrap_err();
         assert!(err.to_string().contains("is not a directory"), "{err}");
+        let seed = |outputs: &[&str]| Seed {
+            key: "k".into(),
+            base: "b".into(),
+            commands: Vec::new(),
+            image: "i".into(),
+            outputs: outputs.iter().map(|o| o.to_string()).collect(),
+            bytes: 0,
+            entries: 0,
+            built_unix_ms: 0,
+            took_ms: 0,
+        };
+        let repo = dir.path().join("repo");
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        let err = keep(&repo, &made, seed(&["crates/secret"]), Limit::NONE).unwrap_err();
+        assert!(err.to_string().contains("is not a directory"), "{err}");
+        // A FIFO where an output should be, or more than the limits hold, keeps nothing.
+        nix::unistd::mkfifo(&made.join("pipe"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let err = keep(&repo, &made, seed(&["pipe"]), Limit::NONE).unwrap_err();
+        assert!(err.to_string().contains("FIFO, socket or device"), "{err}");
+        std::fs::create_dir_all(made.join("big")).unwrap();
+        let sparse = std::fs::File::create(made.join("big/sparse")).unwrap();
+        sparse.set_len(1 << 40).unwrap();
+        let small = Limit {
+            bytes: 1 << 30,
+            entries: 100,
+        };
+        let err = keep(&repo, &made, seed(&["big"]), small).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("more than the disk and files limits"),
+            "{err}"
+        );
+        assert!(all(&repo).is_empty());
+        // A nested output is kept at its path.
+        std::fs::create_dir_all(made.join("nested/x/target")).unwrap();
+        std::fs::write(made.join("nested/x/target/out"), "built").unwrap();
+        let kept = keep(&repo, &made, seed(&["nested/x/target"]), Limit::NONE).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(seed_dir(&repo, &kept.key).join("outputs/nested/x/target/out"))
+                .unwrap(),
+            "built"
+        );
         // A lane whose commit made `crates` a link to a host directory: nothing is laid
         // through it.
         let seed = dir.path().join("seed");

@@ -135,7 +135,8 @@ fn stale_seeds(
     remote: &str,
     dry_run: bool,
 ) -> Result<Vec<crate::seeds::Seed>, CliError> {
-    if crate::seeds::all(repo).is_empty() {
+    // A drive here may be giving a seed to its next lane: seeds wait until it ends.
+    if crate::seeds::all(repo).is_empty() || crate::drive::driving_here(repo) {
         return Ok(Vec::new());
     }
     // The current seed is kept: its key needs the settings (the setup, the image).

@@ -228,10 +228,20 @@ impl Tree<'_> {
             "--",
         ];
         status.extend(specs.iter().map(String::as_str));
+        // Git still names an ignored output (`!! target/`) that a pathspec excludes: the
+        // seed's copy is stet's, never a person's edit.
+        let outputs = self.seed().map(|s| s.outputs).unwrap_or_default();
+        let stets = |line: &str| {
+            let path = line.get(3..).unwrap_or_default().trim_end_matches('/');
+            outputs
+                .iter()
+                .any(|o| path == o || path.starts_with(&format!("{o}/")))
+        };
         Ok(self
             .git()
             .run(&status)?
             .lines()
+            .filter(|line| !stets(line))
             .map(str::to_string)
             .collect())
     }
