@@ -63,11 +63,18 @@ fn init_writes_a_commented_config_with_what_it_found_and_refuses_to_overwrite() 
     let recipe = std::fs::read_to_string(world.work.join(".stet/Containerfile")).unwrap();
     assert!(recipe.contains("\nFROM stet-lane:1\n"), "{recipe}");
     assert!(text.contains("Guessed from Cargo.toml"), "{text}");
-    assert!(text.contains("check = \"cargo test\""), "{text}");
+    assert!(
+        text.contains("check = \"CARGO_HOME=/stet-lane/.cargo-home cargo test --offline\""),
+        "{text}"
+    );
+    assert!(
+        text.contains("setup_outputs = [\"target\", \".cargo-home\"]"),
+        "{text}"
+    );
     assert!(world.work.join(".stet/queue/.gitkeep").is_file());
     assert!(
         out.stdout
-            .contains("  check: cargo test (guessed from Cargo.toml)"),
+            .contains("  check: CARGO_HOME=/stet-lane/.cargo-home cargo test --offline (guessed from Cargo.toml)"),
         "{}",
         out.stdout
     );
