@@ -226,7 +226,7 @@ fn seed_like_a_crates(repo: &Path) -> lanes::Lane {
     };
     let seed = stet_cli::seeds::keep(repo, &made, seed, stet_cli::seeds::Limit::NONE).unwrap();
     let lane = lanes::open(repo, "origin", "seeded", "HEAD", None).unwrap();
-    stet_cli::seeds::give(repo, lane.dir.parent().unwrap(), &seed).unwrap();
+    stet_cli::seeds::give(lane.dir.parent().unwrap(), &seed).unwrap();
     lane
 }
 

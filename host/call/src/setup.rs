@@ -36,6 +36,18 @@ pub struct Seeded {
     pub refused: Vec<(String, u64)>,
 }
 
+/// Where a person watches a setup: its output, made inert, on stderr as it comes; nothing
+/// when `shown` is false (`--json`, a drive without `--follow`: the log has it all).
+pub fn echo_to_stderr(shown: bool) -> impl FnMut(&[u8]) + Send {
+    let mut pending = Vec::new();
+    move |bytes: &[u8]| {
+        if shown {
+            let text = crate::text::inert_bytes(&mut pending, bytes);
+            let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), text.as_bytes());
+        }
+    }
+}
+
 /// The key of the seed `settings`' setup makes on `base` (a commit or ref of `repo`);
 /// `None` without a setup. Refuses a setup whose outputs the base tracks.
 pub fn key_of(repo: &Path, settings: &Settings, base: &str) -> Result<Option<String>, Error> {

@@ -938,7 +938,7 @@ mod tests {
             .unwrap()
             .is_empty());
         let lane = open(&work, "origin", "seeded", "HEAD", None).unwrap();
-        crate::seeds::give(&work, lane.dir.parent().unwrap(), &seed).unwrap();
+        crate::seeds::give(lane.dir.parent().unwrap(), &seed).unwrap();
         lane.restore().unwrap();
         let code = lane.dir.join("deps/lib/code.py");
         assert_eq!(std::fs::read_to_string(&code).unwrap(), "GOOD = 1\n");

@@ -8,12 +8,12 @@
 //! every lane and every round reuses it.
 //!
 //! The setup ran in a sandbox (`stet-call`'s `setup.rs`), so what it left is data: it is
-//! taken in by [`copy_kept`] — directories, regular files with their bytes, times and
-//! executable bits, links as links (never followed) — nothing else: no set-id bit, no
-//! group or other write, no special file, no extended attribute.
+//! taken in by directory handles alone (`copy_entry`) — directories, regular files with
+//! their bytes, times and executable bits, links as links (never followed) — nothing
+//! else: no set-id bit, no group or other write, no special file, no extended attribute.
 //!
 //! A lane is given a seed by a file of the host's beside its `work/` (`seed`, never
-//! mounted into a sandbox): the gate lays the seed's outputs into the working tree each
+//! mounted into a sandbox, naming the seed's key; its directory is found from the lane's): the gate lays the seed's outputs into the working tree each
 //! time it puts the tree back to its commit (`gate/tree.rs`), keeps them out of every
 //! commit and diff, and never walks them. The lane's copy is its own: whatever an agent or
 //! a check writes there is gone at the next restore, and never reaches the seed or another
@@ -138,7 +138,7 @@ pub fn all(repo: &Path) -> Vec<Seed> {
 }
 
 /// Keeps what a setup left in `work` (its sandbox stopped) as the seed described by
-/// `seed`: each output copied by [`copy_kept`] into a directory of its own, then renamed
+/// `seed`: each output copied by `copy_entry` into a directory of its own, then renamed
 /// into place whole. An output the setup did not make, or made as something other than a
 /// directory, a file or a link, is an error naming it; so is more than `limit` holds.
 pub fn keep(repo: &Path, work: &Path, mut seed: Seed, limit: Limit) -> io::Result<Seed> {
@@ -182,34 +182,44 @@ pub fn keep(repo: &Path, work: &Path, mut seed: Seed, limit: Limit) -> io::Resul
 /// Removes the seeds other than `keep` that no lane on this clone was given; returns
 /// those removed (or, with `dry_run`, those that would be).
 pub fn remove_stale(repo: &Path, keep: Option<&str>, dry_run: bool) -> io::Result<Vec<Seed>> {
-    let given: Vec<PathBuf> = std::fs::read_dir(crate::git::git_dir(repo).join("stet/lanes"))
+    let given: Vec<String> = std::fs::read_dir(crate::git::git_dir(repo).join("stet/lanes"))
         .into_iter()
         .flatten()
         .filter_map(Result::ok)
         .filter_map(|e| given(&e.path()))
-        .map(|g| g.seed)
+        .map(|g| g.key)
         .collect();
     let mut removed = Vec::new();
     for seed in all(repo) {
-        let dir = seed_dir(repo, &seed.key);
-        if Some(seed.key.as_str()) == keep || given.contains(&dir) {
+        if Some(seed.key.as_str()) == keep || given.contains(&seed.key) {
             continue;
         }
         if !dry_run {
-            std::fs::remove_dir_all(&dir)?;
+            std::fs::remove_dir_all(seed_dir(repo, &seed.key))?;
         }
         removed.push(seed);
     }
     Ok(removed)
 }
 
-/// What a lane was given: the seed's directory and its outputs.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+/// What a lane was given: the seed's key and its outputs (the lane's `seed` file), and
+/// the seed's directory, found from the lane's own (`.git/stet/lanes/<item>` beside
+/// `.git/stet/seeds/`), so a clone moved elsewhere still finds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Given {
+    /// The seed's key.
+    pub key: String,
     /// The seed's directory.
     pub seed: PathBuf,
     /// Its outputs, paths in the working tree.
     pub outputs: Vec<String>,
+}
+
+/// The lane's `seed` file.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct GivenRecord {
+    key: String,
+    outputs: Vec<String>,
 }
 
 /// The file beside a lane's `work/` naming its seed.
@@ -219,30 +229,36 @@ fn given_file(lane_root: &Path) -> PathBuf {
 
 /// Gives the lane at `lane_root` (the directory holding its `work/` and `git/`) `seed`:
 /// laid into its working tree from its next restore on.
-pub fn give(repo: &Path, lane_root: &Path, seed: &Seed) -> io::Result<()> {
-    let given = Given {
-        seed: seed_dir(repo, &seed.key),
+pub fn give(lane_root: &Path, seed: &Seed) -> io::Result<()> {
+    let record = GivenRecord {
+        key: seed.key.clone(),
         outputs: seed.outputs.clone(),
     };
-    let text = serde_json::to_vec(&given).map_err(io::Error::other)?;
+    let text = serde_json::to_vec(&record).map_err(io::Error::other)?;
     crate::files::write_durably(&given_file(lane_root), &text)
 }
 
 /// The seed the lane at `lane_root` was given, if any.
 pub fn given(lane_root: &Path) -> Option<Given> {
     let text = std::fs::read(given_file(lane_root)).ok()?;
-    serde_json::from_slice(&text).ok()
+    let record: GivenRecord = serde_json::from_slice(&text).ok()?;
+    let stet = lane_root.parent()?.parent()?;
+    Some(Given {
+        seed: stet.join("seeds").join(&record.key),
+        key: record.key,
+        outputs: record.outputs,
+    })
 }
 
-/// Lays `given`'s outputs into `work` (a working tree just put back to its commit): each
-/// output's copy replaces whatever is at its path.
+/// Lays `given`'s outputs into `work` (a working tree just put back to its commit, so
+/// nothing is at an output's path: anything there is an error naming it).
 pub(crate) fn lay(given: &Given, work: &Path) -> io::Result<()> {
     let outputs = given.seed.join("outputs");
     if !outputs.is_dir() {
         return Err(io::Error::new(
             io::ErrorKind::NotFound,
             format!(
-                "the lane's seed {} is gone; `stet seed` builds it again",
+                "the seed {} this lane started from is gone; `stet seed` builds it again while the setup and its inputs are as they were",
                 given.seed.display()
             ),
         ));
@@ -386,12 +402,10 @@ fn take_in(work: &OwnedFd, kept: &OwnedFd, output: &str, budget: &mut Budget) ->
         .map_err(|e| io::Error::new(e.kind(), format!("cannot keep `{output}`: {e}")))
 }
 
-/// Copies the tree at `from` to `to` (which must not exist), keeping only what a seed
-/// may hold: directories, regular files (bytes, modification time, and of the mode only
-/// read, write for the owner and the executable bits), symbolic links as links (never
-/// followed). Sockets, FIFOs and devices are left out. Returns the bytes and entries
-/// copied.
-pub fn copy_kept(from: &Path, to: &Path) -> io::Result<(u64, u64)> {
+/// Copies the tree at `from` to `to` (which must not exist), as [`copy_entry`] does: the
+/// unit tests' way in. Returns the bytes and entries copied.
+#[cfg(test)]
+fn copy_kept(from: &Path, to: &Path) -> io::Result<(u64, u64)> {
     let place = |path: &Path| match (path.parent(), path.file_name()) {
         (Some(dir), Some(name)) => Ok((open_dir(dir)?, name.to_os_string())),
         _ => Err(io::Error::other(format!(
@@ -412,7 +426,10 @@ pub fn copy_kept(from: &Path, to: &Path) -> io::Result<(u64, u64)> {
     Ok((budget.bytes, budget.entries))
 }
 
-/// Copies the entry `name` of the directory `src` to the same name in `dst`, by directory
+/// Copies the entry `name` of the directory `src` to `to_name` in `dst` (which must not
+/// exist), keeping only what a seed may hold: directories, regular files (bytes,
+/// modification time, and of the mode only read, write for the owner and the executable
+/// bits), symbolic links as links; sockets, FIFOs and devices are left out. By directory
 /// handles alone: nothing on the way is looked up by path, no link is followed, each entry
 /// is judged by what was opened (a writer still at work can swap nothing in).
 fn copy_entry<P: rustix::path::Arg + Copy, Q: rustix::path::Arg + Copy>(
@@ -568,6 +585,7 @@ mod tests {
         std::fs::create_dir_all(&work).unwrap();
         std::os::unix::fs::symlink(&host, work.join("crates")).unwrap();
         let given = Given {
+            key: "k".into(),
             seed: seed.clone(),
             outputs: vec!["crates/x/target".into()],
         };

@@ -31,15 +31,8 @@ pub fn run(settings: &Settings, args: &SeedArgs, printer: Printer) -> Result<Exi
     let runtime = crate::sandbox::open_runtime(settings)?;
     let run = format!("seed-{}", crate::timestamp::now_ms());
     let json = args.json;
-    // The setup's output, made inert, on stderr as it comes (a person sees it work).
-    let mut pending = Vec::new();
-    let mut echo = |bytes: &[u8]| {
-        if !json {
-            let text = crate::text::inert_bytes(&mut pending, bytes);
-            let mut err = std::io::stderr().lock();
-            let _ = std::io::Write::write_all(&mut err, text.as_bytes());
-        }
-    };
+    // The setup's output on stderr as it comes: a person sees it work.
+    let mut echo = crate::setup::echo_to_stderr(!json);
     let limit = args.limit.unwrap_or(crate::setup::DEFAULT_LIMIT);
     let seeded = crate::sandbox::with_reaper(&runtime, |_| {
         crate::setup::ensure(

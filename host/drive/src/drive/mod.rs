@@ -150,7 +150,7 @@ impl Drive<'_> {
                 .failure(format!("cannot give the lane {} its seed", lane.branch))
                 .caused_by(e)
         };
-        crate::seeds::give(&self.repo, root, seed).map_err(|e| failed(e.to_string()))?;
+        crate::seeds::give(root, seed).map_err(|e| failed(e.to_string()))?;
         lane.restore().map_err(|e| failed(e.to_string()))
     }
 
@@ -480,14 +480,7 @@ fn seed_of(
             "; its output is in .git/stet/seeds/"
         }
     );
-    let follow = options.follow;
-    let mut pending = Vec::new();
-    let mut echo = |bytes: &[u8]| {
-        if follow {
-            let text = crate::text::inert_bytes(&mut pending, bytes);
-            let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), text.as_bytes());
-        }
-    };
+    let mut echo = crate::setup::echo_to_stderr(options.follow);
     let run = format!("setup-{}-{now_ms}", std::process::id());
     let limit = std::time::Duration::from_secs(options.call_limit_secs);
     let seeded = crate::setup::ensure(

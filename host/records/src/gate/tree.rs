@@ -100,35 +100,40 @@ impl Tree<'_> {
         crate::seeds::given(self.git_dir.parent()?)
     }
 
+    /// The seed's outputs, paths in the tree (none without a seed).
+    fn outputs(&self) -> Vec<String> {
+        self.seed().map(|s| s.outputs).unwrap_or_default()
+    }
+
     /// Pathspecs for host git: the whole tree but the seed's outputs. (An output the
     /// tree's ignore rules leave out already is not named: git refuses a pathspec that
     /// names an ignored path, even to exclude it. Looked at after the walk.)
-    fn pathspecs(&self) -> Vec<String> {
+    fn pathspecs(&self, outputs: &[String]) -> Vec<String> {
         let git = self.git();
         let mut specs = vec![".".to_string()];
-        for output in self.seed().map(|s| s.outputs).unwrap_or_default() {
-            if git
-                .run(&["check-ignore", "--quiet", "--", &output])
-                .is_err()
-            {
+        for output in outputs {
+            if git.run(&["check-ignore", "--quiet", "--", output]).is_err() {
                 specs.push(format!(":(exclude,literal){output}"));
             }
         }
         specs
     }
 
-    fn walk(&self, purpose: Purpose, max_file: u64) -> Result<walk::Walked, GateError> {
+    /// Walks the tree for `purpose`, never entering `outputs` (the seed's: a restore passes
+    /// none, and removes what was touched in the seed's copy too).
+    fn walk(
+        &self,
+        purpose: Purpose,
+        max_file: u64,
+        outputs: &[String],
+    ) -> Result<walk::Walked, GateError> {
         walk::walk(
             self.work,
             Rules {
                 purpose,
                 since: self.since(),
                 skip_untouched_repositories: false,
-                // A restore removes what was touched everywhere, the seed's copy included.
-                skip: match purpose {
-                    Purpose::Restore => Vec::new(),
-                    _ => self.seed().map(|s| s.outputs).unwrap_or_default(),
-                },
+                skip: outputs.to_vec(),
             },
             max_file,
         )
@@ -145,13 +150,14 @@ impl Tree<'_> {
         author: Option<&Person>,
         bounds: Bounds,
     ) -> Result<Committed, CommitError> {
-        let walked = self.walk(Purpose::Commit, bounds.max_file)?;
+        let outputs = self.outputs();
+        let walked = self.walk(Purpose::Commit, bounds.max_file, &outputs)?;
         let git = self.git();
         let large = too_large(&git, &walked.large)?;
         if let Some(words) = refusal_words(&walked, &large, bounds) {
             return Err(CommitError::Refused(words));
         }
-        let specs = self.pathspecs();
+        let specs = self.pathspecs(&outputs);
         let mut add = vec!["add", "--all", "--"];
         add.extend(specs.iter().map(String::as_str));
         git.run(&add)?;
@@ -197,7 +203,7 @@ impl Tree<'_> {
         deadline: std::time::Duration,
     ) -> Result<Vec<Removed>, GitError> {
         let walked = self
-            .walk(Purpose::Restore, u64::MAX)
+            .walk(Purpose::Restore, u64::MAX, &[])
             .map_err(|e| io_failure("examine", self.work, e))?;
         let git = self.git().with_deadline(deadline);
         git.run(&["reset", "--quiet", "--hard", commit])?;
@@ -216,8 +222,9 @@ impl Tree<'_> {
     /// What the tree holds that its last commit does not (`git status --short` lines,
     /// ignored files too): a person's edits from `stet shell`. Looked at first.
     pub fn uncommitted(&self) -> Result<Vec<String>, GitError> {
-        self.look()?;
-        let specs = self.pathspecs();
+        let outputs = self.outputs();
+        self.look(&outputs)?;
+        let specs = self.pathspecs(&outputs);
         // Ignored files too: the lane's `.gitignore` is the agent's, and a file a person
         // made in a shell is theirs whatever it says (the seed's copy is stet's).
         let mut status = vec![
@@ -230,7 +237,6 @@ impl Tree<'_> {
         status.extend(specs.iter().map(String::as_str));
         // Git still names an ignored output (`!! target/`) that a pathspec excludes: the
         // seed's copy is stet's, never a person's edit.
-        let outputs = self.seed().map(|s| s.outputs).unwrap_or_default();
         let stets = |line: &str| {
             let path = line.get(3..).unwrap_or_default().trim_end_matches('/');
             outputs
@@ -257,14 +263,15 @@ impl Tree<'_> {
         piece: usize,
         on_line: &mut dyn FnMut(&[u8]),
     ) -> Result<(), GitError> {
-        self.look()?;
+        let outputs = self.outputs();
+        self.look(&outputs)?;
         if std::fs::copy(self.git_dir.join("index"), index).is_err() {
             self.git().with_index(index).run(&["read-tree", "HEAD"])?;
         }
         let git = self.git().with_index(index);
         // A file git cannot index is left out, not the whole diff (git still exits
         // non-zero then: what it could add is added).
-        let specs = self.pathspecs();
+        let specs = self.pathspecs(&outputs);
         let mut add = vec!["add", "--intent-to-add", "--ignore-errors", "--"];
         add.extend(specs.iter().map(String::as_str));
         git.output(&add)?;
@@ -273,8 +280,8 @@ impl Tree<'_> {
 
     /// Before git looks at the tree for a person: what was touched is put right, special
     /// files are removed, repositories made are renamed out of git's sight.
-    fn look(&self) -> Result<(), GitError> {
-        self.walk(Purpose::Look, u64::MAX)
+    fn look(&self, outputs: &[String]) -> Result<(), GitError> {
+        self.walk(Purpose::Look, u64::MAX, outputs)
             .map(|_| ())
             .map_err(|e| io_failure("examine", self.work, e))
     }
