@@ -1913,9 +1913,10 @@ fn clean_remote_removes_squashed_and_rebased_branches_keeps_unmerged_work_and_ar
 }
 
 /// `[lane] setup` runs once, in a sandbox on the base, and every lane starts from what it
-/// made (the seed): a hostile agent rewrites a dependency and a build output in its lane
-/// and plants a file there, yet the check of that round, the next lane's agent and the
-/// seed itself see the setup's bytes; nothing of it is committed. `stet seed` says the seed
+/// made (the seed): a hostile agent rewrites a dependency and a build output in its lane,
+/// plants a file there and un-ignores them all in its `.gitignore`, yet the check of that
+/// round, the next lane's agent and the seed itself see the setup's bytes; nothing of it
+/// is committed. `stet seed` says the seed
 /// is ready without running the setup again; a changed input builds a new one.
 #[test]
 fn a_setup_seeds_every_lane_and_what_an_agent_writes_there_reaches_no_other_lane_or_round() {
@@ -1933,6 +1934,7 @@ fn a_setup_seeds_every_lane_and_what_an_agent_writes_there_reaches_no_other_lane
            echo POISONED > deps/out.o\n\
            echo planted > deps/planted\n\
            echo POISONED > /stet-lane/deps/alias.txt\n\
+           printf '!deps/\\n!deps/**\\n' >> .gitignore\n\
            ;;\n\
          review) echo LAND ;;\n\
          esac\n",
@@ -1976,6 +1978,10 @@ fn a_setup_seeds_every_lane_and_what_an_agent_writes_there_reaches_no_other_lane
         let files = files_on(&remote, &branch);
         assert!(files.contains(&file.to_string()), "{files:?}");
         assert!(files.iter().all(|f| !f.starts_with("deps/")), "{files:?}");
+        // The agent un-ignored the outputs in the .gitignore it committed: still none
+        // of the seed landed.
+        let ignore = git(&remote, &["show", &format!("{branch}:.gitignore")]);
+        assert!(ignore.contains("!deps/"), "{ignore}");
         let seen = git(&remote, &["show", &format!("{branch}:{file}")]);
         assert_eq!(seen, "lock v1\n", "{id} saw {seen:?}");
     }
